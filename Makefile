@@ -1,0 +1,55 @@
+# tickgroup: run each periodic task exactly once per period across a fleet, with Kafka as the only coordinator.
+# `make` (or `make help`) lists the targets.
+
+.DEFAULT_GOAL := help
+SHELL := /usr/bin/env bash
+
+GO          ?= go
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -s -w -X github.com/tickgroup/tickgroup/internal/admin.Version=$(VERSION)
+KAFKA_PORT  ?= 9092
+# `make test` starts its own broker on this port when KAFKA_BROKERS is unset, and stops it afterwards.
+KAFKA_TEST_PORT ?= 19092
+TEST_TIMEOUT ?= 15m
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/ticker and bin/worker (version-stamped).
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/ticker ./cmd/worker
+
+.PHONY: run
+run: ## Start everything on the embedded development broker (no Kafka, Java or Docker needed).
+	$(GO) run ./cmd/tickgroup-dev
+
+.PHONY: test
+test: ## Run every test, real-broker ones included (starts and stops a local Kafka when KAFKA_BROKERS is unset).
+	@scripts/with-kafka.sh $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: test-short
+test-short: ## Run the fast tests only (no broker needed).
+	$(GO) test -short -count=1 ./...
+
+.PHONY: bench
+bench: ## Run the Go benchmarks and the load tool against a real broker (started if needed).
+	@scripts/with-kafka.sh scripts/bench.sh
+
+.PHONY: lint
+lint: ## gofmt check, go vet and staticcheck.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
+
+.PHONY: kafka-up
+kafka-up: ## Start a local Apache Kafka 4.x (Java 17 + Maven) on 127.0.0.1:$(KAFKA_PORT).
+	@KAFKA_PORT=$(KAFKA_PORT) scripts/kafka-dev.sh up
+
+.PHONY: kafka-down
+kafka-down: ## Stop the local Apache Kafka started by kafka-up.
+	@KAFKA_PORT=$(KAFKA_PORT) scripts/kafka-dev.sh down
+
+.PHONY: clean
+clean: ## Remove build output and the local broker's data (keeps the downloaded jars).
+	rm -rf bin .kafka-dev/run-* .tickgroup-dev

@@ -1,0 +1,127 @@
+// Package admin is the HTTP side every tickgroup process serves for operators: Prometheus metrics on /metrics,
+// liveness on /-/healthy and readiness on /-/ready, from one registry that the process passes down to every
+// component (never the global one).
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Version is the build's version, stamped by the Makefile with -ldflags -X.
+var Version = "dev"
+
+// NewRegistry returns a registry with the Go runtime, process and build-info collectors.
+func NewRegistry(program string) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "tickgroup_build_info",
+		Help:        "Always 1; the labels say which build and program this is.",
+		ConstLabels: prometheus.Labels{"version": Version, "goversion": runtime.Version(), "program": program},
+	})
+	info.Set(1)
+	reg.MustRegister(info)
+	return reg
+}
+
+// Readiness is a set of named conditions; the process is ready when all of them hold.
+// Components set their own condition; the zero value is ready (no conditions).
+type Readiness struct {
+	mu     sync.Mutex
+	checks map[string]bool
+}
+
+// Set records whether the named condition holds.
+func (r *Readiness) Set(name string, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.checks == nil {
+		r.checks = map[string]bool{}
+	}
+	r.checks[name] = ok
+}
+
+// Ready reports whether every condition holds, and the first one that does not.
+func (r *Readiness) Ready() (bool, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, ok := range r.checks {
+		if !ok {
+			return false, name
+		}
+	}
+	return true, ""
+}
+
+// Server serves the admin endpoints.
+type Server struct {
+	addr   string
+	logger *slog.Logger
+	srv    *http.Server
+	ln     net.Listener
+}
+
+// NewServer listens on addr (host:port; port 0 picks one) and serves reg and ready. Listening happens here so
+// that a taken port fails start-up at once and Addr is known before Run.
+func NewServer(addr string, reg *prometheus.Registry, ready *Readiness, logger *slog.Logger) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin server: listening on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "OK")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if ok, why := ready.Ready(); !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "not ready: %s\n", why)
+			return
+		}
+		fmt.Fprintln(w, "OK")
+	})
+	return &Server{
+		addr:   ln.Addr().String(),
+		logger: logger.With("component", "admin"),
+		srv:    &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second},
+		ln:     ln,
+	}, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.addr }
+
+// Run serves until ctx ends, then shuts down.
+func (s *Server) Run(ctx context.Context) error {
+	s.logger.Info("serving admin endpoints", "addr", s.addr)
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(s.ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("admin server: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("admin server: shutting down: %w", err)
+	}
+	s.logger.Info("admin server stopped")
+	return nil
+}

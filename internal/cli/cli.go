@@ -1,0 +1,158 @@
+// Package cli holds what the tickgroup commands share on the command line: the common flags (brokers, namespace,
+// admin address, logging, Kafka security), their TICKGROUP_* environment variables, the logger they configure,
+// and the usage-error type that maps to exit status 2.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+)
+
+// UsageError is a mistake on the command line or in a file given on it. Commands exit with status 2 for it.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+// Usagef returns a UsageError with a formatted message.
+func Usagef(format string, args ...any) error { return UsageError{fmt.Errorf(format, args...)} }
+
+// ExitCode maps the error of a command to its exit status: 0 for nil (and flag.ErrHelp), 2 for a UsageError,
+// 1 otherwise.
+func ExitCode(err error) int {
+	var ue UsageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	default:
+		return 1
+	}
+}
+
+// Common are the flags of every long-running command and every command that talks to Kafka.
+type Common struct {
+	Kafka       kafka.Config
+	MetricsAddr string
+	LogLevel    string
+	LogFormat   string
+
+	brokers string
+}
+
+// Register adds the common flags to fs. metricsAddr is the command's default admin address.
+func (c *Common) Register(fs *flag.FlagSet, metricsAddr string) {
+	fs.StringVar(&c.brokers, "brokers", "localhost:9092", "Kafka seed brokers, comma-separated")
+	fs.StringVar(&c.Kafka.Namespace, "namespace", kafka.DefaultNamespace, "prefix of every topic and group (`<ns>.ticker`, `<ns>.work`, ...)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", metricsAddr, "admin HTTP address serving /metrics, /-/healthy and /-/ready (empty: off)")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.BoolVar(&c.Kafka.TLS.Enabled, "tls", false, "connect to the brokers with TLS")
+	fs.StringVar(&c.Kafka.TLS.CAFile, "tls-ca", "", "PEM file of the CAs that sign the brokers' certificates (implies --tls)")
+	fs.StringVar(&c.Kafka.TLS.CertFile, "tls-cert", "", "PEM client certificate for mutual TLS (implies --tls)")
+	fs.StringVar(&c.Kafka.TLS.KeyFile, "tls-key", "", "PEM key of --tls-cert")
+	fs.StringVar(&c.Kafka.TLS.ServerName, "tls-server-name", "", "name to verify in the brokers' certificates (default: the broker host)")
+	fs.BoolVar(&c.Kafka.TLS.InsecureSkipVerify, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates (testing only)")
+	fs.StringVar(&c.Kafka.SASL.Mechanism, "sasl-mechanism", "", "SASL mechanism: plain, scram-sha-256 or scram-sha-512 (empty: no SASL)")
+	fs.StringVar(&c.Kafka.SASL.Username, "sasl-username", "", "SASL user name")
+	fs.StringVar(&c.Kafka.SASL.Password, "sasl-password", "", "SASL password (prefer the TICKGROUP_SASL_PASSWORD variable)")
+}
+
+// Finish completes the configuration after parsing and checks it.
+func (c *Common) Finish() error {
+	c.Kafka.Brokers = nil
+	for _, b := range strings.Split(c.brokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			c.Kafka.Brokers = append(c.Kafka.Brokers, b)
+		}
+	}
+	if len(c.Kafka.Brokers) == 0 {
+		return Usagef("--brokers: at least one broker is needed")
+	}
+	if err := c.Kafka.Validate(); err != nil {
+		return UsageError{err}
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return UsageError{err}
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return Usagef("--log-format %q: want text or json", c.LogFormat)
+	}
+	return nil
+}
+
+// Logger returns the logger the flags ask for, writing to w.
+func (c *Common) Logger(w io.Writer) *slog.Logger {
+	level, _ := parseLevel(c.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// EnvName is the environment variable of a flag: TICKGROUP_ and the flag name in upper case with '_' for '-'.
+func EnvName(flagName string) string {
+	return "TICKGROUP_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// Parse parses args into fs, then fills every flag not given on the command line from its TICKGROUP_*
+// variable. The command line wins over the environment. Errors are UsageErrors (flag.ErrHelp passes through).
+func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return UsageError{err}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || err != nil {
+			return
+		}
+		if v := getenv(EnvName(f.Name)); v != "" {
+			if serr := fs.Set(f.Name, v); serr != nil {
+				err = Usagef("%s=%q: %v", EnvName(f.Name), v, serr)
+			}
+		}
+	})
+	return err
+}
+
+// Usage returns a flag.FlagSet usage function that prints head, then the flags with their variables.
+func Usage(fs *flag.FlagSet, head string) func() {
+	return func() {
+		w := fs.Output()
+		fmt.Fprintln(w, strings.TrimSpace(head))
+		fmt.Fprintln(w, "\nFlags (each also read from the environment variable shown):")
+		fs.VisitAll(func(f *flag.Flag) {
+			name, usage := flag.UnquoteUsage(f)
+			line := "  --" + f.Name
+			if name != "" {
+				line += " " + name
+			}
+			fmt.Fprintf(w, "%s\n    \t%s", line, usage)
+			if f.DefValue != "" && f.DefValue != "false" {
+				fmt.Fprintf(w, " (default %q)", f.DefValue)
+			}
+			fmt.Fprintf(w, " [%s]\n", EnvName(f.Name))
+		})
+	}
+}

@@ -1,0 +1,129 @@
+// Package tick is tickgroup's wire contract: the record the leader writes to the work topic for every schedule slot
+// (and shard), its key, and how it is encoded.
+//
+// A tick's key is its ID, <schedule>@<slot in RFC 3339 UTC>[#<shard>], for example scan@2026-11-29T14:00:30Z#3.
+// The value is JSON with a major version in field "v". Readers ignore unknown fields, so minor additions are
+// compatible; a record with another major version is refused with ErrUnknownVersion (workers send it to the
+// dead-letter topic). Any Kafka client can read the records, for example kcat or kafka-console-consumer.
+package tick
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Version is the major version of the tick encoding written by this build.
+const Version = 1
+
+// ErrUnknownVersion is returned by Decode for a record whose major version this build cannot read.
+var ErrUnknownVersion = errors.New("unknown tick version")
+
+// triggerMarker separates a manual trigger's suffix from its instant. Scheduled IDs never contain it, so a manual
+// trigger can never collide with (or be deduplicated against) a scheduled slot.
+const triggerMarker = "~trigger-"
+
+// Tick is one unit of work: one slot of one schedule, for one shard.
+type Tick struct {
+	V        int       `json:"v"`
+	ID       string    `json:"id"`
+	Schedule string    `json:"schedule"`
+	Slot     time.Time `json:"slot"`
+	Shard    int       `json:"shard"`
+	Shards   int       `json:"shards"`
+	Payload  string    `json:"payload,omitempty"`
+	// Deadline, when set, is the latest instant at which a worker may start the tick; later it is skipped
+	// (recorded as skipped_late).
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// Trigger is true for a tick requested by hand (ticker schedule trigger) rather than by the schedule.
+	Trigger         bool      `json:"trigger,omitempty"`
+	ScheduleVersion int64     `json:"schedule_version"`
+	LeaderEpoch     int64     `json:"leader_epoch"`
+	EmittedAt       time.Time `json:"emitted_at"`
+}
+
+// ID returns the ID of the tick of schedule at slot for shard (of shards). The shard suffix is present only when
+// the schedule has more than one shard, so a one-shard schedule's IDs read naturally.
+func ID(schedule string, slot time.Time, shard, shards int) string {
+	id := schedule + "@" + slot.UTC().Format(time.RFC3339Nano)
+	if shards > 1 {
+		id += "#" + strconv.Itoa(shard)
+	}
+	return id
+}
+
+// TriggerID returns the ID of a manual trigger of schedule at instant at. nonce makes two triggers in the same
+// instant distinct.
+func TriggerID(schedule string, at time.Time, nonce string, shard, shards int) string {
+	id := schedule + "@" + at.UTC().Format(time.RFC3339Nano) + triggerMarker + nonce
+	if shards > 1 {
+		id += "#" + strconv.Itoa(shard)
+	}
+	return id
+}
+
+// New returns the scheduled tick of one slot and shard.
+func New(schedule string, slot time.Time, shard, shards int) Tick {
+	return Tick{
+		V:        Version,
+		ID:       ID(schedule, slot, shard, shards),
+		Schedule: schedule,
+		Slot:     slot.UTC(),
+		Shard:    shard,
+		Shards:   max(shards, 1),
+	}
+}
+
+// Partition returns the work-topic partition of a schedule's shard: crc32(schedule) + shard, modulo the partition
+// count. One schedule's ticks of one shard therefore always share a partition (and run in order), and the shards
+// of one slot land on distinct partitions as long as shards <= partitions: the partitions are the integer
+// identities of the third seed text, crc32(id) % N.
+func Partition(schedule string, shard int, partitions int) int32 {
+	if partitions <= 0 {
+		return 0
+	}
+	h := crc32.ChecksumIEEE([]byte(schedule))
+	return int32((uint64(h) + uint64(shard)) % uint64(partitions))
+}
+
+// Encode returns the JSON form of t.
+func Encode(t Tick) ([]byte, error) {
+	if t.V == 0 {
+		t.V = Version
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("encoding tick %s: %w", t.ID, err)
+	}
+	return b, nil
+}
+
+// Decode parses a tick record value. It fails with ErrUnknownVersion for another major version and with a
+// descriptive error for anything that is not a well-formed tick.
+func Decode(b []byte) (Tick, error) {
+	var t Tick
+	if err := json.Unmarshal(b, &t); err != nil {
+		return Tick{}, fmt.Errorf("decoding tick: %w", err)
+	}
+	if t.V != Version {
+		return Tick{}, fmt.Errorf("decoding tick: version %d: %w", t.V, ErrUnknownVersion)
+	}
+	switch {
+	case t.ID == "":
+		return Tick{}, errors.New("decoding tick: missing id")
+	case t.Schedule == "":
+		return Tick{}, errors.New("decoding tick: missing schedule")
+	case t.Slot.IsZero():
+		return Tick{}, errors.New("decoding tick: missing slot")
+	case !strings.HasPrefix(t.ID, t.Schedule+"@"):
+		return Tick{}, fmt.Errorf("decoding tick: id %q does not belong to schedule %q", t.ID, t.Schedule)
+	}
+	if t.Shards < 1 {
+		t.Shards = 1
+	}
+	return t, nil
+}

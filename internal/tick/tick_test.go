@@ -1,0 +1,93 @@
+package tick
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestID(t *testing.T) {
+	t.Parallel()
+	slot := time.Date(2026, 11, 29, 15, 0, 30, 0, time.FixedZone("X", 3600))
+	tests := []struct {
+		shard, shards int
+		want          string
+	}{
+		{0, 1, "scan@2026-11-29T14:00:30Z"},
+		{3, 4, "scan@2026-11-29T14:00:30Z#3"},
+	}
+	for _, tt := range tests {
+		if got := ID("scan", slot, tt.shard, tt.shards); got != tt.want {
+			t.Errorf("ID(shard %d/%d) = %q, want %q", tt.shard, tt.shards, got, tt.want)
+		}
+	}
+	trig := TriggerID("scan", slot, "ab12", 0, 1)
+	if trig == ID("scan", slot, 0, 1) {
+		t.Fatalf("trigger ID %q collides with the scheduled ID", trig)
+	}
+}
+
+func TestPartitionSpreadsShards(t *testing.T) {
+	t.Parallel()
+	seen := map[int32]bool{}
+	for shard := range 12 {
+		p := Partition("scan", shard, 12)
+		if p < 0 || p >= 12 {
+			t.Fatalf("partition %d out of range", p)
+		}
+		if seen[p] {
+			t.Fatalf("shard %d reuses partition %d", shard, p)
+		}
+		seen[p] = true
+	}
+	if Partition("scan", 1, 12) != Partition("scan", 1, 12) {
+		t.Fatal("partition is not stable")
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	in := New("scan", time.Date(2026, 11, 29, 14, 0, 30, 0, time.UTC), 1, 2)
+	in.Payload = `{"table":"x"}`
+	in.LeaderEpoch = 7
+	b, err := Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ID != in.ID || out.Payload != in.Payload || !out.Slot.Equal(in.Slot) || out.LeaderEpoch != 7 {
+		t.Fatalf("round trip: got %+v, want %+v", out, in)
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, in    string
+		wantVersion bool
+	}{
+		{"garbage", "\x00\x01not json", false},
+		{"empty", "", false},
+		{"future version", `{"v":2,"id":"a@2026-01-01T00:00:00Z","schedule":"a","slot":"2026-01-01T00:00:00Z"}`, true},
+		{"no version", `{"id":"a@2026-01-01T00:00:00Z","schedule":"a","slot":"2026-01-01T00:00:00Z"}`, true},
+		{"no slot", `{"v":1,"id":"a@x","schedule":"a"}`, false},
+		{"foreign id", `{"v":1,"id":"b@2026-01-01T00:00:00Z","schedule":"a","slot":"2026-01-01T00:00:00Z"}`, false},
+	}
+	for _, tt := range tests {
+		_, err := Decode([]byte(tt.in))
+		if err == nil {
+			t.Errorf("%s: Decode succeeded", tt.name)
+			continue
+		}
+		if got := errors.Is(err, ErrUnknownVersion); got != tt.wantVersion {
+			t.Errorf("%s: errors.Is(ErrUnknownVersion) = %v, want %v (%v)", tt.name, got, tt.wantVersion, err)
+		}
+	}
+	// Unknown fields are ignored.
+	if _, err := Decode([]byte(`{"v":1,"id":"a@2026-01-01T00:00:00Z","schedule":"a","slot":"2026-01-01T00:00:00Z","new":1}`)); err != nil {
+		t.Errorf("unknown field: %v", err)
+	}
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# kafka-dev.sh: a local, single-node Apache Kafka (KRaft, combined broker+controller) for tests, without Docker.
+#
+#   scripts/kafka-dev.sh up     resolve the broker jars with Maven (cached), format storage, start, wait until ready
+#   scripts/kafka-dev.sh down   stop the broker started by `up` (by its PID file)
+#   scripts/kafka-dev.sh logs   print the tail of the broker log
+#
+# Settings come from the environment:
+#   KAFKA_PORT      client port on 127.0.0.1 (default 9092); the controller listens on KAFKA_PORT+1
+#   KAFKA_DEV_DIR   working directory for jars, data and logs (default .kafka-dev in the repository)
+#   KAFKA_HEAP      JVM heap (default 1g)
+#
+# The broker is tuned for tests, not production: replication factor 1 for internal topics, no initial rebalance
+# delay, a 1 s minimum session timeout and a 1 s log-cleaner backoff so compaction can be observed quickly.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+port=${KAFKA_PORT:-9092}
+cport=$((port + 1))
+root=${KAFKA_DEV_DIR:-$here/.kafka-dev}
+heap=${KAFKA_HEAP:-1g}
+run="$root/run-$port"
+pidfile="$run/kafka.pid"
+logfile="$run/kafka.log"
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+running() { [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+
+fetch_jars() {
+	if [[ -f $root/lib/.complete ]]; then return; fi
+	echo "kafka-dev: resolving Apache Kafka jars with Maven into $root/lib" >&2
+	rm -rf "$root/lib"
+	mkdir -p "$root/lib"
+	mvn -B -q --no-transfer-progress -Dstyle.color=never -f "$here/tools/kafka-dev/pom.xml" \
+		org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+		-DincludeScope=runtime -DoutputDirectory="$root/lib"
+	touch "$root/lib/.complete"
+}
+
+write_config() {
+	mkdir -p "$run/data"
+	cat >"$run/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$run/data
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=4
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+group.min.session.timeout.ms=1000
+log.cleaner.backoff.ms=1000
+log.retention.check.interval.ms=5000
+PROPS
+	cat >"$run/log4j2.properties" <<PROPS
+status=warn
+appender.file.type=File
+appender.file.name=FILE
+appender.file.fileName=$logfile
+appender.file.layout.type=PatternLayout
+appender.file.layout.pattern=[%d] %p %m (%c)%n
+rootLogger.level=INFO
+rootLogger.appenderRef.file.ref=FILE
+logger.cleaner.name=kafka.log.LogCleaner
+logger.cleaner.level=INFO
+PROPS
+}
+
+up() {
+	if running; then
+		echo "kafka-dev: already running (pid $(cat "$pidfile")) on 127.0.0.1:$port" >&2
+		echo "127.0.0.1:$port"
+		return
+	fi
+	if port_open "$port"; then
+		echo "kafka-dev: something else listens on 127.0.0.1:$port; set KAFKA_PORT or KAFKA_BROKERS" >&2
+		exit 1
+	fi
+	command -v java >/dev/null || { echo "kafka-dev: java (17+) is required" >&2; exit 1; }
+	command -v mvn >/dev/null || { echo "kafka-dev: mvn is required to resolve the broker jars" >&2; exit 1; }
+	local start=$SECONDS
+	fetch_jars
+	rm -rf "$run"
+	write_config
+	local cp="$root/lib/*" log4j="-Dlog4j2.configurationFile=$run/log4j2.properties"
+	local id
+	id=$(java -cp "$cp" kafka.tools.StorageTool random-uuid 2>/dev/null)
+	java "$log4j" -cp "$cp" kafka.tools.StorageTool format -t "$id" -c "$run/server.properties" --standalone >"$run/format.log" 2>&1
+	nohup java -Xms256m -Xmx"$heap" -XX:+UseG1GC "$log4j" -cp "$cp" kafka.Kafka "$run/server.properties" \
+		>"$run/stdout.log" 2>&1 </dev/null &
+	echo $! >"$pidfile"
+	for _ in $(seq 1 240); do
+		if ! running; then
+			echo "kafka-dev: broker exited during start-up; last lines of $logfile:" >&2
+			tail -n 40 "$logfile" "$run/stdout.log" >&2 || true
+			exit 1
+		fi
+		if port_open "$port" && grep -q "Kafka Server started" "$logfile" 2>/dev/null; then
+			echo "kafka-dev: Apache Kafka $(ls "$root"/lib | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p') ready on 127.0.0.1:$port after $((SECONDS - start)) s (pid $(cat "$pidfile"), log $logfile)" >&2
+			echo "127.0.0.1:$port"
+			return
+		fi
+		sleep 0.5
+	done
+	echo "kafka-dev: broker not ready after 120 s; see $logfile" >&2
+	exit 1
+}
+
+down() {
+	if ! running; then
+		echo "kafka-dev: not running on port $port" >&2
+		rm -f "$pidfile"
+		return
+	fi
+	local pid
+	pid=$(cat "$pidfile")
+	kill "$pid"
+	for _ in $(seq 1 60); do
+		kill -0 "$pid" 2>/dev/null || { rm -f "$pidfile"; echo "kafka-dev: stopped (pid $pid)" >&2; return; }
+		sleep 0.5
+	done
+	kill -9 "$pid" 2>/dev/null || true
+	rm -f "$pidfile"
+	echo "kafka-dev: killed (pid $pid) after 30 s" >&2
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+logs) tail -n "${2:-80}" "$logfile" ;;
+*) echo "usage: $0 up|down|logs" >&2; exit 2 ;;
+esac

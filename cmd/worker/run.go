@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/cli"
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/worker"
+)
+
+const usageHead = `Usage: worker run (--exec 'PROGRAM ARGS' | --http URL | --forward TOPIC) [flags]
+
+Consumes the work topic <ns>.work in group <ns>.workers (read_committed) and runs every tick:
+  --exec     runs PROGRAM without a shell (arguments split with shell-like quoting, no expansion), with
+             TICK_ID, TICK_SCHEDULE, TICK_SLOT, TICK_SLOT_UNIX_MS, TICK_SHARD, TICK_SHARDS, TICK_ATTEMPT and
+             TICK_PAYLOAD in its environment and the payload on stdin; exit status 0 is success
+  --http     POSTs the tick JSON with an Idempotency-Key: <tick ID> header; 2xx success, 4xx permanent failure
+             (except 408 and 429), 5xx and timeouts are retried
+  --forward  republishes each tick to TOPIC in a transaction with the consumed offsets (exactly-once)
+
+Failed ticks are retried with backoff up to --max-attempts, then written to <ns>.dlq. Outcomes go to
+<ns>.results. A brand-new group starts at --start (default latest: start workers before or with the tickers).
+Exec and http handlers run at least once per tick: use the tick ID as an idempotency key.
+On SIGINT/SIGTERM the worker stops fetching, lets handlers finish within --grace, commits and leaves the group.
+Exit status: 0 clean stop, 1 error, 2 bad usage.`
+
+type runFlags struct {
+	common       cli.Common
+	exec         string
+	http         string
+	forward      string
+	concurrency  int
+	maxAttempts  int
+	backoff      time.Duration
+	maxBackoff   time.Duration
+	timeout      time.Duration
+	killGrace    time.Duration
+	grace        time.Duration
+	start        string
+	workerID     string
+	outputLimit  int
+	sessionTimeo time.Duration
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usageHead)
+		return cli.Usagef("a subcommand is required: worker run")
+	}
+	switch args[0] {
+	case "run":
+		return runWorker(ctx, args[1:], getenv, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprintln(stdout, usageHead)
+		return nil
+	default:
+		fmt.Fprintln(stderr, usageHead)
+		return cli.Usagef("unknown subcommand %q: want run", args[0])
+	}
+}
+
+func runWorker(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var f runFlags
+	fs := flag.NewFlagSet("worker run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.common.Register(fs, ":9102")
+	fs.StringVar(&f.exec, "exec", "", "program and arguments to run per tick, split like a shell would, without a shell")
+	fs.StringVar(&f.http, "http", "", "URL to POST each tick to")
+	fs.StringVar(&f.forward, "forward", "", "topic to republish each tick to, exactly once (created when missing)")
+	fs.IntVar(&f.concurrency, "concurrency", worker.DefaultConcurrency, "how many partitions may run a handler at once")
+	fs.IntVar(&f.maxAttempts, "max-attempts", worker.DefaultMaxAttempts, "attempts per tick before the dead-letter topic")
+	fs.DurationVar(&f.backoff, "backoff", worker.DefaultBackoff, "delay before the first retry; doubles per retry, with jitter")
+	fs.DurationVar(&f.maxBackoff, "max-backoff", worker.DefaultMaxBackoff, "cap of the delay between retries")
+	fs.DurationVar(&f.timeout, "timeout", worker.DefaultTimeout, "time limit of one attempt; an exec handler's process group is then terminated")
+	fs.DurationVar(&f.killGrace, "kill-grace", worker.DefaultKillGrace, "time between SIGTERM and SIGKILL when an exec handler is terminated")
+	fs.DurationVar(&f.grace, "grace", worker.DefaultGrace, "on shutdown, how long in-flight handlers may finish before they are cancelled")
+	fs.StringVar(&f.start, "start", "latest", "where a brand-new group starts: latest, earliest, or a duration such as 10m (that long ago)")
+	fs.StringVar(&f.workerID, "worker-id", "", "name of this worker in outcome records and logs (default: hostname-pid)")
+	fs.IntVar(&f.outputLimit, "output-limit", worker.DefaultOutputLimit, "bytes of an exec handler's output kept and logged per attempt")
+	fs.DurationVar(&f.sessionTimeo, "session-timeout", worker.DefaultSessionTimeout, "group session timeout: how soon a crashed worker's partitions move")
+	fs.Usage = cli.Usage(fs, usageHead)
+	if err := cli.Parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return cli.Usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if err := f.common.Finish(); err != nil {
+		return err
+	}
+	if f.common.Kafka.ClientID == "" {
+		f.common.Kafka.ClientID = "tickgroup-worker"
+	}
+	modes := 0
+	for _, m := range []string{f.exec, f.http, f.forward} {
+		if m != "" {
+			modes++
+		}
+	}
+	if modes != 1 {
+		return cli.Usagef("exactly one of --exec, --http and --forward is required")
+	}
+	start, err := worker.ParseStart(f.start)
+	if err != nil {
+		return cli.UsageError{Err: fmt.Errorf("--start: %w", err)}
+	}
+	if f.concurrency < 1 || f.maxAttempts < 1 || f.outputLimit < 1 {
+		return cli.Usagef("--concurrency, --max-attempts and --output-limit must be at least 1")
+	}
+	if f.backoff <= 0 || f.maxBackoff < f.backoff || f.timeout <= 0 || f.grace < 0 || f.killGrace <= 0 {
+		return cli.Usagef("--backoff, --timeout and --kill-grace must be positive, --max-backoff at least --backoff, --grace not negative")
+	}
+	logger := f.common.Logger(stderr)
+
+	var handler worker.Handler
+	switch {
+	case f.exec != "":
+		h, err := worker.NewExecHandler(worker.ExecConfig{Command: f.exec, OutputLimit: f.outputLimit, KillGrace: f.killGrace}, logger)
+		if err != nil {
+			return cli.UsageError{Err: fmt.Errorf("--exec: %w", err)}
+		}
+		handler = h
+	case f.http != "":
+		h, err := worker.NewHTTPHandler(f.http, nil, logger)
+		if err != nil {
+			return cli.UsageError{Err: fmt.Errorf("--http: %w", err)}
+		}
+		handler = h
+	}
+
+	cfg := worker.Config{
+		Kafka:          f.common.Kafka,
+		WorkerID:       f.workerID,
+		Concurrency:    f.concurrency,
+		MaxAttempts:    f.maxAttempts,
+		Backoff:        f.backoff,
+		MaxBackoff:     f.maxBackoff,
+		Timeout:        f.timeout,
+		Grace:          max(f.grace, time.Nanosecond), // 0 means the default in Config; the flag's 0 means none
+		Start:          start,
+		SessionTimeout: f.sessionTimeo,
+		Forward:        f.forward,
+	}
+	if err := prepareTopics(ctx, cfg, logger); err != nil {
+		return err
+	}
+
+	reg := admin.NewRegistry("worker")
+	var ready admin.Readiness
+	w, err := worker.New(cfg, handler, worker.Deps{Logger: logger, Registerer: reg, Readiness: &ready})
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	if f.common.MetricsAddr != "" {
+		srv, err := admin.NewServer(f.common.MetricsAddr, reg, &ready, logger)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return srv.Run(gctx) })
+	}
+	g.Go(func() error { return w.Run(gctx) })
+	return g.Wait()
+}
+
+// prepareTopics creates the namespace's topics (so a worker started before any ticker works) and the forward
+// topic, with as many partitions as the work topic, when missing.
+func prepareTopics(ctx context.Context, cfg worker.Config, logger interface {
+	Info(string, ...any)
+}) error {
+	opts, err := cfg.Kafka.Opts(nil)
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	tctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	names := cfg.Kafka.Names()
+	if err := kafka.EnsureTopics(tctx, adm, names, kafka.TopicOptions{}); err != nil {
+		return fmt.Errorf("preparing topics: %w", err)
+	}
+	if cfg.Forward == "" {
+		return nil
+	}
+	parts, err := kafka.WorkPartitions(tctx, adm, names.Work)
+	if err != nil {
+		return err
+	}
+	resp, err := adm.CreateTopic(tctx, int32(parts), -1, nil, cfg.Forward)
+	if err == nil {
+		err = resp.Err
+	}
+	switch {
+	case err == nil:
+		logger.Info("created forward topic", "topic", cfg.Forward, "partitions", parts)
+	case errors.Is(err, kerr.TopicAlreadyExists):
+	default:
+		return fmt.Errorf("creating forward topic %s: %w", cfg.Forward, err)
+	}
+	return nil
+}
+

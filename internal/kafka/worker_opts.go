@@ -1,0 +1,61 @@
+package kafka
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// WorkerConsumerOpts returns the role options of a worker's group consumer on the work topic, to append to Opts:
+//   - group <ns>.workers on <ns>.work with the default cooperative-sticky balancer (members that keep their
+//     partitions are never interrupted by a rebalance);
+//   - read_committed: a tick from an aborted transaction (a fenced leader) is never seen; kgo's default is
+//     read_uncommitted;
+//   - manual commits: the worker commits a record's offset only once it has finished it;
+//   - start is the position of a partition without a committed offset; an offset that fell out of the log
+//     (retention) resumes at the log start, so nothing still retained is skipped;
+//   - session timeout session, heartbeats every session/10: a crashed worker's partitions move after about
+//     session.
+func WorkerConsumerOpts(n Names, start kgo.Offset, session time.Duration) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.ConsumerGroup(n.WorkerGroup),
+		kgo.ConsumeTopics(n.Work),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.DisableAutoCommit(),
+		kgo.ConsumeStartOffset(start),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.SessionTimeout(session),
+		kgo.HeartbeatInterval(max(session/10, 100*time.Millisecond)),
+		kgo.RebalanceTimeout(time.Minute),
+		// Pausing and resuming partitions is how workers bound memory; a short fetch wait makes a resumed
+		// partition flow again quickly.
+		kgo.FetchMaxWait(500 * time.Millisecond),
+	}
+}
+
+// WorkerProducerOpts returns the role options of a worker's producer of outcome and dead-letter records: the
+// caller picks every partition (ManualPartitioner), all in-sync replicas acknowledge, and a record that cannot be
+// delivered in a minute fails instead of blocking the worker forever.
+func WorkerProducerOpts() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordDeliveryTimeout(time.Minute),
+		kgo.ProducerLinger(0),
+	}
+}
+
+// ForwardOpts returns the transactional options of a forwarding worker, to append to Opts and
+// WorkerConsumerOpts. txnID must be unique per process: forwarding workers do not fence each other by ID; the
+// group generation carried by each transaction's offset commit (KIP-447) is what stops a zombie.
+func ForwardOpts(txnID string) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.TransactionalID(txnID),
+		// Short, so that the open transaction of a killed worker (whose ID nobody reuses) is aborted soon and
+		// stops holding back the last stable offset and its partitions' next owner.
+		kgo.TransactionTimeout(10 * time.Second),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+	}
+}

@@ -1,0 +1,150 @@
+package worker
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+)
+
+// Config configures a Worker. The zero value of every field but Kafka takes the default documented on it.
+type Config struct {
+	// Kafka is the cluster and namespace: the worker consumes <ns>.work in group <ns>.workers and writes
+	// <ns>.results and <ns>.dlq.
+	Kafka kafka.Config
+	// WorkerID names this process in outcome records and logs. Defaults to <hostname>-<pid>.
+	WorkerID string
+	// Concurrency is how many partitions may run a handler at the same time. Defaults to 12.
+	Concurrency int
+	// MaxAttempts is how many times a tick is tried in one delivery before it goes to the dead-letter topic.
+	// Defaults to 3.
+	MaxAttempts int
+	// Backoff is the delay before the first retry; each further retry doubles it, up to MaxBackoff, and the
+	// actual delay is drawn uniformly from [d/2, d] (jitter). Defaults to 1s.
+	Backoff time.Duration
+	// MaxBackoff caps the delay between attempts. Defaults to 30s.
+	MaxBackoff time.Duration
+	// Timeout bounds one handler attempt; the attempt's context ends then. Defaults to 1m.
+	Timeout time.Duration
+	// Grace is how long in-flight handlers may run on after shutdown begins before they are cancelled.
+	// Defaults to 30s.
+	Grace time.Duration
+	// Start is where a brand-new group starts reading a partition that has no committed offset. Defaults to
+	// StartLatest; see the package documentation.
+	Start Start
+	// SessionTimeout is the group session timeout: how long a crashed worker keeps its partitions before the
+	// group moves them. Defaults to 10s (the broker's group.min.session.timeout.ms must allow it).
+	SessionTimeout time.Duration
+	// Forward, when set, switches the worker to forward mode: every tick is republished to this topic inside a
+	// transaction that also commits the consumed offsets (exactly-once for Kafka-only effects). The handler
+	// passed to New must then be nil.
+	Forward string
+	// Now is the clock used for deadlines and delays. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Defaults of Config.
+const (
+	DefaultConcurrency    = 12
+	DefaultMaxAttempts    = 3
+	DefaultBackoff        = time.Second
+	DefaultMaxBackoff     = 30 * time.Second
+	DefaultTimeout        = time.Minute
+	DefaultGrace          = 30 * time.Second
+	DefaultSessionTimeout = 10 * time.Second
+)
+
+func (c Config) withDefaults() Config {
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = cmp.Or(host, "worker") + "-" + strconv.Itoa(os.Getpid())
+	}
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
+	c.Backoff = cmp.Or(c.Backoff, DefaultBackoff)
+	c.MaxBackoff = cmp.Or(c.MaxBackoff, DefaultMaxBackoff)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.Grace = cmp.Or(c.Grace, DefaultGrace)
+	c.SessionTimeout = cmp.Or(c.SessionTimeout, DefaultSessionTimeout)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Concurrency < 1:
+		return fmt.Errorf("concurrency %d: want at least 1", c.Concurrency)
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("max attempts %d: want at least 1", c.MaxAttempts)
+	case c.Backoff < 0 || c.MaxBackoff < 0 || c.Timeout < 0 || c.Grace < 0:
+		return errors.New("durations must not be negative")
+	case c.MaxBackoff < c.Backoff:
+		return fmt.Errorf("max backoff %s is below backoff %s", c.MaxBackoff, c.Backoff)
+	}
+	return c.Kafka.Validate()
+}
+
+// Start is where a new consumer group starts reading a partition that has no committed offset.
+type Start struct {
+	kind string        // "latest", "earliest" or "ago"
+	ago  time.Duration // for "ago"
+}
+
+// Start positions.
+var (
+	// StartLatest starts at the partition's end (its last stable offset): only ticks emitted from now on run.
+	StartLatest = Start{kind: "latest"}
+	// StartEarliest replays every tick still retained in the work topic.
+	StartEarliest = Start{kind: "earliest"}
+)
+
+// StartAgo starts at the first tick written d ago or later.
+func StartAgo(d time.Duration) Start { return Start{kind: "ago", ago: d} }
+
+// ParseStart parses "latest", "earliest" or a Go duration such as "10m" (that long ago).
+func ParseStart(s string) (Start, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "latest":
+		return StartLatest, nil
+	case "earliest":
+		return StartEarliest, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return Start{}, fmt.Errorf("start %q: want latest, earliest or a positive duration such as 10m", s)
+	}
+	return StartAgo(d), nil
+}
+
+// String returns the form ParseStart reads.
+func (s Start) String() string {
+	switch s.kind {
+	case "earliest":
+		return "earliest"
+	case "ago":
+		return s.ago.String()
+	default:
+		return "latest"
+	}
+}
+
+// Offset returns the kgo start offset at instant now.
+func (s Start) Offset(now time.Time) kgo.Offset {
+	switch s.kind {
+	case "earliest":
+		return kgo.NewOffset().AtStart()
+	case "ago":
+		return kgo.NewOffset().AfterMilli(now.Add(-s.ago).UnixMilli())
+	default:
+		return kgo.NewOffset().AtEnd()
+	}
+}

@@ -1,0 +1,213 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// maxForwardFailures is how many transactions in a row may fail with an error before Run gives up.
+const maxForwardFailures = 5
+
+// runForward is forward mode: a consume-transform-produce loop in a kgo.GroupTransactSession. Each polled batch
+// becomes one transaction holding the forwarded ticks, their outcome records, any dead letters and the batch's
+// consumed offsets, so the output and the commit are atomic: a read_committed reader of the forward topic sees
+// each tick exactly once, whatever crashes. A rebalance during the batch aborts the transaction and the records
+// are consumed again from the last commit, by whoever owns them then (KIP-447: the commit carries the group
+// generation, and a new owner's offset fetch waits for a pending transactional commit).
+func (w *Worker) runForward(ctx context.Context) error {
+	suffix := make([]byte, 6)
+	_, _ = rand.Read(suffix)
+	txnID := w.names.WorkerGroup + ".forward." + hex.EncodeToString(suffix)
+	w.logger.Info("starting worker in forward mode", "worker_id", w.cfg.WorkerID, "group", w.names.WorkerGroup,
+		"topic", w.names.Work, "forward", w.cfg.Forward, "transactional_id", txnID, "start", w.cfg.Start.String())
+
+	w.startAt = w.cfg.Now()
+	w.start = w.cfg.Start.Offset(w.startAt)
+	sess, err := kgo.NewGroupTransactSession(w.opts("forward",
+		kafka.WorkerConsumerOpts(w.names, w.start, w.cfg.SessionTimeout),
+		kafka.ForwardOpts(txnID),
+		[]kgo.Opt{
+			kgo.OnPartitionsAssigned(w.forwardAssigned),
+			kgo.OnPartitionsRevoked(w.forwardReleased),
+			kgo.OnPartitionsLost(w.forwardReleased),
+			kgo.AdjustFetchOffsetsFn(w.pinStart),
+		})...)
+	if err != nil {
+		return fmt.Errorf("worker: transactional client: %w", err)
+	}
+	cl := sess.Client()
+	w.cl.Store(cl)
+	defer func() {
+		sess.Close()
+		w.logger.Info("worker stopped")
+	}()
+
+	adm := kadm.NewClient(cl)
+	fwdParts, err := kafka.WorkPartitions(ctx, adm, w.cfg.Forward)
+	if err != nil {
+		return fmt.Errorf("worker: forward topic: %w", err)
+	}
+	if w.resultParts, w.dlqParts, err = w.partitionCounts(ctx, cl); err != nil {
+		return err
+	}
+
+	failures := 0
+	for {
+		fetches := sess.PollRecords(ctx, 1000)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			w.logger.Info("stopping worker")
+			return nil
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				w.logger.Warn("fetch error", "topic", topic, "partition", p, "error", err)
+			}
+		})
+		recs := fetches.Records()
+		if len(recs) == 0 {
+			continue
+		}
+		if err := w.forwardBatch(ctx, sess, recs, fwdParts); err != nil {
+			failures++
+			w.logger.Error("forwarding transaction failed", "records", len(recs), "failures_in_a_row", failures, "error", err)
+			if failures >= maxForwardFailures {
+				return fmt.Errorf("worker: %d forwarding transactions in a row failed: %w", failures, err)
+			}
+			continue
+		}
+		failures = 0
+	}
+}
+
+// forwardBatch forwards recs in one transaction. A nil error with nothing committed means a rebalance aborted the
+// transaction; the session has rewound to the committed offsets.
+func (w *Worker) forwardBatch(ctx context.Context, sess *kgo.GroupTransactSession, recs []*kgo.Record, fwdParts int) error {
+	if err := sess.Begin(); err != nil {
+		return fmt.Errorf("beginning transaction: %w", err)
+	}
+	var (
+		mu      sync.Mutex
+		prodErr error
+		counts  = map[string]int{}
+		dlq     = map[string]int{}
+	)
+	produce := func(r *kgo.Record) {
+		sess.Produce(context.WithoutCancel(ctx), r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				prodErr = cmpErr(prodErr, err)
+				mu.Unlock()
+			}
+		})
+	}
+	for _, rec := range recs {
+		start := w.cfg.Now()
+		o := Outcome{ID: string(resultKey(rec)), Worker: w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset, Attempts: 1}
+		t, err := tick.Decode(rec.Value)
+		switch {
+		case err != nil:
+			o.Status, o.Error, o.reason = StatusDeadLettered, errString(err), decodeReason(err)
+			produce(w.deadLetterRecord(rec, o.reason, err, 0, w.dlqParts))
+			counts[resultDeadLettered]++
+			dlq[o.reason]++
+		case t.Deadline != nil && start.After(*t.Deadline):
+			slot := t.Slot
+			o.ID, o.Schedule, o.Slot, o.Status = t.ID, t.Schedule, &slot, StatusSkippedLate
+			counts[resultSkippedLate]++
+		default:
+			slot := t.Slot
+			o.ID, o.Schedule, o.Slot, o.Status = t.ID, t.Schedule, &slot, StatusOK
+			produce(&kgo.Record{
+				Topic: w.cfg.Forward,
+				// The same schedule-and-shard partitioning as the work topic keeps one schedule's ticks in
+				// order in the output too.
+				Partition: tick.Partition(t.Schedule, t.Shard, fwdParts),
+				Key:       rec.Key,
+				Value:     rec.Value,
+				Headers:   rec.Headers,
+			})
+			counts[resultOK]++
+			w.m.startDelay.Observe(start.Sub(t.Slot).Seconds())
+		}
+		o.FinishedAt = w.cfg.Now().UTC()
+		o.DurationMS = float64(o.FinishedAt.Sub(start).Microseconds()) / 1000
+		produce(w.resultRecord(rec, o, w.resultParts))
+	}
+
+	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	// End flushes first, so every promise above has run when it returns... but the decision to commit must be
+	// made before: flush here and check.
+	if err := sess.Client().Flush(endCtx); err != nil {
+		mu.Lock()
+		prodErr = cmpErr(prodErr, err)
+		mu.Unlock()
+	}
+	mu.Lock()
+	try := kgo.TransactionEndTry(prodErr == nil)
+	mu.Unlock()
+	committed, err := sess.End(endCtx, try)
+	if err != nil {
+		return fmt.Errorf("ending transaction: %w", err)
+	}
+	if prodErr != nil {
+		return fmt.Errorf("producing: %w (transaction aborted)", prodErr)
+	}
+	if !committed {
+		w.logger.Info("transaction aborted by a rebalance; the records will be consumed again", "records", len(recs))
+		return nil
+	}
+	for r, n := range counts {
+		w.m.ticks.WithLabelValues(r).Add(float64(n))
+	}
+	for r, n := range dlq {
+		w.m.deadLetters.WithLabelValues(r).Add(float64(n))
+	}
+	w.logger.Debug("forwarded batch", "records", len(recs))
+	return nil
+}
+
+func (w *Worker) forwardAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	w.mu.Lock()
+	for _, p := range assigned[w.names.Work] {
+		w.lanes[p] = nil // forward mode has no lanes; the map only counts partitions
+	}
+	n := len(w.lanes)
+	w.mu.Unlock()
+	w.m.partitions.Set(float64(n))
+	if w.ready != nil && !w.assignedYet.Swap(true) {
+		w.ready.Set(ReadinessCondition, true)
+	}
+	w.logger.Info("partitions assigned", "partitions", assigned[w.names.Work], "owned", n)
+}
+
+func (w *Worker) forwardReleased(_ context.Context, _ *kgo.Client, released map[string][]int32) {
+	w.mu.Lock()
+	for _, p := range released[w.names.Work] {
+		delete(w.lanes, p)
+	}
+	n := len(w.lanes)
+	w.mu.Unlock()
+	w.m.partitions.Set(float64(n))
+	if len(released[w.names.Work]) > 0 {
+		w.logger.Info("partitions released", "partitions", released[w.names.Work], "owned", n)
+	}
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,79 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// HTTPHandler POSTs each tick as JSON (the work record's own encoding) to a URL, with the tick ID in an
+// Idempotency-Key header and the attempt in Tick-Attempt.
+//
+// A 2xx status is success. 408 (Request Timeout) and 429 (Too Many Requests) are retried like 5xx statuses,
+// transport errors and timeouts; every other 4xx status is a permanent failure: the request itself is wrong, so
+// the tick goes to the dead-letter topic without further attempts. Redirects are followed by net/http.
+type HTTPHandler struct {
+	url    string
+	client *http.Client
+	logger *slog.Logger
+}
+
+// NewHTTPHandler returns a handler posting to rawURL with client (http.DefaultClient when nil). The per-attempt
+// timeout comes from the context the worker passes, so client needs no timeout of its own.
+func NewHTTPHandler(rawURL string, client *http.Client, logger *slog.Logger) (*HTTPHandler, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("http handler url %q: %w", rawURL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("http handler url %q: want an absolute http:// or https:// URL", rawURL)
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &HTTPHandler{url: rawURL, client: client, logger: logger.With("component", "worker", "handler", "http")}, nil
+}
+
+// Handle posts the tick once.
+func (h *HTTPHandler) Handle(ctx context.Context, t tick.Tick, attempt int) error {
+	body, err := tick.Encode(t)
+	if err != nil {
+		return Permanent(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
+	if err != nil {
+		return Permanent(fmt.Errorf("building request: %w", err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", t.ID)
+	req.Header.Set("Tick-Attempt", strconv.Itoa(attempt))
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("posting tick: %w", err)
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // let the connection be reused
+	switch code := resp.StatusCode; {
+	case code >= 200 && code < 300:
+		h.logger.Debug("handler succeeded", "tick_id", t.ID, "attempt", attempt, "status", code)
+		return nil
+	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
+		return fmt.Errorf("posting tick: %s: %s", resp.Status, bytes.TrimSpace(snippet))
+	case code >= 400:
+		return Permanent(fmt.Errorf("posting tick: %s: %s", resp.Status, bytes.TrimSpace(snippet)))
+	default:
+		return errors.New("posting tick: unexpected status " + resp.Status)
+	}
+}

@@ -1,0 +1,75 @@
+package worker
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Tick results counted by tickgroup_worker_ticks_total.
+const (
+	resultOK           = "ok"
+	resultFailed       = "failed"
+	resultRetried      = "retried"
+	resultSkippedLate  = "skipped_late"
+	resultDeadLettered = "dead_lettered"
+)
+
+type metrics struct {
+	ticks       *prometheus.CounterVec
+	startDelay  prometheus.Histogram
+	duration    prometheus.Histogram
+	inflight    prometheus.Gauge
+	partitions  prometheus.Gauge
+	deadLetters *prometheus.CounterVec
+	commits     *prometheus.CounterVec
+	outcomeErrs prometheus.Counter
+}
+
+// newMetrics registers the worker's metrics on reg (nothing is registered when reg is nil).
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickgroup_worker_ticks_total",
+			Help: "Ticks handled by this worker by result: ok, failed (permanent failure), retried (one per retry), skipped_late, dead_lettered.",
+		}, []string{"result"}),
+		startDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tickgroup_worker_start_delay_seconds",
+			Help:    "Time from a tick's slot to the start of its first handler attempt.",
+			Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tickgroup_worker_duration_seconds",
+			Help:    "Duration of one handler attempt.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tickgroup_worker_inflight",
+			Help: "Handler attempts running now.",
+		}),
+		partitions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tickgroup_worker_partitions",
+			Help: "Work-topic partitions assigned to this worker.",
+		}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickgroup_worker_dead_letters_total",
+			Help: "Records written to the dead-letter topic by reason: max_attempts, permanent, undecodable, unknown_version.",
+		}, []string{"reason"}),
+		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickgroup_worker_commits_total",
+			Help: "Offset commits by result: ok or error.",
+		}, []string{"result"}),
+		outcomeErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_worker_outcome_errors_total",
+			Help: "Outcome records that could not be written to the results topic.",
+		}),
+	}
+	for _, r := range []string{resultOK, resultFailed, resultRetried, resultSkippedLate, resultDeadLettered} {
+		m.ticks.WithLabelValues(r)
+	}
+	for _, r := range []string{reasonMaxAttempts, reasonPermanent, reasonUndecodable, reasonUnknownVersion} {
+		m.deadLetters.WithLabelValues(r)
+	}
+	if reg != nil {
+		reg.MustRegister(m.ticks, m.startDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs)
+	}
+	return m
+}

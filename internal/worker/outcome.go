@@ -1,0 +1,122 @@
+package worker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// Outcome statuses, the status field of a result record.
+const (
+	// StatusOK: the handler succeeded.
+	StatusOK = "ok"
+	// StatusFailed: the handler failed permanently (Permanent, an HTTP 4xx); the tick is also in the
+	// dead-letter topic with reason "permanent".
+	StatusFailed = "failed"
+	// StatusSkippedLate: the tick would have started after its deadline and did not run.
+	StatusSkippedLate = "skipped_late"
+	// StatusDeadLettered: every attempt failed, or the record was not a readable tick; it is in the
+	// dead-letter topic.
+	StatusDeadLettered = "dead_lettered"
+)
+
+// Dead-letter reasons, the tickgroup-reason header of a dead-letter record.
+const (
+	reasonMaxAttempts    = "max_attempts"
+	reasonPermanent      = "permanent"
+	reasonUndecodable    = "undecodable"
+	reasonUnknownVersion = "unknown_version"
+)
+
+// Dead-letter headers.
+const (
+	HeaderReason          = "tickgroup-reason"
+	HeaderError           = "tickgroup-error"
+	HeaderSourceTopic     = "tickgroup-source-topic"
+	HeaderSourcePartition = "tickgroup-source-partition"
+	HeaderSourceOffset    = "tickgroup-source-offset"
+	HeaderAttempts        = "tickgroup-attempts"
+	HeaderWorker          = "tickgroup-worker"
+)
+
+// Outcome is the value of a result record in <ns>.results, keyed by tick ID.
+type Outcome struct {
+	ID         string     `json:"id"`
+	Schedule   string     `json:"schedule,omitempty"`
+	Slot       *time.Time `json:"slot,omitempty"`
+	Status     string     `json:"status"`
+	Attempts   int        `json:"attempts"`
+	DurationMS float64    `json:"duration_ms"`
+	Worker     string     `json:"worker"`
+	Error      string     `json:"error,omitempty"`
+	Partition  int32      `json:"partition"`
+	Offset     int64      `json:"offset"`
+	FinishedAt time.Time  `json:"finished_at"`
+
+	// reason is the dead-letter reason when the record went to the dead-letter topic.
+	reason string
+}
+
+// resultKey is the key of rec's outcome: its tick ID, or for a record without a key (results are compacted and
+// need one) its coordinates.
+func resultKey(rec *kgo.Record) []byte {
+	if len(rec.Key) > 0 {
+		return rec.Key
+	}
+	return []byte(rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) + "/" + strconv.FormatInt(rec.Offset, 10))
+}
+
+func (w *Worker) resultRecord(rec *kgo.Record, o Outcome, partitions int) *kgo.Record {
+	v, err := json.Marshal(o)
+	if err != nil { // cannot happen: every field marshals
+		v = []byte(fmt.Sprintf(`{"status":%q}`, o.Status))
+	}
+	// The outcome goes to the results partition with the work partition's number, so the promises of one lane
+	// complete in order and its committed offset never passes an outcome that is not written yet.
+	return &kgo.Record{Topic: w.names.Results, Partition: rec.Partition % int32(max(partitions, 1)), Key: resultKey(rec), Value: v}
+}
+
+func (w *Worker) deadLetterRecord(rec *kgo.Record, reason string, cause error, attempts, partitions int) *kgo.Record {
+	headers := append([]kgo.RecordHeader(nil), rec.Headers...)
+	headers = append(headers,
+		kgo.RecordHeader{Key: HeaderReason, Value: []byte(reason)},
+		kgo.RecordHeader{Key: HeaderError, Value: []byte(errString(cause))},
+		kgo.RecordHeader{Key: HeaderSourceTopic, Value: []byte(rec.Topic)},
+		kgo.RecordHeader{Key: HeaderSourcePartition, Value: []byte(strconv.Itoa(int(rec.Partition)))},
+		kgo.RecordHeader{Key: HeaderSourceOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
+		kgo.RecordHeader{Key: HeaderAttempts, Value: []byte(strconv.Itoa(attempts))},
+		kgo.RecordHeader{Key: HeaderWorker, Value: []byte(w.cfg.WorkerID)},
+	)
+	return &kgo.Record{
+		Topic:     w.names.DLQ,
+		Partition: rec.Partition % int32(max(partitions, 1)),
+		Key:       rec.Key,
+		Value:     rec.Value,
+		Headers:   headers,
+	}
+}
+
+// decodeReason classifies a tick.Decode error as a dead-letter reason.
+func decodeReason(err error) string {
+	if errors.Is(err, tick.ErrUnknownVersion) {
+		return reasonUnknownVersion
+	}
+	return reasonUndecodable
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	if len(s) > 2048 {
+		s = s[:2048] + "..."
+	}
+	return s
+}

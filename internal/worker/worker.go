@@ -1,0 +1,525 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/plugin/kprom"
+
+	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/kafka"
+)
+
+// Deps are the worker's collaborators.
+type Deps struct {
+	// Logger receives the worker's logs. Defaults to discarding them.
+	Logger *slog.Logger
+	// Registerer receives the worker's and its Kafka clients' metrics. Nil registers nothing.
+	Registerer prometheus.Registerer
+	// Readiness, when set, gets the condition "group": true once this worker has received its first
+	// assignment.
+	Readiness *admin.Readiness
+}
+
+// ReadinessCondition is the name of the readiness condition the worker sets.
+const ReadinessCondition = "group"
+
+// Causes of a lane's cancellation.
+var (
+	errRevoked      = errors.New("partition revoked")
+	errLost         = errors.New("partition lost")
+	errGraceExpired = errors.New("shutdown grace period expired")
+)
+
+// Worker consumes the work topic and runs each tick through a Handler (or forwards it, in forward mode).
+type Worker struct {
+	cfg     Config
+	handler Handler
+	logger  *slog.Logger
+	reg     prometheus.Registerer
+	ready   *admin.Readiness
+	m       *metrics
+	names   kafka.Names
+	conn    []kgo.Opt
+
+	// Set while Run runs.
+	cl          atomic.Pointer[kgo.Client]
+	prod        *kgo.Client
+	start       kgo.Offset // the start offset given to kgo, compared in pinStart
+	startAt     time.Time  // when start was computed
+	resultParts int
+	dlqParts    int
+	sem         chan struct{}
+	hardCtx     context.Context // ends when the grace period runs out
+	draining    chan struct{}   // closed when shutdown begins: lanes stop before their next record
+	commitWake  chan struct{}
+	assignedYet atomic.Bool
+
+	commitMu sync.Mutex // serialises commits with the commit of a revocation
+	mu       sync.Mutex // guards lanes and their done offsets
+	lanes    map[int32]*lane
+}
+
+// New checks cfg and returns a worker running handler, or, when cfg.Forward is set, forwarding ticks (handler
+// must then be nil).
+func New(cfg Config, handler Handler, deps Deps) (*Worker, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("worker config: %w", err)
+	}
+	switch {
+	case cfg.Forward == "" && handler == nil:
+		return nil, errors.New("worker config: a handler or a forward topic is required")
+	case cfg.Forward != "" && handler != nil:
+		return nil, errors.New("worker config: a handler and a forward topic are mutually exclusive")
+	}
+	logger := deps.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With("component", "worker")
+	conn, err := cfg.Kafka.Opts(logger)
+	if err != nil {
+		return nil, fmt.Errorf("worker config: %w", err)
+	}
+	if deps.Readiness != nil {
+		deps.Readiness.Set(ReadinessCondition, false)
+	}
+	return &Worker{
+		cfg:     cfg,
+		handler: handler,
+		logger:  logger,
+		reg:     deps.Registerer,
+		ready:   deps.Readiness,
+		m:       newMetrics(deps.Registerer),
+		names:   cfg.Kafka.Names(),
+		conn:    conn,
+		lanes:   map[int32]*lane{},
+	}, nil
+}
+
+// ID is the worker ID written into outcome records.
+func (w *Worker) ID() string { return w.cfg.WorkerID }
+
+func (w *Worker) hooks(role string) []kgo.Opt {
+	if w.reg == nil {
+		return nil
+	}
+	m := kprom.NewMetrics("tickgroup_kafka", kprom.Registerer(w.reg), kprom.WithStaticLabel(prometheus.Labels{"role": role}))
+	return []kgo.Opt{kgo.WithHooks(m)}
+}
+
+func (w *Worker) opts(role string, extra ...[]kgo.Opt) []kgo.Opt {
+	opts := append([]kgo.Opt(nil), w.conn...)
+	for _, e := range extra {
+		opts = append(opts, e...)
+	}
+	return append(opts, w.hooks(role)...)
+}
+
+// Run consumes until ctx ends, then shuts down gracefully: it stops fetching, lets in-flight handlers finish
+// within the grace period (then cancels them), writes the outstanding outcomes, commits and leaves the group.
+// It returns nil on such a stop.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.cfg.Forward != "" {
+		return w.runForward(ctx)
+	}
+	w.logger.Info("starting worker", "worker_id", w.cfg.WorkerID, "group", w.names.WorkerGroup, "topic", w.names.Work,
+		"concurrency", w.cfg.Concurrency, "max_attempts", w.cfg.MaxAttempts, "start", w.cfg.Start.String())
+
+	prod, err := kgo.NewClient(w.opts("producer", kafka.WorkerProducerOpts())...)
+	if err != nil {
+		return fmt.Errorf("worker: producer client: %w", err)
+	}
+	defer prod.Close()
+	w.prod = prod
+	if w.resultParts, w.dlqParts, err = w.partitionCounts(ctx, prod); err != nil {
+		return err
+	}
+
+	hardCtx, hardCancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer hardCancel(nil)
+	w.hardCtx = hardCtx
+	w.sem = make(chan struct{}, w.cfg.Concurrency)
+	w.draining = make(chan struct{})
+	w.commitWake = make(chan struct{}, 1)
+
+	w.startAt = w.cfg.Now()
+	w.start = w.cfg.Start.Offset(w.startAt)
+	cl, err := kgo.NewClient(w.opts("consumer",
+		kafka.WorkerConsumerOpts(w.names, w.start, w.cfg.SessionTimeout),
+		[]kgo.Opt{
+			// Rebalances wait while a polled batch is handed to the lanes, so a batch of a partition that
+			// is revoked and reassigned meanwhile can never reach the new lane.
+			kgo.BlockRebalanceOnPoll(),
+			kgo.OnPartitionsAssigned(w.assigned),
+			kgo.OnPartitionsRevoked(w.revoked),
+			kgo.OnPartitionsLost(w.lost),
+			kgo.AdjustFetchOffsetsFn(w.pinStart),
+		})...)
+	if err != nil {
+		return fmt.Errorf("worker: consumer client: %w", err)
+	}
+	w.cl.Store(cl)
+
+	committerDone := make(chan struct{})
+	committerCtx, stopCommitter := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		defer close(committerDone)
+		w.committer(committerCtx)
+	}()
+
+	pollErr := w.poll(ctx, cl)
+
+	w.logger.Info("stopping worker", "grace", w.cfg.Grace)
+	close(w.draining)
+	w.waitLanes(hardCancel)
+	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	if err := prod.Flush(flushCtx); err != nil {
+		w.logger.Warn("flushing outcome records", "error", err)
+	}
+	cancelFlush()
+	stopCommitter()
+	<-committerDone
+	commitCtx, cancelCommit := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	w.commit(commitCtx)
+	cancelCommit()
+	// Close leaves the group; OnPartitionsRevoked runs first and finds every lane stopped and committed.
+	cl.Close()
+	w.logger.Info("worker stopped")
+	return pollErr
+}
+
+// partitionCounts returns the partition counts of the results and dead-letter topics.
+func (w *Worker) partitionCounts(ctx context.Context, cl *kgo.Client) (results, dlq int, err error) {
+	adm := kadm.NewClient(cl)
+	if results, err = kafka.WorkPartitions(ctx, adm, w.names.Results); err != nil {
+		return 0, 0, fmt.Errorf("worker: %w", err)
+	}
+	if dlq, err = kafka.WorkPartitions(ctx, adm, w.names.DLQ); err != nil {
+		return 0, 0, fmt.Errorf("worker: %w", err)
+	}
+	return results, dlq, nil
+}
+
+// poll fetches records and hands each partition's batch to its lane until ctx ends.
+//
+// Memory stays bounded by pausing: a partition is paused when its batch goes to its lane and resumed by the lane
+// once the batch is done. kgo strips a paused partition from every later poll (its buffered data is dropped and
+// fetched again on resume), so a lane holds at most one batch and its channel (capacity 1) never blocks poll.
+func (w *Worker) poll(ctx context.Context, cl *kgo.Client) error {
+	for {
+		fetches := cl.PollRecords(ctx, 10_000)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			cl.AllowRebalance()
+			return nil
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				w.logger.Warn("fetch error", "topic", topic, "partition", p, "error", err)
+			}
+		})
+		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
+			if len(ftp.Records) == 0 || ftp.Topic != w.names.Work {
+				return
+			}
+			w.mu.Lock()
+			l := w.lanes[ftp.Partition]
+			w.mu.Unlock()
+			if l == nil {
+				return // not ours any more; kgo will not return it again
+			}
+			cl.PauseFetchPartitions(map[string][]int32{ftp.Topic: {ftp.Partition}})
+			select {
+			case l.in <- ftp.Records:
+			case <-l.done:
+			}
+		})
+		cl.AllowRebalance()
+	}
+}
+
+// assigned starts a lane per new partition. It runs before fetching of those partitions begins.
+func (w *Worker) assigned(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	parts := assigned[w.names.Work]
+	w.mu.Lock()
+	for _, p := range parts {
+		if old := w.lanes[p]; old != nil { // cannot happen: revoked or lost always comes first
+			old.cancel(errRevoked)
+		}
+		l := w.newLane(p)
+		w.lanes[p] = l
+		go l.run()
+	}
+	n := len(w.lanes)
+	w.mu.Unlock()
+	// A partition paused by a lane that was revoked mid-batch must flow again for its new lane.
+	cl.ResumeFetchPartitions(map[string][]int32{w.names.Work: parts})
+	w.m.partitions.Set(float64(n))
+	if w.ready != nil && !w.assignedYet.Swap(true) {
+		w.ready.Set(ReadinessCondition, true)
+	}
+	w.logger.Info("partitions assigned", "partitions", parts, "owned", n)
+}
+
+// revoked cancels the lanes of the revoked partitions (their in-flight handlers end), waits for them and their
+// outstanding outcome records, and commits what they finished. Nothing is committed for them afterwards.
+func (w *Worker) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	parts := revoked[w.names.Work]
+	if len(parts) == 0 {
+		return
+	}
+	lanes := w.stopLanes(parts, errRevoked)
+	w.commitMu.Lock()
+	defer w.commitMu.Unlock()
+	offsets := w.retire(lanes, true)
+	if len(offsets) > 0 {
+		commitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		w.commitOffsets(commitCtx, cl, offsets)
+	}
+	w.logger.Info("partitions revoked", "partitions", parts)
+}
+
+// lost cancels the lanes of lost partitions without committing: another member may own them already.
+func (w *Worker) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	parts := lost[w.names.Work]
+	if len(parts) == 0 {
+		return
+	}
+	lanes := w.stopLanes(parts, errLost)
+	w.retire(lanes, false)
+	w.logger.Warn("partitions lost", "partitions", parts)
+}
+
+// stopLanes cancels the lanes of parts and waits for them and for their outstanding outcome records.
+func (w *Worker) stopLanes(parts []int32, cause error) []*lane {
+	w.mu.Lock()
+	var lanes []*lane
+	for _, p := range parts {
+		if l := w.lanes[p]; l != nil {
+			lanes = append(lanes, l)
+			l.cancel(cause)
+		}
+	}
+	w.mu.Unlock()
+	for _, l := range lanes {
+		<-l.done
+		l.waitPending(10 * time.Second)
+	}
+	return lanes
+}
+
+// retire removes lanes and returns their uncommitted finished offsets when commit is set.
+func (w *Worker) retire(lanes []*lane, commit bool) map[string]map[int32]kgo.EpochOffset {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var offsets map[string]map[int32]kgo.EpochOffset
+	for _, l := range lanes {
+		if commit && l.dirty {
+			if offsets == nil {
+				offsets = map[string]map[int32]kgo.EpochOffset{w.names.Work: {}}
+			}
+			offsets[w.names.Work][l.partition] = l.doneOffset
+		}
+		l.active = false
+		if w.lanes[l.partition] == l {
+			delete(w.lanes, l.partition)
+		}
+	}
+	w.m.partitions.Set(float64(len(w.lanes)))
+	return offsets
+}
+
+// waitLanes waits for every lane to finish its current record, cancelling them when the grace period ends.
+func (w *Worker) waitLanes(hardCancel context.CancelCauseFunc) {
+	w.mu.Lock()
+	var lanes []*lane
+	for _, l := range w.lanes {
+		lanes = append(lanes, l)
+	}
+	w.mu.Unlock()
+	all := make(chan struct{})
+	go func() {
+		for _, l := range lanes {
+			<-l.done
+		}
+		close(all)
+	}()
+	timer := time.NewTimer(w.cfg.Grace)
+	defer timer.Stop()
+	select {
+	case <-all:
+	case <-timer.C:
+		w.logger.Warn("grace period over: cancelling in-flight handlers", "grace", w.cfg.Grace)
+		hardCancel(errGraceExpired)
+		<-all
+	}
+	for _, l := range lanes {
+		l.waitPending(10 * time.Second)
+	}
+}
+
+// committer commits finished offsets whenever a lane finishes a record. Commits coalesce: while one is in
+// flight, further finished records wait for the next, so a busy worker commits about once per round trip and
+// an idle one commits each tick at once (a crash loses little finished work to re-execution).
+func (w *Worker) committer(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.commitWake:
+		}
+		if !w.commit(ctx) {
+			select { // retry failed commits after a pause
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+				w.wakeCommitter()
+			}
+		}
+	}
+}
+
+func (w *Worker) wakeCommitter() {
+	select {
+	case w.commitWake <- struct{}{}:
+	default:
+	}
+}
+
+// commit commits every lane's finished offset not yet committed. It reports false when a commit failed (the
+// offsets stay pending).
+func (w *Worker) commit(ctx context.Context) bool {
+	cl := w.cl.Load()
+	if cl == nil {
+		return true
+	}
+	w.commitMu.Lock()
+	defer w.commitMu.Unlock()
+	w.mu.Lock()
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	var lanes []*lane
+	for p, l := range w.lanes {
+		if l.dirty {
+			if offsets[w.names.Work] == nil {
+				offsets[w.names.Work] = map[int32]kgo.EpochOffset{}
+			}
+			offsets[w.names.Work][p] = l.doneOffset
+			l.dirty = false
+			lanes = append(lanes, l)
+		}
+	}
+	w.mu.Unlock()
+	if len(lanes) == 0 {
+		return true
+	}
+	if w.commitOffsets(ctx, cl, offsets) {
+		return true
+	}
+	w.mu.Lock()
+	for _, l := range lanes { // try again unless something newer is pending or the lane is gone
+		if l.active && !l.dirty {
+			l.dirty = true
+		}
+	}
+	w.mu.Unlock()
+	return false
+}
+
+func (w *Worker) commitOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) bool {
+	var cerr error
+	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		cerr = commitErr(resp, err)
+	})
+	if cerr != nil {
+		w.m.commits.WithLabelValues("error").Inc()
+		w.logger.Warn("committing offsets", "offsets", offsetsAttr(offsets), "error", cerr)
+		return false
+	}
+	w.m.commits.WithLabelValues("ok").Inc()
+	w.logger.Debug("committed offsets", "offsets", offsetsAttr(offsets))
+	return true
+}
+
+func offsetsAttr(offsets map[string]map[int32]kgo.EpochOffset) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, ps := range offsets {
+		for p, eo := range ps {
+			out[p] = eo.Offset
+		}
+	}
+	return out
+}
+
+// pinStart runs once per assignment, before fetching starts. For every partition without a committed offset
+// (kgo hands it the configured start offset) it resolves the start to an exact offset and commits it. Without
+// this, a brand-new group that crashed before its first commit would resolve "latest" again on the next
+// assignment and skip the ticks written in between.
+func (w *Worker) pinStart(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	cl := w.cl.Load()
+	var fresh []int32
+	for p, o := range offsets[w.names.Work] {
+		if o == w.start || o.EpochOffset().Offset < 0 {
+			fresh = append(fresh, p)
+		}
+	}
+	if cl == nil || len(fresh) == 0 {
+		return offsets, nil
+	}
+	adm := kadm.NewClient(cl)
+	var listed kadm.ListedOffsets
+	var err error
+	switch w.cfg.Start.kind {
+	case "earliest":
+		listed, err = adm.ListStartOffsets(ctx, w.names.Work)
+	case "ago":
+		listed, err = adm.ListOffsetsAfterMilli(ctx, w.startAt.Add(-w.cfg.Start.ago).UnixMilli(), w.names.Work)
+	default:
+		// The last stable offset, as a read_committed consumer's "latest": an open transaction's ticks
+		// sit below the high watermark and must still be read once committed.
+		listed, err = adm.ListCommittedOffsets(ctx, w.names.Work)
+	}
+	if err != nil {
+		w.logger.Warn("resolving the start offset of new partitions; using the unpinned start", "partitions", fresh, "error", err)
+		return offsets, nil
+	}
+	commit := map[string]map[int32]kgo.EpochOffset{w.names.Work: {}}
+	for _, p := range fresh {
+		lo, ok := listed.Lookup(w.names.Work, p)
+		if !ok || lo.Err != nil {
+			continue
+		}
+		offsets[w.names.Work][p] = kgo.NewOffset().At(lo.Offset)
+		commit[w.names.Work][p] = kgo.EpochOffset{Epoch: -1, Offset: lo.Offset}
+	}
+	if len(commit[w.names.Work]) > 0 && w.commitOffsets(ctx, cl, commit) {
+		w.logger.Info("new group: pinned start offsets", "start", w.cfg.Start.String(), "offsets", offsetsAttr(commit))
+	}
+	return offsets, nil
+}
+
+// commitErr returns the first error of a commit: the request's or a partition's.
+func commitErr(resp *kmsg.OffsetCommitResponse, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("partition %d: %w", p.Partition, err)
+			}
+		}
+	}
+	return nil
+}

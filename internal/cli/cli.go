@@ -50,7 +50,7 @@ type Common struct {
 // Register adds the common flags to fs. metricsAddr is the command's default admin address.
 func (c *Common) Register(fs *flag.FlagSet, metricsAddr string) {
 	fs.StringVar(&c.brokers, "brokers", "localhost:9092", "Kafka seed brokers, comma-separated")
-	fs.StringVar(&c.Kafka.Namespace, "namespace", kafka.DefaultNamespace, "prefix of every topic and group (`<ns>.ticker`, `<ns>.work`, ...)")
+	fs.StringVar(&c.Kafka.Namespace, "namespace", kafka.DefaultNamespace, "prefix of every topic and group: <ns>.ticker, <ns>.work, ...")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", metricsAddr, "admin HTTP address serving /metrics, /-/healthy and /-/ready (empty: off)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")

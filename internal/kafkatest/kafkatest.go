@@ -96,12 +96,15 @@ func dockerUsable(ctx context.Context) (ok bool) {
 // Main runs the tests of a package and removes the container Brokers may have started. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { kafkatest.Main(m) }
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main without the exit, for a TestMain with its own clean-up: it returns the exit code.
+func Run(m *testing.M) int {
 	code := m.Run()
 	if container != nil {
 		_ = container.Terminate(context.Background())
 	}
-	os.Exit(code)
+	return code
 }
 
 // Unique returns prefix followed by a random suffix, for topic, group and namespace names.

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/cli"
+	"github.com/tickgroup/tickgroup/internal/dispatch"
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/leader"
+	"github.com/tickgroup/tickgroup/internal/store"
+)
+
+const usage = `Usage: ticker COMMAND [flags]
+
+tickgroup's scheduler: every host runs the same binary; the replica that owns partition 0 of the ticker topic
+leads and emits each schedule slot exactly once, as a tick record on the work topic.
+
+Commands:
+  run                  join the fleet and emit ticks while leading (until SIGINT/SIGTERM)
+  init                 create the namespace's topics and exit
+  schedule put NAME    create or replace a schedule (--every D | --cron EXPR [--tz ZONE], ...)
+  schedule get NAME    print a schedule as JSON
+  schedule list        list the schedules
+  schedule delete NAME delete a schedule
+  schedule pause NAME  stop emitting a schedule's slots (they are not caught up on resume)
+  schedule resume NAME emit again, from the next slot after the resume
+  schedule trigger NAME
+                       emit one tick now, with an ID that can never collide with a scheduled slot
+  schedule apply -f FILE
+                       make the schedules match a YAML file (--prune, --dry-run)
+  status               who leads, each schedule's last and next slot, work-topic lag (--json)
+  version              print the version
+
+Run 'ticker COMMAND --help' for a command's flags. Every flag can also be set with TICKGROUP_<FLAG>, for
+example TICKGROUP_BROKERS=kafka-1:9092,kafka-2:9092.
+
+Exit status: 0 on success or a clean stop, 1 on an error, 2 on bad usage or an invalid schedule.`
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return cli.Usagef("a command is required")
+	}
+	switch args[0] {
+	case "run":
+		return runTicker(ctx, args[1:], getenv, stdout, stderr)
+	case "init":
+		return runInit(ctx, args[1:], getenv, stderr)
+	case "schedule", "schedules":
+		return runSchedule(ctx, args[1:], getenv, stdout, stderr)
+	case "status":
+		return runStatus(ctx, args[1:], getenv, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "ticker", admin.Version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	default:
+		fmt.Fprintln(stderr, usage)
+		return cli.Usagef("unknown command %q", args[0])
+	}
+}
+
+// topicFlags are the settings of topics the command creates when they are missing.
+type topicFlags struct {
+	workPartitions    int
+	replicationFactor int
+}
+
+func (t *topicFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&t.workPartitions, "work-partitions", kafka.DefaultWorkPartitions, "partitions of the work and results topics, when this command creates them")
+	fs.IntVar(&t.replicationFactor, "replication-factor", -1, "replication factor of topics this command creates (-1: the broker default; use 3 in production)")
+}
+
+func (t topicFlags) options() kafka.TopicOptions {
+	return kafka.TopicOptions{WorkPartitions: int32(t.workPartitions), ReplicationFactor: int16(t.replicationFactor)}
+}
+
+func runTicker(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ticker run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		common             cli.Common
+		topics             topicFlags
+		sessionTimeout     time.Duration
+		heartbeatInterval  time.Duration
+		transactionTimeout time.Duration
+		instance           string
+	)
+	common.Register(fs, ":9090")
+	topics.register(fs)
+	fs.DurationVar(&sessionTimeout, "session-timeout", 10*time.Second, "how long the group waits for a silent replica before another leads (crash failover time; within the broker's group.min/max.session.timeout.ms)")
+	fs.DurationVar(&heartbeatInterval, "heartbeat-interval", time.Second, "group heartbeat interval (a graceful handoff takes about one)")
+	fs.DurationVar(&transactionTimeout, "transaction-timeout", 10*time.Second, "how long the broker keeps a dead leader's open transaction before aborting it")
+	host, _ := os.Hostname()
+	fs.StringVar(&instance, "instance", fmt.Sprintf("%s-%d", host, os.Getpid()), "name of this replica in logs and in the group (client ID)")
+	fs.Usage = cli.Usage(fs, `Usage: ticker run [flags]
+
+Join the ticker group; while this replica owns partition 0 of <ns>.ticker it leads: it fences earlier leaders,
+reads the last emitted slot of each schedule and emits every due slot as tick records on <ns>.work, each slot
+exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits 0.`)
+	if err := cli.Parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return cli.Usagef("ticker run: unexpected argument %q", fs.Arg(0))
+	}
+	if err := common.Finish(); err != nil {
+		return err
+	}
+	logger := common.Logger(stderr).With("instance", instance)
+	common.Kafka.ClientID = "tickgroup-ticker-" + instance
+	names := common.Kafka.Names()
+
+	reg := admin.NewRegistry("ticker")
+	opts, err := common.Kafka.Opts(logger)
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+	withRole := func(role string) []kgo.Opt {
+		return append(opts[:len(opts):len(opts)], kafka.ClientMetrics(reg, role))
+	}
+
+	if err := ensureTopics(ctx, opts, names, topics.options()); err != nil {
+		return err
+	}
+
+	var ready admin.Readiness
+	ready.Set("group", false)
+	ready.Set("schedules", false)
+
+	view := store.NewView(withRole("schedules"), names.Schedules, names.DLQ, logger, reg)
+	disp, err := dispatch.New(dispatch.Config{
+		Names:              names,
+		TransactionTimeout: transactionTimeout,
+		ProducerOpts:       []kgo.Opt{kafka.ClientMetrics(reg, "leader")},
+	}, opts, view, logger, reg)
+	if err != nil {
+		return err
+	}
+	elector, err := leader.New(leader.Config{
+		Topic:             names.Ticker,
+		Group:             names.TickerGroup,
+		SessionTimeout:    sessionTimeout,
+		HeartbeatInterval: heartbeatInterval,
+		InstanceName:      instance,
+	}, withRole("election"), disp.Lead, logger, reg)
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	if common.MetricsAddr != "" {
+		srv, err := admin.NewServer(common.MetricsAddr, reg, &ready, logger)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return srv.Run(gctx) })
+	}
+	g.Go(func() error { return view.Run(gctx) })
+	g.Go(func() error { return elector.Run(gctx) })
+	g.Go(func() error {
+		for ch, name := range map[<-chan struct{}]string{view.Loaded(): "schedules", elector.Joined(): "group"} {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-ch:
+				ready.Set(name, true)
+			}
+		}
+		return nil
+	})
+	logger.Info("ticker starting", "version", admin.Version, "namespace", common.Kafka.Namespace, "brokers", strings.Join(common.Kafka.Brokers, ","))
+	err = g.Wait()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	logger.Info("ticker stopped")
+	return nil
+}
+
+func runInit(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ticker init", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		common cli.Common
+		topics topicFlags
+	)
+	common.Register(fs, "")
+	topics.register(fs)
+	fs.Usage = cli.Usage(fs, `Usage: ticker init [flags]
+
+Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq) where missing, and check that
+<ns>.ticker has exactly one partition. 'ticker run' and 'worker run' do the same at start-up.`)
+	if err := cli.Parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if err := common.Finish(); err != nil {
+		return err
+	}
+	logger := common.Logger(stderr)
+	opts, err := common.Kafka.Opts(nil)
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+	names := common.Kafka.Names()
+	if err := ensureTopics(ctx, opts, names, topics.options()); err != nil {
+		return err
+	}
+	logger.Info("topics ready", "ticker", names.Ticker, "schedules", names.Schedules, "work", names.Work, "results", names.Results, "dlq", names.DLQ)
+	return nil
+}
+
+func ensureTopics(ctx context.Context, opts []kgo.Opt, names kafka.Names, o kafka.TopicOptions) error {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), names, o); err != nil {
+		if errors.Is(err, kafka.ErrTickerTopicPartitions) {
+			return fmt.Errorf("%w: leadership is the ownership of that one partition; recreate the topic or use another --namespace", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// newClient returns a plain client for the short commands.
+func newClient(common cli.Common, extra ...kgo.Opt) (*kgo.Client, error) {
+	opts, err := common.Kafka.Opts(nil)
+	if err != nil {
+		return nil, cli.UsageError{Err: err}
+	}
+	cl, err := kgo.NewClient(append(opts, extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	return cl, nil
+}

@@ -1,0 +1,291 @@
+package dispatch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/leader"
+	"github.com/tickgroup/tickgroup/internal/store"
+)
+
+// Config configures a Dispatcher.
+type Config struct {
+	// Names are the namespace's topics and the shared transactional ID. Required.
+	Names kafka.Names
+	// TransactionTimeout is how long the broker waits before aborting an open transaction of a dead leader,
+	// which holds back the work partitions it wrote until then. Defaults to 10s.
+	TransactionTimeout time.Duration
+	// MaxBatch caps the schedules emitted in one transaction. Defaults to 5000.
+	MaxBatch int
+	// ProducerOpts are extra options of the leader's producer only (its metrics hooks, for example).
+	ProducerOpts []kgo.Opt
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Dispatcher runs leader terms: Lead is a leader.LeadFunc.
+type Dispatcher struct {
+	cfg     Config
+	opts    []kgo.Opt
+	view    *store.View
+	logger  *slog.Logger
+	metrics *metrics
+}
+
+// New returns a Dispatcher. opts are the connection options (kafka.Config.Opts); view follows the schedules.
+func New(cfg Config, opts []kgo.Opt, view *store.View, logger *slog.Logger, reg prometheus.Registerer) (*Dispatcher, error) {
+	if cfg.Names.Work == "" || cfg.Names.Ticker == "" || cfg.Names.TransactionalID == "" {
+		return nil, errors.New("dispatch: topic names and transactional ID are required")
+	}
+	cfg.TransactionTimeout = cmp.Or(cfg.TransactionTimeout, 10*time.Second)
+	cfg.MaxBatch = cmp.Or(cfg.MaxBatch, 5000)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Dispatcher{
+		cfg:     cfg,
+		opts:    opts,
+		view:    view,
+		logger:  logger.With("component", "dispatch"),
+		metrics: newMetrics(reg),
+	}, nil
+}
+
+// Lead runs one leader term until ctx ends (nil) or the producer fails (the error).
+func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
+	logger := d.logger.With("term", lt.Number)
+	start := time.Now()
+
+	cl, err := kgo.NewClient(append(append(d.opts[:len(d.opts):len(d.opts)],
+		kgo.TransactionalID(d.cfg.Names.TransactionalID),
+		kgo.TransactionTimeout(d.cfg.TransactionTimeout),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(0),
+	), d.cfg.ProducerOpts...)...)
+	if err != nil {
+		return fmt.Errorf("creating the leader's producer: %w", err)
+	}
+	p := &producer{cl: cl, logger: logger}
+	defer p.close()
+
+	// 1. Fence every earlier leader. When this returns, all their transactions are decided.
+	pid, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("fencing earlier leaders (InitProducerID): %w", err)
+	}
+	t := term{producerID: pid, epoch: epoch}
+	logger = logger.With("producer_id", pid, "epoch", epoch)
+
+	// 2. The state every earlier leader committed, and the schedules.
+	state, err := d.readState(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-d.view.Loaded():
+	}
+	d.view.TakeChanged() // the snapshot below includes them
+	entries := d.view.Snapshot()
+	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(cl), d.cfg.Names.Work)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	pl := newPlanner(entries, state)
+	logger.Info("leader term ready", "schedules", len(entries), "states", len(state), "work_partitions", partitions,
+		"took", time.Since(start).Round(time.Millisecond))
+
+	// 3. The loop: one timer, woken early by schedule changes.
+	topics := recordTopics{work: d.cfg.Names.Work, ticker: d.cfg.Names.Ticker}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var recs []*kgo.Record
+	for {
+		now := d.cfg.Now()
+		for {
+			ems := pl.collect(now, d.cfg.MaxBatch)
+			if len(ems) == 0 {
+				break
+			}
+			recs = appendRecords(recs[:0], ems, topics, partitions, t, now)
+			if err := p.transact(ctx, recs); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				d.metrics.transactions.WithLabelValues(p.lastResult).Inc()
+				if isFenced(err) {
+					d.metrics.fenced.Inc()
+					return fmt.Errorf("fenced by a newer leader: %w", err)
+				}
+				return err
+			}
+			d.metrics.transactions.WithLabelValues("committed").Inc()
+			d.observe(ems, d.cfg.Now())
+		}
+
+		wait := time.Hour
+		if at, ok := pl.nextWake(); ok {
+			wait = max(at.Sub(d.cfg.Now()), 0)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			logger.Info("leader term ending", "cause", context.Cause(ctx))
+			return nil
+		case <-timer.C:
+		case <-d.view.Changed():
+			for _, name := range d.view.TakeChanged() {
+				if e, ok := d.view.Get(name); ok {
+					pl.set(name, e, time.Time{})
+					logger.Info("schedule changed", "schedule", name, "version", e.Version, "paused", e.Spec().Paused)
+				} else if _, known := pl.entries[name]; known {
+					pl.remove(name)
+					logger.Info("schedule deleted", "schedule", name)
+				}
+			}
+			d.metrics.scheduleSeries(pl.entries)
+		}
+	}
+}
+
+func (d *Dispatcher) observe(ems []emission, committed time.Time) {
+	for _, em := range ems {
+		shards := max(em.entry.Spec().Shards, 1)
+		d.metrics.emitted.Add(float64(len(em.slots) * shards))
+		d.metrics.missed.Add(float64(em.missed))
+		for _, s := range em.slots {
+			d.metrics.emitLag.Observe(committed.Sub(s).Seconds())
+		}
+		if em.entry.Spec().Metrics && len(em.slots) > 0 {
+			d.metrics.lastSlot.WithLabelValues(em.name).Set(float64(em.slots[len(em.slots)-1].Unix()))
+			d.metrics.opted[em.name] = true
+		}
+	}
+}
+
+// readState reads the ticker topic to its last stable offset: each schedule's last emitted slot.
+func (d *Dispatcher) readState(ctx context.Context) (map[string]State, error) {
+	state := map[string]State{}
+	_, err := kafka.ReadStable(ctx, d.opts, d.cfg.Names.Ticker, 0, func(r *kgo.Record) error {
+		name := string(r.Key)
+		if r.Value == nil {
+			delete(state, name)
+			return nil
+		}
+		s, err := DecodeState(r.Value)
+		if err != nil {
+			// Only leaders write here; a foreign record is reported and ignored rather than trusted.
+			d.logger.Error("skipping an undecodable ticker-topic record", "schedule", name, "offset", r.Offset, "err", err)
+			d.metrics.invalidState.Inc()
+			return nil
+		}
+		state[name] = s
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the leader state: %w", err)
+	}
+	return state, nil
+}
+
+// producer runs the term's transactions.
+type producer struct {
+	cl         *kgo.Client
+	logger     *slog.Logger
+	inTxn      bool
+	lastResult string
+}
+
+// transact writes recs in one transaction and commits it.
+func (p *producer) transact(ctx context.Context, recs []*kgo.Record) error {
+	if err := p.cl.BeginTransaction(); err != nil {
+		p.lastResult = "failed"
+		return fmt.Errorf("beginning a transaction: %w", err)
+	}
+	p.inTxn = true
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	for _, r := range recs {
+		p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = fmt.Errorf("producing %s to %s[%d]: %w", r.Key, r.Topic, r.Partition, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	if err := p.cl.Flush(ctx); err != nil {
+		p.lastResult = "aborted"
+		return p.abort(fmt.Errorf("flushing the transaction: %w", err))
+	}
+	if first != nil {
+		p.lastResult = "aborted"
+		return p.abort(first)
+	}
+	err := p.cl.EndTransaction(ctx, kgo.TryCommit)
+	p.inTxn = false
+	if err != nil {
+		// Unconfirmed: it may have committed or not. The next leader's fencing decides it either way, and the
+		// state it then reads says which.
+		p.lastResult = "failed"
+		return fmt.Errorf("committing the transaction: %w", err)
+	}
+	return nil
+}
+
+// abort gives up the open transaction and returns cause.
+func (p *producer) abort(cause error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.cl.AbortBufferedRecords(ctx); err != nil {
+		return errors.Join(cause, fmt.Errorf("dropping buffered records: %w", err))
+	}
+	err := p.cl.EndTransaction(ctx, kgo.TryAbort)
+	p.inTxn = false
+	if err != nil {
+		return errors.Join(cause, fmt.Errorf("aborting the transaction: %w", err))
+	}
+	return cause
+}
+
+// close aborts an open transaction (a term cancelled mid-transaction) and closes the client.
+func (p *producer) close() {
+	if p.inTxn {
+		if err := p.abort(errors.New("term ended")); err != nil {
+			p.logger.Debug("transaction aborted at the end of the term", "err", err)
+		}
+	}
+	p.cl.Close()
+}
+
+// isFenced reports whether err says a newer producer took over the transactional ID.
+func isFenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.InvalidProducerIDMapping) || errors.Is(err, kerr.OperationNotAttempted) ||
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
+}

@@ -1,0 +1,26 @@
+// Package dispatch is the leader's loop: it turns schedules into tick records, exactly once per slot.
+//
+// A term (see package leader) runs Lead:
+//
+//  1. A new producer with the transactional ID shared by every replica. ProducerID (InitProducerID) bumps the
+//     epoch: every earlier transaction under that ID is now committed or aborted, and every earlier producer is
+//     fenced for good. This is the optimistic concurrency of the first seed text: the epoch is the version,
+//     InitProducerID the conditional write.
+//  2. Read the ticker topic (compacted: schedule name -> last emitted slot) from its start to its last stable
+//     offset, read_committed. This is the `lastScanTime` item of the first seed text.
+//  3. A timer heap over all schedules, keyed by each schedule's next due time (slot + jitter). One goroutine and
+//     one timer, whatever the number of schedules.
+//  4. At each due instant: every due schedule's slots (after its catch-up policy) become tick records on the
+//     work topic and one state record each on the ticker topic, all in one transaction. Many schedules due
+//     together share a transaction (up to Config.MaxBatch schedules).
+//  5. Any error of the producer, a fencing error above all, ends the term: the producer is closed and Lead
+//     returns. It never re-initialises the producer itself: a zombie that did so would fence the rightful
+//     leader. Leadership comes back only through a new assignment of partition 0.
+//
+// Why emission is exactly once: a tick and its schedule's state record commit atomically; a leader reads the
+// state only after fencing everyone before it, and nobody else can commit under the ID until someone fences
+// it in turn. A slot is therefore committed at most once, and (with catch-up `all`) at least once. Slots are
+// derived from the schedule and the stored last slot (the slot after s is Next(s)), never from the clock: a
+// leader's clock decides only when a slot is emitted, so clock skew between hosts can make a tick early or
+// late, never double.
+package dispatch

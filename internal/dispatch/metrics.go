@@ -1,0 +1,71 @@
+package dispatch
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tickgroup/tickgroup/internal/store"
+)
+
+type metrics struct {
+	emitted      prometheus.Counter
+	emitLag      prometheus.Histogram
+	missed       prometheus.Counter
+	fenced       prometheus.Counter
+	transactions *prometheus.CounterVec
+	invalidState prometheus.Counter
+	// lastSlot exists only for schedules that opt in (spec.Metrics): a fleet may hold a million schedules.
+	lastSlot *prometheus.GaugeVec
+	opted    map[string]bool
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		emitted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_ticks_emitted_total",
+			Help: "Tick records committed to the work topic by this replica's leader terms (one per slot and shard).",
+		}),
+		emitLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tickgroup_emit_lag_seconds",
+			Help:    "Time from a slot's scheduled instant to the commit of its tick.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}),
+		missed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_slots_missed_total",
+			Help: "Slots passed over by a catch-up policy (skip, latest, or the cap of all) instead of being emitted.",
+		}),
+		fenced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_fenced_total",
+			Help: "Leader terms of this replica ended because a newer leader fenced its producer.",
+		}),
+		transactions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickgroup_transactions_total",
+			Help: "Emission transactions by result: committed, aborted, or failed (commit unconfirmed or refused).",
+		}, []string{"result"}),
+		invalidState: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_invalid_state_records_total",
+			Help: "Records of the ticker topic that could not be decoded and were skipped.",
+		}),
+		lastSlot: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickgroup_schedule_last_slot_timestamp_seconds",
+			Help: "Last slot emitted, for schedules with metrics: true only.",
+		}, []string{"schedule"}),
+	}
+	m.opted = map[string]bool{}
+	for _, r := range []string{"committed", "aborted", "failed"} {
+		m.transactions.WithLabelValues(r)
+	}
+	if reg != nil {
+		reg.MustRegister(m.emitted, m.emitLag, m.missed, m.fenced, m.transactions, m.invalidState, m.lastSlot)
+	}
+	return m
+}
+
+// scheduleSeries drops the per-schedule series of schedules that no longer opt in.
+func (m *metrics) scheduleSeries(entries map[string]store.Entry) {
+	for name := range m.opted {
+		if e, ok := entries[name]; !ok || !e.Spec().Metrics {
+			m.lastSlot.DeleteLabelValues(name)
+			delete(m.opted, name)
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package dispatch
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/store"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// planner is a term's view of what to emit when: the schedules, each one's base (slots at or before it are
+// done: emitted, or passed over by the catch-up policy) and the timer heap. It does no I/O, so the emission loop
+// can be measured and tested without a broker.
+type planner struct {
+	entries map[string]store.Entry
+	base    map[string]time.Time
+	gens    map[string]uint64
+	heap    dueHeap
+}
+
+// emission is what one schedule emits in one transaction.
+type emission struct {
+	name   string
+	entry  store.Entry
+	slots  []time.Time
+	missed int64
+}
+
+// newPlanner starts from the schedules and the stored state. A schedule's base is its last emitted slot, or the
+// time it was last changed if that is later: changing (or resuming) a schedule never catches up slots from
+// before the change.
+func newPlanner(entries map[string]store.Entry, state map[string]State) *planner {
+	p := &planner{
+		entries: make(map[string]store.Entry, len(entries)),
+		base:    make(map[string]time.Time, len(entries)),
+		gens:    make(map[string]uint64, len(entries)),
+		heap:    make(dueHeap, 0, len(entries)),
+	}
+	for name, e := range entries {
+		p.set(name, e, state[name].LastSlot)
+	}
+	return p
+}
+
+// set (re)arms schedule name with definition e; last is the last emitted slot known for it.
+func (p *planner) set(name string, e store.Entry, last time.Time) {
+	p.gens[name]++
+	p.entries[name] = e
+	base := last
+	if b, ok := p.base[name]; ok && b.After(base) {
+		base = b
+	}
+	if e.UpdatedAt.After(base) {
+		base = e.UpdatedAt
+	}
+	p.base[name] = base
+	p.arm(name)
+}
+
+// remove forgets a deleted schedule.
+func (p *planner) remove(name string) {
+	p.gens[name]++
+	delete(p.entries, name)
+	delete(p.base, name)
+}
+
+func (p *planner) arm(name string) {
+	e := p.entries[name]
+	if e.Spec().Paused {
+		return
+	}
+	next := e.Schedule.Next(p.base[name])
+	if next.IsZero() {
+		return // past its end
+	}
+	p.heap.push(due{at: e.Schedule.Due(next), name: name, gen: p.gens[name]})
+}
+
+// nextWake is when the earliest schedule is due.
+func (p *planner) nextWake() (time.Time, bool) {
+	for {
+		d, ok := p.heap.peek()
+		if !ok {
+			return time.Time{}, false
+		}
+		if d.gen != p.gens[d.name] {
+			p.heap.pop() // superseded by a change
+			continue
+		}
+		return d.at, true
+	}
+}
+
+// collect takes the schedules due at now (at most max of them) and plans their slots. Their bases move past
+// the planned slots and they are re-armed at once: a failed transaction ends the term, and the next term
+// starts again from the committed state.
+func (p *planner) collect(now time.Time, max int) []emission {
+	var out []emission
+	for len(out) < max {
+		d, ok := p.heap.peek()
+		if !ok || d.at.After(now) {
+			break
+		}
+		p.heap.pop()
+		if d.gen != p.gens[d.name] {
+			continue
+		}
+		e := p.entries[d.name]
+		plan := e.Schedule.Plan(p.base[d.name], now)
+		if n := len(plan.Emit); n > 0 {
+			p.base[d.name] = plan.Emit[n-1]
+		}
+		if !plan.Next.IsZero() {
+			// Everything before Next was considered: emitted or passed over by the catch-up policy.
+			p.base[d.name] = plan.Next.Add(-time.Nanosecond)
+			p.heap.push(due{at: e.Schedule.Due(plan.Next), name: d.name, gen: d.gen})
+		}
+		if len(plan.Emit) > 0 || plan.Missed > 0 {
+			out = append(out, emission{name: d.name, entry: e, slots: plan.Emit, missed: plan.Missed})
+		}
+	}
+	return out
+}
+
+// term identifies the producer that writes a transaction.
+type term struct {
+	producerID int64
+	epoch      int16
+}
+
+// appendRecords appends the tick records and the state record of ems, for a work topic of partitions
+// partitions.
+func appendRecords(recs []*kgo.Record, ems []emission, names recordTopics, partitions int, t term, now time.Time) []*kgo.Record {
+	for _, em := range ems {
+		if len(em.slots) == 0 {
+			continue
+		}
+		spec := em.entry.Spec()
+		shards := max(spec.Shards, 1)
+		for _, slot := range em.slots {
+			for shard := range shards {
+				tk := tick.New(em.name, slot, shard, shards)
+				tk.Payload = spec.Payload
+				tk.ScheduleVersion = em.entry.Version
+				tk.LeaderEpoch = int64(t.epoch)
+				tk.EmittedAt = now
+				if spec.Deadline > 0 {
+					dl := slot.Add(time.Duration(spec.Deadline))
+					tk.Deadline = &dl
+				}
+				v, _ := tick.Encode(tk) // a Tick of plain fields always encodes
+				recs = append(recs, &kgo.Record{
+					Topic:     names.work,
+					Partition: tick.Partition(em.name, shard, partitions),
+					Key:       []byte(tk.ID),
+					Value:     v,
+				})
+			}
+		}
+		st := State{
+			LastSlot:        em.slots[len(em.slots)-1],
+			ScheduleVersion: em.entry.Version,
+			ProducerID:      t.producerID,
+			LeaderEpoch:     int64(t.epoch),
+			EmittedAt:       now,
+		}
+		recs = append(recs, &kgo.Record{Topic: names.ticker, Partition: 0, Key: []byte(em.name), Value: EncodeState(st)})
+	}
+	return recs
+}
+
+type recordTopics struct{ work, ticker string }

@@ -1,0 +1,365 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+var bin string // directory of the built binaries
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tickgroup-e2e")
+	if err != nil {
+		panic(err)
+	}
+	bin = dir
+	code := kafkatest.Run(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// built builds a command of this module once per test binary and returns its path.
+func built(t *testing.T, command string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	path := filepath.Join(bin, command)
+	if !builtOK[command] {
+		out, err := exec.Command("go", "build", "-o", path, "github.com/tickgroup/tickgroup/cmd/"+command).CombinedOutput()
+		if err != nil {
+			t.Fatalf("building %s: %v\n%s", command, err, out)
+		}
+		builtOK[command] = true
+	}
+	return path
+}
+
+var (
+	buildMu sync.Mutex
+	builtOK = map[string]bool{}
+)
+
+// fleet is one test's namespace and its processes.
+type fleet struct {
+	t       *testing.T
+	brokers string
+	ns      string
+	mu      sync.Mutex
+	procs   []*proc
+}
+
+func newFleet(t *testing.T) *fleet {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	f := &fleet{t: t, brokers: strings.Join(kafkatest.Brokers(t), ","), ns: kafkatest.NewNamespace(t)}
+	t.Cleanup(func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, p := range f.procs {
+			p.kill()
+		}
+		if t.Failed() {
+			for _, p := range f.procs {
+				t.Logf("---- %s log (last 40 lines) ----\n%s", p.name, p.tail(40))
+			}
+		}
+	})
+	return f
+}
+
+// proc is one running binary.
+type proc struct {
+	name    string
+	cmd     *exec.Cmd
+	admin   string
+	mu      sync.Mutex
+	log     bytes.Buffer
+	done    chan struct{}
+	exitErr error
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.Write(b)
+}
+
+func (p *proc) tail(n int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lines := strings.Split(strings.TrimRight(p.log.String(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (p *proc) logContains(s string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Contains(p.log.String(), s)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// start runs binary (ticker or worker) with args plus the fleet's brokers, namespace and a free admin port.
+func (f *fleet) start(name, binary string, args ...string) *proc {
+	f.t.Helper()
+	p := &proc{name: name, admin: freeAddr(f.t), done: make(chan struct{})}
+	full := append(args, "--brokers", f.brokers, "--namespace", f.ns, "--metrics-addr", p.admin, "--log-level", "debug")
+	p.cmd = exec.Command(built(f.t, binary), full...)
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.cmd.Env = os.Environ()
+	if err := p.cmd.Start(); err != nil {
+		f.t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() {
+		p.exitErr = p.cmd.Wait()
+		close(p.done)
+	}()
+	f.mu.Lock()
+	f.procs = append(f.procs, p)
+	f.mu.Unlock()
+	return p
+}
+
+// ticker starts a ticker replica with test timings: a 3 s session timeout and 250 ms heartbeats.
+func (f *fleet) ticker(name string, extra ...string) *proc {
+	return f.start(name, "ticker", append([]string{"run", "--session-timeout", "3s", "--heartbeat-interval", "250ms", "--instance", name}, extra...)...)
+}
+
+// cli runs a short ticker command and returns its stdout; it fails the test on a non-zero exit.
+func (f *fleet) cli(args ...string) string {
+	f.t.Helper()
+	out, err := f.cliErr(args...)
+	if err != nil {
+		f.t.Fatalf("ticker %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func (f *fleet) cliErr(args ...string) (string, error) {
+	cmd := exec.Command(built(f.t, "ticker"), append(args, "--brokers", f.brokers, "--namespace", f.ns)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	_ = p.cmd.Process.Signal(sig)
+}
+
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+func (p *proc) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.exitErr
+	case <-time.After(d):
+		t.Fatalf("%s did not exit within %v", p.name, d)
+		return nil
+	}
+}
+
+// metric returns the value of an unlabelled metric from p's /metrics, or -1 when unreachable.
+func (p *proc) metric(name string) float64 {
+	c := http.Client{Timeout: 500 * time.Millisecond}
+	resp, err := c.Get("http://" + p.admin + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, name+" ") {
+			var v float64
+			fmt.Sscanf(strings.TrimPrefix(line, name+" "), "%g", &v)
+			return v
+		}
+	}
+	return -1
+}
+
+// eventually polls cond every 50 ms until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// leaderOf waits until exactly one of procs reports tickgroup_leader 1 and returns it.
+func leaderOf(t *testing.T, d time.Duration, procs ...*proc) *proc {
+	t.Helper()
+	var found *proc
+	eventually(t, d, "exactly one leader", func() bool {
+		found = nil
+		n := 0
+		for _, p := range procs {
+			select {
+			case <-p.done:
+				continue
+			default:
+			}
+			if p.metric("tickgroup_leader") == 1 {
+				found = p
+				n++
+			}
+		}
+		return n == 1
+	})
+	return found
+}
+
+// seen is one tick as read from the work topic.
+type seen struct {
+	tick      tick.Tick
+	committed time.Time // when the reader saw it (approximately its commit)
+}
+
+// collector reads the namespace's work topic read_committed from the start, in the background.
+type collector struct {
+	mu    sync.Mutex
+	ticks []seen
+	stop  func()
+	done  chan struct{}
+}
+
+func (f *fleet) collect() *collector {
+	f.t.Helper()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(strings.Split(f.brokers, ",")...),
+		kgo.ConsumeTopics(f.ns+".work"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.MetadataMinAge(250*time.Millisecond),
+	)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &collector{done: make(chan struct{})}
+	c.stop = func() { cancel(); <-c.done; cl.Close() }
+	f.t.Cleanup(c.stop)
+	go func() {
+		defer close(c.done)
+		for {
+			fs := cl.PollFetches(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			now := time.Now()
+			fs.EachRecord(func(r *kgo.Record) {
+				tk, err := tick.Decode(r.Value)
+				if err != nil {
+					return
+				}
+				c.mu.Lock()
+				c.ticks = append(c.ticks, seen{tick: tk, committed: now})
+				c.mu.Unlock()
+			})
+		}
+	}()
+	return c
+}
+
+// of returns the ticks of schedule seen so far, in arrival order.
+func (c *collector) of(schedule string) []seen {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []seen
+	for _, s := range c.ticks {
+		if s.tick.Schedule == schedule {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// slotCounts counts the ticks of schedule per slot ID.
+func slotCounts(ticks []seen) map[string]int {
+	m := map[string]int{}
+	for _, s := range ticks {
+		m[s.tick.ID]++
+	}
+	return m
+}
+
+// checkSequence asserts that ticks hold every slot of an every-interval schedule between the first and the last
+// one seen, each exactly once, and returns the number of slots.
+func checkSequence(t *testing.T, ticks []seen, every time.Duration) int {
+	t.Helper()
+	counts := slotCounts(ticks)
+	var first, last time.Time
+	for _, s := range ticks {
+		if first.IsZero() || s.tick.Slot.Before(first) {
+			first = s.tick.Slot
+		}
+		if s.tick.Slot.After(last) {
+			last = s.tick.Slot
+		}
+	}
+	dups, missing, n := 0, 0, 0
+	for slot := first; !slot.After(last); slot = slot.Add(every) {
+		n++
+		id := tick.ID(ticks[0].tick.Schedule, slot, 0, 1)
+		switch c := counts[id]; {
+		case c == 0:
+			missing++
+			t.Errorf("slot %s missing", id)
+		case c > 1:
+			dups++
+			t.Errorf("slot %s emitted %d times", id, c)
+		}
+	}
+	t.Logf("%s: %d slots from %s to %s: %d missing, %d duplicated", ticks[0].tick.Schedule, n, first.Format(time.TimeOnly), last.Format(time.TimeOnly), missing, dups)
+	return n
+}
+
+var _ = io.Discard

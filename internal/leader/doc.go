@@ -1,0 +1,30 @@
+// Package leader turns the ownership of partition 0 of the single-partition ticker topic into an ordered stream
+// of leader terms.
+//
+// Every ticker replica joins one consumer group on the ticker topic; the group coordinator gives the only
+// partition to exactly one member per generation, and that member leads. The coordinator is the lock of the
+// second seed text; this package is the code that holds it.
+//
+// State model (one Elector per process):
+//
+//	            assigned p0                          revoked p0 (rebalance, shutdown)
+//	follower ─────────────────► leading(term n) ──────────────────────────────► follower
+//	    ▲                            │   cancel term, WAIT for it (abort txn, close producer), then release
+//	    │                            │
+//	    │                            │ lost p0 (session expired, fatal group error)
+//	    │                            ├──────────────────────────────────────────► follower
+//	    │                            │   cancel term, do not wait on the network
+//	    │                            │
+//	    │  leave the group,          │ the term's function fails (fenced, commit error)
+//	    └── back off, rejoin ◄───────┘
+//
+// The group decides only who tries to lead (liveness). It can hand partition 0 to a new member while the old
+// one still believes it leads: a frozen process does not notice that its session expired until it wakes up.
+// Safety therefore never rests on this package: each term fences its predecessors with a transactional
+// producer (package dispatch), and a fenced or failing term makes the Elector leave the group and rejoin, so it
+// leads again only if the coordinator hands it partition 0 again. It never re-initialises a producer on its own
+// initiative, which could fence the rightful leader.
+//
+// Callbacks never block on anything but the term they stop: the term's function runs in its own goroutine,
+// under a context cancelled (with a cause) when the partition goes.
+package leader

@@ -1,0 +1,287 @@
+// Package store keeps the fleet's schedules in the compacted schedules topic: one record per schedule name, the
+// value its definition (JSON, package schedule), a tombstone for a deleted schedule.
+//
+// Writers (the `ticker schedule` commands) validate every definition before producing it, so an invalid cron
+// expression or time zone never reaches the topic. Readers (every ticker replica) follow the topic with a
+// View, which keeps the current definitions in memory and tells the leader which schedules changed.
+//
+// A schedule's version is the offset of its record, and its change time the record's timestamp: both are facts
+// of the log, the same for every reader, so two leaders derive the same slots from the same definition.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/schedule"
+)
+
+// Entry is one schedule as the log knows it.
+type Entry struct {
+	Schedule *schedule.Schedule
+	// Version is the offset of the schedule's record in the schedules topic.
+	Version int64
+	// UpdatedAt is the record's timestamp: slots at or before it are never caught up.
+	UpdatedAt time.Time
+}
+
+// Spec is a shortcut for e.Schedule.Spec().
+func (e Entry) Spec() schedule.Spec { return e.Schedule.Spec() }
+
+// Put validates spec and writes it. Nothing is written when it is invalid.
+func Put(ctx context.Context, cl *kgo.Client, topic string, spec schedule.Spec) error {
+	b, err := schedule.Encode(spec)
+	if err != nil {
+		return err
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(spec.Name), Value: b}).FirstErr(); err != nil {
+		return fmt.Errorf("writing schedule %s: %w", spec.Name, err)
+	}
+	return nil
+}
+
+// Delete writes the tombstone of name.
+func Delete(ctx context.Context, cl *kgo.Client, topic, name string) error {
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(name)}).FirstErr(); err != nil {
+		return fmt.Errorf("deleting schedule %s: %w", name, err)
+	}
+	return nil
+}
+
+// Invalid is a record of the schedules topic that could not be decoded.
+type Invalid struct {
+	Record *kgo.Record
+	Err    error
+}
+
+// Load reads the whole schedules topic once (to its last stable offset) and returns the live schedules by name
+// and the records it could not decode.
+func Load(ctx context.Context, opts []kgo.Opt, topic string) (map[string]Entry, []Invalid, error) {
+	entries := map[string]Entry{}
+	var invalid []Invalid
+	_, err := kafka.ReadStable(ctx, opts, topic, 0, func(r *kgo.Record) error {
+		if bad := apply(entries, r); bad != nil {
+			invalid = append(invalid, Invalid{r, bad})
+		}
+		return nil
+	})
+	return entries, invalid, err
+}
+
+// Sorted returns the entries ordered by name.
+func Sorted(entries map[string]Entry) []Entry {
+	out := make([]Entry, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
+	return out
+}
+
+// apply folds one record into entries. It returns the decoding error of a bad record (which is then ignored).
+func apply(entries map[string]Entry, r *kgo.Record) error {
+	name := string(r.Key)
+	if r.Value == nil {
+		delete(entries, name)
+		return nil
+	}
+	spec, err := schedule.Decode(r.Value)
+	if err == nil && spec.Name != name {
+		err = fmt.Errorf("record key %q differs from the schedule name %q", name, spec.Name)
+	}
+	var sched *schedule.Schedule
+	if err == nil {
+		sched, err = spec.Compile()
+	}
+	if err != nil {
+		return fmt.Errorf("schedule record %q at offset %d: %w", name, r.Offset, err)
+	}
+	entries[name] = Entry{Schedule: sched, Version: r.Offset, UpdatedAt: r.Timestamp.UTC()}
+	return nil
+}
+
+// View follows the schedules topic and keeps its schedules in memory.
+type View struct {
+	opts    []kgo.Opt
+	topic   string
+	dlq     string
+	logger  *slog.Logger
+	metrics *metrics
+
+	mu      sync.Mutex
+	entries map[string]Entry
+	changed map[string]struct{}
+	notify  chan struct{}
+	loaded  chan struct{}
+	once    sync.Once
+}
+
+// NewView returns a View of topic. Undecodable records are logged, counted and skipped; those written while
+// the View runs are also copied to the dead-letter topic dlq (when not empty).
+func NewView(opts []kgo.Opt, topic, dlq string, logger *slog.Logger, reg prometheus.Registerer) *View {
+	return &View{
+		opts:    opts,
+		topic:   topic,
+		dlq:     dlq,
+		logger:  logger.With("component", "schedules"),
+		metrics: newMetrics(reg),
+		entries: map[string]Entry{},
+		changed: map[string]struct{}{},
+		notify:  make(chan struct{}, 1),
+		loaded:  make(chan struct{}),
+	}
+}
+
+// Loaded is closed once the View has read everything the topic held when Run started.
+func (v *View) Loaded() <-chan struct{} { return v.loaded }
+
+// Changed is signalled (coalesced) whenever schedules changed; TakeChanged says which.
+func (v *View) Changed() <-chan struct{} { return v.notify }
+
+// TakeChanged returns the names changed since the last call and forgets them.
+func (v *View) TakeChanged() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	names := make([]string, 0, len(v.changed))
+	for n := range v.changed {
+		names = append(names, n)
+	}
+	clear(v.changed)
+	return names
+}
+
+// Get returns the schedule called name.
+func (v *View) Get(name string) (Entry, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	e, ok := v.entries[name]
+	return e, ok
+}
+
+// Snapshot returns a copy of all schedules.
+func (v *View) Snapshot() map[string]Entry {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make(map[string]Entry, len(v.entries))
+	for k, e := range v.entries {
+		out[k] = e
+	}
+	return out
+}
+
+// Run follows the topic until ctx ends.
+func (v *View) Run(ctx context.Context) error {
+	cl, err := kgo.NewClient(append(v.opts[:len(v.opts):len(v.opts)],
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{v.topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)...)
+	if err != nil {
+		return fmt.Errorf("schedules: client: %w", err)
+	}
+	defer cl.Close()
+
+	end, err := v.endOffset(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if end == 0 {
+		v.markLoaded()
+	}
+	for {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			v.logger.Info("schedules view stopped")
+			return nil
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			v.logger.Warn("fetching schedules", "err", err)
+		})
+		var dead []*kgo.Record
+		v.mu.Lock()
+		fetches.EachRecord(func(r *kgo.Record) {
+			if bad := apply(v.entries, r); bad != nil {
+				v.metrics.invalid.Inc()
+				v.logger.Error("skipping an invalid schedule record", "schedule", string(r.Key), "offset", r.Offset, "err", bad)
+				// Records read during the initial load were reported when they were new; a restart does not
+				// report them again. A live one is reported by every replica that sees it (same source offset).
+				if r.Offset >= end {
+					dead = append(dead, deadLetter(r, v.dlq, bad))
+				}
+			}
+			v.changed[string(r.Key)] = struct{}{}
+			if r.Offset >= end-1 {
+				v.markLoaded()
+			}
+		})
+		v.metrics.schedules.Set(float64(len(v.entries)))
+		n := len(v.changed)
+		v.mu.Unlock()
+		if n > 0 {
+			select {
+			case v.notify <- struct{}{}:
+			default:
+			}
+		}
+		if v.dlq != "" && len(dead) > 0 {
+			if err := cl.ProduceSync(ctx, dead...).FirstErr(); err != nil && ctx.Err() == nil {
+				v.logger.Error("writing invalid schedule records to the dead-letter topic", "err", err)
+			}
+		}
+	}
+}
+
+func (v *View) markLoaded() {
+	v.once.Do(func() {
+		v.logger.Info("schedules loaded", "schedules", len(v.entries))
+		close(v.loaded)
+	})
+}
+
+func (v *View) endOffset(ctx context.Context, cl *kgo.Client) (int64, error) {
+	adm := kadm.NewClient(cl)
+	for {
+		ends, err := adm.ListCommittedOffsets(ctx, v.topic)
+		if err == nil {
+			if o, ok := ends.Lookup(v.topic, 0); ok && o.Err == nil {
+				return o.Offset, nil
+			} else if ok {
+				err = o.Err
+			} else {
+				err = errors.New("no partition 0")
+			}
+		}
+		v.logger.Warn("listing the schedules topic's end; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// deadLetter copies a record that could not be used to the dead-letter topic, with the reason in headers.
+func deadLetter(r *kgo.Record, dlq string, reason error) *kgo.Record {
+	return &kgo.Record{
+		Topic: dlq,
+		Key:   r.Key,
+		Value: r.Value,
+		Headers: []kgo.RecordHeader{
+			{Key: "tickgroup-reason", Value: []byte("invalid_schedule")},
+			{Key: "tickgroup-error", Value: []byte(reason.Error())},
+			{Key: "tickgroup-source-topic", Value: []byte(r.Topic)},
+			{Key: "tickgroup-source-partition", Value: fmt.Appendf(nil, "%d", r.Partition)},
+			{Key: "tickgroup-source-offset", Value: fmt.Appendf(nil, "%d", r.Offset)},
+		},
+	}
+}

@@ -363,3 +363,17 @@ func checkSequence(t *testing.T, ticks []seen, every time.Duration) int {
 }
 
 var _ = io.Discard
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}

@@ -1,0 +1,137 @@
+package dispatch
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/store"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+func entry(t testing.TB, spec schedule.Spec, updated time.Time) store.Entry {
+	t.Helper()
+	s, err := spec.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store.Entry{Schedule: s, Version: 1, UpdatedAt: updated}
+}
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// TestPlannerEmitsEachSlotOnce drives the planner over simulated time: every slot once, in order, and a
+// restart from the stored state continues without a gap or a repeat.
+func TestPlannerEmitsEachSlotOnce(t *testing.T) {
+	t.Parallel()
+	spec := schedule.Spec{Name: "a", Every: schedule.Duration(time.Second), Catchup: "all"}
+	entries := map[string]store.Entry{"a": entry(t, spec, t0)}
+	p := newPlanner(entries, nil)
+	var got []time.Time
+	now := t0
+	for range 10 {
+		at, ok := p.nextWake()
+		if !ok {
+			t.Fatal("no wake-up")
+		}
+		now = at
+		for _, em := range p.collect(now, 100) {
+			got = append(got, em.slots...)
+		}
+	}
+	// A new term restarts from the stored state, 5 s later: catch-up all emits the 5 missed slots.
+	state := map[string]State{"a": {LastSlot: got[len(got)-1]}}
+	p = newPlanner(entries, state)
+	for _, em := range p.collect(now.Add(5*time.Second), 100) {
+		got = append(got, em.slots...)
+	}
+	for i, s := range got {
+		if want := t0.Add(time.Duration(i+1) * time.Second); !s.Equal(want) {
+			t.Fatalf("slot %d = %s, want %s (all: %v)", i, s, want, got)
+		}
+	}
+	if len(got) != 15 {
+		t.Fatalf("emitted %d slots, want 15", len(got))
+	}
+}
+
+// TestPlannerChange: a changed schedule never catches up slots from before the change, and a deleted one
+// stops.
+func TestPlannerChange(t *testing.T) {
+	t.Parallel()
+	spec := schedule.Spec{Name: "a", Every: schedule.Duration(time.Second), Catchup: "all"}
+	p := newPlanner(map[string]store.Entry{"a": entry(t, spec, t0)}, nil)
+	p.collect(t0.Add(3*time.Second), 10)
+	// Changed at t0+10s to every 2s, seen at t0+12.5s: slots from t0+11s only.
+	spec.Every = schedule.Duration(2 * time.Second)
+	p.set("a", entry(t, spec, t0.Add(10*time.Second)), time.Time{})
+	ems := p.collect(t0.Add(12500*time.Millisecond), 10)
+	if len(ems) != 1 || len(ems[0].slots) != 1 || !ems[0].slots[0].Equal(t0.Add(12*time.Second)) {
+		t.Fatalf("after the change: %+v, want the one slot t0+12s", ems)
+	}
+	p.remove("a")
+	if at, ok := p.nextWake(); ok {
+		t.Fatalf("deleted schedule still due at %s", at)
+	}
+}
+
+func TestAppendRecords(t *testing.T) {
+	t.Parallel()
+	spec := schedule.Spec{Name: "scan", Every: schedule.Duration(30 * time.Second), Shards: 4, Payload: "p", Deadline: schedule.Duration(5 * time.Second)}
+	ems := []emission{{name: "scan", entry: entry(t, spec, t0), slots: []time.Time{t0.Add(30 * time.Second)}}}
+	recs := appendRecords(nil, ems, recordTopics{work: "w", ticker: "t"}, 12, term{producerID: 9, epoch: 3}, t0)
+	if len(recs) != 5 {
+		t.Fatalf("%d records, want 4 ticks + 1 state", len(recs))
+	}
+	parts := map[int32]bool{}
+	for i, r := range recs[:4] {
+		tk, err := tick.Decode(r.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(r.Key) != tk.ID || tk.Shard != i || tk.Shards != 4 || tk.LeaderEpoch != 3 || tk.Deadline == nil || tk.Payload != "p" {
+			t.Errorf("record %d: key %s, tick %+v", i, r.Key, tk)
+		}
+		parts[r.Partition] = true
+	}
+	if len(parts) != 4 {
+		t.Errorf("4 shards on %d partitions, want 4 distinct", len(parts))
+	}
+	st, err := DecodeState(recs[4].Value)
+	if err != nil || recs[4].Topic != "t" || string(recs[4].Key) != "scan" || !st.LastSlot.Equal(t0.Add(30*time.Second)) {
+		t.Errorf("state record %s=%s: %+v %v", recs[4].Key, recs[4].Value, st, err)
+	}
+}
+
+// BenchmarkEmissionLoop measures the leader's work per due instant without a broker: 100,000 schedules due
+// at the same second, planned and turned into records (ticks and state), as one term does each second.
+func BenchmarkEmissionLoop(b *testing.B) {
+	const n = 100_000
+	entries := make(map[string]store.Entry, n)
+	for i := range n {
+		name := fmt.Sprintf("sched-%06d", i)
+		entries[name] = entry(b, schedule.Spec{Name: name, Every: schedule.Duration(time.Second)}, t0)
+	}
+	p := newPlanner(entries, nil)
+	topics := recordTopics{work: "w", ticker: "t"}
+	now := t0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		now = now.Add(time.Second)
+		total := 0
+		for {
+			ems := p.collect(now, 5000)
+			if len(ems) == 0 {
+				break
+			}
+			total += len(appendRecords(nil, ems, topics, 12, term{1, 1}, now))
+		}
+		if total != 2*n {
+			b.Fatalf("%d records, want %d", total, 2*n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/schedule")
+}
+

@@ -134,4 +134,3 @@ func BenchmarkEmissionLoop(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/schedule")
 }
-

@@ -217,4 +217,3 @@ func prepareTopics(ctx context.Context, cfg worker.Config, logger interface {
 	}
 	return nil
 }
-

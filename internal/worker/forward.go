@@ -53,13 +53,12 @@ func (w *Worker) runForward(ctx context.Context) error {
 		w.logger.Info("worker stopped")
 	}()
 
-	adm := kadm.NewClient(cl)
-	fwdParts, err := kafka.WorkPartitions(ctx, adm, w.cfg.Forward)
-	if err != nil {
-		return fmt.Errorf("worker: forward topic: %w", err)
-	}
 	if w.resultParts, w.dlqParts, err = w.partitionCounts(ctx, cl); err != nil {
 		return err
+	}
+	fwdParts, err := kafka.WorkPartitions(ctx, kadm.NewClient(cl), w.cfg.Forward)
+	if err != nil {
+		return fmt.Errorf("worker: forward topic: %w", err)
 	}
 
 	failures := 0

@@ -24,7 +24,9 @@ type Handler interface {
 type HandlerFunc func(ctx context.Context, t tick.Tick, attempt int) error
 
 // Handle calls f.
-func (f HandlerFunc) Handle(ctx context.Context, t tick.Tick, attempt int) error { return f(ctx, t, attempt) }
+func (f HandlerFunc) Handle(ctx context.Context, t tick.Tick, attempt int) error {
+	return f(ctx, t, attempt)
+}
 
 // permanentError marks an error that retrying cannot fix.
 type permanentError struct{ err error }

@@ -200,14 +200,29 @@ func (w *Worker) Run(ctx context.Context) error {
 	return pollErr
 }
 
-// partitionCounts returns the partition counts of the results and dead-letter topics.
+// partitionCounts returns the partition counts of the results and dead-letter topics. A topic created a moment
+// ago may not be in every broker's metadata yet, so a missing topic is asked for again for a while.
 func (w *Worker) partitionCounts(ctx context.Context, cl *kgo.Client) (results, dlq int, err error) {
 	adm := kadm.NewClient(cl)
-	if results, err = kafka.WorkPartitions(ctx, adm, w.names.Results); err != nil {
-		return 0, 0, fmt.Errorf("worker: %w", err)
+	count := func(topic string) (int, error) {
+		var last error
+		for range 50 {
+			n, err := kafka.WorkPartitions(ctx, adm, topic)
+			if err == nil {
+				return n, nil
+			}
+			last = err
+			if !sleep(ctx, 200*time.Millisecond) {
+				return 0, ctx.Err()
+			}
+		}
+		return 0, fmt.Errorf("worker: %w", last)
 	}
-	if dlq, err = kafka.WorkPartitions(ctx, adm, w.names.DLQ); err != nil {
-		return 0, 0, fmt.Errorf("worker: %w", err)
+	if results, err = count(w.names.Results); err != nil {
+		return 0, 0, err
+	}
+	if dlq, err = count(w.names.DLQ); err != nil {
+		return 0, 0, err
 	}
 	return results, dlq, nil
 }

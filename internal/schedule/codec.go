@@ -1,0 +1,168 @@
+package schedule
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Encode validates s and returns its stored form, JSON. An invalid spec is never written.
+func Encode(s Spec) ([]byte, error) {
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("encoding schedule: %w", err)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encoding schedule %q: %w", s.Name, err)
+	}
+	return b, nil
+}
+
+// Decode reads a stored spec and validates it. Unknown fields are ignored, so a replica running an older build
+// can still read specs written by a newer one during a rolling upgrade.
+func Decode(b []byte) (Spec, error) {
+	var s Spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Spec{}, fmt.Errorf("decoding schedule: %w", err)
+	}
+	if err := s.Validate(); err != nil {
+		return Spec{}, fmt.Errorf("decoding schedule: %w", err)
+	}
+	return s, nil
+}
+
+// yamlFields maps each Spec field's YAML name to its index, for ParseFile's field-by-field decoding.
+var yamlFields = func() map[string]int {
+	m := map[string]int{}
+	t := reflect.TypeFor[Spec]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		m[name] = i
+	}
+	return m
+}()
+
+// ParseFile reads the YAML of `ticker schedule apply -f`: either a list of specs or a mapping with one key,
+// `schedules`, holding the list. Unknown fields are errors (a misspelt "jiter" must not silently mean "no
+// jitter"), every spec is validated, and duplicate names are refused. Errors name the entry and the field.
+//
+// Entries are decoded field by field rather than with yaml.Decoder.KnownFields: the decoder's messages give only a
+// line, while an operator fixing a long file wants "schedules[3] (\"scan\"): field jitter: ...".
+func ParseFile(r io.Reader) ([]Spec, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading schedules: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("parsing schedules: the file is empty")
+		}
+		return nil, fmt.Errorf("parsing schedules: %w", err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, errors.New("parsing schedules: the file holds more than one YAML document; put all schedules in one list")
+	}
+
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	prefix := ""
+	switch root.Kind {
+	case yaml.SequenceNode:
+	case yaml.MappingNode:
+		var list *yaml.Node
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			key := root.Content[i]
+			if key.Value != "schedules" {
+				return nil, fmt.Errorf("parsing schedules: line %d: unknown top-level field %q (want \"schedules\")", key.Line, key.Value)
+			}
+			list = root.Content[i+1]
+		}
+		if list == nil || list.Kind != yaml.SequenceNode {
+			return nil, fmt.Errorf("parsing schedules: line %d: want a mapping with a list under \"schedules\"", root.Line)
+		}
+		root, prefix = list, "schedules"
+	default:
+		return nil, fmt.Errorf("parsing schedules: line %d: want a list of schedules or a mapping with \"schedules\"", root.Line)
+	}
+
+	specs := make([]Spec, 0, len(root.Content))
+	seen := map[string]int{}
+	var errs []error
+	for i, n := range root.Content {
+		where := fmt.Sprintf("%s[%d]", prefix, i)
+		s, err := decodeEntry(n)
+		if s.Name != "" {
+			where += fmt.Sprintf(" (%q)", s.Name)
+		}
+		if err != nil {
+			for _, e := range split(err) {
+				errs = append(errs, fmt.Errorf("%s: %w", where, e)) // e carries the line of its field
+			}
+			continue
+		}
+		if err := s.Validate(); err != nil {
+			for _, e := range split(err) {
+				errs = append(errs, fmt.Errorf("%s: line %d: %w", where, n.Line, e))
+			}
+			continue
+		}
+		if j, dup := seen[s.Name]; dup {
+			errs = append(errs, fmt.Errorf("%s: line %d: name %q is already used by %s[%d]", where, n.Line, s.Name, prefix, j))
+			continue
+		}
+		seen[s.Name] = i
+		specs = append(specs, s)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("parsing schedules: %w", errors.Join(errs...))
+	}
+	return specs, nil
+}
+
+// decodeEntry decodes one mapping into a Spec, field by field, refusing unknown and repeated fields. It decodes
+// what it can before failing, so the caller can name the entry.
+func decodeEntry(n *yaml.Node) (Spec, error) {
+	var s Spec
+	if n.Kind != yaml.MappingNode {
+		return s, fmt.Errorf("line %d: want a mapping of schedule fields", n.Line)
+	}
+	v := reflect.ValueOf(&s).Elem()
+	var errs []error
+	set := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		idx, ok := yamlFields[key.Value]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("line %d: unknown field %q", key.Line, key.Value))
+		case set[key.Value]:
+			errs = append(errs, fmt.Errorf("line %d: field %s is given twice", key.Line, key.Value))
+		default:
+			set[key.Value] = true
+			if err := val.Decode(v.Field(idx).Addr().Interface()); err != nil {
+				errs = append(errs, fmt.Errorf("line %d: field %s: %w", val.Line, key.Value, err))
+			}
+		}
+	}
+	return s, errors.Join(errs...)
+}
+
+// split returns the errors joined in err, or err alone, so each line of a report can name its entry.
+func split(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

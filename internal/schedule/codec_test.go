@@ -1,0 +1,129 @@
+package schedule
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEncodeDecode(t *testing.T) {
+	t.Parallel()
+	start, end := mustTime(t, "2026-01-01T00:00:00Z"), mustTime(t, "2027-01-01T00:00:00+01:00")
+	in := Spec{
+		Name: "scan", Cron: "0 30 2 * * *", TZ: "Europe/Berlin", Jitter: Duration(90 * time.Second), Shards: 4,
+		Payload: `{"x":1}`, Catchup: CatchupAll, CatchupMax: 10, Deadline: Duration(time.Hour), Start: &start, End: &end,
+		Paused: true, Metrics: true,
+	}
+	b, err := Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"name":"scan","cron":"0 30 2 * * *","tz":"Europe/Berlin","jitter":"1m30s","shards":4,"payload":"{\"x\":1}",` +
+		`"catchup":"all","catchup_max":10,"deadline":"1h0m0s","start":"2026-01-01T00:00:00Z","end":"2027-01-01T00:00:00+01:00",` +
+		`"paused":true,"metrics":true}`
+	if string(b) != want {
+		t.Errorf("Encode:\n got %s\nwant %s", b, want)
+	}
+	out, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out, in) {
+		t.Errorf("round trip: got %+v, want %+v", out, in)
+	}
+
+	every, err := Encode(Spec{Name: "tick", Every: Duration(time.Minute), Offset: Duration(15 * time.Second)})
+	if err != nil || string(every) != `{"name":"tick","every":"1m0s","offset":"15s"}` {
+		t.Errorf("Encode(every) = %s, %v", every, err)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{`{"name":"a","every":60}`, `duration must be a string like "30s", got 60`},
+		{`{"name":"a","every":"1x"}`, `time: unknown unit "x"`},
+		{`{"name":"a","cron":"61 * * * *"}`, `schedule "a": cron "61 * * * *": minute 61 out of range 0-59`},
+		{`not json`, `decoding schedule`},
+	}
+	for _, tt := range tests {
+		_, err := Decode([]byte(tt.in))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Decode(%s) = %v, want an error containing %q", tt.in, err, tt.want)
+		}
+	}
+	// Stored specs from a newer build may carry fields this one does not know.
+	if _, err := Decode([]byte(`{"name":"a","every":"1m","future":true}`)); err != nil {
+		t.Errorf("Decode with an unknown field: %v", err)
+	}
+	if _, err := Encode(Spec{Name: "a"}); err == nil {
+		t.Error("Encode accepted an invalid spec")
+	}
+}
+
+func TestParseFile(t *testing.T) {
+	t.Parallel()
+	start := mustTime(t, "2026-05-01T00:00:00Z")
+	want := []Spec{
+		{Name: "scan", Cron: "*/5 * * * *", TZ: "Europe/Berlin", Jitter: Duration(30 * time.Second), Shards: 3},
+		{Name: "report", Every: Duration(time.Hour), Offset: Duration(5 * time.Minute), Catchup: CatchupAll, CatchupMax: 24, Start: &start},
+	}
+	const list = `
+- name: scan
+  cron: "*/5 * * * *"
+  tz: Europe/Berlin
+  jitter: 30s
+  shards: 3
+- name: report
+  every: 1h
+  offset: 5m
+  catchup: all
+  catchup_max: 24
+  start: 2026-05-01T00:00:00Z
+`
+	mapping := "schedules:\n" + strings.ReplaceAll(list, "\n", "\n  ")
+	for name, doc := range map[string]string{"list": list, "mapping": mapping} {
+		got, err := ParseFile(strings.NewReader(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v\nwant %+v", name, got, want)
+		}
+	}
+}
+
+func TestParseFileErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, doc, want string }{
+		{"unknown field", "- name: a\n  every: 1m\n  jiter: 5s\n", `[0] ("a"): line 3: unknown field "jiter"`},
+		{"bad duration", "- name: a\n  every: 5\n", `[0] ("a"): line 2: field every: duration must be a string like "30s", got "5"`},
+		{"invalid spec", "schedules:\n  - name: ok\n    every: 1m\n  - name: scan\n    cron: 61 * * * *\n",
+			`schedules[1] ("scan"): line 4: schedule "scan": cron "61 * * * *": minute 61 out of range 0-59`},
+		{"duplicate name", "- {name: a, every: 1m}\n- {name: a, cron: '@daily'}\n", `[1] ("a"): line 2: name "a" is already used by [0]`},
+		{"repeated field", "- {name: a, every: 1m, every: 2m}\n", `[0] ("a"): line 1: field every is given twice`},
+		{"unknown top level", "schedule:\n  - name: a\n", `unknown top-level field "schedule"`},
+		{"scalar", "hello\n", `want a list of schedules`},
+		{"entry not a mapping", "- a\n", `[0]: line 1: want a mapping of schedule fields`},
+		{"empty", "", `the file is empty`},
+		{"two documents", "- {name: a, every: 1m}\n---\n- {name: b, every: 1m}\n", `more than one YAML document`},
+		{"wrong type", "- {name: a, every: 1m, shards: many}\n", `field shards`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			specs, err := ParseFile(strings.NewReader(tt.doc))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("ParseFile = %v, %v; want an error containing %q", specs, err, tt.want)
+			}
+		})
+	}
+	// A validation problem stays a *FieldError through the wrapping.
+	_, err := ParseFile(strings.NewReader("- {name: a, cron: '61 * * * *'}\n"))
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "cron" {
+		t.Errorf("errors.As(%v) found %+v", err, fe)
+	}
+}

@@ -1,0 +1,193 @@
+package schedule
+
+import (
+	"slices"
+	"time"
+)
+
+// SkipGrace is how late a slot may be emitted under catch-up "skip": a leader that wakes a little late (GC pause,
+// slow transaction, failover within a heartbeat) still emits the slot it woke for.
+const SkipGrace = 2 * time.Second
+
+// cronScanLimit bounds how many cron slots Plan steps through one by one before it jumps ahead.
+const cronScanLimit = 100_000
+
+// Plan is what the leader does for one schedule at one instant.
+type Plan struct {
+	Emit   []time.Time // slots to emit now, ascending
+	Missed int64       // slots passed over by the catch-up policy
+	Next   time.Time   // first slot whose Due is after now (zero if none); the leader sleeps until Due(Next)
+}
+
+// Plan decides which slots after base to emit at now.
+//
+// base is the instant after which slots count: the caller passes the later of the last emitted slot and the time
+// the schedule was last changed, so a new or edited schedule does not catch up on slots from before it existed.
+// The candidates are the slots after base, in order, up to the first one not yet due (Due(slot) > now). Emission
+// follows slot order, so when cron jitter makes a later slot due before an earlier one, it waits for it.
+//
+// With k candidates the policies give: "all" the latest min(k, CatchupMax), Missed the rest; "latest" the last,
+// Missed k-1; "skip" the last if it is at most SkipGrace late, Missed the rest. A paused schedule plans nothing
+// and has no Next: the slots it sleeps through are not missed, they were never wanted.
+//
+// Plan is cheap after any outage. Interval schedules are pure arithmetic. Cron schedules step through at most
+// cronScanLimit slots; past that, the latest candidates are found from a window before now, and the slots in
+// between are counted by the slot density seen around them, so Missed is an estimate then (exact for evenly
+// spread expressions such as "*/5 * * * *"; for uneven ones such as "* * 1 * *" it can be off by a large factor).
+func (s *Schedule) Plan(base, now time.Time) Plan {
+	if s.spec.Paused {
+		return Plan{}
+	}
+	first := s.Next(base)
+	if first.IsZero() || s.Due(first).After(now) {
+		return Plan{Next: first}
+	}
+	need := 1
+	if s.spec.Catchup == CatchupAll {
+		need = s.catchupMax()
+	}
+	var tail []time.Time // the latest min(k, need) candidates, ascending
+	var k int64
+	if s.every > 0 {
+		tail, k = s.candidatesEvery(first, now, need)
+	} else {
+		tail, k = s.candidatesCron(first, now, need)
+	}
+	last := tail[len(tail)-1]
+	p := Plan{Next: s.Next(last)}
+	switch s.spec.Catchup {
+	case CatchupAll:
+		p.Emit, p.Missed = tail, k-int64(len(tail))
+	case CatchupSkip:
+		if now.Sub(s.Due(last)) <= SkipGrace {
+			p.Emit, p.Missed = []time.Time{last}, k-1
+		} else {
+			p.Missed = k
+		}
+	default:
+		p.Emit, p.Missed = []time.Time{last}, k-1
+	}
+	return p
+}
+
+func (s *Schedule) catchupMax() int {
+	if s.spec.CatchupMax == 0 {
+		return DefaultCatchupMax
+	}
+	return s.spec.CatchupMax
+}
+
+// candidatesEvery counts the candidates from first (which is due) and returns the latest min(k, need) of them.
+// Jitter < Every makes Due increasing, so the candidates are exactly the slots up to the last due one.
+func (s *Schedule) candidatesEvery(first, now time.Time, need int) ([]time.Time, int64) {
+	e, f := s.every, first.Unix()
+	last := f + floorDiv(now.Unix()-f, e)*e // the last slot <= now; slots are whole seconds, Unix() floors
+	if s.spec.End != nil {
+		last = min(last, f+floorDiv(s.spec.End.Unix()-f, e)*e)
+	}
+	if s.Due(time.Unix(last, 0)).After(now) {
+		// Due(last-e) < last <= now, and last > f because first is due.
+		last -= e
+	}
+	k := (last-f)/e + 1
+	n := int(min(k, int64(need)))
+	tail := make([]time.Time, n)
+	for i := range tail {
+		tail[i] = time.Unix(last-int64(n-1-i)*e, 0).UTC()
+	}
+	return tail, k
+}
+
+// candidatesCron steps through the candidates from first (which is due) and returns the latest min(k, need) of
+// them and k. Past cronScanLimit it jumps, and k is estimated (see Plan).
+func (s *Schedule) candidatesCron(first, now time.Time, need int) ([]time.Time, int64) {
+	// Every slot at or before q is due (jitter < Jitter), so only slots after q need Due checked for the cut-off.
+	q := now.Add(-time.Duration(s.spec.Jitter))
+	ring := make([]time.Time, need) // the latest need candidates; candidate i is at i % need
+	var count int64
+	t, prev := first, time.Time{}
+	for !t.IsZero() && !s.Due(t).After(now) {
+		if count >= cronScanLimit && t.Before(q) {
+			return s.jumpCron(first, prev, count, ordered(ring, count), q, now, need)
+		}
+		ring[count%int64(need)] = t
+		count++
+		prev, t = t, s.Next(t)
+	}
+	return ordered(ring, count), count
+}
+
+// ordered returns the kept candidates of a ring that has seen count of them, oldest first.
+func ordered(ring []time.Time, count int64) []time.Time {
+	if count <= int64(len(ring)) {
+		return ring[:count]
+	}
+	i := count % int64(len(ring)) // the oldest kept candidate
+	return slices.Concat(ring[i:], ring[:i])
+}
+
+// jumpCron finishes candidatesCron after a long outage: counted slots run from first to scanned (the latest of
+// them are kept), and more slots lie before q. It finds the latest need slots at or before q in a window (x, q],
+// the due slots after q one by one, and estimates the count of slots in (scanned, x].
+func (s *Schedule) jumpCron(first, scanned time.Time, counted int64, kept []time.Time, q, now time.Time, need int) ([]time.Time, int64) {
+	spacing := max(1, (scanned.Unix()-first.Unix())/counted)
+	window, x, exact := s.lastSlots(scanned.Unix(), q.Unix(), need, spacing)
+	k := counted + int64(len(window))
+	if exact {
+		// The window reached the scanned slots: nothing is estimated, and it may hold fewer than need.
+		window = slices.Concat(kept, window)
+	} else {
+		// Slots in (scanned, x], at the density of the two stretches counted exactly around them.
+		gap := x - scanned.Unix()
+		density := float64(k) / float64(scanned.Unix()-first.Unix()+q.Unix()-x+1)
+		k += min(gap, max(1, int64(density*float64(gap))))
+	}
+	for t := s.Next(q); !t.IsZero() && !s.Due(t).After(now); t = s.Next(t) {
+		window = append(window, t)
+		k++
+	}
+	return window[max(0, len(window)-need):], k
+}
+
+// lastSlots returns the slots in (x, q] for a window start x > floor holding at least n and at most 2n slots,
+// or, if the window had to reach floor, all slots in (floor, q] and exact = true. Times are Unix seconds.
+//
+// The window grows from a guess of n*spacing by doubling and, if it overshoots, shrinks by bisection. A window of
+// between n and 2n slots always exists: slots are whole seconds, so one more second adds at most one slot.
+func (s *Schedule) lastSlots(floor, q int64, n int, spacing int64) (slots []time.Time, x int64, exact bool) {
+	w := spacing * int64(n+1)
+	small, big := int64(0), int64(-1) // widths known to hold < n and > 2n slots; -1: none yet
+	for {
+		x, exact = q-w, false
+		if x <= floor {
+			x, exact = floor, true
+		}
+		var over bool
+		slots, over = s.collect(x, q, 2*n)
+		switch {
+		case over:
+			big = w
+		case len(slots) >= n || exact:
+			return slots, x, exact
+		default:
+			small = w
+		}
+		if big < 0 {
+			w = min(w*2, q-floor)
+		} else {
+			w = small + (big-small)/2
+		}
+	}
+}
+
+// collect returns the slots in (x, q] (Unix seconds), or over = true as soon as there are more than limit.
+func (s *Schedule) collect(x, q int64, limit int) ([]time.Time, bool) {
+	var out []time.Time
+	for t := s.Next(time.Unix(x, 0)); !t.IsZero() && t.Unix() <= q; t = s.Next(t) {
+		if len(out) == limit {
+			return nil, true
+		}
+		out = append(out, t)
+	}
+	return out, false
+}

@@ -1,0 +1,106 @@
+package schedule
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNextEvery(t *testing.T) {
+	t.Parallel()
+	ptr := func(s string) *time.Time { v := mustTime(t, s); return &v }
+	tests := []struct {
+		name string
+		spec Spec
+		from string
+		want []string
+	}{
+		{"minute", Spec{Every: Duration(time.Minute)}, "2026-03-08T06:59:30Z", []string{
+			"2026-03-08T07:00:00Z", "2026-03-08T07:01:00Z",
+		}},
+		{"strictly after a slot", Spec{Every: Duration(time.Minute)}, "2026-03-08T07:00:00Z", []string{"2026-03-08T07:01:00Z"}},
+		{"sub-second after", Spec{Every: Duration(time.Minute)}, "2026-03-08T06:59:59.999Z", []string{"2026-03-08T07:00:00Z"}},
+		{"offset", Spec{Every: Duration(time.Hour), Offset: Duration(15 * time.Minute)}, "2026-03-08T07:15:00Z", []string{
+			"2026-03-08T08:15:00Z", "2026-03-08T09:15:00Z",
+		}},
+		{"odd interval counted from the epoch", Spec{Every: Duration(7 * time.Second)}, "1970-01-01T00:00:00Z", []string{
+			"1970-01-01T00:00:07Z", "1970-01-01T00:00:14Z",
+		}},
+		{"before the epoch", Spec{Every: Duration(7 * time.Second), Offset: Duration(3 * time.Second)}, "1969-12-31T23:59:50Z", []string{
+			"1969-12-31T23:59:56Z", "1970-01-01T00:00:03Z", "1970-01-01T00:00:10Z", // 3s + k*7s, k = -1, 0, 1
+		}},
+		{"daily ignores DST (real seconds)", Spec{Every: Duration(24 * time.Hour), Offset: Duration(7 * time.Hour)}, "2026-03-07T12:00:00Z", []string{
+			"2026-03-08T07:00:00Z", "2026-03-09T07:00:00Z",
+		}},
+		{"start is the first slot", Spec{Every: Duration(time.Minute), Start: ptr("2026-03-08T07:00:00Z")}, "2020-01-01T00:00:00Z", []string{
+			"2026-03-08T07:00:00Z", "2026-03-08T07:01:00Z",
+		}},
+		{"start between slots", Spec{Every: Duration(time.Minute), Start: ptr("2026-03-08T07:00:01Z")}, "2020-01-01T00:00:00Z", []string{
+			"2026-03-08T07:01:00Z",
+		}},
+		{"end is the last slot", Spec{Every: Duration(time.Minute), End: ptr("2026-03-08T07:01:00Z")}, "2026-03-08T06:59:30Z", []string{
+			"2026-03-08T07:00:00Z", "2026-03-08T07:01:00Z", "zero",
+		}},
+		{"cron start and end", Spec{Cron: "0 2 * * *", TZ: "Europe/Berlin", Start: ptr("2026-03-29T00:00:00Z"), End: ptr("2026-03-30T00:30:00Z")},
+			"2026-01-01T00:00:00Z", []string{"2026-03-29T01:00:00Z", "2026-03-30T00:00:00Z", "zero"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			sch := mustCompile(t, tt.spec)
+			from, err := time.Parse(time.RFC3339Nano, tt.from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := nextN(sch, from, len(tt.want)); strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("got %v\nwant %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNextIsUTC(t *testing.T) {
+	t.Parallel()
+	sch := mustCompile(t, Spec{Cron: "0 2 * * *", TZ: "Asia/Tokyo"})
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	if got := sch.Next(time.Date(2026, 5, 1, 0, 0, 0, 0, berlin)); got.Location() != time.UTC {
+		t.Errorf("Next returned location %v, want UTC", got.Location())
+	}
+}
+
+func TestJitter(t *testing.T) {
+	t.Parallel()
+	const j = 10 * time.Second
+	a := mustCompile(t, Spec{Name: "a", Every: Duration(time.Minute), Jitter: Duration(j)})
+	a2 := mustCompile(t, Spec{Name: "a", Every: Duration(time.Minute), Jitter: Duration(j), Payload: "other"})
+	b := mustCompile(t, Spec{Name: "b", Every: Duration(time.Minute), Jitter: Duration(j)})
+	none := mustCompile(t, Spec{Name: "a", Every: Duration(time.Minute)})
+
+	slot := mustTime(t, "2026-03-08T07:00:00Z")
+	distinct := map[time.Duration]bool{}
+	differs := false
+	for i := range 1000 {
+		s := slot.Add(time.Duration(i) * time.Minute)
+		got := a.Jitter(s)
+		if got < 0 || got >= j {
+			t.Fatalf("Jitter(%s) = %s, outside [0, %s)", s, got, j)
+		}
+		if again := a2.Jitter(s.In(time.FixedZone("X", 3600))); again != got {
+			t.Fatalf("Jitter is not a function of (name, slot): %s then %s", got, again)
+		}
+		if want := s.Add(got); !a.Due(s).Equal(want) {
+			t.Fatalf("Due(%s) = %s, want %s", s, a.Due(s), want)
+		}
+		if none.Jitter(s) != 0 {
+			t.Fatalf("Jitter without jitter = %s", none.Jitter(s))
+		}
+		differs = differs || b.Jitter(s) != got
+		distinct[got.Truncate(time.Second)] = true
+	}
+	if !differs {
+		t.Error("schedules with different names get identical jitter")
+	}
+	if len(distinct) < 10 {
+		t.Errorf("jitter uses only %d of the 10 whole seconds available", len(distinct))
+	}
+}

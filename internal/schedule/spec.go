@@ -1,0 +1,290 @@
+package schedule
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Limits and defaults of a Spec. They bound what one schedule can cost the leader (payload bytes per tick, ticks
+// per slot, slots per catch-up) and are part of the contract with `ticker schedule apply`.
+const (
+	// MaxNameLen is the longest schedule name. Names end up in tick IDs and record keys.
+	MaxNameLen = 128
+	// MinEvery is the shortest interval: slots are whole seconds (tick IDs carry RFC 3339 seconds).
+	MinEvery = time.Second
+	// MaxCronJitter bounds a cron schedule's jitter. Cron slots are irregular, so "less than the period" cannot be
+	// checked; an hour keeps a daily job recognisably daily.
+	MaxCronJitter = time.Hour
+	// MaxShards is the most ticks one slot can fan out to.
+	MaxShards = 1024
+	// MaxPayload is the largest payload in bytes; it is copied into every tick of every slot.
+	MaxPayload = 64 << 10
+	// DefaultCatchupMax is the cap for catch-up "all" when CatchupMax is 0.
+	DefaultCatchupMax = 100
+	// MaxCatchupMax is the largest CatchupMax accepted.
+	MaxCatchupMax = 100_000
+)
+
+// Catch-up policies: what the leader does with slots whose due time passed while nobody was leading.
+const (
+	CatchupSkip   = "skip"   // emit the latest slot only if it is at most SkipGrace late, else nothing
+	CatchupLatest = "latest" // emit the latest slot (the default)
+	CatchupAll    = "all"    // emit every missed slot, up to CatchupMax of the latest
+)
+
+// Duration is a time.Duration that reads/writes as a Go duration string ("30s", "1h30m") in JSON and YAML.
+// Bare numbers are refused: "every: 30" could mean seconds or nanoseconds, and guessing wrong is silent.
+type Duration time.Duration
+
+// String returns the Go duration string, for example "1h30m0s".
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON writes the duration as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"30s\", got %s", b)
+	}
+	return d.parse(s)
+}
+
+// MarshalYAML writes the duration as a Go duration string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// UnmarshalYAML reads a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		return fmt.Errorf("duration must be a string like \"30s\", got %q", n.Value)
+	}
+	return d.parse(n.Value)
+}
+
+func (d *Duration) parse(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("parsing duration: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Spec is a schedule as stored (JSON) and as written in apply files (YAML). The zero value of every field except
+// Name and one of Every/Cron is a usable default. Validate explains every rule.
+type Spec struct {
+	// Name identifies the schedule: [a-z0-9._-], 1 to MaxNameLen characters.
+	Name string `json:"name,omitempty" yaml:"name,omitempty"`
+	// Every is the interval of an interval schedule, at least 1s and a whole number of seconds. Exactly one of
+	// Every and Cron is set.
+	Every Duration `json:"every,omitempty" yaml:"every,omitempty"`
+	// Offset shifts an interval schedule's slots: they are the Unix epoch + Offset + k*Every. 0 <= Offset < Every.
+	Offset Duration `json:"offset,omitempty" yaml:"offset,omitempty"`
+	// Cron is a cron expression: 5 fields, or 6 with leading seconds, or one of the macros @yearly, @annually,
+	// @monthly, @weekly, @daily, @midnight, @hourly.
+	Cron string `json:"cron,omitempty" yaml:"cron,omitempty"`
+	// TZ is the IANA zone Cron is read in. Defaults to UTC. Only with Cron.
+	TZ string `json:"tz,omitempty" yaml:"tz,omitempty"`
+	// Jitter delays each slot's emission by a deterministic amount in [0, Jitter).
+	Jitter Duration `json:"jitter,omitempty" yaml:"jitter,omitempty"`
+	// Shards is the number of ticks per slot. 0 and 1 both mean 1; at most MaxShards.
+	Shards int `json:"shards,omitempty" yaml:"shards,omitempty"`
+	// Payload is copied into every tick; at most MaxPayload bytes.
+	Payload string `json:"payload,omitempty" yaml:"payload,omitempty"`
+	// Catchup is the catch-up policy: CatchupSkip, CatchupLatest or CatchupAll. Defaults to CatchupLatest.
+	Catchup string `json:"catchup,omitempty" yaml:"catchup,omitempty"`
+	// CatchupMax caps CatchupAll. Defaults to DefaultCatchupMax; at most MaxCatchupMax.
+	CatchupMax int `json:"catchup_max,omitempty" yaml:"catchup_max,omitempty"`
+	// Deadline is how long after its slot a tick is still worth running; 0 means no deadline.
+	Deadline Duration `json:"deadline,omitempty" yaml:"deadline,omitempty"`
+	// Start, if set, is the earliest slot: no slot is before it.
+	Start *time.Time `json:"start,omitempty" yaml:"start,omitempty"`
+	// End, if set, is the latest slot: no slot is after it. Must be after Start.
+	End *time.Time `json:"end,omitempty" yaml:"end,omitempty"`
+	// Paused stops emission; slots passed while paused are not caught up (see Plan).
+	Paused bool `json:"paused,omitempty" yaml:"paused,omitempty"`
+	// Metrics opts the schedule into its own metric series. Carried, not interpreted, by this package.
+	Metrics bool `json:"metrics,omitempty" yaml:"metrics,omitempty"`
+}
+
+// FieldError is one problem with one field of a Spec.
+type FieldError struct {
+	Schedule string // the schedule's name as written, possibly invalid or empty
+	Field    string // the JSON/YAML field name, for example "cron"
+	Value    string // the offending value as written; empty when the problem is a missing value
+	Msg      string // what is wrong
+}
+
+// Error reads like `schedule "scan": cron "61 * * * *": minute 61 out of range 0-59`.
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString("schedule")
+	if e.Schedule != "" {
+		fmt.Fprintf(&b, " %q", e.Schedule)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Field)
+	if e.Value != "" {
+		fmt.Fprintf(&b, " %q", e.Value)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Validate reports every problem with s. Each problem is a *FieldError; with several, they are joined with
+// errors.Join (errors.As finds the first), so an apply file's author sees them all at once.
+func (s Spec) Validate() error {
+	_, err := s.compile()
+	return err
+}
+
+// validator collects FieldErrors for one spec.
+type validator struct {
+	name string
+	errs []error
+}
+
+func (v *validator) fail(field, value, format string, args ...any) {
+	v.errs = append(v.errs, &FieldError{Schedule: v.name, Field: field, Value: value, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) err() error {
+	switch len(v.errs) {
+	case 0:
+		return nil
+	case 1:
+		return v.errs[0]
+	}
+	return errors.Join(v.errs...)
+}
+
+func validName(name string) bool {
+	if len(name) == 0 || len(name) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// compile validates s and, if it is valid, builds its Schedule. Validation and building share one pass so that
+// what Validate accepts is exactly what Compile can build (the cron expression and the zone are parsed once).
+func (s Spec) compile() (*Schedule, error) {
+	v := &validator{name: s.Name}
+	if !validName(s.Name) {
+		v.fail("name", s.Name, "must be 1 to %d characters of a-z, 0-9, '.', '_' and '-'", MaxNameLen)
+	}
+
+	sch := &Schedule{spec: s.clone()}
+	every, offset, jitter := time.Duration(s.Every), time.Duration(s.Offset), time.Duration(s.Jitter)
+	switch {
+	case s.Every != 0 && s.Cron != "":
+		v.fail("cron", s.Cron, "set either every or cron, not both")
+	case s.Every == 0 && s.Cron == "":
+		v.fail("every", "", "one of every or cron is required")
+	case s.Every != 0:
+		switch {
+		case every < MinEvery:
+			v.fail("every", s.Every.String(), "must be at least %s", MinEvery)
+		case every%time.Second != 0:
+			// Slots are identified by RFC 3339 seconds; a fractional interval would give two slots one ID.
+			v.fail("every", s.Every.String(), "must be a whole number of seconds")
+		}
+		switch {
+		case offset < 0 || offset >= every:
+			v.fail("offset", s.Offset.String(), "must be at least 0 and less than every (%s)", s.Every)
+		case offset%time.Second != 0:
+			v.fail("offset", s.Offset.String(), "must be a whole number of seconds")
+		}
+		if s.TZ != "" {
+			// An interval is counted in real seconds from the epoch, so a zone would change nothing; refusing it
+			// stops someone believing "every: 24h, tz: Europe/Berlin" means "daily at Berlin midnight".
+			v.fail("tz", s.TZ, "only applies to cron schedules (every is counted in real time from the Unix epoch)")
+		}
+		if jitter < 0 || jitter >= every {
+			v.fail("jitter", s.Jitter.String(), "must be at least 0 and less than every (%s)", s.Every)
+		}
+		sch.every, sch.offset = int64(every/time.Second), int64(offset/time.Second)
+	default:
+		if s.Offset != 0 {
+			v.fail("offset", s.Offset.String(), "only applies to every schedules")
+		}
+		loc := time.UTC
+		if s.TZ != "" {
+			var err error
+			loc, err = loadZone(s.TZ)
+			if err != nil {
+				v.fail("tz", s.TZ, "%v", err)
+			}
+		}
+		if jitter < 0 || jitter > MaxCronJitter {
+			v.fail("jitter", s.Jitter.String(), "must be between 0 and %s for cron schedules", MaxCronJitter)
+		}
+		c, err := parseCron(s.Cron, loc)
+		if err != nil {
+			v.fail("cron", s.Cron, "%v", err)
+		}
+		sch.cron = c
+	}
+
+	if s.Shards < 0 || s.Shards > MaxShards {
+		v.fail("shards", fmt.Sprint(s.Shards), "must be between 0 and %d (0 means 1)", MaxShards)
+	}
+	if len(s.Payload) > MaxPayload {
+		v.fail("payload", "", "is %d bytes, more than the limit of %d", len(s.Payload), MaxPayload)
+	}
+	switch s.Catchup {
+	case "", CatchupSkip, CatchupLatest, CatchupAll:
+	default:
+		v.fail("catchup", s.Catchup, "must be %q, %q or %q", CatchupSkip, CatchupLatest, CatchupAll)
+	}
+	if s.CatchupMax < 0 || s.CatchupMax > MaxCatchupMax {
+		v.fail("catchup_max", fmt.Sprint(s.CatchupMax), "must be between 0 and %d (0 means %d)", MaxCatchupMax, DefaultCatchupMax)
+	}
+	if s.Deadline < 0 {
+		v.fail("deadline", s.Deadline.String(), "must not be negative")
+	}
+	if s.Start != nil && s.End != nil && !s.End.After(*s.Start) {
+		v.fail("end", s.End.Format(time.RFC3339Nano), "must be after start (%s)", s.Start.Format(time.RFC3339Nano))
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	return sch, nil
+}
+
+// loadZone loads an IANA zone. "Local" is refused: it is whatever the host says, so replicas could disagree.
+func loadZone(name string) (*time.Location, error) {
+	if name == "Local" {
+		return nil, errors.New("unknown time zone: \"Local\" depends on the host; name an IANA zone such as \"Europe/Berlin\"")
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone (want an IANA name such as \"Europe/Berlin\"): %w", err)
+	}
+	return loc, nil
+}
+
+// clone returns a copy of s that shares no memory with it, so a Schedule cannot be changed through its Spec.
+func (s Spec) clone() Spec {
+	if s.Start != nil {
+		t := *s.Start
+		s.Start = &t
+	}
+	if s.End != nil {
+		t := *s.End
+		s.End = &t
+	}
+	return s
+}

@@ -377,3 +377,5 @@ func exitCode(err error) int {
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
 }
+
+func fmtSscan(s string, v *float64) (int, error) { return fmt.Sscanf(s, "%g", v) }

@@ -3,6 +3,7 @@
 #
 #   scripts/kafka-dev.sh up     resolve the broker jars with Maven (cached), format storage, start, wait until ready
 #   scripts/kafka-dev.sh down   stop the broker started by `up` (by its PID file)
+#   scripts/kafka-dev.sh restart  stop it and start it again on the same data (a broker restart, for fault tests)
 #   scripts/kafka-dev.sh logs   print the tail of the broker log
 #
 # Settings come from the environment:
@@ -92,12 +93,22 @@ up() {
 	command -v mvn >/dev/null || { echo "kafka-dev: mvn is required to resolve the broker jars" >&2; exit 1; }
 	local start=$SECONDS
 	fetch_jars
-	rm -rf "$run"
-	write_config
+	if [[ ${1:-fresh} == fresh ]]; then
+		rm -rf "$run"
+		write_config
+		local id
+		id=$(java -cp "$root/lib/*" kafka.tools.StorageTool random-uuid 2>/dev/null)
+		java "-Dlog4j2.configurationFile=$run/log4j2.properties" -cp "$root/lib/*" kafka.tools.StorageTool format \
+			-t "$id" -c "$run/server.properties" --standalone >"$run/format.log" 2>&1
+	fi
+	launch "$start"
+}
+
+launch() {
+	local start=$1
 	local cp="$root/lib/*" log4j="-Dlog4j2.configurationFile=$run/log4j2.properties"
-	local id
-	id=$(java -cp "$cp" kafka.tools.StorageTool random-uuid 2>/dev/null)
-	java "$log4j" -cp "$cp" kafka.tools.StorageTool format -t "$id" -c "$run/server.properties" --standalone >"$run/format.log" 2>&1
+	# A restart keeps the previous log beside the new one; readiness is read from the new one.
+	[[ -f $logfile ]] && mv "$logfile" "$logfile.$(date +%s)"
 	nohup java -Xms256m -Xmx"$heap" -XX:+UseG1GC "$log4j" -cp "$cp" kafka.Kafka "$run/server.properties" \
 		>"$run/stdout.log" 2>&1 </dev/null &
 	echo $! >"$pidfile"
@@ -137,8 +148,12 @@ down() {
 }
 
 case "${1:-}" in
-up) up ;;
+up) up fresh ;;
 down) down ;;
+restart)
+	down
+	up keep
+	;;
 logs) tail -n "${2:-80}" "$logfile" ;;
 *) echo "usage: $0 up|down|logs" >&2; exit 2 ;;
 esac

@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
+)
+
+// ownBroker starts a private Apache Kafka with scripts/kafka-dev.sh on port, for a test that restarts its
+// broker (the shared test broker must not go down under the other tests). It needs Java and Maven (the jars are
+// cached after the first start); without them the test is skipped, or fails under CI=true.
+func ownBroker(t *testing.T, port string) (brokers string, restart func()) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(root, "scripts", "kafka-dev.sh")
+	if _, err := exec.LookPath("java"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("the broker-restart test needs Java 17 under CI=true")
+		}
+		t.Skip("the broker-restart test starts its own Apache Kafka and needs Java 17 and Maven")
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(script, args...)
+		cmd.Env = append(os.Environ(), "KAFKA_PORT="+port, "KAFKA_HEAP=512m")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("kafka-dev.sh %v: %v\n%s", args, err, stderr.String())
+		}
+		t.Logf("kafka-dev.sh %v: %s", args, strings.TrimSpace(stderr.String()))
+		return strings.TrimSpace(string(out))
+	}
+	brokers = run("up")
+	t.Cleanup(func() {
+		run("down")
+		_ = os.RemoveAll(filepath.Join(root, ".kafka-dev", "run-"+port))
+	})
+	return brokers, func() { run("restart") }
+}
+
+// TestTickerBrokerRestart: the broker goes down under a running fleet and comes back on the same data. The
+// fleet recovers on its own, and with catchup all every slot of the run, outage included, is emitted exactly
+// once.
+func TestTickerBrokerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	brokers, restart := ownBroker(t, "19292")
+	f := &fleet{t: t, brokers: brokers, ns: kafkatest.Unique("tg")}
+	t.Cleanup(func() {
+		for _, p := range f.procs {
+			p.kill()
+		}
+		if t.Failed() {
+			for _, p := range f.procs {
+				t.Logf("---- %s log (last 30 lines) ----\n%s", p.name, p.tail(30))
+			}
+		}
+	})
+	f.cli("init")
+	f.cli("schedule", "put", "beat", "--every", "1s", "--catchup", "all")
+	ticks := f.collect()
+	fleet := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
+	leaderOf(t, 30*time.Second, fleet...)
+	eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
+
+	down := time.Now()
+	restart()
+	back := time.Now()
+	t.Logf("broker restarted: down for %v", back.Sub(down).Round(time.Millisecond))
+	eventually(t, 90*time.Second, "ticks emitted after the restart", func() bool {
+		n := 0
+		for _, s := range ticks.of("beat") {
+			if s.tick.EmittedAt.After(back) {
+				n++
+			}
+		}
+		return n >= 5
+	})
+	var resumed time.Time
+	for _, s := range ticks.of("beat") {
+		if s.tick.EmittedAt.After(back) && (resumed.IsZero() || s.tick.EmittedAt.Before(resumed)) {
+			resumed = s.tick.EmittedAt
+		}
+	}
+	t.Logf("first emission %v after the broker was back", resumed.Sub(back).Round(time.Millisecond))
+	checkSequence(t, ticks.of("beat"), time.Second)
+}

@@ -57,9 +57,15 @@ func (n Names) Specs(o TopicOptions) []TopicSpec {
 		"segment.ms":                s("600000"),
 		"max.compaction.lag.ms":     s("3600000"),
 	}
+	// A schedule's change time is its record's timestamp (slots before a change are never caught up). The
+	// broker stamps it (LogAppendTime), so a writer's skewed clock cannot postpone a schedule.
+	schedules := map[string]*string{"message.timestamp.type": s("LogAppendTime")}
+	for k, v := range state {
+		schedules[k] = v
+	}
 	return []TopicSpec{
 		{Name: n.Ticker, Partitions: 1, Configs: state},
-		{Name: n.Schedules, Partitions: 1, Configs: state},
+		{Name: n.Schedules, Partitions: 1, Configs: schedules},
 		{Name: n.Work, Partitions: parts, Configs: map[string]*string{"cleanup.policy": s("compact,delete"), "retention.ms": s(work)}},
 		{Name: n.Results, Partitions: parts, Configs: map[string]*string{"cleanup.policy": s("compact,delete"), "retention.ms": s(work)}},
 		{Name: n.DLQ, Partitions: 1, Configs: map[string]*string{"cleanup.policy": s("delete"), "retention.ms": s(dlq)}},

@@ -21,8 +21,10 @@ build: ## Build bin/ticker and bin/worker (version-stamped).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/ticker ./cmd/worker
 
 .PHONY: run
-run: ## Start everything on the embedded development broker (no Kafka, Java or Docker needed).
-	$(GO) run ./cmd/tickgroup-dev
+run: ## Start 3 tickers, 2 workers and a demo schedule on the embedded dev broker (no Kafka/Java/Docker); RUN_ARGS=--help.
+	@# Built, then exec'd rather than `go run`: go run exits 1 after any Ctrl-C, even when the program stopped cleanly.
+	$(GO) build -o .tickgroup-dev/tickgroup-dev ./cmd/tickgroup-dev
+	exec .tickgroup-dev/tickgroup-dev $(RUN_ARGS)
 
 .PHONY: test
 test: ## Run every test, real-broker ones included (starts and stops a local Kafka when KAFKA_BROKERS is unset).

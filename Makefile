@@ -39,10 +39,9 @@ bench: ## Run the Go benchmarks and the load tool against a real broker (started
 	@scripts/with-kafka.sh scripts/bench.sh
 
 .PHONY: lint
-lint: ## gofmt check, go vet and staticcheck.
+lint: ## gofmt check and go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
 
 .PHONY: kafka-up
 kafka-up: ## Start a local Apache Kafka 4.x (Java 17 + Maven) on 127.0.0.1:$(KAFKA_PORT).

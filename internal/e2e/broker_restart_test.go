@@ -78,15 +78,7 @@ func TestTickerBrokerRestart(t *testing.T) {
 	restart()
 	back := time.Now()
 	t.Logf("broker restarted: down for %v", back.Sub(down).Round(time.Millisecond))
-	eventually(t, 90*time.Second, "ticks emitted after the restart", func() bool {
-		n := 0
-		for _, s := range ticks.of("beat") {
-			if s.tick.EmittedAt.After(back) {
-				n++
-			}
-		}
-		return n >= 5
-	})
+	eventually(t, 90*time.Second, "ticks emitted after the restart", func() bool { return emittedAfter(ticks.of("beat"), back) >= 5 })
 	var resumed time.Time
 	for _, s := range ticks.of("beat") {
 		if s.tick.EmittedAt.After(back) && (resumed.IsZero() || s.tick.EmittedAt.Before(resumed)) {

@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"strings"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -10,13 +10,7 @@ import (
 // TestTickerKillLeader: kill -9 the leader of three replicas. A new leader emits within the session timeout
 // plus a second, and with catchup all every slot of the run appears exactly once.
 func TestTickerKillLeader(t *testing.T) {
-	f := newFleet(t)
-	f.cli("init")
-	f.cli("schedule", "put", "beat", "--every", "1s", "--catchup", "all")
-	ticks := f.collect()
-	replicas := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
-	lead := leaderOf(t, 30*time.Second, replicas...)
-	eventually(t, 20*time.Second, "5 ticks", func() bool { return len(ticks.of("beat")) >= 5 })
+	ticks, replicas, lead := beatFleet(t, 5)
 
 	killed := time.Now()
 	lead.signal(syscall.SIGKILL)
@@ -37,34 +31,18 @@ func TestTickerKillLeader(t *testing.T) {
 	if failover > 3*time.Second+time.Second {
 		t.Errorf("failover took %v, want at most session timeout + 1s = 4s", failover)
 	}
-	settle := len(ticks.of("beat")) + 3
-	eventually(t, 20*time.Second, "3 more ticks", func() bool { return len(ticks.of("beat")) >= settle })
-	checkSequence(t, ticks.of("beat"), time.Second)
+	settleAndCheck(t, ticks)
 }
 
 // TestTickerFrozenLeader: SIGSTOP the leader for longer than its session timeout, then SIGCONT. Another replica
 // leads meanwhile; the woken one is fenced or finds its partition lost, steps down, and no slot appears twice.
 func TestTickerFrozenLeader(t *testing.T) {
-	f := newFleet(t)
-	f.cli("init")
-	f.cli("schedule", "put", "beat", "--every", "1s", "--catchup", "all")
-	ticks := f.collect()
-	replicas := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
-	lead := leaderOf(t, 30*time.Second, replicas...)
-	eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
+	ticks, replicas, lead := beatFleet(t, 3)
 
 	lead.signal(syscall.SIGSTOP)
 	frozen := time.Now()
 	next := leaderOf(t, 20*time.Second, without(replicas, lead)...)
-	eventually(t, 20*time.Second, "ticks from the new leader", func() bool {
-		n := 0
-		for _, s := range ticks.of("beat") {
-			if s.tick.EmittedAt.After(frozen) {
-				n++
-			}
-		}
-		return n >= 3
-	})
+	eventually(t, 20*time.Second, "ticks from the new leader", func() bool { return emittedAfter(ticks.of("beat"), frozen) >= 3 })
 	time.Sleep(2 * time.Second) // keep it frozen well past its session timeout while the new leader emits
 	lead.signal(syscall.SIGCONT)
 	t.Logf("%s frozen for %v; %s led meanwhile", lead.name, time.Since(frozen).Round(time.Millisecond), next.name)
@@ -77,20 +55,12 @@ func TestTickerFrozenLeader(t *testing.T) {
 	if leaderOf(t, 10*time.Second, replicas...) != next {
 		t.Errorf("leadership moved back to the woken replica")
 	}
-	settle := len(ticks.of("beat")) + 3
-	eventually(t, 20*time.Second, "3 more ticks", func() bool { return len(ticks.of("beat")) >= settle })
-	checkSequence(t, ticks.of("beat"), time.Second)
+	settleAndCheck(t, ticks)
 }
 
 // TestTickerGracefulHandoff: SIGTERM the leader; the handoff leaves the next slot at most 1 s late.
 func TestTickerGracefulHandoff(t *testing.T) {
-	f := newFleet(t)
-	f.cli("init")
-	f.cli("schedule", "put", "beat", "--every", "1s", "--catchup", "all")
-	ticks := f.collect()
-	replicas := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
-	lead := leaderOf(t, 30*time.Second, replicas...)
-	eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
+	ticks, replicas, lead := beatFleet(t, 3)
 
 	// Stop it just after a slot, so the handoff races the next one.
 	last := ticks.of("beat")
@@ -123,6 +93,39 @@ func TestTickerGracefulHandoff(t *testing.T) {
 	checkSequence(t, ticks.of("beat"), time.Second)
 }
 
+// beatFleet starts three ticker replicas on a fresh namespace with one schedule, beat (every 1s, catch-up all),
+// and returns once one leads and n ticks were emitted.
+func beatFleet(t *testing.T, n int) (*collector, []*proc, *proc) {
+	t.Helper()
+	f := newFleet(t)
+	f.cli("init")
+	f.cli("schedule", "put", "beat", "--every", "1s", "--catchup", "all")
+	ticks := f.collect()
+	replicas := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
+	lead := leaderOf(t, 30*time.Second, replicas...)
+	eventually(t, 20*time.Second, fmt.Sprintf("%d ticks", n), func() bool { return len(ticks.of("beat")) >= n })
+	return ticks, replicas, lead
+}
+
+// settleAndCheck waits for three more ticks of beat, then checks that every slot so far appears exactly once.
+func settleAndCheck(t *testing.T, ticks *collector) {
+	t.Helper()
+	settle := len(ticks.of("beat")) + 3
+	eventually(t, 20*time.Second, "3 more ticks", func() bool { return len(ticks.of("beat")) >= settle })
+	checkSequence(t, ticks.of("beat"), time.Second)
+}
+
+// emittedAfter counts the ticks emitted after at.
+func emittedAfter(ticks []seen, at time.Time) int {
+	n := 0
+	for _, s := range ticks {
+		if s.tick.EmittedAt.After(at) {
+			n++
+		}
+	}
+	return n
+}
+
 func without(ps []*proc, x *proc) []*proc {
 	var out []*proc
 	for _, p := range ps {
@@ -138,5 +141,3 @@ func waitUntil(at time.Time) {
 		time.Sleep(d)
 	}
 }
-
-var _ = strings.Contains

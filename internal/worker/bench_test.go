@@ -1,0 +1,50 @@
+package worker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// BenchmarkHotPath measures the per-record work of a lane without a broker: decode the tick, check its deadline,
+// run a no-op handler (attempt context, metrics) and build the outcome record.
+func BenchmarkHotPath(b *testing.B) {
+	w, err := New(Config{Kafka: kafka.Config{Namespace: "bench"}, WorkerID: "bench"},
+		HandlerFunc(func(context.Context, tick.Tick, int) error { return nil }), Deps{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tk := tick.New("bench-schedule", time.Now().Truncate(time.Second), 3, 12)
+	deadline := time.Now().Add(time.Hour)
+	tk.Deadline = &deadline
+	v, err := tick.Encode(tk)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := &kgo.Record{Topic: "bench.work", Partition: 3, Offset: 42, Key: []byte(tk.ID), Value: v}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		o, dl := w.process(ctx, rec)
+		if dl != nil || o.Status != StatusOK {
+			b.Fatalf("status %s, %v", o.Status, dl)
+		}
+		_ = w.resultRecord(rec, o, 12)
+	}
+}
+
+// BenchmarkDecode is the tick.Decode share of the hot path.
+func BenchmarkDecode(b *testing.B) {
+	v, _ := tick.Encode(tick.New("bench-schedule", time.Now().Truncate(time.Second), 3, 12))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tick.Decode(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

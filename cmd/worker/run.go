@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -100,8 +102,13 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	if err := f.common.Finish(); err != nil {
 		return err
 	}
+	if f.workerID == "" {
+		host, _ := os.Hostname()
+		f.workerID = fmt.Sprintf("%s-%d", cmp.Or(host, "worker"), os.Getpid())
+	}
 	if f.common.Kafka.ClientID == "" {
-		f.common.Kafka.ClientID = "tickgroup-worker"
+		// The client ID shows in `ticker status` (which worker owns which partition) and in broker logs.
+		f.common.Kafka.ClientID = "tickgroup-worker-" + f.workerID
 	}
 	modes := 0
 	for _, m := range []string{f.exec, f.http, f.forward} {

@@ -81,7 +81,7 @@ func TestOperateMetricsHealthStatus(t *testing.T) {
 	// ticker status, human and JSON.
 	out := f.cli("status")
 	t.Logf("ticker status:\n%s", out)
-	for _, want := range []string{"leader     tickgroup-ticker-a", "beat", "every 1s", "idle", "paused", "WORK PARTITION"} {
+	for _, want := range []string{"leader     tickgroup-ticker-a", "tickgroup-worker-w1", "beat", "every 1s", "idle", "paused", "WORK PARTITION"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q", want)
 		}

@@ -35,7 +35,7 @@ fetch_jars() {
 	mkdir -p "$root/lib"
 	mvn -B -q --no-transfer-progress -Dstyle.color=never -f "$here/tools/kafka-dev/pom.xml" \
 		org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
-		-DincludeScope=runtime -DoutputDirectory="$root/lib"
+		-DincludeScope=runtime -DoutputDirectory="$root/lib" >&2 # stdout carries only the bootstrap address
 	touch "$root/lib/.complete"
 }
 

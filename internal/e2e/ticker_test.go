@@ -67,10 +67,11 @@ func TestTickerGracefulHandoff(t *testing.T) {
 	waitUntil(last[len(last)-1].tick.Slot.Add(1100 * time.Millisecond))
 	stopped := time.Now()
 	lead.signal(syscall.SIGTERM)
+	next := leaderOf(t, 20*time.Second, without(replicas, lead)...)
+	handoff := time.Since(stopped)
 	if err := lead.wait(t, 30*time.Second); err != nil {
 		t.Errorf("graceful stop exited with %v", err)
 	}
-	next := leaderOf(t, 20*time.Second, without(replicas, lead)...)
 	eventually(t, 20*time.Second, "4 ticks after the stop", func() bool {
 		n := 0
 		for _, s := range ticks.of("beat") {
@@ -86,7 +87,8 @@ func TestTickerGracefulHandoff(t *testing.T) {
 			worst = max(worst, s.tick.EmittedAt.Sub(s.tick.Slot))
 		}
 	}
-	t.Logf("SIGTERM of %s: %s leads; worst emission delay of a slot around the handoff: %v", lead.name, next.name, worst.Round(time.Millisecond))
+	t.Logf("SIGTERM of %s: %s leads %v later (as seen on its /metrics, polled every 50 ms); worst emission delay of a slot around the handoff: %v",
+		lead.name, next.name, handoff.Round(time.Millisecond), worst.Round(time.Millisecond))
 	if worst > time.Second {
 		t.Errorf("a slot around the handoff was emitted %v late, want at most 1s", worst)
 	}

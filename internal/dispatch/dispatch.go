@@ -113,6 +113,19 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		return err
 	}
 	pl := newPlanner(entries, state)
+	// State of schedules deleted while no leader ran: tombstone it so compaction drops it.
+	var orphans []string
+	for name := range state {
+		if _, ok := entries[name]; !ok {
+			orphans = append(orphans, name)
+		}
+	}
+	if err := d.tombstone(ctx, p, orphans); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	logger.Info("leader term ready", "schedules", len(entries), "states", len(state), "work_partitions", partitions,
 		"took", time.Since(start).Round(time.Millisecond))
 
@@ -129,18 +142,12 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 				break
 			}
 			recs = appendRecords(recs[:0], ems, topics, partitions, t, now)
-			if err := p.transact(ctx, recs); err != nil {
+			if err := d.commit(ctx, p, recs); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
-				d.metrics.transactions.WithLabelValues(p.lastResult).Inc()
-				if isFenced(err) {
-					d.metrics.fenced.Inc()
-					return fmt.Errorf("fenced by a newer leader: %w", err)
-				}
 				return err
 			}
-			d.metrics.transactions.WithLabelValues("committed").Inc()
 			d.observe(ems, d.cfg.Now())
 		}
 
@@ -162,6 +169,12 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 				} else if _, known := pl.entries[name]; known {
 					pl.remove(name)
 					logger.Info("schedule deleted", "schedule", name)
+					if err := d.tombstone(ctx, p, []string{name}); err != nil {
+						if ctx.Err() != nil {
+							return nil
+						}
+						return err
+					}
 				}
 			}
 			d.metrics.scheduleSeries(pl.entries)
@@ -182,6 +195,39 @@ func (d *Dispatcher) observe(ems []emission, committed time.Time) {
 			d.metrics.opted[em.name] = true
 		}
 	}
+}
+
+// tombstone deletes the ticker-topic state of deleted schedules, in one transaction of the term.
+func (d *Dispatcher) tombstone(ctx context.Context, p *producer, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	recs := make([]*kgo.Record, 0, len(names))
+	for _, name := range names {
+		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: 0, Key: []byte(name)})
+	}
+	if err := d.commit(ctx, p, recs); err != nil {
+		return fmt.Errorf("deleting the state of %d deleted schedule(s): %w", len(names), err)
+	}
+	return nil
+}
+
+// commit writes recs in one transaction of the term and counts the result. A fencing error says so.
+func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record) error {
+	err := p.transact(ctx, recs)
+	if err == nil {
+		d.metrics.transactions.WithLabelValues("committed").Inc()
+		return nil
+	}
+	if ctx.Err() != nil {
+		return err // the term is ending; the abort is not a failure
+	}
+	d.metrics.transactions.WithLabelValues(p.lastResult).Inc()
+	if isFenced(err) {
+		d.metrics.fenced.Inc()
+		return fmt.Errorf("fenced by a newer leader: %w", err)
+	}
+	return err
 }
 
 // readState reads the ticker topic to its last stable offset: each schedule's last emitted slot.

@@ -1,10 +1,16 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
 // TestTickerOutageCatchup: every replica down for more than 10 s; on restart each catch-up policy does what it
@@ -153,6 +159,8 @@ func TestTickerFollowsScheduleChanges(t *testing.T) {
 			t.Errorf("tick %s emitted %v after the delete", s.tick.ID, s.tick.EmittedAt.Sub(deleted))
 		}
 	}
+	// The leader also deleted the schedule's state from the ticker topic (a tombstone), so compaction drops it.
+	eventually(t, 10*time.Second, "the state of chg to be tombstoned", func() bool { return !tickerStateHas(t, f, "chg") })
 	for id, n := range slotCounts(ticks.of("chg")) {
 		if n != 1 {
 			t.Errorf("%s emitted %d times", id, n)
@@ -189,6 +197,23 @@ func TestScheduleValidation(t *testing.T) {
 	if out := f.cli("schedule", "list", "--json"); out != "[]\n" {
 		t.Errorf("invalid schedules were written: %s", out)
 	}
+}
+
+// tickerStateHas reports whether the ticker topic (read to its LSO) holds live state for schedule.
+func tickerStateHas(t *testing.T, f *fleet, schedule string) bool {
+	t.Helper()
+	opts, err := kafka.Config{Brokers: strings.Split(f.brokers, ","), Namespace: f.ns}.Opts(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]bool{}
+	if _, err := kafka.ReadStable(context.Background(), opts, f.ns+".ticker", 0, func(r *kgo.Record) error {
+		live[string(r.Key)] = r.Value != nil
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return live[schedule]
 }
 
 func scheduleVersion(t *testing.T, f *fleet, name string) int64 {

@@ -17,11 +17,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/cli"
-	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -55,31 +53,16 @@ throughput against the baseline, and the leader's peak memory (RSS and Go heap f
 	if *n < 1 || *rounds < 1 || *every < time.Second {
 		return cli.Usagef("--schedules and --rounds must be at least 1, --every at least 1s")
 	}
-	kcfg := kafka.Config{Brokers: strings.Split(*brokers, ","), Namespace: fmt.Sprintf("tickbench-emit-%d", time.Now().UnixNano()), ClientID: "tickbench"}
-	names := kcfg.Names()
-	base, err := kcfg.Opts(nil)
-	if err != nil {
-		return cli.UsageError{Err: err}
-	}
-	admCl, err := kgo.NewClient(base...)
+	ns, err := newBenchNamespace(ctx, *brokers, "tickbench-emit", *parts, false)
 	if err != nil {
 		return err
 	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
-	if err := kafka.EnsureTopics(ctx, adm, names, kafka.TopicOptions{WorkPartitions: int32(*parts)}); err != nil {
-		return err
-	}
+	defer ns.close()
+	kcfg, names, base, adm := ns.cfg, ns.names, ns.opts, ns.adm
 	rawTopic := names.Work + ".raw"
 	if _, err := adm.CreateTopic(ctx, int32(*parts), -1, nil, rawTopic); err != nil {
 		return err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		_, _ = adm.DeleteGroups(cctx, names.TickerGroup)
-		_, _ = adm.DeleteTopics(cctx, names.Ticker, names.Schedules, names.Work, names.Results, names.DLQ, rawTopic)
-	}()
 	fmt.Fprintf(stdout, "namespace %s: %d schedules every %v (%s), %d work partitions\n", kcfg.Namespace, *n, *every, map[bool]string{true: "offsets spread", false: "all on one slot"}[*spread], *parts)
 
 	// Baseline: the same number of records the leader writes per slot (a tick and a state record per schedule),

@@ -11,9 +11,15 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/cli"
+	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
 // command is one subcommand.
@@ -70,4 +76,44 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
+}
+
+// benchNamespace is a fresh tickgroup namespace on the benchmark's broker, with its topics created.
+type benchNamespace struct {
+	cfg   kafka.Config
+	names kafka.Names
+	opts  []kgo.Opt
+	adm   *kadm.Client
+	close func()
+}
+
+// newBenchNamespace creates the topics of a fresh namespace named prefix-<nanoseconds>. close removes its
+// topics and groups (unless keep) and closes the admin client.
+func newBenchNamespace(ctx context.Context, brokers, prefix string, partitions int, keep bool) (*benchNamespace, error) {
+	cfg := kafka.Config{Brokers: strings.Split(brokers, ","), Namespace: fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()), ClientID: "tickbench"}
+	opts, err := cfg.Opts(nil)
+	if err != nil {
+		return nil, cli.UsageError{Err: err}
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	ns := &benchNamespace{cfg: cfg, names: cfg.Names(), opts: opts, adm: kadm.NewClient(cl)}
+	ns.close = func() {
+		defer cl.Close()
+		if keep {
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		n := ns.names
+		_, _ = ns.adm.DeleteGroups(cctx, n.TickerGroup, n.WorkerGroup)
+		_, _ = ns.adm.DeleteTopics(cctx, n.Ticker, n.Schedules, n.Work, n.Results, n.DLQ, n.Work+".raw")
+	}
+	if err := kafka.EnsureTopics(ctx, ns.adm, ns.names, kafka.TopicOptions{WorkPartitions: int32(partitions)}); err != nil {
+		ns.close()
+		return nil, err
+	}
+	return ns, nil
 }

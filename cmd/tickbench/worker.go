@@ -44,29 +44,12 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	if *n < 1 || *parts < 1 || *schedules < 1 {
 		return cli.Usagef("--ticks, --partitions and --schedules must be at least 1")
 	}
-	kcfg := kafka.Config{Brokers: strings.Split(*brokers, ","), Namespace: fmt.Sprintf("tickbench-%d", time.Now().UnixNano()), ClientID: "tickbench"}
-	names := kcfg.Names()
-	base, err := kcfg.Opts(nil)
-	if err != nil {
-		return cli.UsageError{Err: err}
-	}
-	admCl, err := kgo.NewClient(base...)
+	ns, err := newBenchNamespace(ctx, *brokers, "tickbench", *parts, *keep)
 	if err != nil {
 		return err
 	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
-	if err := kafka.EnsureTopics(ctx, adm, names, kafka.TopicOptions{WorkPartitions: int32(*parts)}); err != nil {
-		return err
-	}
-	if !*keep {
-		defer func() {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			_, _ = adm.DeleteGroups(cctx, names.WorkerGroup)
-			_, _ = adm.DeleteTopics(cctx, names.Ticker, names.Schedules, names.Work, names.Results, names.DLQ)
-		}()
-	}
+	defer ns.close()
+	kcfg, names, base, adm := ns.cfg, ns.names, ns.opts, ns.adm
 	fmt.Fprintf(stdout, "namespace %s: %d ticks, %d partitions, %d schedules, GOMAXPROCS %d\n", kcfg.Namespace, *n, *parts, *schedules, runtime.GOMAXPROCS(0))
 
 	// Fill, transactionally like the leader, 10,000 ticks per transaction.

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"testing"
+)
+
+func TestParseEnvironmentAndPrecedence(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"TICKGROUP_BROKERS":       "k1:9092,k2:9092",
+		"TICKGROUP_NAMESPACE":     "from-env",
+		"TICKGROUP_SASL_PASSWORD": "secret",
+	}
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var c Common
+	c.Register(fs, ":9090")
+	if err := Parse(fs, []string{"--namespace", "from-flag"}, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Kafka.Namespace; got != "from-flag" {
+		t.Errorf("namespace = %q: the command line must win over the environment", got)
+	}
+	if got := c.Kafka.Brokers; len(got) != 2 || got[1] != "k2:9092" {
+		t.Errorf("brokers = %q, want the two from TICKGROUP_BROKERS", got)
+	}
+	if c.Kafka.SASL.Password != "secret" {
+		t.Errorf("TICKGROUP_SASL_PASSWORD not applied")
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		env  map[string]string
+	}{
+		{args: []string{"--no-such-flag"}},
+		{args: []string{"--log-level", "loud"}},
+		{args: []string{"--log-format", "xml"}},
+		{args: []string{"--brokers", " , "}},
+		{args: []string{"--sasl-mechanism", "kerberos", "--sasl-username", "u"}},
+		{args: []string{"--tls-cert", "c.pem"}},
+		{env: map[string]string{"TICKGROUP_TLS": "maybe"}},
+	}
+	for _, tt := range tests {
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var c Common
+		c.Register(fs, "")
+		err := Parse(fs, tt.args, func(k string) string { return tt.env[k] })
+		if err == nil {
+			err = c.Finish()
+		}
+		if ExitCode(err) != 2 {
+			t.Errorf("args %q env %v: %v (exit %d), want a usage error (exit 2)", tt.args, tt.env, err, ExitCode(err))
+		}
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{flag.ErrHelp, 0},
+		{Usagef("bad"), 2},
+		{fmt.Errorf("wrapped: %w", Usagef("bad")), 2},
+		{errors.New("broker down"), 1},
+	} {
+		if got := ExitCode(tt.err); got != tt.want {
+			t.Errorf("ExitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+	if got := EnvName("tls-server-name"); got != "TICKGROUP_TLS_SERVER_NAME" {
+		t.Errorf("EnvName = %q", got)
+	}
+}

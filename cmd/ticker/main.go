@@ -15,7 +15,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	err := cli.Stopped(ctx, run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 	stop()
 	if code := cli.ExitCode(err); code != 0 {
 		fmt.Fprintf(os.Stderr, "ticker: %v\n", err)

@@ -16,7 +16,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	err := cli.Stopped(ctx, run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 	stop()
 	if err != nil && cli.ExitCode(err) != 0 {
 		fmt.Fprintln(os.Stderr, "worker:", err)

@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -155,4 +156,14 @@ func Usage(fs *flag.FlagSet, head string) func() {
 			fmt.Fprintf(w, " [%s]\n", EnvName(f.Name))
 		})
 	}
+}
+
+// Stopped turns the error of a command that a signal interrupted into a clean stop: once ctx (the signal
+// context) is done, a cancellation error is the expected way out, for example a signal that arrives while
+// topics are still being created at start-up. Any other error stays.
+func Stopped(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
 }

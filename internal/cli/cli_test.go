@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -83,5 +84,22 @@ func TestExitCode(t *testing.T) {
 	}
 	if got := EnvName("tls-server-name"); got != "TICKGROUP_TLS_SERVER_NAME" {
 		t.Errorf("EnvName = %q", got)
+	}
+}
+
+func TestStopped(t *testing.T) {
+	t.Parallel()
+	live := context.Background()
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	wrapped := fmt.Errorf("creating topic x: %w", context.Canceled)
+	if Stopped(done, wrapped) != nil {
+		t.Error("a cancellation after the signal must be a clean stop")
+	}
+	if Stopped(live, wrapped) == nil {
+		t.Error("a cancellation without a signal is an error")
+	}
+	if Stopped(done, errors.New("broker down")) == nil {
+		t.Error("another error after the signal is still an error")
 	}
 }

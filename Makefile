@@ -11,6 +11,9 @@ KAFKA_PORT  ?= 9092
 # `make test` starts its own broker on this port when KAFKA_BROKERS is unset, and stops it afterwards.
 KAFKA_TEST_PORT ?= 19092
 TEST_TIMEOUT ?= 15m
+# Test packages one at a time: the fault tests time failovers against bounds, and on two cores a second package
+# killing its own processes at the same moment only adds noise. The whole suite takes about four minutes.
+TEST_PARALLEL ?= 1
 
 .PHONY: help
 help: ## List the targets.
@@ -28,7 +31,7 @@ run: ## Start 3 tickers, 2 workers and a demo schedule on the embedded dev broke
 
 .PHONY: test
 test: ## Run every test, real-broker ones included (starts and stops a local Kafka when KAFKA_BROKERS is unset).
-	@scripts/with-kafka.sh $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@scripts/with-kafka.sh $(GO) test -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT) ./...
 
 .PHONY: test-short
 test-short: ## Run the fast tests only (no broker needed).

@@ -139,10 +139,14 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 			return err
 		}
 	}
-	opts, _ := common.Kafka.Opts(nil)
-	current, _, err := store.Load(ctx, opts, names.Schedules)
-	if err != nil {
-		return err
+	// Every command but put needs the current schedules; put writes without reading the whole topic, which can
+	// hold a million records.
+	var current map[string]store.Entry
+	if sub != "put" {
+		opts, _ := common.Kafka.Opts(nil)
+		if current, _, err = store.Load(ctx, opts, names.Schedules); err != nil {
+			return err
+		}
 	}
 	lookup := func() (store.Entry, error) {
 		e, ok := current[name]
@@ -157,11 +161,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		if err := store.Put(ctx, cl, names.Schedules, spec); err != nil {
 			return err
 		}
-		verb := "created"
-		if _, ok := current[name]; ok {
-			verb = "replaced"
-		}
-		fmt.Fprintf(stdout, "schedule %s %s\n", name, verb)
+		fmt.Fprintf(stdout, "schedule %s written\n", name)
 	case "get":
 		e, err := lookup()
 		if err != nil {

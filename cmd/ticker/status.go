@@ -14,7 +14,6 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/dispatch"
-	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/store"
 )
 
@@ -115,15 +114,8 @@ func collectStatus(ctx context.Context, common cli.Common) (*statusReport, error
 		}
 	}
 
-	state := map[string]dispatch.State{}
-	if _, err := kafka.ReadStable(ctx, opts, names.Ticker, 0, func(r *kgo.Record) error {
-		if r.Value == nil {
-			delete(state, string(r.Key))
-		} else if s, err := dispatch.DecodeState(r.Value); err == nil {
-			state[string(r.Key)] = s
-		}
-		return nil
-	}); err != nil {
+	state, err := dispatch.ReadState(ctx, opts, names.Ticker, nil)
+	if err != nil {
 		return nil, err
 	}
 	var newest dispatch.State

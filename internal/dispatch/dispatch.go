@@ -230,29 +230,13 @@ func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record
 	return err
 }
 
-// readState reads the ticker topic to its last stable offset: each schedule's last emitted slot.
+// readState reads the leader state; an undecodable record is reported and ignored rather than trusted (only
+// leaders write the ticker topic).
 func (d *Dispatcher) readState(ctx context.Context) (map[string]State, error) {
-	state := map[string]State{}
-	_, err := kafka.ReadStable(ctx, d.opts, d.cfg.Names.Ticker, 0, func(r *kgo.Record) error {
-		name := string(r.Key)
-		if r.Value == nil {
-			delete(state, name)
-			return nil
-		}
-		s, err := DecodeState(r.Value)
-		if err != nil {
-			// Only leaders write here; a foreign record is reported and ignored rather than trusted.
-			d.logger.Error("skipping an undecodable ticker-topic record", "schedule", name, "offset", r.Offset, "err", err)
-			d.metrics.invalidState.Inc()
-			return nil
-		}
-		state[name] = s
-		return nil
+	return ReadState(ctx, d.opts, d.cfg.Names.Ticker, func(r *kgo.Record, err error) {
+		d.logger.Error("skipping an undecodable ticker-topic record", "schedule", string(r.Key), "offset", r.Offset, "err", err)
+		d.metrics.invalidState.Inc()
 	})
-	if err != nil {
-		return nil, fmt.Errorf("reading the leader state: %w", err)
-	}
-	return state, nil
 }
 
 // producer runs the term's transactions.

@@ -1,9 +1,14 @@
 package dispatch
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
 // State is the value of a schedule's record in the ticker topic: what the leader last emitted for it. It is
@@ -40,4 +45,31 @@ func DecodeState(b []byte) (State, error) {
 		return State{}, fmt.Errorf("decoding ticker state: no last_slot")
 	}
 	return s, nil
+}
+
+// ReadState reads the ticker topic to its last stable offset: each live schedule's state (tombstones delete it).
+// invalid, when not nil, is told of every record it cannot decode; such records are skipped. opts are the
+// connection options (kafka.Config.Opts).
+func ReadState(ctx context.Context, opts []kgo.Opt, topic string, invalid func(*kgo.Record, error)) (map[string]State, error) {
+	state := map[string]State{}
+	_, err := kafka.ReadStable(ctx, opts, topic, 0, func(r *kgo.Record) error {
+		name := string(r.Key)
+		if r.Value == nil {
+			delete(state, name)
+			return nil
+		}
+		s, err := DecodeState(r.Value)
+		if err != nil {
+			if invalid != nil {
+				invalid(r, err)
+			}
+			return nil
+		}
+		state[name] = s
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the leader state from %s: %w", topic, err)
+	}
+	return state, nil
 }

@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
+	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
@@ -206,14 +205,12 @@ func tickerStateHas(t *testing.T, f *fleet, schedule string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := map[string]bool{}
-	if _, err := kafka.ReadStable(context.Background(), opts, f.ns+".ticker", 0, func(r *kgo.Record) error {
-		live[string(r.Key)] = r.Value != nil
-		return nil
-	}); err != nil {
+	state, err := dispatch.ReadState(context.Background(), opts, f.ns+".ticker", nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return live[schedule]
+	_, live := state[schedule]
+	return live
 }
 
 func scheduleVersion(t *testing.T, f *fleet, name string) int64 {

@@ -123,10 +123,13 @@ func (h *ExecHandler) Handle(ctx context.Context, t tick.Tick, attempt int) erro
 		select {
 		case <-waited:
 			killed <- "SIGTERM"
+			// The program obeyed, but a helper in its group may ignore SIGTERM: it gets the rest of the grace,
+			// not more (this goroutine may outlive Handle by up to KillGrace).
+			<-timer.C
 		case <-timer.C:
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
 			killed <- "SIGKILL"
 		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL) // no-op (ESRCH) when the whole group is gone
 	}()
 	err := cmd.Wait()
 	close(waited)

@@ -156,7 +156,7 @@ func consumeRaw(ctx context.Context, base []kgo.Opt, topic string, n int) (time.
 
 func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, names kafka.Names, ends map[int32]int64, concurrency int) (time.Duration, int64, error) {
 	var handled atomic.Int64
-	h := worker.HandlerFunc(func(context.Context, tick.Tick, int) error {
+	h := worker.HandlerFunc(func(context.Context, tick.Tick, worker.Attempt) error {
 		handled.Add(1)
 		return nil
 	})

@@ -15,7 +15,7 @@ import (
 // run a no-op handler (attempt context, metrics) and build the outcome record.
 func BenchmarkHotPath(b *testing.B) {
 	w, err := New(Config{Kafka: kafka.Config{Namespace: "bench"}, WorkerID: "bench"},
-		HandlerFunc(func(context.Context, tick.Tick, int) error { return nil }), Deps{})
+		HandlerFunc(func(context.Context, tick.Tick, Attempt) error { return nil }), Deps{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -74,7 +74,11 @@ func NewExecHandler(cfg ExecConfig, logger *slog.Logger) (*ExecHandler, error) {
 }
 
 // Env returns the TICK_* variables of an attempt.
-func Env(t tick.Tick, attempt int) []string {
+func Env(t tick.Tick, a Attempt) []string {
+	interrupted := "0"
+	if a.Interrupted {
+		interrupted = "1"
+	}
 	return []string{
 		"TICK_ID=" + t.ID,
 		"TICK_SCHEDULE=" + t.Schedule,
@@ -82,19 +86,22 @@ func Env(t tick.Tick, attempt int) []string {
 		"TICK_SLOT_UNIX_MS=" + strconv.FormatInt(t.Slot.UnixMilli(), 10),
 		"TICK_SHARD=" + strconv.Itoa(t.Shard),
 		"TICK_SHARDS=" + strconv.Itoa(max(t.Shards, 1)),
-		"TICK_ATTEMPT=" + strconv.Itoa(attempt),
+		"TICK_ATTEMPT=" + strconv.Itoa(a.N),
+		"TICK_FENCE=" + strconv.FormatInt(a.Fence, 10),
+		"TICK_INTERRUPTED=" + interrupted,
 		"TICK_PAYLOAD=" + t.Payload,
 	}
 }
 
 // Handle runs the program once.
-func (h *ExecHandler) Handle(ctx context.Context, t tick.Tick, attempt int) error {
+func (h *ExecHandler) Handle(ctx context.Context, t tick.Tick, a Attempt) error {
+	attempt := a.N
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// exec.Command, not CommandContext: cancellation must reach the whole process group, not just the leader.
 	cmd := exec.Command(h.argv[0], h.argv[1:]...) //nolint:gosec // running the operator's program is the point
-	cmd.Env = append(append([]string(nil), h.cfg.Env...), Env(t, attempt)...)
+	cmd.Env = append(append([]string(nil), h.cfg.Env...), Env(t, a)...)
 	cmd.Stdin = strings.NewReader(t.Payload)
 	out := &capWriter{limit: h.cfg.OutputLimit}
 	cmd.Stdout, cmd.Stderr = out, out

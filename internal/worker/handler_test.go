@@ -32,7 +32,7 @@ func TestExecHandlerEnvAndStdin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Handle(context.Background(), testTick(), 2); err != nil {
+	if err := h.Handle(context.Background(), testTick(), Attempt{N: 2}); err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
 	b, err := os.ReadFile(out)
@@ -57,14 +57,14 @@ func TestExecHandlerFailureAndTimeoutKillsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Handle(context.Background(), testTick(), 1); err == nil || IsPermanent(err) {
+	if err := h.Handle(context.Background(), testTick(), Attempt{N: 1}); err == nil || IsPermanent(err) {
 		t.Fatalf("exit 3: got %v, want a retryable error", err)
 	}
 	if _, err := NewExecHandler(ExecConfig{Command: "/nonexistent/prog"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	h2, _ := NewExecHandler(ExecConfig{Command: "/nonexistent/prog"}, nil)
-	if err := h2.Handle(context.Background(), testTick(), 1); !IsPermanent(err) {
+	if err := h2.Handle(context.Background(), testTick(), Attempt{N: 1}); !IsPermanent(err) {
 		t.Fatalf("missing program: got %v, want a permanent error", err)
 	}
 
@@ -80,7 +80,7 @@ func TestExecHandlerFailureAndTimeoutKillsGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if err := h3.Handle(ctx, testTick(), 1); err == nil {
+	if err := h3.Handle(ctx, testTick(), Attempt{N: 1}); err == nil {
 		t.Fatal("timed-out handler: got nil error")
 	}
 	if d := time.Since(start); d > 10*time.Second {
@@ -140,7 +140,7 @@ func TestHTTPHandler(t *testing.T) {
 		{408, true, false}, {429, true, false}, {500, true, false}, {503, true, false},
 	} {
 		status.Store(int32(tt.code))
-		err := h.Handle(context.Background(), tk, 1)
+		err := h.Handle(context.Background(), tk, Attempt{N: 1})
 		if (err != nil) != tt.wantErr || IsPermanent(err) != tt.permanent {
 			t.Errorf("status %d: got %v, want error %v permanent %v", tt.code, err, tt.wantErr, tt.permanent)
 		}

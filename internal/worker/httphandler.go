@@ -46,7 +46,8 @@ func NewHTTPHandler(rawURL string, client *http.Client, logger *slog.Logger) (*H
 }
 
 // Handle posts the tick once.
-func (h *HTTPHandler) Handle(ctx context.Context, t tick.Tick, attempt int) error {
+func (h *HTTPHandler) Handle(ctx context.Context, t tick.Tick, a Attempt) error {
+	attempt := a.N
 	body, err := tick.Encode(t)
 	if err != nil {
 		return Permanent(err)
@@ -58,6 +59,10 @@ func (h *HTTPHandler) Handle(ctx context.Context, t tick.Tick, attempt int) erro
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", t.ID)
 	req.Header.Set("Tick-Attempt", strconv.Itoa(attempt))
+	req.Header.Set("Tickgroup-Fence", strconv.FormatInt(a.Fence, 10))
+	if a.Interrupted {
+		req.Header.Set("Tickgroup-Interrupted", "1")
+	}
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("posting tick: %w", err)

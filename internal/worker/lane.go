@@ -192,7 +192,7 @@ func (w *Worker) attempt(ctx context.Context, t tick.Tick, attempt int) error {
 	defer cancel()
 	w.m.inflight.Inc()
 	begin := time.Now()
-	err := w.handler.Handle(actx, t, attempt)
+	err := w.handler.Handle(actx, t, Attempt{N: attempt})
 	w.m.duration.Observe(time.Since(begin).Seconds())
 	w.m.inflight.Dec()
 	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {

@@ -4,6 +4,8 @@ package ledger
 type TickState struct {
 	Offset int64
 	ID     string
+	// FirstAt is the ledger offset of the tick's first entry.
+	FirstAt int64
 	// Attempts is the highest attempt number started.
 	Attempts int
 	// Started is set when an attempt started and neither an outcome nor a release followed it.
@@ -32,6 +34,9 @@ type Fold struct {
 	Fence       int64
 	Owner       string
 	ClaimOffset int64
+	// MaxLeaseMS is the longest handler lease any claim has announced: a handler of a former owner is over at
+	// most that long after the claim that replaced its owner.
+	MaxLeaseMS int64
 	// Ticks maps work offsets to their state.
 	Ticks map[int64]*TickState
 }
@@ -49,6 +54,7 @@ func (f *Fold) Apply(e Entry, at int64) bool {
 		return false
 	}
 	if e.Kind == KindClaim {
+		f.MaxLeaseMS = max(f.MaxLeaseMS, e.LeaseMS)
 		if e.Fence <= f.Fence && f.ClaimOffset >= 0 {
 			return false // a stale claim (its writer read an older ledger); the higher token stands
 		}
@@ -60,7 +66,7 @@ func (f *Fold) Apply(e Entry, at int64) bool {
 	}
 	s := f.Ticks[e.Offset]
 	if s == nil {
-		s = &TickState{Offset: e.Offset, ID: e.ID}
+		s = &TickState{Offset: e.Offset, ID: e.ID, FirstAt: at}
 		f.Ticks[e.Offset] = s
 	}
 	switch e.Kind {

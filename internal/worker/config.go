@@ -46,6 +46,20 @@ type Config struct {
 	// transaction that also commits the consumed offsets (exactly-once for Kafka-only effects). The handler
 	// passed to New must then be nil.
 	Forward string
+	// OnInterrupted decides what happens to a tick whose earlier run was cut off (its worker crashed, froze or
+	// lost the partition while the handler ran): OnInterruptedRerun (the default) runs it again, with the
+	// attempt number counting on and Attempt.Interrupted set; OnInterruptedSkip records the outcome
+	// "interrupted" and never runs it again (at most once).
+	OnInterrupted string
+	// Lease is how long a running handler may go on without this worker proving, through the ledger, that it
+	// still owns the tick's partition; proofs are written every Lease/5. A handler whose lease runs out is
+	// cancelled (an exec handler's process group is killed by its supervisor, even when the worker is frozen).
+	// The partition's next owner waits Lease + MaxClockSkew after its claim before it runs an interrupted tick
+	// again, so two runs of one tick never overlap. Defaults to 5s.
+	Lease time.Duration
+	// MaxClockSkew is the clock difference between two workers' hosts that the lease rule tolerates. Defaults
+	// to 1s.
+	MaxClockSkew time.Duration
 	// Now is the clock used for deadlines and delays. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -59,6 +73,14 @@ const (
 	DefaultTimeout        = time.Minute
 	DefaultGrace          = 30 * time.Second
 	DefaultSessionTimeout = 10 * time.Second
+	DefaultLease          = 5 * time.Second
+	DefaultMaxClockSkew   = time.Second
+)
+
+// What to do with an interrupted tick (Config.OnInterrupted).
+const (
+	OnInterruptedRerun = "rerun"
+	OnInterruptedSkip  = "skip"
 )
 
 func (c Config) withDefaults() Config {
@@ -73,6 +95,9 @@ func (c Config) withDefaults() Config {
 	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
 	c.Grace = cmp.Or(c.Grace, DefaultGrace)
 	c.SessionTimeout = cmp.Or(c.SessionTimeout, DefaultSessionTimeout)
+	c.OnInterrupted = cmp.Or(c.OnInterrupted, OnInterruptedRerun)
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
+	c.MaxClockSkew = cmp.Or(c.MaxClockSkew, DefaultMaxClockSkew)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -87,6 +112,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("max attempts %d: want at least 1", c.MaxAttempts)
 	case c.Backoff < 0 || c.MaxBackoff < 0 || c.Timeout < 0 || c.Grace < 0:
 		return errors.New("durations must not be negative")
+	case c.OnInterrupted != OnInterruptedRerun && c.OnInterrupted != OnInterruptedSkip:
+		return fmt.Errorf("on-interrupted %q: want %q or %q", c.OnInterrupted, OnInterruptedRerun, OnInterruptedSkip)
+	case c.Lease < 100*time.Millisecond:
+		return fmt.Errorf("lease %s: want at least 100ms", c.Lease)
+	case c.MaxClockSkew < 0:
+		return errors.New("max clock skew must not be negative")
 	case c.MaxBackoff < c.Backoff:
 		return fmt.Errorf("max backoff %s is below backoff %s", c.MaxBackoff, c.Backoff)
 	}

@@ -10,11 +10,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
 // lane runs the records of one assigned partition, one at a time and in order, so one schedule's ticks (which
-// share a partition) never overlap.
+// share a partition) never overlap. Before its first record it takes the partition over in the execution ledger
+// (takeover), and it consults the ledger for every record: a tick with an outcome is not run again, a tick whose
+// run was cut off is an interrupted tick.
 type lane struct {
 	w         *Worker
 	partition int32
@@ -23,6 +26,7 @@ type lane struct {
 	cancel    context.CancelCauseFunc
 	done      chan struct{} // closed when run returns
 	pending   sync.WaitGroup
+	ledger    *laneLedger // set by takeover
 
 	// Guarded by w.mu.
 	active     bool            // false once revoked or lost: finished offsets are ignored from then on
@@ -46,6 +50,19 @@ func (w *Worker) newLane(p int32) *lane {
 func (l *lane) run() {
 	defer close(l.done)
 	w := l.w
+	for try := 1; ; try++ {
+		err := l.takeover(l.ctx)
+		if err == nil {
+			break
+		}
+		if l.ctx.Err() != nil {
+			return
+		}
+		w.logger.Warn("taking the partition over in the ledger; retrying", "partition", l.partition, "try", try, "error", err)
+		if !sleep(l.ctx, w.backoff(min(try, 5))) {
+			return
+		}
+	}
 	for {
 		select {
 		case <-l.ctx.Done():
@@ -61,17 +78,167 @@ func (l *lane) run() {
 					return
 				default:
 				}
-				o, ok := w.run(l.ctx, rec)
+				o, ok := l.handle(rec)
 				if !ok {
-					return // cancelled: nothing recorded, nothing committed; the next owner runs it again
+					return // cancelled: no outcome; the ledger tells the next owner whether it had started
 				}
-				l.publish(rec, o)
+				if o == nil {
+					l.skip(rec)
+				} else {
+					l.publish(rec, *o)
+				}
 			}
 			if cl := w.cl.Load(); cl != nil {
 				cl.ResumeFetchPartitions(map[string][]int32{w.names.Work: {l.partition}})
 			}
 		}
 	}
+}
+
+// handle takes one record to its outcome. It returns a nil outcome for a tick the ledger says is finished
+// already, and false when the lane's context ended first (the record then has no outcome and must not be
+// committed).
+func (l *lane) handle(rec *kgo.Record) (*Outcome, bool) {
+	w := l.w
+	prior, ok := l.prior(rec)
+	if !ok {
+		return nil, false
+	}
+	if prior != nil && prior.Finished() {
+		w.m.ledgerSkips.WithLabelValues("finished").Inc()
+		w.logger.Debug("tick finished already: not run again", "tick_id", prior.ID, "partition", rec.Partition, "offset", rec.Offset, "status", prior.Outcome.Status)
+		return nil, true
+	}
+	select {
+	case w.sem <- struct{}{}:
+	case <-l.ctx.Done():
+		return nil, false
+	}
+	defer func() { <-w.sem }()
+	o, dl := w.process(l.ctx, rec, prior, l)
+	if l.ctx.Err() != nil && o.Status != StatusOK {
+		return nil, false
+	}
+	if dl != nil {
+		if !w.deadLetter(l.ctx, rec, o, dl) {
+			return nil, false
+		}
+	}
+	o.FinishedAt = w.cfg.Now().UTC()
+	o.Fence = l.ledger.fence
+	return &o, true
+}
+
+// prior returns what the ledger says about rec from before this lane's claim. A tick that a former owner
+// started and did not finish is waited for until its run is surely over (interruptedWait) or until the former
+// owner's outcome or release arrives, whichever is first.
+func (l *lane) prior(rec *kgo.Record) (*ledger.TickState, bool) {
+	logged := false
+	for {
+		s, changed := l.ledger.state(rec.Offset)
+		if s == nil || s.Finished() || !s.Started {
+			return s, true
+		}
+		wait := time.Until(l.interruptedWait())
+		if wait <= 0 {
+			return s, true
+		}
+		if !logged {
+			logged = true
+			l.w.logger.Info("tick was running on a former owner: waiting until that run is surely over", "tick_id", s.ID,
+				"partition", rec.Partition, "offset", rec.Offset, "former_owner", s.StartedBy, "wait", wait.Round(time.Millisecond))
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-l.ctx.Done():
+			timer.Stop()
+			return nil, false
+		}
+		timer.Stop()
+	}
+}
+
+// begin records in the ledger that attempt a of t is about to start, and returns the context the handler runs
+// under (with its lease, renewed while it runs) and the function to call once the handler returned. It retries
+// until the start is confirmed or ctx ends; when another worker has claimed the partition it cancels the lane.
+func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a Attempt) (context.Context, func(error), error) {
+	w := l.w
+	slot := t.Slot
+	e := ledger.Entry{Kind: ledger.KindStarted, ID: t.ID, Schedule: t.Schedule, Slot: &slot, Partition: rec.Partition,
+		Offset: rec.Offset, Fence: a.Fence, Worker: w.cfg.WorkerID, Attempt: a.N, Interrupted: a.Interrupted, At: w.cfg.Now().UTC()}
+	var until time.Time
+	for try := 1; ; try++ {
+		var err error
+		if until, err = l.confirm(ctx, e); err == nil {
+			break
+		}
+		if errors.Is(err, errFenced) {
+			w.logger.Warn("partition claimed by another worker: stopping its lane", "partition", l.partition, "tick_id", t.ID)
+			l.cancel(errFenced)
+			return nil, nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		w.logger.Warn("recording the start of a tick; retrying", "tick_id", t.ID, "partition", rec.Partition, "try", try, "error", err)
+		if !sleep(ctx, w.backoff(min(try, 5))) {
+			return nil, nil, ctx.Err()
+		}
+	}
+	ls := &lease{}
+	ls.extend(until)
+	hctx, cancel := context.WithCancelCause(ctx)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		l.keepLease(hctx, ls, stop, cancel)
+	}()
+	end := func(herr error) {
+		close(stop)
+		<-stopped
+		cause := context.Cause(hctx)
+		cancel(nil)
+		cutOff := ctx.Err() != nil || errors.Is(cause, errFenced) || errors.Is(cause, errLeaseExpired)
+		if herr == nil || !cutOff {
+			return
+		}
+		// The handler was cut off (and has returned: its process group is gone). Say so, so that the next
+		// owner may run the tick again at once rather than wait for the lease.
+		rel := e
+		rel.Kind, rel.At = ledger.KindReleased, w.cfg.Now().UTC()
+		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer wcancel()
+		if _, err := w.writeLedger(wctx, l.partition, []byte(t.ID), rel); err != nil {
+			w.logger.Warn("recording the release of an interrupted tick", "tick_id", t.ID, "partition", rec.Partition, "error", err)
+		}
+		if errors.Is(cause, errFenced) {
+			l.cancel(errFenced)
+		}
+	}
+	return withLease(hctx, ls), end, nil
+}
+
+// commitMeta is the metadata of a commit of next: where the next owner must read the ledger from, and this
+// lane's fencing token. Called with w.mu held.
+func (l *lane) commitMeta(next int64) string {
+	if l.ledger == nil {
+		return ""
+	}
+	return l.ledger.commitMeta(next)
+}
+
+// skip marks a record the ledger says is finished as done, without a new outcome.
+func (l *lane) skip(rec *kgo.Record) {
+	w := l.w
+	w.mu.Lock()
+	if l.active {
+		l.doneOffset = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
+		l.dirty = true
+	}
+	w.mu.Unlock()
+	w.wakeCommitter()
 }
 
 // publish writes rec's outcome; once it is acknowledged, rec's offset may be committed.
@@ -109,31 +276,15 @@ func (l *lane) waitPending(d time.Duration) {
 	}
 }
 
-// run takes one record to its outcome: decode, deadline, attempts with backoff, dead letter. It reports false
-// when ctx ended first: the record then has no outcome and must not be committed.
-func (w *Worker) run(ctx context.Context, rec *kgo.Record) (Outcome, bool) {
-	select {
-	case w.sem <- struct{}{}:
-	case <-ctx.Done():
-		return Outcome{}, false
-	}
-	defer func() { <-w.sem }()
-	o, dl := w.process(ctx, rec)
-	if ctx.Err() != nil {
-		return Outcome{}, false
-	}
-	if dl != nil {
-		if !w.deadLetter(ctx, rec, o, dl) {
-			return Outcome{}, false
-		}
-	}
-	o.FinishedAt = w.cfg.Now().UTC()
-	return o, true
+// gate is where an attempt is recorded before it starts (the lane's ledger); see lane.begin.
+type gate interface {
+	begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a Attempt) (context.Context, func(error), error)
 }
 
-// process runs the handler for rec, without any Kafka I/O. When the record must go to the dead-letter topic it
-// returns the cause as well.
-func (w *Worker) process(ctx context.Context, rec *kgo.Record) (Outcome, error) {
+// process runs the handler for rec, given what the ledger knew of it (prior, nil for a tick never started).
+// When the record must go to the dead-letter topic it returns the cause as well. When ctx ends first the
+// outcome is meaningless and the caller records nothing.
+func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.TickState, g gate) (Outcome, error) {
 	start := w.cfg.Now()
 	o := Outcome{ID: string(resultKey(rec)), Worker: w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset}
 	t, err := tick.Decode(rec.Value)
@@ -144,59 +295,92 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record) (Outcome, error) 
 	}
 	slot := t.Slot
 	o.ID, o.Schedule, o.Slot = t.ID, t.Schedule, &slot
+	base, interrupted := 0, false
+	if prior != nil {
+		base, interrupted = prior.Attempts, prior.Interrupted()
+	}
+	o.Interrupted = interrupted
+	if interrupted && w.cfg.OnInterrupted == OnInterruptedSkip {
+		o.Status, o.Attempts = StatusInterrupted, base
+		o.Error = "an earlier run was interrupted; not run again (on-interrupted skip)"
+		w.m.ticks.WithLabelValues(resultInterrupted).Inc()
+		w.m.ledgerSkips.WithLabelValues("interrupted").Inc()
+		w.logger.Info("interrupted tick not run again", "tick_id", t.ID, "partition", rec.Partition, "attempts", base)
+		return o, nil
+	}
+	if interrupted {
+		w.m.ledgerSkips.WithLabelValues("rerun").Inc()
+		w.logger.Info("running an interrupted tick again", "tick_id", t.ID, "partition", rec.Partition, "attempt", base+1)
+	}
 	if t.Deadline != nil && start.After(*t.Deadline) {
-		o.Status = StatusSkippedLate
+		o.Status, o.Attempts = StatusSkippedLate, base
 		o.Error = fmt.Sprintf("start at %s is after the deadline %s", start.UTC().Format(time.RFC3339Nano), t.Deadline.UTC().Format(time.RFC3339Nano))
 		w.m.ticks.WithLabelValues(resultSkippedLate).Inc()
 		w.logger.Warn("tick skipped: past its deadline", "tick_id", t.ID, "partition", rec.Partition, "deadline", *t.Deadline)
 		return o, nil
 	}
-	w.m.startDelay.Observe(start.Sub(t.Slot).Seconds())
+	if base == 0 {
+		w.m.startDelay.Observe(start.Sub(t.Slot).Seconds())
+	}
 	for attempt := 1; ; attempt++ {
-		o.Attempts = attempt
-		err = w.attempt(ctx, t, attempt)
-		if ctx.Err() != nil {
-			return o, nil // the caller sees ctx and records nothing
+		a := Attempt{N: base + attempt, Interrupted: interrupted}
+		if l, ok := g.(*lane); ok {
+			a.Fence = l.ledger.fence
 		}
-		if err == nil {
+		o.Attempts = a.N
+		err = w.attempt(ctx, rec, t, a, g)
+		if err == nil { // a success is recorded even when ctx ended meanwhile: it must not run again
 			o.Status = StatusOK
+			o.Error = ""
 			o.DurationMS = float64(w.cfg.Now().Sub(start).Microseconds()) / 1000
 			w.m.ticks.WithLabelValues(resultOK).Inc()
 			return o, nil
+		}
+		if ctx.Err() != nil {
+			return o, nil // the caller sees ctx and records nothing
 		}
 		o.Error = errString(err)
 		o.DurationMS = float64(w.cfg.Now().Sub(start).Microseconds()) / 1000
 		if IsPermanent(err) {
 			o.Status, o.reason = StatusFailed, reasonPermanent
 			w.m.ticks.WithLabelValues(resultFailed).Inc()
-			w.logger.Warn("tick failed permanently: dead-lettering", "tick_id", t.ID, "partition", rec.Partition, "attempt", attempt, "error", err)
+			w.logger.Warn("tick failed permanently: dead-lettering", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N, "error", err)
 			return o, err
 		}
 		if attempt >= w.cfg.MaxAttempts {
 			o.Status, o.reason = StatusDeadLettered, reasonMaxAttempts
-			w.logger.Warn("tick failed on every attempt: dead-lettering", "tick_id", t.ID, "partition", rec.Partition, "attempt", attempt, "error", err)
+			w.logger.Warn("tick failed on every attempt: dead-lettering", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N, "error", err)
 			return o, err
 		}
 		w.m.ticks.WithLabelValues(resultRetried).Inc()
 		delay := w.backoff(attempt)
-		w.logger.Warn("tick failed: retrying", "tick_id", t.ID, "partition", rec.Partition, "attempt", attempt, "retry_in", delay, "error", err)
+		w.logger.Warn("tick failed: retrying", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N, "retry_in", delay, "error", err)
 		if !sleep(ctx, delay) {
 			return o, nil
 		}
 	}
 }
 
-// attempt runs the handler once under the attempt timeout.
-func (w *Worker) attempt(ctx context.Context, t tick.Tick, attempt int) error {
-	actx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+// attempt records the attempt's start through g, then runs the handler once under the attempt timeout.
+func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a Attempt, g gate) error {
+	hctx, end, err := g.begin(ctx, rec, t, a)
+	if err != nil {
+		return err // ctx has ended (or the lane was cancelled): nothing ran
+	}
+	actx, cancel := context.WithTimeout(hctx, w.cfg.Timeout)
 	defer cancel()
 	w.m.inflight.Inc()
 	begin := time.Now()
-	err := w.handler.Handle(actx, t, Attempt{N: attempt})
+	err = w.handler.Handle(actx, t, a)
 	w.m.duration.Observe(time.Since(begin).Seconds())
 	w.m.inflight.Dec()
-	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+	end(err)
+	if err != nil && hctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("timed out after %s: %w", w.cfg.Timeout, err)
+	}
+	if err != nil && hctx.Err() != nil && ctx.Err() == nil {
+		// Cut off by its lease (not by the lane): an interruption, retried like a failure.
+		return fmt.Errorf("%w: %w", context.Cause(hctx), err)
 	}
 	return err
 }

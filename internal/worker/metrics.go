@@ -11,6 +11,7 @@ const (
 	resultRetried      = "retried"
 	resultSkippedLate  = "skipped_late"
 	resultDeadLettered = "dead_lettered"
+	resultInterrupted  = "interrupted"
 )
 
 type metrics struct {
@@ -22,6 +23,9 @@ type metrics struct {
 	deadLetters *prometheus.CounterVec
 	commits     *prometheus.CounterVec
 	outcomeErrs prometheus.Counter
+	ledgerBad   prometheus.Counter
+	ledgerSkips *prometheus.CounterVec
+	takeover    prometheus.Histogram
 }
 
 // newMetrics registers the worker's metrics on reg (nothing is registered when reg is nil).
@@ -29,7 +33,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickgroup_worker_ticks_total",
-			Help: "Ticks handled by this worker by result: ok, failed (permanent failure), retried (one per retry), skipped_late, dead_lettered.",
+			Help: "Ticks handled by this worker by result: ok, failed (permanent failure), retried (one per retry), skipped_late, dead_lettered, interrupted (not run again after an interruption).",
 		}, []string{"result"}),
 		startDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tickgroup_worker_start_delay_seconds",
@@ -61,15 +65,31 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_worker_outcome_errors_total",
 			Help: "Outcome records that could not be written to the results topic.",
 		}),
+		ledgerBad: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_worker_ledger_bad_entries_total",
+			Help: "Ledger (results topic) records this worker could not read; they are ignored.",
+		}),
+		ledgerSkips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickgroup_worker_ledger_ticks_total",
+			Help: "Ticks whose handling the ledger decided on a takeover: finished (had an outcome: not run again), rerun (interrupted, run again), interrupted (interrupted, not run again: --on-interrupted skip).",
+		}, []string{"decision"}),
+		takeover: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tickgroup_worker_takeover_seconds",
+			Help:    "Time a lane took to claim its partition in the ledger and read the ledger up to its claim.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
 	}
-	for _, r := range []string{resultOK, resultFailed, resultRetried, resultSkippedLate, resultDeadLettered} {
+	for _, d := range []string{"finished", "rerun", "interrupted"} {
+		m.ledgerSkips.WithLabelValues(d)
+	}
+	for _, r := range []string{resultOK, resultFailed, resultRetried, resultSkippedLate, resultDeadLettered, resultInterrupted} {
 		m.ticks.WithLabelValues(r)
 	}
 	for _, r := range []string{reasonMaxAttempts, reasonPermanent, reasonUndecodable, reasonUnknownVersion} {
 		m.deadLetters.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.ticks, m.startDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs)
+		reg.MustRegister(m.ticks, m.startDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.ledgerBad, m.ledgerSkips, m.takeover)
 	}
 	return m
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -24,6 +25,8 @@ const (
 	// StatusDeadLettered: every attempt failed, or the record was not a readable tick; it is in the
 	// dead-letter topic.
 	StatusDeadLettered = "dead_lettered"
+	// StatusInterrupted: an earlier run was cut off and Config.OnInterrupted is skip: the tick is not run again.
+	StatusInterrupted = ledger.StatusInterrupted
 )
 
 // Dead-letter reasons, the tickgroup-reason header of a dead-letter record.
@@ -45,8 +48,11 @@ const (
 	HeaderWorker          = "tickgroup-worker"
 )
 
-// Outcome is the value of a result record in <ns>.results, keyed by tick ID.
+// Outcome is the value of a result record in <ns>.results, keyed by tick ID: the ledger's outcome entry
+// (internal/ledger), with the fields a reader of outcomes needs.
 type Outcome struct {
+	V          int        `json:"v"`
+	Kind       string     `json:"kind"`
 	ID         string     `json:"id"`
 	Schedule   string     `json:"schedule,omitempty"`
 	Slot       *time.Time `json:"slot,omitempty"`
@@ -58,6 +64,10 @@ type Outcome struct {
 	Partition  int32      `json:"partition"`
 	Offset     int64      `json:"offset"`
 	FinishedAt time.Time  `json:"finished_at"`
+	// Fence is the fencing token of the lane that wrote the outcome.
+	Fence int64 `json:"fence,omitempty"`
+	// Interrupted marks the outcome of a tick whose earlier run had been cut off.
+	Interrupted bool `json:"interrupted,omitempty"`
 
 	// reason is the dead-letter reason when the record went to the dead-letter topic.
 	reason string
@@ -73,6 +83,7 @@ func resultKey(rec *kgo.Record) []byte {
 }
 
 func (w *Worker) resultRecord(rec *kgo.Record, o Outcome, partitions int) *kgo.Record {
+	o.V, o.Kind = ledger.Version, ledger.KindOutcome
 	v, err := json.Marshal(o)
 	if err != nil { // cannot happen: every field marshals
 		v = []byte(fmt.Sprintf(`{"status":%q}`, o.Status))

@@ -55,6 +55,7 @@ type Worker struct {
 	// Set while Run runs.
 	cl          atomic.Pointer[kgo.Client]
 	prod        *kgo.Client
+	tail        *tail // the ledger reader
 	start       kgo.Offset // the start offset given to kgo, compared in pinStart
 	startAt     time.Time  // when start was computed
 	resultParts int
@@ -146,6 +147,37 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.resultParts, w.dlqParts, err = w.partitionCounts(ctx, prod); err != nil {
 		return err
 	}
+	workParts, err := kafka.WorkPartitions(ctx, kadm.NewClient(prod), w.names.Work)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	if w.resultParts < workParts {
+		// Results partition p is work partition p's execution ledger.
+		return fmt.Errorf("worker: topic %s has %d partitions, fewer than the %d of %s: add partitions to it (kafka-topics --alter --partitions %d)",
+			w.names.Results, w.resultParts, workParts, w.names.Work, workParts)
+	}
+	tailCl, err := kgo.NewClient(w.opts("ledger", []kgo.Opt{
+		// A partition added for a new lane is fetched from the next fetch request on, so fetches must not
+		// wait long on idle partitions.
+		kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.FetchMaxPartitionBytes(1 << 20),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	})...)
+	if err != nil {
+		return fmt.Errorf("worker: ledger client: %w", err)
+	}
+	defer tailCl.Close()
+	w.tail = newTail(tailCl, w)
+	tailDone := make(chan struct{})
+	tailCtx, stopTail := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		defer close(tailDone)
+		w.tail.run(tailCtx)
+	}()
+	defer func() {
+		stopTail()
+		<-tailDone
+	}()
 
 	hardCtx, hardCancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hardCancel(nil)
@@ -297,11 +329,16 @@ func (w *Worker) revoked(ctx context.Context, cl *kgo.Client, revoked map[string
 	lanes := w.stopLanes(parts, errRevoked)
 	w.commitMu.Lock()
 	defer w.commitMu.Unlock()
-	offsets := w.retire(lanes, true)
+	offsets, meta := w.retire(lanes, true)
 	if len(offsets) > 0 {
 		commitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		w.commitOffsets(commitCtx, cl, offsets)
+		w.commitOffsets(commitCtx, cl, offsets, meta)
+	}
+	for _, l := range lanes {
+		if l.ledger != nil {
+			w.tail.remove(l.ledger)
+		}
 	}
 	w.logger.Info("partitions revoked", "partitions", parts)
 }
@@ -314,6 +351,11 @@ func (w *Worker) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32)
 	}
 	lanes := w.stopLanes(parts, errLost)
 	w.retire(lanes, false)
+	for _, l := range lanes {
+		if l.ledger != nil {
+			w.tail.remove(l.ledger)
+		}
+	}
 	w.logger.Warn("partitions lost", "partitions", parts)
 }
 
@@ -335,17 +377,20 @@ func (w *Worker) stopLanes(parts []int32, cause error) []*lane {
 	return lanes
 }
 
-// retire removes lanes and returns their uncommitted finished offsets when commit is set.
-func (w *Worker) retire(lanes []*lane, commit bool) map[string]map[int32]kgo.EpochOffset {
+// retire removes lanes and returns their uncommitted finished offsets (and the offsets' metadata) when commit
+// is set.
+func (w *Worker) retire(lanes []*lane, commit bool) (map[string]map[int32]kgo.EpochOffset, map[int32]string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var offsets map[string]map[int32]kgo.EpochOffset
+	meta := map[int32]string{}
 	for _, l := range lanes {
 		if commit && l.dirty {
 			if offsets == nil {
 				offsets = map[string]map[int32]kgo.EpochOffset{w.names.Work: {}}
 			}
 			offsets[w.names.Work][l.partition] = l.doneOffset
+			meta[l.partition] = l.commitMeta(l.doneOffset.Offset)
 		}
 		l.active = false
 		if w.lanes[l.partition] == l {
@@ -353,7 +398,7 @@ func (w *Worker) retire(lanes []*lane, commit bool) map[string]map[int32]kgo.Epo
 		}
 	}
 	w.m.partitions.Set(float64(len(w.lanes)))
-	return offsets
+	return offsets, meta
 }
 
 // waitLanes waits for every lane to finish its current record, cancelling them when the grace period ends.
@@ -424,6 +469,7 @@ func (w *Worker) commit(ctx context.Context) bool {
 	defer w.commitMu.Unlock()
 	w.mu.Lock()
 	offsets := map[string]map[int32]kgo.EpochOffset{}
+	meta := map[int32]string{}
 	var lanes []*lane
 	for p, l := range w.lanes {
 		if l.dirty {
@@ -431,6 +477,7 @@ func (w *Worker) commit(ctx context.Context) bool {
 				offsets[w.names.Work] = map[int32]kgo.EpochOffset{}
 			}
 			offsets[w.names.Work][p] = l.doneOffset
+			meta[p] = l.commitMeta(l.doneOffset.Offset)
 			l.dirty = false
 			lanes = append(lanes, l)
 		}
@@ -439,7 +486,12 @@ func (w *Worker) commit(ctx context.Context) bool {
 	if len(lanes) == 0 {
 		return true
 	}
-	if w.commitOffsets(ctx, cl, offsets) {
+	if w.commitOffsets(ctx, cl, offsets, meta) {
+		for _, l := range lanes {
+			if l.ledger != nil {
+				l.ledger.forget(offsets[w.names.Work][l.partition].Offset)
+			}
+		}
 		return true
 	}
 	w.mu.Lock()
@@ -452,9 +504,9 @@ func (w *Worker) commit(ctx context.Context) bool {
 	return false
 }
 
-func (w *Worker) commitOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) bool {
+func (w *Worker) commitOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset, meta map[int32]string) bool {
 	var cerr error
-	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	cl.CommitOffsetsSync(withCommitMeta(ctx, w.names.Work, meta), offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		cerr = commitErr(resp, err)
 	})
 	if cerr != nil {
@@ -509,6 +561,10 @@ func (w *Worker) pinStart(ctx context.Context, offsets map[string]map[int32]kgo.
 		w.logger.Warn("resolving the start offset of new partitions; using the unpinned start", "partitions", fresh, "error", err)
 		return offsets, nil
 	}
+	// The ledger of a partition without a commit starts mattering now: nothing in it so far can be about
+	// offsets from the pinned start on. (Forward mode keeps no ledger; the metadata is harmless there.)
+	meta := map[int32]string{}
+	ends, endErr := adm.ListEndOffsets(ctx, w.names.Results)
 	commit := map[string]map[int32]kgo.EpochOffset{w.names.Work: {}}
 	for _, p := range fresh {
 		lo, ok := listed.Lookup(w.names.Work, p)
@@ -517,8 +573,11 @@ func (w *Worker) pinStart(ctx context.Context, offsets map[string]map[int32]kgo.
 		}
 		offsets[w.names.Work][p] = kgo.NewOffset().At(lo.Offset)
 		commit[w.names.Work][p] = kgo.EpochOffset{Epoch: -1, Offset: lo.Offset}
+		if end, ok := ends.Lookup(w.names.Results, p); endErr == nil && ok && end.Err == nil {
+			meta[p] = encodeMeta(end.Offset, 0)
+		}
 	}
-	if len(commit[w.names.Work]) > 0 && w.commitOffsets(ctx, cl, commit) {
+	if len(commit[w.names.Work]) > 0 && w.commitOffsets(ctx, cl, commit, meta) {
 		w.logger.Info("new group: pinned start offsets", "start", w.cfg.Start.String(), "offsets", offsetsAttr(commit))
 	}
 	return offsets, nil

@@ -1,0 +1,406 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tickgroup/tickgroup/internal/ledger"
+)
+
+// Causes of a lane's end that the ledger reports.
+var (
+	errFenced       = errors.New("partition claimed by another worker (fenced)")
+	errLeaseExpired = errors.New("handler lease expired: ownership of the partition could not be proven")
+)
+
+// tail reads the ledger partitions of the lanes this worker owns (results partition p is work partition p's
+// ledger) and applies each entry to its lane's fold. It is one direct-assigned consumer for the whole worker:
+// a lane adds its partition when it takes the partition over and removes it when it is done.
+type tail struct {
+	cl    *kgo.Client
+	topic string
+	w     *Worker
+
+	mu    sync.Mutex
+	lanes map[int32]*laneLedger
+}
+
+// laneLedger is one lane's view of its partition's ledger.
+type laneLedger struct {
+	partition int32
+	self      string
+
+	mu      sync.Mutex
+	fold    *ledger.Fold
+	readTo  int64         // the ledger offset after the last entry read
+	fence   int64         // this lane's fencing token once its claim stands; 0 before
+	claimAt time.Time     // when this lane's claim was acknowledged
+	fenced  bool          // a claim of another worker followed this lane's claim
+	changed chan struct{} // closed and replaced whenever the fold or readTo changes
+}
+
+func newTail(cl *kgo.Client, w *Worker) *tail {
+	return &tail{cl: cl, topic: w.names.Results, w: w, lanes: map[int32]*laneLedger{}}
+}
+
+// run applies ledger entries until ctx ends or the client is closed.
+func (t *tail) run(ctx context.Context) {
+	for {
+		fetches := t.cl.PollFetches(ctx)
+		if fetches.IsClientClosed() || ctx.Err() != nil {
+			return
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				t.w.logger.Warn("ledger fetch error", "topic", topic, "partition", p, "error", err)
+			}
+		})
+		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
+			t.mu.Lock()
+			ll := t.lanes[ftp.Partition]
+			t.mu.Unlock()
+			if ll == nil || len(ftp.Records) == 0 {
+				return
+			}
+			ll.apply(ftp.Records, t.w)
+		})
+	}
+}
+
+// add starts reading partition p's ledger at offset from for a new lane.
+func (t *tail) add(p int32, from int64, self string) *laneLedger {
+	ll := &laneLedger{partition: p, self: self, fold: ledger.NewFold(p), readTo: from, changed: make(chan struct{})}
+	t.mu.Lock()
+	t.lanes[p] = ll
+	t.mu.Unlock()
+	t.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{t.topic: {p: kgo.NewOffset().At(from)}})
+	return ll
+}
+
+// remove stops reading ll's partition (if ll still holds it).
+func (t *tail) remove(ll *laneLedger) {
+	t.mu.Lock()
+	if t.lanes[ll.partition] != ll {
+		t.mu.Unlock()
+		return
+	}
+	delete(t.lanes, ll.partition)
+	t.mu.Unlock()
+	t.cl.RemoveConsumePartitions(map[string][]int32{t.topic: {ll.partition}})
+}
+
+func (ll *laneLedger) apply(recs []*kgo.Record, w *Worker) {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	for _, r := range recs {
+		if r.Offset < ll.readTo {
+			continue // a refetch after remove and add
+		}
+		ll.readTo = r.Offset + 1
+		if r.Value == nil {
+			continue // a tombstone (an operator's deletion); the ledger keeps what it has
+		}
+		e, err := ledger.Decode(r.Value)
+		if err != nil {
+			w.m.ledgerBad.Inc()
+			w.logger.Warn("unreadable ledger entry: ignored", "partition", r.Partition, "offset", r.Offset, "error", err)
+			continue
+		}
+		ll.fold.Apply(e, r.Offset)
+	}
+	if ll.fence > 0 && (ll.fold.Owner != ll.self || ll.fold.Fence != ll.fence) {
+		ll.fenced = true
+	}
+	close(ll.changed)
+	ll.changed = make(chan struct{})
+}
+
+// waitRead waits until the entry at ledger offset o has been read. It reports false when ctx ended or d passed.
+func (ll *laneLedger) waitRead(ctx context.Context, o int64, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		ll.mu.Lock()
+		done, ch := ll.readTo > o, ll.changed
+		ll.mu.Unlock()
+		if done {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return false
+		}
+	}
+}
+
+// state returns a copy of what the ledger says about work offset o (nil: nothing), and a channel closed at the
+// next change.
+func (ll *laneLedger) state(o int64) (*ledger.TickState, <-chan struct{}) {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	s := ll.fold.Ticks[o]
+	if s == nil {
+		return nil, ll.changed
+	}
+	c := *s
+	return &c, ll.changed
+}
+
+func (ll *laneLedger) isFenced() bool {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	return ll.fenced
+}
+
+// commitMeta is the commit metadata for next ("" before the lane's claim stands).
+func (ll *laneLedger) commitMeta(next int64) string {
+	ll.mu.Lock()
+	fence := ll.fence
+	ll.mu.Unlock()
+	if fence == 0 {
+		return ""
+	}
+	return encodeMeta(ll.resumeFrom(next), fence)
+}
+
+// resumeFrom is the ledger offset a next owner must read from to learn everything about work offsets >= next:
+// the first entry of any tick at or above next that the fold knows, or else the first entry not read yet.
+func (ll *laneLedger) resumeFrom(next int64) int64 {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	from := ll.readTo
+	for o, s := range ll.fold.Ticks {
+		if o >= next {
+			from = min(from, s.FirstAt)
+		}
+	}
+	return from
+}
+
+// forget drops the states of committed work offsets.
+func (ll *laneLedger) forget(next int64) {
+	ll.mu.Lock()
+	ll.fold.Forget(next)
+	ll.mu.Unlock()
+}
+
+// Commit metadata. Each commit of a work partition carries, in the offset's metadata, where its ledger must be
+// read from and the committing lane's fencing token: "tickgroup-ledger/1 from=<offset> fence=<token>".
+const metaPrefix = "tickgroup-ledger/1"
+
+func encodeMeta(from, fence int64) string {
+	return metaPrefix + " from=" + strconv.FormatInt(from, 10) + " fence=" + strconv.FormatInt(fence, 10)
+}
+
+// parseMeta reads commit metadata; ok is false for metadata of another kind (a commit by an older build, by
+// forward mode, or by a tool).
+func parseMeta(s string) (from, fence int64, ok bool) {
+	fields := strings.Fields(s)
+	if len(fields) != 3 || fields[0] != metaPrefix {
+		return 0, 0, false
+	}
+	f, err1 := strconv.ParseInt(strings.TrimPrefix(fields[1], "from="), 10, 64)
+	g, err2 := strconv.ParseInt(strings.TrimPrefix(fields[2], "fence="), 10, 64)
+	if err1 != nil || err2 != nil || f < 0 || g < 0 {
+		return 0, 0, false
+	}
+	return f, g, true
+}
+
+// withCommitMeta returns ctx with a pre-commit hook that sets each partition's metadata from meta.
+func withCommitMeta(ctx context.Context, topic string, meta map[int32]string) context.Context {
+	if len(meta) == 0 {
+		return ctx
+	}
+	return kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		for i := range req.Topics {
+			if req.Topics[i].Topic != topic {
+				continue
+			}
+			for j := range req.Topics[i].Partitions {
+				if m, ok := meta[req.Topics[i].Partitions[j].Partition]; ok && m != "" {
+					req.Topics[i].Partitions[j].Metadata = &m
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// takeover makes this lane the owner of its partition in the ledger:
+//
+//  1. read the partition's committed metadata: where its ledger starts mattering and the last fencing token;
+//  2. start reading the ledger there;
+//  3. write a claim with the next token and read the ledger up to the claim. Every entry before the claim is
+//     now known; a claim of another worker in between with a higher token means ours did not stand, so claim
+//     again above it.
+//
+// From then on, log order fences: a former owner that wakes up reads our claim before it could confirm any new
+// start, and the ticks it had started are over at most its lease after our claim (see interruptedWait).
+func (l *lane) takeover(ctx context.Context) error {
+	w := l.w
+	from, fence, err := w.ledgerStart(ctx, l.partition)
+	if err != nil {
+		return err
+	}
+	ll := w.tail.add(l.partition, from, w.cfg.WorkerID)
+	l.ledger = ll
+	begin := time.Now()
+	next := fence + 1
+	for try := 0; ; try++ {
+		if try == 5 {
+			return fmt.Errorf("claiming partition %d: other claims kept winning", l.partition)
+		}
+		claim := ledger.Entry{Kind: ledger.KindClaim, Partition: l.partition, Fence: next, Worker: w.cfg.WorkerID,
+			At: w.cfg.Now().UTC(), LeaseMS: w.cfg.Lease.Milliseconds()}
+		o, err := w.writeLedger(ctx, l.partition, ledger.ClaimKey(l.partition), claim)
+		if err != nil {
+			return fmt.Errorf("claiming partition %d: %w", l.partition, err)
+		}
+		ackAt := time.Now()
+		if !ll.waitRead(ctx, o, 30*time.Second) {
+			return fmt.Errorf("claiming partition %d: reading the ledger up to the claim at offset %d: %w", l.partition, o, cmpErr(ctx.Err(), errors.New("timed out")))
+		}
+		ll.mu.Lock()
+		won := ll.fold.Owner == w.cfg.WorkerID && ll.fold.Fence == next && ll.fold.ClaimOffset == o
+		if won {
+			ll.fence, ll.claimAt = next, ackAt
+		}
+		highest := ll.fold.Fence
+		pending := len(ll.fold.Ticks)
+		ll.mu.Unlock()
+		if won {
+			w.m.takeover.Observe(time.Since(begin).Seconds())
+			w.logger.Debug("partition claimed", "partition", l.partition, "fence", next, "ledger_from", from, "ledger_claim", o, "known_ticks", pending)
+			return nil
+		}
+		next = highest + 1
+	}
+}
+
+// ledgerStart returns where partition p's ledger must be read from, and the last fencing token, from its
+// committed metadata. Without such metadata (a group that an older build committed), the whole retained ledger
+// partition is read.
+func (w *Worker) ledgerStart(ctx context.Context, p int32) (from, fence int64, err error) {
+	adm := kadm.NewClient(w.cl.Load())
+	resp, err := adm.FetchOffsets(ctx, w.names.WorkerGroup)
+	if err != nil {
+		return 0, 0, fmt.Errorf("fetching the committed offset of partition %d: %w", p, err)
+	}
+	if o, ok := resp.Lookup(w.names.Work, p); ok && o.Err == nil {
+		if from, fence, ok := parseMeta(o.Metadata); ok {
+			return from, fence, nil
+		}
+	}
+	starts, err := adm.ListStartOffsets(ctx, w.names.Results)
+	if err != nil {
+		return 0, 0, fmt.Errorf("listing the start of ledger partition %d: %w", p, err)
+	}
+	lo, ok := starts.Lookup(w.names.Results, p)
+	if !ok || lo.Err != nil {
+		return 0, 0, fmt.Errorf("listing the start of ledger partition %d: %v", p, lo.Err)
+	}
+	w.logger.Info("no ledger position in the committed offset: reading the whole ledger partition", "partition", p, "from", lo.Offset)
+	return lo.Offset, 0, nil
+}
+
+// writeLedger writes e to partition p's ledger and returns its ledger offset once acknowledged.
+func (w *Worker) writeLedger(ctx context.Context, p int32, key []byte, e ledger.Entry) (int64, error) {
+	r := &kgo.Record{Topic: w.names.Results, Partition: p, Key: key, Value: ledger.Encode(e)}
+	if err := w.prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+		return 0, err
+	}
+	return r.Offset, nil
+}
+
+// confirm writes e (a started entry) and reads the ledger back up to it. It reports the instant up to which the
+// lease may then run: the entry was appended after it was sent, and no claim of another worker precedes it.
+func (l *lane) confirm(ctx context.Context, e ledger.Entry) (time.Time, error) {
+	w := l.w
+	sent := time.Now()
+	o, err := w.writeLedger(ctx, l.partition, []byte(e.ID), e)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("writing the %s entry of %s: %w", e.Kind, e.ID, err)
+	}
+	if !l.ledger.waitRead(ctx, o, w.cfg.Lease) {
+		return time.Time{}, fmt.Errorf("reading back the %s entry of %s: %w", e.Kind, e.ID, cmpErr(ctx.Err(), errors.New("timed out")))
+	}
+	if l.ledger.isFenced() {
+		return time.Time{}, errFenced
+	}
+	return sent.Add(w.cfg.Lease), nil
+}
+
+// renew proves, by writing a claim renewal and reading it back, that this lane still owns its partition.
+func (l *lane) renew(ctx context.Context) (time.Time, error) {
+	w := l.w
+	e := ledger.Entry{Kind: ledger.KindClaim, Partition: l.partition, Fence: l.ledger.fence, Worker: w.cfg.WorkerID,
+		At: w.cfg.Now().UTC(), LeaseMS: w.cfg.Lease.Milliseconds()}
+	sent := time.Now()
+	o, err := w.writeLedger(ctx, l.partition, ledger.ClaimKey(l.partition), e)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if !l.ledger.waitRead(ctx, o, w.cfg.Lease) {
+		return time.Time{}, cmpErr(ctx.Err(), errors.New("timed out reading the renewal back"))
+	}
+	if l.ledger.isFenced() {
+		return time.Time{}, errFenced
+	}
+	return sent.Add(w.cfg.Lease), nil
+}
+
+// keepLease renews ls while an attempt runs, until stop is closed. When the lease cannot be renewed before it
+// ends, or another worker claimed the partition, it cancels the attempt (an exec handler's supervisor kills
+// the process group at the lease's end by itself, even if this process is frozen).
+func (l *lane) keepLease(ctx context.Context, ls *lease, stop <-chan struct{}, cancel context.CancelCauseFunc) {
+	every := max(l.w.cfg.Lease/5, 10*time.Millisecond)
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		rctx, rcancel := context.WithDeadline(ctx, ls.Deadline())
+		until, err := l.renew(rctx)
+		rcancel()
+		switch {
+		case errors.Is(err, errFenced):
+			cancel(errFenced)
+			return
+		case err == nil:
+			ls.extend(until)
+		case time.Now().After(ls.Deadline()):
+			l.w.logger.Warn("handler lease expired: cancelling the attempt", "partition", l.partition, "error", err)
+			cancel(errLeaseExpired)
+			return
+		}
+	}
+}
+
+// interruptedWait is how long after its claim a lane waits before it runs again a tick that a former owner had
+// started and not finished: the former owner's handler is over by then, whatever became of that owner (dead,
+// frozen or cut off), because its lease could be renewed only by proofs written before our claim.
+func (l *lane) interruptedWait() time.Time {
+	ll := l.ledger
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	lease := max(time.Duration(ll.fold.MaxLeaseMS)*time.Millisecond, l.w.cfg.Lease)
+	return ll.claimAt.Add(lease + l.w.cfg.MaxClockSkew)
+}

@@ -55,11 +55,12 @@ type env struct {
 
 	mu      sync.Mutex
 	procs   []*proc
-	killed  map[int]bool // worker pids killed with SIGKILL
+	killed  map[string]bool // worker IDs killed with SIGKILL
 	started int
 }
 
 type proc struct {
+	id     string // its --worker-id
 	cmd    *exec.Cmd
 	stderr string
 	done   chan struct{}
@@ -73,7 +74,7 @@ func setup(t *testing.T) *env {
 	brokers := kafkatest.Brokers(t)
 	ns := kafkatest.NewNamespace(t)
 	cfg := kafka.Config{Brokers: brokers, Namespace: ns}
-	e := &env{t: t, ns: ns, brokers: brokers, names: cfg.Names(), dir: t.TempDir(), killed: map[int]bool{}}
+	e := &env{t: t, ns: ns, brokers: brokers, names: cfg.Names(), dir: t.TempDir(), killed: map[string]bool{}}
 	e.log = filepath.Join(e.dir, "handler.log")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -126,7 +127,7 @@ func (e *env) start(handlerEnv []string, extra ...string) *proc {
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, stderr: errPath, done: make(chan struct{})}
+	p := &proc{id: "w" + strconv.Itoa(n), cmd: cmd, stderr: errPath, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		f.Close()
@@ -140,7 +141,7 @@ func (e *env) start(handlerEnv []string, extra ...string) *proc {
 
 func (e *env) kill9(p *proc) {
 	e.mu.Lock()
-	e.killed[p.cmd.Process.Pid] = true
+	e.killed[p.id] = true
 	e.mu.Unlock()
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
@@ -197,11 +198,12 @@ func (e *env) emit(cl *kgo.Client, recs ...*kgo.Record) {
 	}
 }
 
-// execution is one line pair of the handler log.
+// execution is one run of the handler, from its lines in the handler log.
 type execution struct {
-	id, attempt, pid, ppid string
-	done                   bool
-	result                 string
+	id, attempt, pid, worker, fence, interrupted string
+	start, last                                  time.Time // its start, and its last sign of life (alive or done line)
+	done                                         bool
+	result                                       string
 }
 
 // executions parses the handler log: per tick ID, its executions in start order.
@@ -212,20 +214,26 @@ func (e *env) executions() map[string][]*execution {
 	}
 	out := map[string][]*execution{}
 	byPid := map[string]*execution{}
+	at := func(s string) time.Time {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		return time.Unix(0, n)
+	}
 	sc := bufio.NewScanner(strings.NewReader(string(b)))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 5 {
-			continue
-		}
-		switch f[0] {
-		case "start":
-			x := &execution{id: f[1], attempt: f[2], pid: f[3], ppid: f[4]}
+		switch {
+		case len(f) == 8 && f[0] == "start":
+			x := &execution{id: f[1], attempt: f[2], pid: f[3], worker: f[4], fence: f[5], interrupted: f[6], start: at(f[7])}
+			x.last = x.start
 			out[x.id] = append(out[x.id], x)
 			byPid[x.pid] = x
-		case "done":
-			if x := byPid[f[3]]; x != nil && len(f) >= 6 {
-				x.done, x.result = true, f[5]
+		case len(f) == 5 && f[0] == "alive":
+			if x := byPid[f[3]]; x != nil {
+				x.last = at(f[4])
+			}
+		case len(f) == 7 && f[0] == "done":
+			if x := byPid[f[3]]; x != nil {
+				x.done, x.result, x.last = true, f[5], at(f[6])
 			}
 		}
 	}
@@ -445,8 +453,8 @@ func TestE2EKillNineNoLoss(t *testing.T) {
 	ex := e.waitAllOK(ids, 40*time.Second)
 	e.mu.Lock()
 	killed := map[string]bool{}
-	for pid := range e.killed {
-		killed[strconv.Itoa(pid)] = true
+	for id := range e.killed {
+		killed[id] = true
 	}
 	e.mu.Unlock()
 	reruns := 0
@@ -454,8 +462,11 @@ func TestE2EKillNineNoLoss(t *testing.T) {
 		xs := ex[id]
 		for _, x := range xs[:len(xs)-1] { // every execution but the last must have been cut short or orphaned
 			reruns++
-			if x.done && x.result == "ok" && !killed[x.ppid] {
-				t.Errorf("tick %s ran again although execution by worker %s finished and that worker was not killed", id, x.ppid)
+			if x.done && x.result == "ok" {
+				t.Errorf("tick %s ran again although its execution by worker %s had finished", id, x.worker)
+			}
+			if !killed[x.worker] {
+				t.Errorf("tick %s ran again although worker %s, which ran it first, was not killed", id, x.worker)
 			}
 		}
 	}
@@ -524,7 +535,7 @@ func TestE2ERetriesAndDeadLetters(t *testing.T) {
 		outcomes = map[string]worker.Outcome{}
 		for _, r := range readAll(t, e.brokers, e.names.Results) {
 			var o worker.Outcome
-			if err := jsonUnmarshal(r.Value, &o); err == nil {
+			if err := jsonUnmarshal(r.Value, &o); err == nil && o.Kind == "outcome" {
 				outcomes[string(r.Key)] = o
 			}
 		}

@@ -54,6 +54,8 @@ type runFlags struct {
 	workerID     string
 	outputLimit  int
 	sessionTimeo time.Duration
+	onInterrupt  string
+	lease        time.Duration
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -92,6 +94,8 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&f.workerID, "worker-id", "", "name of this worker in outcome records and logs (default: hostname-pid)")
 	fs.IntVar(&f.outputLimit, "output-limit", worker.DefaultOutputLimit, "bytes of an exec handler's output kept and logged per attempt")
 	fs.DurationVar(&f.sessionTimeo, "session-timeout", worker.DefaultSessionTimeout, "group session timeout: how soon a crashed worker's partitions move")
+	fs.StringVar(&f.onInterrupt, "on-interrupted", worker.OnInterruptedRerun, "a tick whose earlier run was cut off (crash, freeze, lost partition): rerun (again, with TICK_INTERRUPTED=1 and the attempt counting on) or skip (never again: at most once; outcome interrupted)")
+	fs.DurationVar(&f.lease, "lease", worker.DefaultLease, "how long a handler may run on without this worker proving it still owns the partition; an interrupted tick's next owner waits this long (plus 1s clock skew) after its claim")
 	fs.Usage = cli.Usage(fs, usageHead)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
@@ -159,6 +163,8 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 		Start:          start,
 		SessionTimeout: f.sessionTimeo,
 		Forward:        f.forward,
+		OnInterrupted:  f.onInterrupt,
+		Lease:          f.lease,
 	}
 	if err := prepareTopics(ctx, cfg, logger); err != nil {
 		return err

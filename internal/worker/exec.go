@@ -89,6 +89,7 @@ func Env(t tick.Tick, a Attempt) []string {
 		"TICK_ATTEMPT=" + strconv.Itoa(a.N),
 		"TICK_FENCE=" + strconv.FormatInt(a.Fence, 10),
 		"TICK_INTERRUPTED=" + interrupted,
+		"TICK_WORKER=" + a.Worker,
 		"TICK_PAYLOAD=" + t.Payload,
 	}
 }

@@ -35,6 +35,8 @@ type Attempt struct {
 	// Interrupted reports that an earlier run of this tick was cut off (its worker crashed, froze or lost the
 	// partition mid-run) and may have had some of its effects.
 	Interrupted bool
+	// Worker is the ID of the worker running the attempt.
+	Worker string
 }
 
 // HandlerFunc adapts a function to Handler.

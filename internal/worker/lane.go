@@ -323,7 +323,7 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.Tic
 		w.m.startDelay.Observe(start.Sub(t.Slot).Seconds())
 	}
 	for attempt := 1; ; attempt++ {
-		a := Attempt{N: base + attempt, Interrupted: interrupted}
+		a := Attempt{N: base + attempt, Interrupted: interrupted, Worker: w.cfg.WorkerID}
 		if l, ok := g.(*lane); ok {
 			a.Fence = l.ledger.fence
 		}

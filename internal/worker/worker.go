@@ -55,7 +55,7 @@ type Worker struct {
 	// Set while Run runs.
 	cl          atomic.Pointer[kgo.Client]
 	prod        *kgo.Client
-	tail        *tail // the ledger reader
+	tail        *tail      // the ledger reader
 	start       kgo.Offset // the start offset given to kgo, compared in pinStart
 	startAt     time.Time  // when start was computed
 	resultParts int

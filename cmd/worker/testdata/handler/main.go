@@ -1,7 +1,10 @@
-// Command handler is the e2e tests' exec handler. It appends "start <TICK_ID> <TICK_ATTEMPT> <pid> <ppid>" to
-// $HANDLER_LOG, sleeps $HANDLER_SLEEP, decides, and appends "done <TICK_ID> <TICK_ATTEMPT> <pid> <ppid> ok|fail".
-// Each line is one O_APPEND write, so concurrent handlers never interleave. Schedules named flaky* fail their
-// first two attempts; schedules named broken* always fail.
+// Command handler is the e2e tests' exec handler. It appends
+// "start <TICK_ID> <TICK_ATTEMPT> <pid> <TICK_WORKER> <TICK_FENCE> <TICK_INTERRUPTED> <unix ns>" to $HANDLER_LOG,
+// sleeps $HANDLER_SLEEP (writing "alive <TICK_ID> <TICK_ATTEMPT> <pid> <unix ns>" every 20 ms meanwhile when
+// $HANDLER_HEARTBEAT is set, so a test can tell when a killed run last lived), decides, and appends
+// "done <TICK_ID> <TICK_ATTEMPT> <pid> <TICK_WORKER> ok|fail <unix ns>". Each line is one O_APPEND write, so
+// concurrent handlers never interleave. Schedules named flaky* fail their first two attempts; schedules named
+// broken* always fail.
 package main
 
 import (
@@ -19,10 +22,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	who := fmt.Sprintf("%s %s %d %d", id, attempt, os.Getpid(), os.Getppid())
-	_, _ = f.WriteString("start " + who + "\n")
+	now := func() string { return strconv.FormatInt(time.Now().UnixNano(), 10) }
+	pid := strconv.Itoa(os.Getpid())
+	_, _ = f.WriteString(strings.Join([]string{"start", id, attempt, pid, os.Getenv("TICK_WORKER"),
+		os.Getenv("TICK_FENCE"), os.Getenv("TICK_INTERRUPTED"), now()}, " ") + "\n")
 	if d, err := time.ParseDuration(os.Getenv("HANDLER_SLEEP")); err == nil {
-		time.Sleep(d)
+		end := time.Now().Add(d)
+		if os.Getenv("HANDLER_HEARTBEAT") != "" {
+			for time.Now().Before(end) {
+				time.Sleep(min(20*time.Millisecond, time.Until(end)))
+				_, _ = f.WriteString(strings.Join([]string{"alive", id, attempt, pid, now()}, " ") + "\n")
+			}
+		}
+		time.Sleep(time.Until(end))
 	}
 	n, _ := strconv.Atoi(attempt)
 	ok := !(strings.HasPrefix(sched, "broken") || strings.HasPrefix(sched, "flaky") && n < 3)
@@ -30,7 +42,7 @@ func main() {
 	if !ok {
 		result = "fail"
 	}
-	_, _ = f.WriteString("done " + who + " " + result + "\n")
+	_, _ = f.WriteString(strings.Join([]string{"done", id, attempt, pid, os.Getenv("TICK_WORKER"), result, now()}, " ") + "\n")
 	if !ok {
 		fmt.Println("failing on purpose")
 		os.Exit(1)

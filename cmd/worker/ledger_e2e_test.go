@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/tick"
+	"github.com/tickgroup/tickgroup/internal/worker"
+)
+
+// The execution ledger under churn, counted from the handler's own log: 3 workers (default session timeout), a
+// 1 s schedule with 4 shards, a 0.3 s exec handler; 6 graceful rolling restarts, then 10 kill -9 of a random
+// worker 9 s apart (restarted after 1 s). Every emitted tick must finish; no tick may run again after it
+// finished; no two runs of one tick may overlap; a re-run may only follow a run cut off by a kill, and a kill
+// cuts off at most one run per partition.
+func TestE2ELedgerChurn(t *testing.T) {
+	e := setup(t)
+	handlerEnv := []string{"HANDLER_SLEEP=300ms", "HANDLER_HEARTBEAT=1"}
+	flags := []string{"--exec", handlerBin, "--kill-grace", "1s", "--session-timeout", "10s"}
+	var mu sync.Mutex
+	ws := []*proc{e.start(handlerEnv, flags...), e.start(handlerEnv, flags...), e.start(handlerEnv, flags...)}
+	e.waitGroupStable(3)
+
+	prod := e.producer()
+	ctx, cancel := context.WithCancel(context.Background())
+	var emitted []string
+	emitDone := make(chan struct{})
+	go func() { // the schedule: every second, 4 shards in one transaction, as the leader emits them
+		defer close(emitDone)
+		slot := time.Now().Truncate(time.Second)
+		tk := time.NewTicker(time.Second)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+			}
+			slot = slot.Add(time.Second)
+			var recs []*kgo.Record
+			var ids []string
+			for shard := range 4 {
+				x := tick.New("beat", slot, shard, 4)
+				ids = append(ids, x.ID)
+				recs = append(recs, e.tickRecord(x))
+			}
+			e.emit(prod, recs...)
+			mu.Lock()
+			emitted = append(emitted, ids...)
+			mu.Unlock()
+		}
+	}()
+
+	replace := func(i int, kill bool) {
+		mu.Lock()
+		victim := ws[i]
+		mu.Unlock()
+		if kill {
+			e.kill9(victim)
+			time.Sleep(time.Second)
+		} else {
+			e.stop(victim)
+		}
+		nw := e.start(handlerEnv, flags...)
+		mu.Lock()
+		ws[i] = nw
+		mu.Unlock()
+	}
+	for i := range 6 { // graceful rolling restarts
+		replace(i%3, false)
+		time.Sleep(3 * time.Second)
+	}
+	for range 10 {
+		time.Sleep(8 * time.Second)
+		replace(rand.N(3), true)
+	}
+	time.Sleep(3 * time.Second)
+	cancel()
+	<-emitDone
+	mu.Lock()
+	ids := append([]string(nil), emitted...)
+	mu.Unlock()
+
+	ex := e.waitAllOK(ids, 3*time.Minute)
+	e.mu.Lock()
+	killed := map[string]bool{}
+	for id := range e.killed {
+		killed[id] = true
+	}
+	e.mu.Unlock()
+
+	reruns, cut := 0, map[string]map[int32]int{} // killed worker -> partition -> runs it had cut off
+	for _, id := range ids {
+		xs := ex[id]
+		for i, x := range xs {
+			if i == 0 {
+				continue
+			}
+			reruns++
+			prev := xs[i-1]
+			if prev.done && prev.result == "ok" {
+				t.Errorf("tick %s ran again (attempt %s on %s) after it had finished on %s", id, x.attempt, x.worker, prev.worker)
+			}
+			if !killed[prev.worker] {
+				t.Errorf("tick %s ran again on %s although %s, which ran it before, was not killed", id, x.worker, prev.worker)
+			}
+			if !prev.last.Before(x.start) {
+				t.Errorf("tick %s: two runs overlapped: %s's run lived until %s, %s's started at %s", id, prev.worker,
+					prev.last.Format(time.RFC3339Nano), x.worker, x.start.Format(time.RFC3339Nano))
+			}
+			if x.interrupted != "1" || x.attempt != fmt.Sprint(i+1) {
+				t.Errorf("tick %s re-run: TICK_INTERRUPTED=%s TICK_ATTEMPT=%s, want 1 and %d", id, x.interrupted, x.attempt, i+1)
+			}
+			p := partitionOf(t, id, e.parts)
+			if cut[prev.worker] == nil {
+				cut[prev.worker] = map[int32]int{}
+			}
+			cut[prev.worker][p]++
+		}
+	}
+	for w, ps := range cut {
+		for p, n := range ps {
+			if n > 1 {
+				t.Errorf("kill of %s cut off %d runs on partition %d, want at most 1", w, n, p)
+			}
+		}
+	}
+	t.Logf("%d ticks emitted and finished, 6 rolling restarts, %d kills, %d re-runs (each after a kill, none overlapping)", len(ids), len(killed), reruns)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, w := range ws {
+		e.stop(w)
+	}
+}
+
+// An interrupted tick is known as interrupted: run again with the attempt counting on (rerun, the default), or
+// never again (--on-interrupted skip), recorded as "interrupted".
+func TestE2EInterruptedRerunAndSkip(t *testing.T) {
+	e := setup(t)
+	handlerEnv := []string{"HANDLER_SLEEP=4s", "HANDLER_HEARTBEAT=1"}
+	flags := []string{"--exec", handlerBin, "--kill-grace", "1s"}
+	prod := e.producer()
+	slot := time.Now().Truncate(time.Second)
+	x := tick.New("long", slot, 0, 1)
+	y := tick.New("long", slot.Add(time.Second), 0, 1)
+
+	started := func(id string, n int) {
+		waitFor(t, 40*time.Second, fmt.Sprintf("start %d of %s", n, id), func() (bool, string) {
+			got := len(e.executions()[id])
+			return got >= n, fmt.Sprintf("%d starts", got)
+		})
+	}
+	a := e.start(handlerEnv, flags...)
+	e.emit(prod, e.tickRecord(x))
+	started(x.ID, 1)
+	e.kill9(a) // mid-run
+
+	b := e.start(handlerEnv, flags...) // rerun (default)
+	started(x.ID, 2)
+	e.waitAllOK([]string{x.ID}, 40*time.Second)
+	xs := e.executions()[x.ID]
+	if second := xs[1]; second.attempt != "2" || second.interrupted != "1" || second.worker != b.id {
+		t.Errorf("re-run of %s: attempt %s interrupted %s on %s, want 2, 1 on %s", x.ID, second.attempt, second.interrupted, second.worker, b.id)
+	}
+	if !xs[0].last.Before(xs[1].start) {
+		t.Errorf("runs of %s overlapped: first lived until %s, second started %s", x.ID, xs[0].last, xs[1].start)
+	}
+	if f0, f1 := atoi(xs[0].fence), atoi(xs[1].fence); f0 < 1 || f1 <= f0 {
+		t.Errorf("fencing token did not increase across owners: %s then %s", xs[0].fence, xs[1].fence)
+	}
+
+	e.emit(prod, e.tickRecord(y))
+	started(y.ID, 1)
+	e.kill9(b) // mid-run
+	c := e.start(handlerEnv, append(flags, "--on-interrupted", "skip")...)
+	var out worker.Outcome
+	waitFor(t, 60*time.Second, "the outcome of the interrupted tick", func() (bool, string) {
+		for _, r := range readAll(t, e.brokers, e.names.Results) {
+			var o worker.Outcome
+			if string(r.Key) == y.ID && jsonUnmarshal(r.Value, &o) == nil && o.Kind == "outcome" {
+				out = o
+			}
+		}
+		return out.Status != "", "no outcome yet"
+	})
+	if out.Status != worker.StatusInterrupted || out.Worker != c.id || !out.Interrupted {
+		t.Errorf("outcome of %s = %+v, want interrupted by %s", y.ID, out, c.id)
+	}
+	time.Sleep(2 * time.Second)
+	if n := len(e.executions()[y.ID]); n != 1 {
+		t.Errorf("%s ran %d times, want 1 (killed mid-run, then skipped)", y.ID, n)
+	}
+	e.stop(c)
+}
+
+func partitionOf(t *testing.T, id string, parts int) int32 {
+	t.Helper()
+	name, rest, ok := strings.Cut(id, "@")
+	if !ok {
+		t.Fatalf("tick id %q", id)
+	}
+	shard := 0
+	if _, s, ok := strings.Cut(rest, "#"); ok {
+		fmt.Sscan(s, &shard)
+	}
+	return tick.Partition(name, shard, parts)
+}
+
+func atoi(s string) int {
+	n := -1
+	fmt.Sscan(s, &n)
+	return n
+}

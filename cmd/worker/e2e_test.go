@@ -55,7 +55,8 @@ type env struct {
 
 	mu      sync.Mutex
 	procs   []*proc
-	killed  map[string]bool // worker IDs killed with SIGKILL
+	killed  map[string]bool      // worker IDs killed with SIGKILL
+	killAt  map[string]time.Time // when
 	started int
 }
 
@@ -74,7 +75,7 @@ func setup(t *testing.T) *env {
 	brokers := kafkatest.Brokers(t)
 	ns := kafkatest.NewNamespace(t)
 	cfg := kafka.Config{Brokers: brokers, Namespace: ns}
-	e := &env{t: t, ns: ns, brokers: brokers, names: cfg.Names(), dir: t.TempDir(), killed: map[string]bool{}}
+	e := &env{t: t, ns: ns, brokers: brokers, names: cfg.Names(), dir: t.TempDir(), killed: map[string]bool{}, killAt: map[string]time.Time{}}
 	e.log = filepath.Join(e.dir, "handler.log")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -142,6 +143,7 @@ func (e *env) start(handlerEnv []string, extra ...string) *proc {
 func (e *env) kill9(p *proc) {
 	e.mu.Lock()
 	e.killed[p.id] = true
+	e.killAt[p.id] = time.Now()
 	e.mu.Unlock()
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done

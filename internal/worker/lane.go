@@ -25,6 +25,7 @@ type lane struct {
 	ctx       context.Context // handlers' parent; ends on revocation, loss or the end of the grace period
 	cancel    context.CancelCauseFunc
 	done      chan struct{} // closed when run returns
+	adjusted  chan struct{} // closed once the group's start offset of the partition is settled (pinStart)
 	pending   sync.WaitGroup
 	ledger    *laneLedger // set by takeover
 
@@ -43,6 +44,7 @@ func (w *Worker) newLane(p int32) *lane {
 		ctx:       ctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
+		adjusted:  make(chan struct{}),
 		active:    true,
 	}
 }
@@ -50,6 +52,14 @@ func (w *Worker) newLane(p int32) *lane {
 func (l *lane) run() {
 	defer close(l.done)
 	w := l.w
+	// A partition new to the group gets its first commit (with the ledger position) from pinStart; wait for it,
+	// so that takeover reads the ledger from there and not from the start of the retained log.
+	select {
+	case <-l.adjusted:
+	case <-l.ctx.Done():
+		return
+	case <-time.After(30 * time.Second):
+	}
 	for try := 1; ; try++ {
 		err := l.takeover(l.ctx)
 		if err == nil {

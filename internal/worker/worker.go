@@ -534,6 +534,7 @@ func offsetsAttr(offsets map[string]map[int32]kgo.EpochOffset) map[int32]int64 {
 // this, a brand-new group that crashed before its first commit would resolve "latest" again on the next
 // assignment and skip the ticks written in between.
 func (w *Worker) pinStart(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	defer w.adjusted(offsets[w.names.Work])
 	cl := w.cl.Load()
 	var fresh []int32
 	for p, o := range offsets[w.names.Work] {
@@ -581,6 +582,21 @@ func (w *Worker) pinStart(ctx context.Context, offsets map[string]map[int32]kgo.
 		w.logger.Info("new group: pinned start offsets", "start", w.cfg.Start.String(), "offsets", offsetsAttr(commit))
 	}
 	return offsets, nil
+}
+
+// adjusted tells the lanes of parts that their start offsets are settled.
+func (w *Worker) adjusted(parts map[int32]kgo.Offset) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for p := range parts {
+		if l := w.lanes[p]; l != nil {
+			select {
+			case <-l.adjusted:
+			default:
+				close(l.adjusted)
+			}
+		}
+	}
 }
 
 // commitErr returns the first error of a commit: the request's or a partition's.

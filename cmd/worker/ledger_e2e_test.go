@@ -112,7 +112,8 @@ func TestE2ELedgerChurn(t *testing.T) {
 				at, wasKilled := e.killAt[prev.worker]
 				e.mu.Unlock()
 				if !wasKilled || at.Sub(prev.last) > 500*time.Millisecond || at.Before(prev.last.Add(-50*time.Millisecond)) {
-					t.Errorf("tick %s ran again (attempt %s on %s) after it had finished on %s", id, x.attempt, x.worker, prev.worker)
+					t.Errorf("tick %s ran again (attempt %s on %s) after it had finished on %s at %s (killed: %v at %s)", id, x.attempt, x.worker, prev.worker,
+						prev.last.Format("15:04:05.000"), wasKilled, at.Format("15:04:05.000"))
 				} else {
 					t.Logf("tick %s: %s was killed %s after its handler exited, before the outcome was written: run again", id, prev.worker, at.Sub(prev.last))
 				}

@@ -10,11 +10,12 @@
 // handler at once. The poll loop hands each partition's batch to its lane and pauses the partition until the lane
 // is done with it, so memory stays bounded by one batch per partition.
 //
-// Per record: decode (an undecodable record or an unknown major version goes to <ns>.dlq at once), check the
-// deadline (a tick that would start after tick.Tick.Deadline is skipped and recorded as skipped_late), run the
-// handler up to Config.MaxAttempts times with exponential backoff and jitter (an error marked Permanent is not
-// retried), dead-letter it when it never succeeded, write its outcome to <ns>.results (keyed by tick ID), and
-// only once the outcome is acknowledged mark the offset finished. A committer commits finished offsets as soon
+// Per record: consult the ledger (below), decode (an undecodable record or an unknown major version goes to
+// <ns>.dlq at once), check the deadline (a tick that would start after tick.Tick.Deadline is skipped and
+// recorded as skipped_late), run the handler up to Config.MaxAttempts times in this delivery with exponential
+// backoff and jitter (an error marked Permanent is not retried), dead-letter it when it never succeeded, write
+// its outcome to <ns>.results (keyed by tick ID), and only once the outcome is acknowledged mark the offset
+// finished. A committer commits finished offsets as soon
 // as they exist (commits coalesce under load).
 //
 // # Lane states
@@ -22,12 +23,13 @@
 //	assigned ──► running ──(batch done)──► idle (partition resumed) ──► running ...
 //	   │            │
 //	   │            ├─ revoked: cancel the in-flight handler (exec: SIGTERM/SIGKILL to its process group), wait,
-//	   │            │           commit what the lane finished, forget the lane; nothing is committed later
+//	   │            │           release it in the ledger, commit what the lane finished, forget the lane
 //	   │            ├─ lost:    cancel, wait, forget; nothing is committed (another member may own it already)
 //	   │            └─ shutdown: finish the current record (all its attempts) within Config.Grace, then cancel;
 //	   │                        write outcomes, commit, leave the group
 //
-// A cancelled record has no outcome and is not committed: the partition's next owner runs it again.
+// A cancelled record has no outcome and is not committed: the partition's next owner finds it released (or
+// started) in the ledger and runs it again as an interrupted tick.
 //
 // # Start offset of a new group
 //
@@ -39,21 +41,64 @@
 // worker that crashes before finishing its first tick does not resolve "latest" again later and skip the ticks
 // written in between. An offset that fell out of the log (retention) resumes at the log start.
 //
+// # The execution ledger
+//
+// Offsets alone cannot say which ticks above a partition's committed offset already ran: commits are refused
+// for as long as a classic-protocol rebalance lasts (after a crash, until the dead member's session expires),
+// while live workers keep running ticks. So every lane also keeps a ledger, in <ns>.results: results partition
+// p is work partition p's ledger (the results topic must have at least as many partitions as the work topic),
+// one ordered log of claim, started, released and outcome entries (internal/ledger). A lane's life:
+//
+//	assigned ─► takeover ─► for each record: ledger says ─┬─ outcome:  not run again; committed past
+//	                                                      ├─ started:  interrupted ─► wait until surely over ─┐
+//	                                                      ├─ released: interrupted ───────────────────────────┤
+//	                                                      └─ nothing ─────────────────────────────────────────┤
+//	                                                           ┌──────────────────────────────────────────────┘
+//	                                                           ▼
+//	                        write started, read it back (no foreign claim before it) ─► run handler under lease
+//	                        ─► write outcome ─► once acknowledged, the offset may be committed
+//
+// Takeover. The lane reads the committed offset's metadata ("tickgroup-ledger/1 from=<ledger offset>
+// fence=<token>", written with every commit), starts reading the ledger partition at from, writes a claim with
+// token fence+1 and reads up to its own claim. It then knows every entry written before its claim, by every
+// former owner, about every tick at or above the committed offset. A tick with an outcome is skipped and
+// committed past; it never runs again, however long the commits were refused.
+//
+// Fencing by log order. Only the latest claim's writer may start ticks: a lane confirms each started entry by
+// reading the ledger back up to it, and a claim of another worker before it means the lane was replaced; it
+// then stops without starting the handler. A worker frozen (SIGSTOP) past its session therefore cannot start
+// anything when it wakes: it reads the newer claim first. The claim tokens strictly increase; the lane's
+// token is the handler's fencing token (Attempt.Fence, TICK_FENCE, the Tickgroup-Fence header) for downstream
+// stores that want to refuse a zombie's writes.
+//
+// Leases: two runs of one tick never overlap. A running handler holds a lease (Config.Lease) that the lane
+// renews, every Lease/5, only by writing a claim renewal and reading it back with no foreign claim before it;
+// the lease then runs until the renewal's send time plus Lease. A handler whose lease runs out is cancelled,
+// and an exec handler's supervisor process kills its process group at the lease's end by itself, even when the
+// worker is frozen; when the worker dies, the supervisor kills the group at once. Any proof a former owner
+// wrote was sent before the new owner's claim was appended, so every run of a former owner is over by the new
+// claim's acknowledgement plus Lease (plus Config.MaxClockSkew between the hosts). That is how long a new owner
+// waits before it decides about a tick that a former owner started and did not finish, unless the former
+// owner's own outcome or release arrives first (a worker that loses a partition gracefully releases what it
+// cancelled, so that its next owner need not wait).
+//
+// Interrupted ticks: started (or released) with no outcome. Config.OnInterrupted decides: rerun (the default)
+// runs the tick again, with Attempt.N counting on from the former owners' attempts and Attempt.Interrupted set
+// (TICK_INTERRUPTED=1); skip records the outcome "interrupted" and never runs it again (at most once).
+//
 // # Guarantees, honestly
 //
-//   - Every committed tick has run to an outcome (ok, failed, skipped_late or dead_lettered) and that outcome is
-//     in <ns>.results. No tick is lost: an offset is committed only after its record is finished.
-//   - At-least-once for handlers with external effects (exec, http): a worker that crashes after a handler's
-//     effect and before the commit, or a partition revoked mid-run, means the tick runs again elsewhere. Handlers
-//     should use the tick ID as an idempotency key (the http handler sends it as Idempotency-Key).
+//   - No tick is lost: an offset is committed only after its record has an acknowledged outcome (ok, failed,
+//     skipped_late, dead_lettered or interrupted) in <ns>.results.
+//   - A tick with an outcome never runs again: not after a graceful stop, a kill -9, a rebalance of any length,
+//     a broker restart or a worker that wakes from SIGSTOP.
+//   - Two runs of one tick never overlap (leases, above), and a re-run only follows a run that was cut off.
+//   - What still can run twice (with rerun): a tick whose handler had its effect and whose worker died or was
+//     cut off before the outcome was acknowledged. The re-run carries TICK_INTERRUPTED=1, a higher TICK_ATTEMPT
+//     and a higher TICK_FENCE; the tick ID is the idempotency key. With skip such a tick runs at most once.
 //   - Exactly-once for forward mode: the forwarded record, the outcome and the consumed offsets are one Kafka
 //     transaction (kgo.GroupTransactSession), so a read_committed reader of the forward topic sees each tick
 //     once. Each forwarding process has its own transactional ID; KIP-447 fencing through the group generation
-//     stops a zombie.
-//   - Attempts are counted within one delivery: TICK_ATTEMPT (and the attempt argument of Handle) starts at 1
-//     each time a worker receives the tick. Offsets alone cannot tell a worker that a previous owner already
-//     started the tick, so after a crash or a revocation a tick can run again with attempt 1. Such re-executions
-//     are limited to ticks that were in flight (started, no outcome committed) at the crash. Outcome records make
-//     them visible: a tick with two outcome records, or an execution without one, ran more than once.
-//   - Dead letters are written before the commit, so a crash in between can dead-letter a record twice.
+//     stops a zombie. Forward mode keeps no started entries: it has no external effect to interrupt.
+//   - Dead letters are written before the outcome, so a crash in between can dead-letter a record twice.
 package worker

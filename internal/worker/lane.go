@@ -200,13 +200,16 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a Attemp
 	ls := &lease{}
 	ls.extend(until)
 	hctx, cancel := context.WithCancelCause(ctx)
-	stop, stopped := make(chan struct{}), make(chan struct{})
+	// The renewals run under their own context, ended as soon as the handler returns: a renewal in flight must
+	// not hold back the outcome.
+	lctx, stopLease := context.WithCancel(hctx)
+	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		l.keepLease(hctx, ls, stop, cancel)
+		l.keepLease(lctx, ls, cancel)
 	}()
 	end := func(herr error) {
-		close(stop)
+		stopLease()
 		<-stopped
 		cause := context.Cause(hctx)
 		cancel(nil)

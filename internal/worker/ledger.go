@@ -362,17 +362,15 @@ func (l *lane) renew(ctx context.Context) (time.Time, error) {
 	return sent.Add(w.cfg.Lease), nil
 }
 
-// keepLease renews ls while an attempt runs, until stop is closed. When the lease cannot be renewed before it
-// ends, or another worker claimed the partition, it cancels the attempt (an exec handler's supervisor kills
-// the process group at the lease's end by itself, even if this process is frozen).
-func (l *lane) keepLease(ctx context.Context, ls *lease, stop <-chan struct{}, cancel context.CancelCauseFunc) {
+// keepLease renews ls while an attempt runs, until ctx ends. When the lease cannot be renewed before it ends,
+// or another worker claimed the partition, it cancels the attempt (an exec handler's supervisor kills the
+// process group at the lease's end by itself, even if this process is frozen).
+func (l *lane) keepLease(ctx context.Context, ls *lease, cancel context.CancelCauseFunc) {
 	every := max(l.w.cfg.Lease/5, 10*time.Millisecond)
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
 	for {
 		select {
-		case <-stop:
-			return
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
@@ -381,6 +379,8 @@ func (l *lane) keepLease(ctx context.Context, ls *lease, stop <-chan struct{}, c
 		until, err := l.renew(rctx)
 		rcancel()
 		switch {
+		case ctx.Err() != nil:
+			return
 		case errors.Is(err, errFenced):
 			cancel(errFenced)
 			return

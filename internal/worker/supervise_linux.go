@@ -15,8 +15,9 @@ package worker
 //     until Wait returns, because the signal follows the thread that forked, not the process;
 //   - fd 3 is the lease pipe: the worker writes the lease deadline as 8 bytes of big-endian Unix nanoseconds (0:
 //     none) before the start, whenever it changes and every leaseResend; EOF means the worker is gone;
-//   - fd 4 is the status pipe: the supervisor writes "ok <program pid>" or "error <why the program did not
-//     start>" and closes it.
+//   - fd 4 is the status pipe, one line per event: first "ok <program pid>" or "error <why the program did not
+//     start>", later "lease-expired" just before the supervisor kills the group for that reason; the supervisor
+//     never closes it, so the worker reads it to EOF, which comes when the supervisor is gone.
 //
 // The supervisor checks that its parent is still the worker (it may have died before the parent-death signal was
 // armed), starts the program with the environment minus the marker, the same stdin, stdout and stderr, then
@@ -26,16 +27,16 @@ package worker
 // plus the signal number.
 
 import (
+	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -72,7 +73,8 @@ type group struct {
 	leaseW    *os.File
 	stop      chan struct{}
 	stopped   chan struct{}
-	expired   atomic.Bool
+	events    chan []string // the status lines after "ok", once the supervisor is gone
+	expired   bool
 }
 
 // startGroup starts the supervisor, which starts the program at path. It returns once the program runs, or
@@ -88,7 +90,6 @@ func startGroup(path string, argv, env []string, stdin, out *os.File, l *lease) 
 		leaseW.Close()
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
-	defer statusR.Close()
 	g := &group{l: l, leaseW: leaseW, stop: make(chan struct{}), stopped: make(chan struct{})}
 	// Written before the start, so the supervisor knows the deadline before the program runs. A pipe holds far
 	// more than 8 bytes, so this does not block.
@@ -118,9 +119,11 @@ func startGroup(path string, argv, env []string, stdin, out *os.File, l *lease) 
 		return nil, fmt.Errorf("starting exec supervisor for %s: %w", argv[0], err)
 	}
 	g.pgid = g.cmd.Process.Pid
-	status, _ := io.ReadAll(statusR) // EOF once the program runs, or the supervisor is gone
-	verdict, detail, _ := strings.Cut(strings.TrimSpace(string(status)), " ")
+	status := bufio.NewReader(statusR)
+	first, _ := status.ReadString('\n') // "" when the supervisor died first
+	verdict, detail, _ := strings.Cut(strings.TrimSpace(first), " ")
 	if verdict != "ok" {
+		statusR.Close()
 		werr := g.cmd.Wait()
 		leaseW.Close()
 		if verdict == "error" {
@@ -129,6 +132,21 @@ func startGroup(path string, argv, env []string, stdin, out *os.File, l *lease) 
 		return nil, fmt.Errorf("starting %s: the exec supervisor exited before the program started: %v", argv[0], werr)
 	}
 	g.pid, _ = strconv.Atoi(detail)
+	g.events = make(chan []string, 1)
+	go func() {
+		defer statusR.Close()
+		var lines []string
+		for {
+			line, err := status.ReadString('\n')
+			if line = strings.TrimSpace(line); line != "" {
+				lines = append(lines, line)
+			}
+			if err != nil {
+				g.events <- lines
+				return
+			}
+		}
+	}()
 	go g.sendLease(last)
 	return g, nil
 }
@@ -175,24 +193,14 @@ func (g *group) awaitExit() {
 // wait reaps the supervisor and stops feeding it the lease.
 func (g *group) wait() error {
 	err := g.cmd.Wait()
-	if g.l != nil {
-		if d := leaseNanos(g.l); d != 0 && time.Now().UnixNano() >= d {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				// The supervisor kills its group, itself included, when the lease runs out.
-				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-					g.expired.Store(true)
-				}
-			}
-		}
-	}
+	g.expired = slices.Contains(<-g.events, "lease-expired") // EOF: the supervisor is gone
 	close(g.stop)
 	<-g.stopped
 	g.leaseW.Close()
 	return err
 }
 
-func (g *group) leaseExpired() bool { return g.expired.Load() }
+func (g *group) leaseExpired() bool { return g.expired }
 
 // leaseNanos is l's deadline in Unix nanoseconds, 0 for none (no lease, or one not set yet).
 func leaseNanos(l *lease) int64 {
@@ -220,8 +228,9 @@ func supervise(workerPid string) int {
 	syscall.CloseOnExec(statusFD)
 	status := os.NewFile(statusFD, "status")
 	fail := func(format string, args ...any) int {
-		fmt.Fprintf(status, "error "+format+"\n", args...)
-		status.Close()
+		msg := fmt.Sprintf(format, args...)
+		fmt.Fprintf(status, "error %s\n", msg)
+		fmt.Fprintf(os.Stderr, "%s: %s\n", supervisorName, msg)
 		return 127
 	}
 	ppid, err := strconv.Atoi(workerPid)
@@ -244,7 +253,6 @@ func supervise(workerPid string) int {
 		return fail("%v", err)
 	}
 	fmt.Fprintf(status, "ok %d\n", cmd.Process.Pid)
-	status.Close()
 
 	exited := make(chan *os.ProcessState, 1)
 	go func() {
@@ -297,6 +305,7 @@ func supervise(workerPid string) int {
 		case <-timer.C:
 			// Wall clock, as the worker's: the lease is a time on this host's clock, not a duration.
 			if deadline != 0 && time.Now().UnixNano() >= deadline {
+				fmt.Fprintf(status, "lease-expired\n")
 				fmt.Fprintf(os.Stderr, "%s: lease expired at %s without renewal; killing the process group\n",
 					supervisorName, time.Unix(0, deadline).UTC().Format(time.RFC3339Nano))
 				killGroup()

@@ -248,3 +248,63 @@ func procState(pid int) string {
 	}
 	return rest[:1]
 }
+
+func TestExecSIGTERMReachesProgramThroughSupervisor(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	h, err := NewExecHandler(ExecConfig{
+		Command:   `sh -c 'trap "echo got-term; exit 0" TERM; sleep 30 & wait'`,
+		KillGrace: 10 * time.Second,
+	}, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := h.Handle(ctx, testTick(), Attempt{N: 1}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Handle: got %v, want the context's deadline", err)
+	}
+	// Well within KillGrace: the program obeyed SIGTERM, and the supervisor, which caught it, exited with it.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Handle took %s", d)
+	}
+	if got := logs.String(); !strings.Contains(got, "got-term") || !strings.Contains(got, "signal=SIGTERM") {
+		t.Errorf("logs:\n%s\nwant the program's SIGTERM trap output and signal=SIGTERM", got)
+	}
+}
+
+func TestExecSupervisorRefusesAnotherParent(t *testing.T) {
+	t.Parallel()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer statusR.Close()
+	leaseR, leaseW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leaseW.Close()
+	marker := filepath.Join(t.TempDir(), "ran")
+	// Started by this test, not by the worker it names (pid 1): the worker is taken for dead.
+	cmd := exec.Command(os.Args[0], "/bin/sh", "sh", "-c", "touch "+marker)
+	cmd.Args[0] = supervisorName
+	cmd.Env = append(os.Environ(), supervisorEnv+"=1")
+	cmd.ExtraFiles = []*os.File{leaseR, statusW}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	leaseR.Close()
+	statusW.Close()
+	var status bytes.Buffer
+	_, _ = status.ReadFrom(statusR)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 127 || !strings.Contains(status.String(), "error the worker (pid 1) is gone") {
+		t.Fatalf("got %v, status %q; want exit 127 and an error status", err, status.String())
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the program ran although its worker was gone")
+	}
+}

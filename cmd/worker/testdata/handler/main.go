@@ -1,5 +1,6 @@
 // Command handler is the e2e tests' exec handler. It appends "start <TICK_ID> <TICK_ATTEMPT> <pid> <ppid>" to
 // $HANDLER_LOG, sleeps $HANDLER_SLEEP, decides, and appends "done <TICK_ID> <TICK_ATTEMPT> <pid> <ppid> ok|fail".
+// <ppid> is the worker's pid: on Linux the handler's parent is the worker's exec supervisor, so its parent.
 // Each line is one O_APPEND write, so concurrent handlers never interleave. Schedules named flaky* fail their
 // first two attempts; schedules named broken* always fail.
 package main
@@ -7,6 +8,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +21,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	who := fmt.Sprintf("%s %s %d %d", id, attempt, os.Getpid(), os.Getppid())
+	who := fmt.Sprintf("%s %s %d %d", id, attempt, os.Getpid(), workerPid())
 	_, _ = f.WriteString("start " + who + "\n")
 	if d, err := time.ParseDuration(os.Getenv("HANDLER_SLEEP")); err == nil {
 		time.Sleep(d)
@@ -35,4 +37,26 @@ func main() {
 		fmt.Println("failing on purpose")
 		os.Exit(1)
 	}
+}
+
+// workerPid is the parent's pid, or the grandparent's when the parent is the worker's exec supervisor.
+func workerPid() int {
+	ppid := os.Getppid()
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(ppid), "cmdline"))
+	if err != nil || !strings.HasPrefix(string(cmdline), "tickgroup-exec-supervisor\x00") {
+		return ppid
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(ppid), "stat"))
+	if err != nil {
+		return ppid
+	}
+	// pid (comm) state ppid ...; comm may hold spaces, so split after its closing parenthesis.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 2 {
+		return ppid
+	}
+	if gp, err := strconv.Atoi(fields[1]); err == nil {
+		return gp
+	}
+	return ppid
 }

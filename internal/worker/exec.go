@@ -263,8 +263,9 @@ func (h *ExecHandler) run(ctx context.Context, path string, env []string, payloa
 			_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 		}
 	}()
-	// Every signal to the group is sent between the group leader's exit and its reaping: until it is reaped, its
-	// pid (the group's ID) cannot be reused, so a signal never reaches an unrelated group.
+	// On Linux every signal to the group is sent between the group leader's exit and its reaping (awaitExit does
+	// not reap): until then its pid, which is the group's ID, cannot be reused, so a signal never reaches an
+	// unrelated group.
 	p.awaitExit()
 	close(exited)
 	r := &result{pid: p.pid, signal: <-signalled}

@@ -45,7 +45,7 @@ func TestSASLPasswordNeverLogged(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(time.Second) //nolint:forbidigo // more log lines to check (election, leadership), not a condition
+	time.Sleep(time.Second) // more log lines to check (election, leadership), not a condition
 	cancel()
 	select {
 	case err := <-done:

@@ -47,7 +47,7 @@ func TestSASLPasswordNeverLogged(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond) //nolint:forbidigo // more log lines to check, not a condition to wait for
+	time.Sleep(500 * time.Millisecond) // more log lines to check, not a condition to wait for
 	cancel()
 	select {
 	case err := <-done:

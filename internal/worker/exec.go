@@ -165,6 +165,10 @@ func (h *ExecHandler) Handle(ctx context.Context, t tick.Tick, a Attempt) error 
 		return Permanent(fmt.Errorf("starting %s: %w", h.argv[0], err))
 	}
 	env := append(append([]string(nil), h.cfg.Env...), Env(t, a)...)
+	if d := leaseNanos(leaseFrom(ctx)); d != 0 && time.Now().UnixNano() >= d {
+		// The supervisor would kill the program at once; the partition's next owner may be running the tick.
+		return fmt.Errorf("running %s: lease expired before the start", h.argv[0])
+	}
 
 	// The goroutine that starts the process must also wait for it, on one OS thread: on Linux the supervisor's
 	// parent-death signal fires when the thread that forked it exits, not the process.
@@ -278,6 +282,14 @@ func (h *ExecHandler) run(ctx context.Context, path string, env []string, payloa
 	<-copied
 	r.output, r.dropped = out.String(), out.droppedBytes()
 	return r, err
+}
+
+// leaseNanos is l's deadline in Unix nanoseconds, 0 for none (no lease, or one not set yet).
+func leaseNanos(l *lease) int64 {
+	if l == nil {
+		return 0
+	}
+	return l.unixNano.Load()
 }
 
 // capWriter keeps the first limit bytes written to it and counts the rest. The lock lets Handle read it while

@@ -84,8 +84,10 @@ func (h *HTTPHandler) Handle(ctx context.Context, t tick.Tick, a Attempt) error 
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
 		return fmt.Errorf("posting tick: %s: %s", resp.Status, bytes.TrimSpace(snippet))
 	case code >= 300 && code < 400:
-		return Permanent(fmt.Errorf("posting tick: %s: redirect to %q not followed (point the handler at the final URL)",
-			resp.Status, resp.Header.Get("Location")))
+		if loc := resp.Header.Get("Location"); loc != "" {
+			return Permanent(fmt.Errorf("posting tick: %s: redirect to %s not followed (configure the final URL)", resp.Status, loc))
+		}
+		return Permanent(fmt.Errorf("posting tick: %s: redirects are not followed", resp.Status))
 	case code >= 400:
 		return Permanent(fmt.Errorf("posting tick: %s: %s", resp.Status, bytes.TrimSpace(snippet)))
 	default:

@@ -202,14 +202,6 @@ func (g *group) wait() error {
 
 func (g *group) leaseExpired() bool { return g.expired }
 
-// leaseNanos is l's deadline in Unix nanoseconds, 0 for none (no lease, or one not set yet).
-func leaseNanos(l *lease) int64 {
-	if l == nil {
-		return 0
-	}
-	return l.unixNano.Load()
-}
-
 func writeLease(w io.Writer, unixNano int64) error {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(unixNano))

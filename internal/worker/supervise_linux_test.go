@@ -308,3 +308,20 @@ func TestExecSupervisorRefusesAnotherParent(t *testing.T) {
 		t.Error("the program ran although its worker was gone")
 	}
 }
+
+func TestExecLeaseExpiredBeforeStart(t *testing.T) {
+	t.Parallel()
+	marker := filepath.Join(t.TempDir(), "ran")
+	h, err := NewExecHandler(ExecConfig{Command: "touch " + marker}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &lease{}
+	l.extend(time.Now().Add(-time.Second))
+	if err := h.Handle(withLease(context.Background(), l), testTick(), Attempt{N: 1}); err == nil || !strings.Contains(err.Error(), "lease expired") {
+		t.Fatalf("Handle: got %v, want a lease expired error", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the program ran on an expired lease")
+	}
+}

@@ -5,6 +5,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -324,4 +326,78 @@ func TestExecLeaseExpiredBeforeStart(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the program ran on an expired lease")
 	}
+}
+
+// TestExecConcurrentAttemptsShareNoPipes runs attempts side by side: a program must hold no pipe of the worker
+// beyond its standard streams (another attempt's lease pipe would keep that supervisor from seeing EOF). Fds
+// the test process itself inherited without close-on-exec are passed on to every child, as before.
+func TestExecConcurrentAttemptsShareNoPipes(t *testing.T) {
+	t.Parallel()
+	inherited := map[string]bool{}
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil {
+			inherited[target] = true
+		}
+	}
+	var logs syncedBuffer
+	h, err := NewExecHandler(ExecConfig{
+		// ls, a child of the shell, lists the shell's fds: a glob would show the directory the shell itself reads.
+		Command: `sh -c 'sleep 0.2; ls -l /proc/$$/fd'`,
+	}, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- h.Handle(context.Background(), testTick(), Attempt{N: 1}) }()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lines []string
+	for _, rec := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var entry struct{ Output string }
+		if err := json.Unmarshal([]byte(rec), &entry); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, strings.Split(entry.Output, "\n")...)
+	}
+	for _, line := range lines {
+		// "lr-x------ 1 user group 64 Dec  1 10:09 3 -> pipe:[102405]"
+		before, target, ok := strings.Cut(line, " -> ")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(before)
+		if fd, _ := strconv.Atoi(f[len(f)-1]); fd > 2 && !inherited[target] {
+			t.Errorf("a program holds %s (fd %d), which the test process did not have before the attempts", target, fd)
+		}
+	}
+	if len(lines) < n {
+		t.Errorf("only %d output lines of %d programs: %q", len(lines), n, lines)
+	}
+}
+
+type syncedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncedBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncedBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

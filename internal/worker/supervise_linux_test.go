@@ -93,6 +93,12 @@ func startFakeWorker(t *testing.T) (*exec.Cmd, []int) {
 			t.Fatalf("pid %d of %v is not running before the test", pid, pids)
 		}
 	}
+	t.Cleanup(func() {
+		if !allDead(pids) {
+			// The test failed: do not leave the group running on the machine.
+			_ = syscall.Kill(-pids[2], syscall.SIGKILL)
+		}
+	})
 	return cmd, pids
 }
 

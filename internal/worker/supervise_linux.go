@@ -124,6 +124,9 @@ func startGroup(path string, argv, env []string, stdin, out *os.File, l *lease) 
 	verdict, detail, _ := strings.Cut(strings.TrimSpace(first), " ")
 	if verdict != "ok" {
 		statusR.Close()
+		// A supervisor killed between starting the program and reporting it leaves the program in the group.
+		g.awaitExit()
+		_ = syscall.Kill(-g.pgid, syscall.SIGKILL)
 		werr := g.cmd.Wait()
 		leaseW.Close()
 		if verdict == "error" {

@@ -26,10 +26,13 @@ const usageHead = `Usage: worker run (--exec 'PROGRAM ARGS' | --http URL | --for
 
 Consumes the work topic <ns>.work in group <ns>.workers (read_committed) and runs every tick:
   --exec     runs PROGRAM without a shell (arguments split with shell-like quoting, no expansion), with
-             TICK_ID, TICK_SCHEDULE, TICK_SLOT, TICK_SLOT_UNIX_MS, TICK_SHARD, TICK_SHARDS, TICK_ATTEMPT and
-             TICK_PAYLOAD in its environment and the payload on stdin; exit status 0 is success
-  --http     POSTs the tick JSON with an Idempotency-Key: <tick ID> header; 2xx success, 4xx permanent failure
-             (except 408 and 429), 5xx and timeouts are retried
+             TICK_ID, TICK_SCHEDULE, TICK_SLOT, TICK_SLOT_UNIX_MS, TICK_SHARD, TICK_SHARDS, TICK_ATTEMPT,
+             TICK_FENCE, TICK_INTERRUPTED and TICK_PAYLOAD in its environment and the payload on stdin; exit
+             status 0 is success. It gets the worker's environment without any TICKGROUP_* variable (they hold
+             the worker's settings and secrets), or only the variables --exec-env lists. Its process group is
+             killed when it exits, when the attempt ends, and (Linux) when the worker dies or freezes
+  --http     POSTs the tick JSON with an Idempotency-Key: <tick ID> header; 2xx success, 3xx (redirects are
+             not followed) and 4xx permanent failure (except 408 and 429), 5xx and timeouts are retried
   --forward  republishes each tick to TOPIC in a transaction with the consumed offsets (exactly-once)
 
 Failed ticks are retried with backoff up to --max-attempts, then written to <ns>.dlq. Outcomes go to
@@ -41,6 +44,7 @@ Exit status: 0 clean stop, 1 error, 2 bad usage.`
 type runFlags struct {
 	common       cli.Common
 	exec         string
+	execEnv      string
 	http         string
 	forward      string
 	concurrency  int
@@ -81,6 +85,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.SetOutput(stderr)
 	f.common.Register(fs, ":9102")
 	fs.StringVar(&f.exec, "exec", "", "program and arguments to run per tick, split like a shell would, without a shell")
+	fs.StringVar(&f.execEnv, "exec-env", "", "comma-separated variables the --exec program may see, a trailing * matches a prefix (AWS_*); TICKGROUP_* never passes (default: all but TICKGROUP_*)")
 	fs.StringVar(&f.http, "http", "", "URL to POST each tick to")
 	fs.StringVar(&f.forward, "forward", "", "topic to republish each tick to, exactly once (created when missing)")
 	fs.IntVar(&f.concurrency, "concurrency", worker.DefaultConcurrency, "how many partitions may run a handler at once")
@@ -138,7 +143,12 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	var handler worker.Handler
 	switch {
 	case f.exec != "":
-		h, err := worker.NewExecHandler(worker.ExecConfig{Command: f.exec, OutputLimit: f.outputLimit, KillGrace: f.killGrace}, logger)
+		h, err := worker.NewExecHandler(worker.ExecConfig{
+			Command:     f.exec,
+			OutputLimit: f.outputLimit,
+			KillGrace:   f.killGrace,
+			EnvAllow:    splitList(f.execEnv),
+		}, logger)
 		if err != nil {
 			return cli.UsageError{Err: fmt.Errorf("--exec: %w", err)}
 		}
@@ -187,6 +197,17 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	g.Go(func() error { return w.Run(gctx) })
 	return g.Wait()
+}
+
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // prepareTopics creates the namespace's topics (so a worker started before any ticker works) and the forward

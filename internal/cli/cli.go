@@ -63,7 +63,8 @@ func (c *Common) Register(fs *flag.FlagSet, metricsAddr string) {
 	fs.BoolVar(&c.Kafka.TLS.InsecureSkipVerify, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates (testing only)")
 	fs.StringVar(&c.Kafka.SASL.Mechanism, "sasl-mechanism", "", "SASL mechanism: plain, scram-sha-256 or scram-sha-512 (empty: no SASL)")
 	fs.StringVar(&c.Kafka.SASL.Username, "sasl-username", "", "SASL user name")
-	fs.StringVar(&c.Kafka.SASL.Password, "sasl-password", "", "SASL password (prefer the TICKGROUP_SASL_PASSWORD variable)")
+	fs.StringVar(&c.Kafka.SASL.Password, "sasl-password", "", "SASL password (prefer --sasl-password-file, or the TICKGROUP_SASL_PASSWORD variable)")
+	fs.StringVar(&c.Kafka.SASL.PasswordFile, "sasl-password-file", "", "file holding the SASL password, read at start, trailing newline dropped (not with --sasl-password)")
 }
 
 // Finish completes the configuration after parsing and checks it.
@@ -78,6 +79,9 @@ func (c *Common) Finish() error {
 		return Usagef("--brokers: at least one broker is needed")
 	}
 	if err := c.Kafka.Validate(); err != nil {
+		return UsageError{err}
+	}
+	if err := c.Kafka.ReadPasswordFile(); err != nil {
 		return UsageError{err}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {

@@ -5,6 +5,7 @@ package kafka
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,7 +49,59 @@ type SASLConfig struct {
 	// Mechanism is "", "plain", "scram-sha-256" or "scram-sha-512".
 	Mechanism          string
 	Username, Password string
+	// PasswordFile names a file holding the password (a trailing newline is dropped), so that the secret is in
+	// neither the command line nor the environment, where ps and child processes could see it. It is read by
+	// ReadPasswordFile, once at start; giving both Password and PasswordFile is an error.
+	PasswordFile string
 }
+
+// String shows the settings without the password, so that printing a Config (%v, %+v) never leaks it.
+func (s SASLConfig) String() string {
+	return fmt.Sprintf("{Mechanism:%s Username:%s Password:%s PasswordFile:%s}", s.Mechanism, s.Username, redacted(s.Password), s.PasswordFile)
+}
+
+// LogValue is String for slog.
+func (s SASLConfig) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("mechanism", s.Mechanism), slog.String("username", s.Username),
+		slog.String("password", redacted(s.Password)), slog.String("password_file", s.PasswordFile))
+}
+
+// MarshalJSON is String for encoding/json (slog's JSON handler marshals a Config that way).
+func (s SASLConfig) MarshalJSON() ([]byte, error) {
+	type plain SASLConfig // without the methods
+	s.Password = redacted(s.Password)
+	return json.Marshal(plain(s))
+}
+
+func redacted(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return "REDACTED"
+}
+
+// ReadPasswordFile loads SASL.PasswordFile, if set, into SASL.Password and clears PasswordFile.
+func (c *Config) ReadPasswordFile() error {
+	if c.SASL.PasswordFile == "" {
+		return nil
+	}
+	if c.SASL.Password != "" {
+		return errSASLPasswordTwice
+	}
+	b, err := os.ReadFile(c.SASL.PasswordFile)
+	if err != nil {
+		// The error names the file, never its content.
+		return fmt.Errorf("sasl: reading password file: %w", err)
+	}
+	pass := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if pass == "" {
+		return fmt.Errorf("sasl: password file %s is empty", c.SASL.PasswordFile)
+	}
+	c.SASL.Password, c.SASL.PasswordFile = pass, ""
+	return nil
+}
+
+var errSASLPasswordTwice = errors.New("sasl: a password and a password file are mutually exclusive")
 
 // DefaultNamespace is the namespace when none is configured.
 const DefaultNamespace = "tickgroup"
@@ -103,6 +156,9 @@ func (c Config) Validate() error {
 	case "", "plain", "scram-sha-256", "scram-sha-512":
 	default:
 		return fmt.Errorf("sasl mechanism %q: want plain, scram-sha-256 or scram-sha-512", c.SASL.Mechanism)
+	}
+	if c.SASL.Password != "" && c.SASL.PasswordFile != "" {
+		return errSASLPasswordTwice
 	}
 	if c.SASL.Mechanism != "" && c.SASL.Username == "" {
 		return errors.New("sasl: a username is required")

@@ -2,12 +2,15 @@ package worker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,8 +30,14 @@ type ExecConfig struct {
 	// KillGrace is how long a process group has between SIGTERM and SIGKILL once its attempt is cancelled or
 	// timed out. Defaults to 5s.
 	KillGrace time.Duration
-	// Env is the base environment, before the TICK_* variables. Defaults to os.Environ().
+	// Env is the base environment, before the TICK_* variables. Defaults to os.Environ(). Its TICKGROUP_*
+	// variables are always dropped: they configure the worker and carry its secrets (SASL passwords).
 	Env []string
+	// EnvAllow, when not empty, lists the only variables of Env that reach the program: exact names, or
+	// prefixes ending in '*' ("AWS_*"). TICKGROUP_* variables never pass, even when a pattern matches them; an
+	// entry naming one is an error. The TICK_* variables of the attempt are always set. Defaults to every
+	// variable.
+	EnvAllow []string
 }
 
 // Defaults of ExecConfig.
@@ -37,14 +46,26 @@ const (
 	DefaultKillGrace   = 5 * time.Second
 )
 
+// secretPrefix starts the names of the worker's own variables, which handlers never see.
+const secretPrefix = "TICKGROUP_"
+
 // ExecHandler runs a program per tick, without a shell.
 //
-// The program gets the parent's environment plus TICK_ID, TICK_SCHEDULE, TICK_SLOT (RFC 3339, UTC),
-// TICK_SLOT_UNIX_MS, TICK_SHARD, TICK_SHARDS, TICK_ATTEMPT and TICK_PAYLOAD, and the payload on its standard
-// input. Exit status 0 is success; anything else is a retryable failure. It runs in its own process group: when
-// the attempt's context ends (timeout, revocation, shutdown) the whole group gets SIGTERM, then SIGKILL after
-// KillGrace, so helpers the program started do not outlive it. Standard output and error are captured up to
-// OutputLimit and logged with the tick ID.
+// The program gets the worker's environment without its TICKGROUP_* variables (restricted further to
+// ExecConfig.EnvAllow when set) plus TICK_ID, TICK_SCHEDULE, TICK_SLOT (RFC 3339, UTC), TICK_SLOT_UNIX_MS,
+// TICK_SHARD, TICK_SHARDS, TICK_ATTEMPT, TICK_FENCE, TICK_INTERRUPTED (1 or 0) and TICK_PAYLOAD, and the payload
+// on its standard input. Exit status 0 is success, even when a helper the program started still holds its
+// output; anything else is a retryable failure.
+//
+// The program runs in its own process group, and the whole group goes when the attempt does:
+//   - when the attempt's context ends (timeout, revocation, shutdown) the group gets SIGTERM, then SIGKILL after
+//     KillGrace;
+//   - when the program exits, whatever is left of the group (background helpers) gets SIGKILL at once;
+//   - on Linux a small supervisor process (this binary, re-executed) sits between the worker and the program
+//     and kills the group when the worker dies (even by SIGKILL) or when the attempt's lease runs out without
+//     renewal (a frozen worker whose partition may already run the tick elsewhere). See supervise_linux.go.
+//
+// Standard output and error are captured up to OutputLimit and logged with the tick ID.
 type ExecHandler struct {
 	argv   []string
 	cfg    ExecConfig
@@ -60,6 +81,17 @@ func NewExecHandler(cfg ExecConfig, logger *slog.Logger) (*ExecHandler, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("exec command: empty")
 	}
+	for _, pat := range cfg.EnvAllow {
+		name := strings.TrimSuffix(pat, "*")
+		switch {
+		case name == "" && pat == "":
+			return nil, errors.New("exec env allow-list: empty name")
+		case strings.ContainsAny(name, "=*"):
+			return nil, fmt.Errorf("exec env allow-list %q: want a name or a prefix ending in '*'", pat)
+		case strings.HasPrefix(name, secretPrefix):
+			return nil, fmt.Errorf("exec env allow-list %q: %s* variables are never passed to handlers", pat, secretPrefix)
+		}
+	}
 	if cfg.OutputLimit <= 0 {
 		cfg.OutputLimit = DefaultOutputLimit
 	}
@@ -67,10 +99,37 @@ func NewExecHandler(cfg ExecConfig, logger *slog.Logger) (*ExecHandler, error) {
 	if cfg.Env == nil {
 		cfg.Env = os.Environ()
 	}
+	cfg.Env = scrubEnv(cfg.Env, cfg.EnvAllow)
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &ExecHandler{argv: argv, cfg: cfg, logger: logger.With("component", "worker", "handler", "exec")}, nil
+}
+
+// scrubEnv returns the variables of env that a handler may see: never TICKGROUP_*, and only those matching allow
+// when it is not empty.
+func scrubEnv(env, allow []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, secretPrefix) {
+			continue
+		}
+		if len(allow) > 0 && !envAllowed(name, allow) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func envAllowed(name string, allow []string) bool {
+	for _, pat := range allow {
+		if prefix, ok := strings.CutSuffix(pat, "*"); ok && strings.HasPrefix(name, prefix) || name == pat {
+			return true
+		}
+	}
+	return false
 }
 
 // Env returns the TICK_* variables of an attempt.
@@ -96,81 +155,146 @@ func Env(t tick.Tick, a Attempt) []string {
 
 // Handle runs the program once.
 func (h *ExecHandler) Handle(ctx context.Context, t tick.Tick, a Attempt) error {
-	attempt := a.N
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// exec.Command, not CommandContext: cancellation must reach the whole process group, not just the leader.
-	cmd := exec.Command(h.argv[0], h.argv[1:]...) //nolint:gosec // running the operator's program is the point
-	cmd.Env = append(append([]string(nil), h.cfg.Env...), Env(t, a)...)
-	cmd.Stdin = strings.NewReader(t.Payload)
-	out := &capWriter{limit: h.cfg.OutputLimit}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// A grandchild that keeps the output pipe open must not hold Wait forever once the program has exited.
-	cmd.WaitDelay = h.cfg.KillGrace
-
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	// Resolved here, with the worker's PATH, as before the supervisor existed: an allow-list without PATH must not
+	// change which program runs.
+	path, err := exec.LookPath(h.argv[0])
+	if err != nil {
 		// A program that cannot start will not start on a retry either.
 		return Permanent(fmt.Errorf("starting %s: %w", h.argv[0], err))
 	}
-	pgid := cmd.Process.Pid
+	env := append(append([]string(nil), h.cfg.Env...), Env(t, a)...)
+	if d := leaseNanos(leaseFrom(ctx)); d != 0 && time.Now().UnixNano() >= d {
+		// The supervisor would kill the program at once; the partition's next owner may be running the tick.
+		return fmt.Errorf("running %s: lease expired before the start", h.argv[0])
+	}
 
-	waited := make(chan struct{})
-	killed := make(chan string, 1)
-	go func() {
-		select {
-		case <-waited:
-			return
-		case <-ctx.Done():
-		}
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		timer := time.NewTimer(h.cfg.KillGrace)
-		defer timer.Stop()
-		select {
-		case <-waited:
-			killed <- "SIGTERM"
-			// The program obeyed, but a helper in its group may ignore SIGTERM: it gets the rest of the grace,
-			// not more (this goroutine may outlive Handle by up to KillGrace).
-			<-timer.C
-		case <-timer.C:
-			killed <- "SIGKILL"
-		}
-		_ = syscall.Kill(-pgid, syscall.SIGKILL) // no-op (ESRCH) when the whole group is gone
-	}()
-	err := cmd.Wait()
-	close(waited)
+	// The goroutine that starts the process must also wait for it, on one OS thread: on Linux the supervisor's
+	// parent-death signal fires when the thread that forked it exits, not the process.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	start := time.Now()
+	r, err := h.run(ctx, path, env, t.Payload, leaseFrom(ctx))
 	dur := time.Since(start)
-
-	output := out.String()
-	attrs := []any{"tick_id", t.ID, "attempt", attempt, "pid", pgid, "duration", dur}
-	if out.dropped > 0 {
-		attrs = append(attrs, "output_dropped_bytes", out.dropped)
+	if r == nil {
+		return err
 	}
-	if output != "" {
-		attrs = append(attrs, "output", output)
+	attrs := []any{"tick_id", t.ID, "attempt", a.N, "pid", r.pid, "duration", dur}
+	if r.dropped > 0 {
+		attrs = append(attrs, "output_dropped_bytes", r.dropped)
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
+	if r.output != "" {
+		attrs = append(attrs, "output", r.output)
+	}
+	switch {
+	case r.leaseExpired:
+		h.logger.Warn("handler process group killed: lease expired", attrs...)
+		return fmt.Errorf("running %s: lease expired", h.argv[0])
+	case ctx.Err() != nil:
 		// Whatever the exit status, the attempt was cut short: report the reason, not the signal.
-		sig := "SIGTERM"
-		select {
-		case sig = <-killed:
-		default:
-		}
-		h.logger.Warn("handler process group terminated", append(attrs, "signal", sig, "reason", context.Cause(ctx))...)
+		h.logger.Warn("handler process group terminated", append(attrs, "signal", cmp.Or(r.signal, "SIGTERM"), "reason", context.Cause(ctx))...)
 		return fmt.Errorf("running %s: %w", h.argv[0], context.Cause(ctx))
-	}
-	if err != nil {
+	case err != nil:
 		h.logger.Warn("handler failed", append(attrs, "error", err)...)
 		return fmt.Errorf("running %s: %w", h.argv[0], err)
 	}
-	h.logger.Info("handler succeeded", attrs...)
+	h.logger.Debug("handler succeeded", attrs...)
 	return nil
 }
 
-// capWriter keeps the first limit bytes written to it and counts the rest. os/exec writes to it from one
-// goroutine per stream, hence the lock.
+// result is what one run of the program left.
+type result struct {
+	pid          int // the program's
+	output       string
+	dropped      int64
+	signal       string // the last signal the cancellation sent, if any
+	leaseExpired bool
+}
+
+// run starts the program in a new process group, waits for it, kills what is left of the group and collects
+// the output. A nil result means the program did not start; err says why.
+func (h *ExecHandler) run(ctx context.Context, path string, env []string, payload string, l *lease) (*result, error) {
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", h.argv[0], err)
+	}
+	defer stdinW.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		return nil, fmt.Errorf("starting %s: %w", h.argv[0], err)
+	}
+	defer outR.Close()
+	// The program gets the pipes' other ends as files, not through os/exec's copying goroutines: Wait then
+	// returns when the process exits, not when the last grandchild holding the output lets go of it.
+	p, err := startGroup(path, h.argv, env, stdinR, outW, l)
+	stdinR.Close()
+	outW.Close()
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		_, _ = io.WriteString(stdinW, payload) // EPIPE when the program does not read it: fine
+		_ = stdinW.Close()
+	}()
+	out := &capWriter{limit: h.cfg.OutputLimit}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(out, outR)
+	}()
+
+	exited := make(chan struct{})
+	signalled := make(chan string, 1)
+	go func() {
+		sig := ""
+		defer func() { signalled <- sig }()
+		select {
+		case <-exited:
+			return
+		case <-ctx.Done():
+		}
+		sig = "SIGTERM"
+		_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+		timer := time.NewTimer(h.cfg.KillGrace)
+		defer timer.Stop()
+		select {
+		case <-exited:
+		case <-timer.C:
+			sig = "SIGKILL"
+			_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		}
+	}()
+	// On Linux every signal to the group is sent between the group leader's exit and its reaping (awaitExit does
+	// not reap): until then its pid, which is the group's ID, cannot be reused, so a signal never reaches an
+	// unrelated group.
+	p.awaitExit()
+	close(exited)
+	r := &result{pid: p.pid, signal: <-signalled}
+	// Helpers the program left behind do not outlive the attempt, whatever its outcome.
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	err = p.wait()
+	r.leaseExpired = p.leaseExpired()
+	// The group is gone, so the output pipe is at its end unless a process that left the group holds it.
+	_ = outR.SetReadDeadline(time.Now().Add(h.cfg.KillGrace))
+	<-copied
+	r.output, r.dropped = out.String(), out.droppedBytes()
+	return r, err
+}
+
+// leaseNanos is l's deadline in Unix nanoseconds, 0 for none (no lease, or one not set yet).
+func leaseNanos(l *lease) int64 {
+	if l == nil {
+		return 0
+	}
+	return l.unixNano.Load()
+}
+
+// capWriter keeps the first limit bytes written to it and counts the rest. The lock lets Handle read it while
+// the copying goroutine may still write.
 type capWriter struct {
 	mu      sync.Mutex
 	limit   int
@@ -191,6 +315,12 @@ func (w *capWriter) Write(p []byte) (int, error) {
 		w.dropped += int64(len(p) - max(room, 0))
 	}
 	return len(p), nil
+}
+
+func (w *capWriter) droppedBytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dropped
 }
 
 func (w *capWriter) String() string {

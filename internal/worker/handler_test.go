@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -188,5 +189,102 @@ func TestPermanent(t *testing.T) {
 	base := errors.New("bad request")
 	if !IsPermanent(Permanent(base)) || !errors.Is(Permanent(base), base) || IsPermanent(base) || Permanent(nil) != nil {
 		t.Fatal("Permanent does not wrap as documented")
+	}
+}
+
+func TestExecHandlerEnvScrubbing(t *testing.T) {
+	t.Parallel()
+	base := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=/home/tick", "AWS_REGION=eu-west-1", "AWS_SECRET=s3",
+		"TICKGROUP_SASL_PASSWORD=hunter2", "TICKGROUP_BROKERS=kafka:9092",
+	}
+	tests := []struct {
+		name  string
+		allow []string
+		want  []string // the variables the program sees besides TICK_*
+	}{
+		{"default", nil, []string{"AWS_REGION", "AWS_SECRET", "HOME", "PATH"}},
+		{"allow-list", []string{"PATH", "AWS_*"}, []string{"AWS_REGION", "AWS_SECRET", "PATH"}},
+		{"exact names", []string{"AWS_REGION"}, []string{"AWS_REGION"}},
+		{"everything", []string{"*"}, []string{"AWS_REGION", "AWS_SECRET", "HOME", "PATH"}},
+		{"prefix of TICKGROUP_", []string{"TICK*"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out := filepath.Join(t.TempDir(), "env")
+			h, err := NewExecHandler(ExecConfig{Command: `sh -c 'exec env > "$0"' ` + out, Env: base, EnvAllow: tt.allow}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Handle(context.Background(), testTick(), Attempt{N: 1, Fence: 42, Interrupted: true}); err != nil {
+				t.Fatalf("Handle: %v", err)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			tickVars := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				name, value, _ := strings.Cut(line, "=")
+				switch {
+				case strings.HasPrefix(name, "TICK_"):
+					tickVars[name] = value
+				case name == "PWD" || name == "SHLVL" || name == "_" || name == "OLDPWD":
+					// the shell's own additions
+				default:
+					got = append(got, name)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("program saw %v, want %v", got, tt.want)
+			}
+			if strings.Contains(string(b), "hunter2") || strings.Contains(string(b), "TICKGROUP_") {
+				t.Errorf("a TICKGROUP_ variable reached the program:\n%s", b)
+			}
+			if tickVars["TICK_FENCE"] != "42" || tickVars["TICK_INTERRUPTED"] != "1" || tickVars["TICK_ATTEMPT"] != "1" {
+				t.Errorf("TICK_* variables: %v", tickVars)
+			}
+		})
+	}
+	for _, bad := range [][]string{{"TICKGROUP_SASL_PASSWORD"}, {"TICKGROUP_*"}, {"A*B"}, {"A=B"}, {""}} {
+		if _, err := NewExecHandler(ExecConfig{Command: "true", EnvAllow: bad}, nil); err == nil {
+			t.Errorf("EnvAllow %q accepted", bad)
+		}
+	}
+}
+
+func TestHTTPHandlerDoesNotFollowRedirects(t *testing.T) {
+	t.Parallel()
+	var targetHits atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		targetHits.Add(1)
+	}))
+	defer target.Close()
+	var gotFence atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotFence.Store(r.Header.Get("Tickgroup-Fence"))
+		http.Redirect(w, r, target.URL+"/elsewhere", http.StatusFound)
+	}))
+	defer srv.Close()
+	client := srv.Client()
+	h, err := NewHTTPHandler(srv.URL, client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = h.Handle(context.Background(), testTick(), Attempt{N: 1, Fence: 7})
+	if !IsPermanent(err) || !strings.Contains(err.Error(), target.URL+"/elsewhere") || !strings.Contains(err.Error(), "302") {
+		t.Fatalf("302: got %v, want a permanent error naming the status and the Location", err)
+	}
+	if n := targetHits.Load(); n != 0 {
+		t.Errorf("the redirect target got %d requests, want none", n)
+	}
+	if gotFence.Load() != "7" {
+		t.Errorf("Tickgroup-Fence = %v, want 7", gotFence.Load())
+	}
+	if client.CheckRedirect != nil {
+		t.Error("NewHTTPHandler changed the caller's client")
 	}
 }

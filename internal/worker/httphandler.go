@@ -15,11 +15,14 @@ import (
 )
 
 // HTTPHandler POSTs each tick as JSON (the work record's own encoding) to a URL, with the tick ID in an
-// Idempotency-Key header and the attempt in Tick-Attempt.
+// Idempotency-Key header, the attempt in Tick-Attempt, the partition's fencing token in Tickgroup-Fence and
+// Tickgroup-Interrupted: 1 when an earlier run was cut off.
 //
 // A 2xx status is success. 408 (Request Timeout) and 429 (Too Many Requests) are retried like 5xx statuses,
 // transport errors and timeouts; every other 4xx status is a permanent failure: the request itself is wrong, so
-// the tick goes to the dead-letter topic without further attempts. Redirects are followed by net/http.
+// the tick goes to the dead-letter topic without further attempts. Redirects are not followed: a 3xx status is a
+// permanent failure naming its Location. Following one would re-send the tick (as a GET, for 301 to 303) to an
+// address the operator did not configure; fix the URL instead.
 type HTTPHandler struct {
 	url    string
 	client *http.Client
@@ -39,6 +42,10 @@ func NewHTTPHandler(rawURL string, client *http.Client, logger *slog.Logger) (*H
 	if client == nil {
 		client = http.DefaultClient
 	}
+	// A copy, so the caller's client keeps its own redirect policy; the copy shares its transport.
+	noRedirects := *client
+	noRedirects.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	client = &noRedirects
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -76,6 +83,11 @@ func (h *HTTPHandler) Handle(ctx context.Context, t tick.Tick, a Attempt) error 
 		return nil
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
 		return fmt.Errorf("posting tick: %s: %s", resp.Status, bytes.TrimSpace(snippet))
+	case code >= 300 && code < 400:
+		if loc := resp.Header.Get("Location"); loc != "" {
+			return Permanent(fmt.Errorf("posting tick: %s: redirect to %s not followed (configure the final URL)", resp.Status, loc))
+		}
+		return Permanent(fmt.Errorf("posting tick: %s: redirects are not followed", resp.Status))
 	case code >= 400:
 		return Permanent(fmt.Errorf("posting tick: %s: %s", resp.Status, bytes.TrimSpace(snippet)))
 	default:

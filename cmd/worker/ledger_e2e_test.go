@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -240,4 +241,61 @@ func atoi(s string) int {
 	n := -1
 	fmt.Sscan(s, &n)
 	return n
+}
+
+// A worker frozen with SIGSTOP mid-run: its handler's supervisor kills the handler when the lease runs out
+// (while the worker is still stopped), the partition's next owner runs the tick again only after that, and the
+// woken worker starts nothing.
+func TestE2EFrozenWorker(t *testing.T) {
+	e := setup(t)
+	handlerEnv := []string{"HANDLER_SLEEP=10s", "HANDLER_HEARTBEAT=1"}
+	flags := []string{"--exec", handlerBin, "--kill-grace", "1s", "--lease", "3s"}
+	prod := e.producer()
+	x := tick.New("frozen", time.Now().Truncate(time.Second), 0, 1)
+
+	a := e.start(handlerEnv, flags...)
+	e.emit(prod, e.tickRecord(x))
+	waitFor(t, 40*time.Second, "the first run", func() (bool, string) {
+		return len(e.executions()[x.ID]) == 1, "not started"
+	})
+	b := e.start(handlerEnv, flags...)
+	stoppedAt := time.Now()
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "the re-run on the next owner", func() (bool, string) {
+		return len(e.executions()[x.ID]) >= 2, "no re-run yet"
+	})
+	contAt := time.Now()
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	ex := e.waitAllOK([]string{x.ID}, 60*time.Second)
+	xs := ex[x.ID]
+	first, second := xs[0], xs[1]
+	if first.worker != a.id || second.worker != b.id {
+		t.Fatalf("runs by %s then %s, want %s then %s", first.worker, second.worker, a.id, b.id)
+	}
+	if first.done {
+		t.Errorf("the frozen worker's run finished; want it killed when its lease ran out")
+	}
+	if lived := first.last.Sub(stoppedAt); lived > 3*time.Second+1500*time.Millisecond {
+		t.Errorf("the frozen worker's handler lived %s after SIGSTOP, want at most the 3s lease (+1.5s)", lived)
+	}
+	if !first.last.Before(contAt) {
+		t.Errorf("the frozen worker's handler lived until %s, after SIGCONT at %s", first.last, contAt)
+	}
+	if !first.last.Before(second.start) {
+		t.Errorf("runs overlapped: the first lived until %s, the second started %s", first.last, second.start)
+	}
+	if second.interrupted != "1" || second.attempt != "2" || atoi(second.fence) <= atoi(first.fence) {
+		t.Errorf("re-run: attempt %s interrupted %s fence %s (first fence %s), want 2, 1 and a higher fence", second.attempt, second.interrupted, second.fence, first.fence)
+	}
+	time.Sleep(2 * time.Second) // the woken worker has had time to act on its stale view
+	if n := len(e.executions()[x.ID]); n != 2 {
+		t.Errorf("%s ran %d times, want 2 (the woken worker must start nothing)", x.ID, n)
+	}
+	e.stop(a)
+	e.stop(b)
+	t.Logf("frozen worker's handler killed %s after SIGSTOP; re-run started %s after SIGSTOP", first.last.Sub(stoppedAt), second.start.Sub(stoppedAt))
 }

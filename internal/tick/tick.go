@@ -120,10 +120,19 @@ func Decode(b []byte) (Tick, error) {
 	case t.Slot.IsZero():
 		return Tick{}, errors.New("decoding tick: missing slot")
 	case !strings.HasPrefix(t.ID, t.Schedule+"@"):
-		return Tick{}, fmt.Errorf("decoding tick: id %q does not belong to schedule %q", t.ID, t.Schedule)
+		return Tick{}, fmt.Errorf("decoding tick: id %q does not belong to schedule %q", clip(t.ID), clip(t.Schedule))
 	}
 	if t.Shards < 1 {
 		t.Shards = 1
 	}
 	return t, nil
+}
+
+// clip shortens s for an error message: a hostile record must not turn into a megabyte log line.
+func clip(s string) string {
+	const n = 128
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

@@ -19,13 +19,22 @@ import (
 // maxForwardFailures is how many transactions in a row may fail with an error before Run gives up.
 const maxForwardFailures = 5
 
-// runForward is forward mode: a consume-transform-produce loop in a kgo.GroupTransactSession. Each polled batch
+// forwarder is forward mode, an engine of its own beside the lanes: one transactional session, no lanes.
+type forwarder struct {
+	w *Worker
+
+	mu    sync.Mutex
+	parts map[int32]bool // the work partitions assigned
+}
+
+// run is forward mode: a consume-transform-produce loop in a kgo.GroupTransactSession. Each polled batch
 // becomes one transaction holding the forwarded ticks, their outcome records, any dead letters and the batch's
 // consumed offsets, so the output and the commit are atomic: a read_committed reader of the forward topic sees
 // each tick exactly once, whatever crashes. A rebalance during the batch aborts the transaction and the records
 // are consumed again from the last commit, by whoever owns them then (KIP-447: the commit carries the group
 // generation, and a new owner's offset fetch waits for a pending transactional commit).
-func (w *Worker) runForward(ctx context.Context) error {
+func (f *forwarder) run(ctx context.Context) error {
+	w := f.w
 	suffix := make([]byte, 6)
 	_, _ = rand.Read(suffix)
 	txnID := w.names.WorkerGroup + ".forward." + hex.EncodeToString(suffix)
@@ -38,9 +47,9 @@ func (w *Worker) runForward(ctx context.Context) error {
 		kafka.WorkerConsumerOpts(w.names, w.start, w.cfg.SessionTimeout),
 		kafka.ForwardOpts(txnID),
 		[]kgo.Opt{
-			kgo.OnPartitionsAssigned(w.forwardAssigned),
-			kgo.OnPartitionsRevoked(w.forwardReleased),
-			kgo.OnPartitionsLost(w.forwardReleased),
+			kgo.OnPartitionsAssigned(f.assigned),
+			kgo.OnPartitionsRevoked(f.released),
+			kgo.OnPartitionsLost(f.released),
 			kgo.AdjustFetchOffsetsFn(w.pinStart),
 		})...)
 	if err != nil {
@@ -77,7 +86,7 @@ func (w *Worker) runForward(ctx context.Context) error {
 		if len(recs) == 0 {
 			continue
 		}
-		if err := w.forwardBatch(ctx, sess, recs, fwdParts); err != nil {
+		if err := f.batch(ctx, sess, recs, fwdParts); err != nil {
 			failures++
 			w.logger.Error("forwarding transaction failed", "records", len(recs), "failures_in_a_row", failures, "error", err)
 			if failures >= maxForwardFailures {
@@ -89,9 +98,10 @@ func (w *Worker) runForward(ctx context.Context) error {
 	}
 }
 
-// forwardBatch forwards recs in one transaction. A nil error with nothing committed means a rebalance aborted the
+// batch forwards recs in one transaction. A nil error with nothing committed means a rebalance aborted the
 // transaction; the session has rewound to the committed offsets.
-func (w *Worker) forwardBatch(ctx context.Context, sess *kgo.GroupTransactSession, recs []*kgo.Record, fwdParts int) error {
+func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, recs []*kgo.Record, fwdParts int) error {
+	w := f.w
 	if err := sess.Begin(); err != nil {
 		return fmt.Errorf("beginning transaction: %w", err)
 	}
@@ -126,8 +136,8 @@ func (w *Worker) forwardBatch(ctx context.Context, sess *kgo.GroupTransactSessio
 			counts[resultSkippedLate]++
 		default:
 			slot := t.Slot
-			o.ID, o.Schedule, o.Slot, o.Status = t.ID, t.Schedule, &slot, StatusOK
-			produce(&kgo.Record{
+			o.ID, o.Schedule, o.Slot = t.ID, t.Schedule, &slot
+			fwd := &kgo.Record{
 				Topic: w.cfg.Forward,
 				// The same schedule-and-shard partitioning as the work topic keeps one schedule's ticks in
 				// order in the output too.
@@ -135,7 +145,18 @@ func (w *Worker) forwardBatch(ctx context.Context, sess *kgo.GroupTransactSessio
 				Key:       rec.Key,
 				Value:     rec.Value,
 				Headers:   rec.Headers,
-			})
+			}
+			if size := recordSize(fwd); size > maxCopyBytes {
+				// Refused by Kafka's limits, it would abort every transaction of this batch, forever.
+				err := fmt.Errorf("record of %d bytes is too large to forward", size)
+				o.Status, o.Error, o.reason = StatusDeadLettered, err.Error(), reasonTooLarge
+				produce(w.deadLetterRecord(rec, o.reason, err, 1, w.dlqParts))
+				counts[resultDeadLettered]++
+				dlq[o.reason]++
+				break
+			}
+			o.Status = StatusOK
+			produce(fwd)
 			counts[resultOK]++
 			w.m.startDelay.Observe(start.Sub(t.Slot).Seconds())
 		}
@@ -177,13 +198,14 @@ func (w *Worker) forwardBatch(ctx context.Context, sess *kgo.GroupTransactSessio
 	return nil
 }
 
-func (w *Worker) forwardAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
-	w.mu.Lock()
+func (f *forwarder) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	w := f.w
+	f.mu.Lock()
 	for _, p := range assigned[w.names.Work] {
-		w.lanes[p] = nil // forward mode has no lanes; the map only counts partitions
+		f.parts[p] = true
 	}
-	n := len(w.lanes)
-	w.mu.Unlock()
+	n := len(f.parts)
+	f.mu.Unlock()
 	w.m.partitions.Set(float64(n))
 	if w.ready != nil && !w.assignedYet.Swap(true) {
 		w.ready.Set(ReadinessCondition, true)
@@ -191,13 +213,14 @@ func (w *Worker) forwardAssigned(_ context.Context, _ *kgo.Client, assigned map[
 	w.logger.Info("partitions assigned", "partitions", assigned[w.names.Work], "owned", n)
 }
 
-func (w *Worker) forwardReleased(_ context.Context, _ *kgo.Client, released map[string][]int32) {
-	w.mu.Lock()
+func (f *forwarder) released(_ context.Context, _ *kgo.Client, released map[string][]int32) {
+	w := f.w
+	f.mu.Lock()
 	for _, p := range released[w.names.Work] {
-		delete(w.lanes, p)
+		delete(f.parts, p)
 	}
-	n := len(w.lanes)
-	w.mu.Unlock()
+	n := len(f.parts)
+	f.mu.Unlock()
 	w.m.partitions.Set(float64(n))
 	if len(released[w.names.Work]) > 0 {
 		w.logger.Info("partitions released", "partitions", released[w.names.Work], "owned", n)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/ledger"
@@ -427,6 +428,13 @@ func (w *Worker) deadLetter(ctx context.Context, rec *kgo.Record, o Outcome, cau
 		}
 		if ctx.Err() != nil {
 			return false
+		}
+		if ke := (*kerr.Error)(nil); errors.As(err, &ke) && !ke.Retriable {
+			// Retrying cannot help (the record is refused, or access is denied): holding the partition for it
+			// would block every later tick. The outcome says what happened.
+			w.m.deadLetterErrs.Inc()
+			w.logger.Error("writing dead letter failed for good; going on without it", "tick_id", o.ID, "partition", rec.Partition, "offset", rec.Offset, "error", err)
+			return true
 		}
 		w.logger.Error("writing dead letter; retrying", "tick_id", o.ID, "partition", rec.Partition, "offset", rec.Offset, "try", try, "error", err)
 		if !sleep(ctx, w.backoff(min(try, 5))) {

@@ -15,17 +15,18 @@ const (
 )
 
 type metrics struct {
-	ticks       *prometheus.CounterVec
-	startDelay  prometheus.Histogram
-	duration    prometheus.Histogram
-	inflight    prometheus.Gauge
-	partitions  prometheus.Gauge
-	deadLetters *prometheus.CounterVec
-	commits     *prometheus.CounterVec
-	outcomeErrs prometheus.Counter
-	ledgerBad   prometheus.Counter
-	ledgerSkips *prometheus.CounterVec
-	takeover    prometheus.Histogram
+	ticks          *prometheus.CounterVec
+	startDelay     prometheus.Histogram
+	duration       prometheus.Histogram
+	inflight       prometheus.Gauge
+	partitions     prometheus.Gauge
+	deadLetters    *prometheus.CounterVec
+	commits        *prometheus.CounterVec
+	outcomeErrs    prometheus.Counter
+	ledgerBad      prometheus.Counter
+	deadLetterErrs prometheus.Counter
+	ledgerSkips    *prometheus.CounterVec
+	takeover       prometheus.Histogram
 }
 
 // newMetrics registers the worker's metrics on reg (nothing is registered when reg is nil).
@@ -55,7 +56,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickgroup_worker_dead_letters_total",
-			Help: "Records written to the dead-letter topic by reason: max_attempts, permanent, undecodable, unknown_version.",
+			Help: "Records written to the dead-letter topic by reason: max_attempts, permanent, undecodable, unknown_version, too_large (forward mode: a tick too large to forward).",
 		}, []string{"reason"}),
 		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickgroup_worker_commits_total",
@@ -64,6 +65,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		outcomeErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tickgroup_worker_outcome_errors_total",
 			Help: "Outcome records that could not be written to the results topic.",
+		}),
+		deadLetterErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_worker_dead_letter_errors_total",
+			Help: "Dead letters that could not be written for good (a non-retriable error); the tick's outcome records it and the partition goes on.",
 		}),
 		ledgerBad: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tickgroup_worker_ledger_bad_entries_total",
@@ -85,11 +90,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range []string{resultOK, resultFailed, resultRetried, resultSkippedLate, resultDeadLettered, resultInterrupted} {
 		m.ticks.WithLabelValues(r)
 	}
-	for _, r := range []string{reasonMaxAttempts, reasonPermanent, reasonUndecodable, reasonUnknownVersion} {
+	for _, r := range []string{reasonMaxAttempts, reasonPermanent, reasonUndecodable, reasonUnknownVersion, reasonTooLarge} {
 		m.deadLetters.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.ticks, m.startDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.ledgerBad, m.ledgerSkips, m.takeover)
+		reg.MustRegister(m.ticks, m.startDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerSkips, m.takeover)
 	}
 	return m
 }

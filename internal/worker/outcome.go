@@ -35,6 +35,7 @@ const (
 	reasonPermanent      = "permanent"
 	reasonUndecodable    = "undecodable"
 	reasonUnknownVersion = "unknown_version"
+	reasonTooLarge       = "too_large"
 )
 
 // Dead-letter headers.
@@ -46,6 +47,10 @@ const (
 	HeaderSourceOffset    = "tickgroup-source-offset"
 	HeaderAttempts        = "tickgroup-attempts"
 	HeaderWorker          = "tickgroup-worker"
+	// HeaderTruncated, on a dead letter cut down because the original was too large, says so and why.
+	HeaderTruncated = "tickgroup-truncated"
+	// HeaderPrefix holds the first bytes of a cut-down dead letter's original value.
+	HeaderPrefix = "tickgroup-value-prefix"
 )
 
 // Outcome is the value of a result record in <ns>.results, keyed by tick ID: the ledger's outcome entry
@@ -73,10 +78,21 @@ type Outcome struct {
 	reason string
 }
 
+// maxKeyBytes bounds the keys the worker writes: a work record with a longer key (not a tick the leader wrote)
+// is recorded under its coordinates.
+const maxKeyBytes = 1024
+
+// maxCopyBytes is the largest dead-letter copy written whole. Kafka's default limits (the producer's batch,
+// the broker's message.max.bytes) are about 1 MB; a bigger copy is cut down (see deadLetterRecord).
+const maxCopyBytes = 900_000
+
+// prefixBytes is how much of a cut-down record's value its dead letter keeps, in a header.
+const prefixBytes = 1024
+
 // resultKey is the key of rec's outcome: its tick ID, or for a record without a key (results are compacted and
-// need one) its coordinates.
+// need one) or with an oversized one, its coordinates.
 func resultKey(rec *kgo.Record) []byte {
-	if len(rec.Key) > 0 {
+	if len(rec.Key) > 0 && len(rec.Key) <= maxKeyBytes {
 		return rec.Key
 	}
 	return []byte(rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) + "/" + strconv.FormatInt(rec.Offset, 10))
@@ -104,13 +120,32 @@ func (w *Worker) deadLetterRecord(rec *kgo.Record, reason string, cause error, a
 		kgo.RecordHeader{Key: HeaderAttempts, Value: []byte(strconv.Itoa(attempts))},
 		kgo.RecordHeader{Key: HeaderWorker, Value: []byte(w.cfg.WorkerID)},
 	)
-	return &kgo.Record{
+	dl := &kgo.Record{
 		Topic:     w.names.DLQ,
 		Partition: rec.Partition % int32(max(partitions, 1)),
 		Key:       rec.Key,
 		Value:     rec.Value,
 		Headers:   headers,
 	}
+	if size := recordSize(dl); size > maxCopyBytes {
+		// A copy this large would be refused by the broker (or the producer) and retried forever, blocking the
+		// partition behind it. Keep the reference (source headers), a prefix and the reason instead.
+		prefix := rec.Value[:min(len(rec.Value), prefixBytes)]
+		dl.Key, dl.Value = resultKey(rec), nil
+		dl.Headers = append(append([]kgo.RecordHeader(nil), headers[len(rec.Headers):]...),
+			kgo.RecordHeader{Key: HeaderTruncated, Value: []byte(fmt.Sprintf("the record (%d bytes with headers) is too large to copy; value, key and headers dropped", size))},
+			kgo.RecordHeader{Key: HeaderPrefix, Value: prefix},
+		)
+	}
+	return dl
+}
+
+func recordSize(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
 }
 
 // decodeReason classifies a tick.Decode error as a dead-letter reason.

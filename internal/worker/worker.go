@@ -133,7 +133,7 @@ func (w *Worker) opts(role string, extra ...[]kgo.Opt) []kgo.Opt {
 // It returns nil on such a stop.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.Forward != "" {
-		return w.runForward(ctx)
+		return (&forwarder{w: w, parts: map[int32]bool{}}).run(ctx)
 	}
 	w.logger.Info("starting worker", "worker_id", w.cfg.WorkerID, "group", w.names.WorkerGroup, "topic", w.names.Work,
 		"concurrency", w.cfg.Concurrency, "max_attempts", w.cfg.MaxAttempts, "start", w.cfg.Start.String())

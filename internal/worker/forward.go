@@ -70,6 +70,17 @@ func (f *forwarder) run(ctx context.Context) error {
 		return fmt.Errorf("worker: forward topic: %w", err)
 	}
 
+	sumCtx, stopSummary := context.WithCancel(context.WithoutCancel(ctx))
+	sumDone := make(chan struct{})
+	go func() {
+		defer close(sumDone)
+		w.summarize(sumCtx, time.Minute)
+	}()
+	defer func() {
+		stopSummary()
+		<-sumDone
+	}()
+
 	failures := 0
 	for {
 		fetches := sess.PollRecords(ctx, 1000)
@@ -189,7 +200,7 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 		return nil
 	}
 	for r, n := range counts {
-		w.m.ticks.WithLabelValues(r).Add(float64(n))
+		w.count(r, n)
 	}
 	for r, n := range dlq {
 		w.m.deadLetters.WithLabelValues(r).Add(float64(n))

@@ -117,6 +117,7 @@ func (l *lane) handle(rec *kgo.Record) (*Outcome, bool) {
 	}
 	if prior != nil && prior.Finished() {
 		w.m.ledgerSkips.WithLabelValues("finished").Inc()
+		w.count(summaryFinishedBefore, 1)
 		w.logger.Debug("tick finished already: not run again", "tick_id", prior.ID, "partition", rec.Partition, "offset", rec.Offset, "status", prior.Outcome.Status)
 		return nil, true
 	}
@@ -317,7 +318,7 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.Tic
 	if interrupted && w.cfg.OnInterrupted == OnInterruptedSkip {
 		o.Status, o.Attempts = StatusInterrupted, base
 		o.Error = "an earlier run was interrupted; not run again (on-interrupted skip)"
-		w.m.ticks.WithLabelValues(resultInterrupted).Inc()
+		w.count(resultInterrupted, 1)
 		w.m.ledgerSkips.WithLabelValues("interrupted").Inc()
 		w.logger.Info("interrupted tick not run again", "tick_id", t.ID, "partition", rec.Partition, "attempts", base)
 		return o, nil
@@ -329,7 +330,7 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.Tic
 	if t.Deadline != nil && start.After(*t.Deadline) {
 		o.Status, o.Attempts = StatusSkippedLate, base
 		o.Error = fmt.Sprintf("start at %s is after the deadline %s", start.UTC().Format(time.RFC3339Nano), t.Deadline.UTC().Format(time.RFC3339Nano))
-		w.m.ticks.WithLabelValues(resultSkippedLate).Inc()
+		w.count(resultSkippedLate, 1)
 		w.logger.Warn("tick skipped: past its deadline", "tick_id", t.ID, "partition", rec.Partition, "deadline", *t.Deadline)
 		return o, nil
 	}
@@ -347,7 +348,7 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.Tic
 			o.Status = StatusOK
 			o.Error = ""
 			o.DurationMS = float64(w.cfg.Now().Sub(start).Microseconds()) / 1000
-			w.m.ticks.WithLabelValues(resultOK).Inc()
+			w.count(resultOK, 1)
 			return o, nil
 		}
 		if ctx.Err() != nil {
@@ -357,7 +358,7 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.Tic
 		o.DurationMS = float64(w.cfg.Now().Sub(start).Microseconds()) / 1000
 		if IsPermanent(err) {
 			o.Status, o.reason = StatusFailed, reasonPermanent
-			w.m.ticks.WithLabelValues(resultFailed).Inc()
+			w.count(resultFailed, 1)
 			w.logger.Warn("tick failed permanently: dead-lettering", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N, "error", err)
 			return o, err
 		}
@@ -366,7 +367,7 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.Tic
 			w.logger.Warn("tick failed on every attempt: dead-lettering", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N, "error", err)
 			return o, err
 		}
-		w.m.ticks.WithLabelValues(resultRetried).Inc()
+		w.count(resultRetried, 1)
 		delay := w.backoff(attempt)
 		w.logger.Warn("tick failed: retrying", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N, "retry_in", delay, "error", err)
 		if !sleep(ctx, delay) {
@@ -422,7 +423,7 @@ func (w *Worker) deadLetter(ctx context.Context, rec *kgo.Record, o Outcome, cau
 		if err == nil {
 			w.m.deadLetters.WithLabelValues(o.reason).Inc()
 			if o.Status == StatusDeadLettered {
-				w.m.ticks.WithLabelValues(resultDeadLettered).Inc()
+				w.count(resultDeadLettered, 1)
 			}
 			return true
 		}

@@ -69,6 +69,7 @@ type Worker struct {
 	commitMu sync.Mutex // serialises commits with the commit of a revocation
 	mu       sync.Mutex // guards lanes and their done offsets
 	lanes    map[int32]*lane
+	sum      summary
 }
 
 // New checks cfg and returns a worker running handler, or, when cfg.Forward is set, forwarding ticks (handler
@@ -209,6 +210,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() {
 		defer close(committerDone)
 		w.committer(committerCtx)
+	}()
+
+	sumCtx, stopSummary := context.WithCancel(context.WithoutCancel(ctx))
+	sumDone := make(chan struct{})
+	go func() {
+		defer close(sumDone)
+		w.summarize(sumCtx, time.Minute)
+	}()
+	defer func() {
+		stopSummary()
+		<-sumDone
 	}()
 
 	pollErr := w.poll(ctx, cl)

@@ -24,7 +24,7 @@ import (
 func TestE2ELedgerChurn(t *testing.T) {
 	e := setup(t)
 	handlerEnv := []string{"HANDLER_SLEEP=300ms", "HANDLER_HEARTBEAT=1"}
-	flags := []string{"--exec", handlerBin, "--kill-grace", "1s", "--session-timeout", "10s"}
+	flags := []string{"--exec", handlerBin, "--kill-grace", "1s"} // the default session timeout (6s)
 	var mu sync.Mutex
 	ws := []*proc{e.start(handlerEnv, flags...), e.start(handlerEnv, flags...), e.start(handlerEnv, flags...)}
 	e.waitGroupStable(3)

@@ -60,6 +60,7 @@ type runFlags struct {
 	sessionTimeo time.Duration
 	onInterrupt  string
 	lease        time.Duration
+	instanceID   string
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -101,6 +102,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&f.sessionTimeo, "session-timeout", worker.DefaultSessionTimeout, "group session timeout: how soon a crashed worker's partitions move")
 	fs.StringVar(&f.onInterrupt, "on-interrupted", worker.OnInterruptedRerun, "a tick whose earlier run was cut off (crash, freeze, lost partition): rerun (again, with TICK_INTERRUPTED=1 and the attempt counting on) or skip (never again: at most once; outcome interrupted)")
 	fs.DurationVar(&f.lease, "lease", worker.DefaultLease, "how long a handler may run on without this worker proving it still owns the partition; an interrupted tick's next owner waits this long (plus 1s clock skew) after its claim")
+	fs.StringVar(&f.instanceID, "instance-id", "", "static group membership: a worker restarted with the same ID within the session timeout takes its partitions back at once (no rebalance); never give two running workers the same ID (the older one is fenced and exits 1); off by default")
 	fs.Usage = cli.Usage(fs, usageHead)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
@@ -175,6 +177,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 		Forward:        f.forward,
 		OnInterrupted:  f.onInterrupt,
 		Lease:          f.lease,
+		InstanceID:     f.instanceID,
 	}
 	if err := prepareTopics(ctx, cfg, logger); err != nil {
 		return err

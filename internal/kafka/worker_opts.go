@@ -15,9 +15,11 @@ import (
 //   - start is the position of a partition without a committed offset; an offset that fell out of the log
 //     (retention) resumes at the log start, so nothing still retained is skipped;
 //   - session timeout session, heartbeats every session/10: a crashed worker's partitions move after about
-//     session.
-func WorkerConsumerOpts(n Names, start kgo.Offset, session time.Duration) []kgo.Opt {
-	return []kgo.Opt{
+//     session;
+//   - instanceID, when set, makes the worker a static member (KIP-345): a worker restarted with the same
+//     instance ID within the session timeout takes its partitions back at once, with no rebalance.
+func WorkerConsumerOpts(n Names, start kgo.Offset, session time.Duration, instanceID string) []kgo.Opt {
+	opts := []kgo.Opt{
 		kgo.ConsumerGroup(n.WorkerGroup),
 		kgo.ConsumeTopics(n.Work),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
@@ -32,6 +34,10 @@ func WorkerConsumerOpts(n Names, start kgo.Offset, session time.Duration) []kgo.
 		// partition flow again quickly.
 		kgo.FetchMaxWait(500 * time.Millisecond),
 	}
+	if instanceID != "" {
+		opts = append(opts, kgo.InstanceID(instanceID))
+	}
+	return opts
 }
 
 // WorkerProducerOpts returns the role options of a worker's producer of outcome and dead-letter records: the

@@ -40,8 +40,14 @@ type Config struct {
 	// StartLatest; see the package documentation.
 	Start Start
 	// SessionTimeout is the group session timeout: how long a crashed worker keeps its partitions before the
-	// group moves them. Defaults to 10s (the broker's group.min.session.timeout.ms must allow it).
+	// group moves them. Defaults to 6s, the stock broker's group.min.session.timeout.ms.
 	SessionTimeout time.Duration
+	// InstanceID, when set, makes this worker a static group member: restarted with the same ID within the
+	// session timeout, it takes its partitions back at once, without a rebalance. Two processes must never
+	// share an ID: the group fences the older one, which then stops with ErrFencedInstance. A graceful stop
+	// leaves the group explicitly (a static member's Close does not), so its partitions move at once. Off by
+	// default: a host name is not safe as a default where two workers may run on one host.
+	InstanceID string
 	// Forward, when set, switches the worker to forward mode: every tick is republished to this topic inside a
 	// transaction that also commits the consumed offsets (exactly-once for Kafka-only effects). The handler
 	// passed to New must then be nil.
@@ -72,7 +78,7 @@ const (
 	DefaultMaxBackoff     = 30 * time.Second
 	DefaultTimeout        = time.Minute
 	DefaultGrace          = 30 * time.Second
-	DefaultSessionTimeout = 10 * time.Second
+	DefaultSessionTimeout = 6 * time.Second
 	DefaultLease          = 5 * time.Second
 	DefaultMaxClockSkew   = time.Second
 )

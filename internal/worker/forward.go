@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
@@ -44,7 +45,7 @@ func (f *forwarder) run(ctx context.Context) error {
 	w.startAt = w.cfg.Now()
 	w.start = w.cfg.Start.Offset(w.startAt)
 	sess, err := kgo.NewGroupTransactSession(w.opts("forward",
-		kafka.WorkerConsumerOpts(w.names, w.start, w.cfg.SessionTimeout),
+		kafka.WorkerConsumerOpts(w.names, w.start, w.cfg.SessionTimeout, w.cfg.InstanceID),
 		kafka.ForwardOpts(txnID),
 		[]kgo.Opt{
 			kgo.OnPartitionsAssigned(f.assigned),
@@ -57,8 +58,12 @@ func (f *forwarder) run(ctx context.Context) error {
 	}
 	cl := sess.Client()
 	w.cl.Store(cl)
+	var runErr error
 	defer func() {
 		sess.Close()
+		if w.cfg.InstanceID != "" && !errors.Is(runErr, ErrFencedInstance) {
+			w.leaveStatic(ctx)
+		}
 		w.logger.Info("worker stopped")
 	}()
 
@@ -89,10 +94,18 @@ func (f *forwarder) run(ctx context.Context) error {
 			return nil
 		}
 		fetches.EachError(func(topic string, p int32, err error) {
+			if errors.Is(err, kerr.FencedInstanceID) {
+				runErr = fmt.Errorf("worker %s: instance ID %q: %w", w.cfg.WorkerID, w.cfg.InstanceID, ErrFencedInstance)
+				return
+			}
 			if !errors.Is(err, context.Canceled) {
 				w.logger.Warn("fetch error", "topic", topic, "partition", p, "error", err)
 			}
 		})
+		if runErr != nil {
+			w.logger.Error("fenced: another worker joined the group with this instance ID; stopping", "instance_id", w.cfg.InstanceID)
+			return runErr
+		}
 		recs := fetches.Records()
 		if len(recs) == 0 {
 			continue

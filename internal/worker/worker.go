@@ -34,6 +34,9 @@ type Deps struct {
 // ReadinessCondition is the name of the readiness condition the worker sets.
 const ReadinessCondition = "group"
 
+// ErrFencedInstance is returned by Run when another process joined the group with this worker's instance ID.
+var ErrFencedInstance = errors.New("another worker joined the group with this instance ID (fenced): stopping")
+
 // Causes of a lane's cancellation.
 var (
 	errRevoked      = errors.New("partition revoked")
@@ -190,7 +193,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.startAt = w.cfg.Now()
 	w.start = w.cfg.Start.Offset(w.startAt)
 	cl, err := kgo.NewClient(w.opts("consumer",
-		kafka.WorkerConsumerOpts(w.names, w.start, w.cfg.SessionTimeout),
+		kafka.WorkerConsumerOpts(w.names, w.start, w.cfg.SessionTimeout, w.cfg.InstanceID),
 		[]kgo.Opt{
 			// Rebalances wait while a polled batch is handed to the lanes, so a batch of a partition that
 			// is revoked and reassigned meanwhile can never reach the new lane.
@@ -240,8 +243,32 @@ func (w *Worker) Run(ctx context.Context) error {
 	cancelCommit()
 	// Close leaves the group; OnPartitionsRevoked runs first and finds every lane stopped and committed.
 	cl.Close()
+	if w.cfg.InstanceID != "" && !errors.Is(pollErr, ErrFencedInstance) {
+		w.leaveStatic(ctx)
+	}
 	w.logger.Info("worker stopped")
 	return pollErr
+}
+
+// leaveStatic removes this static member from the group. Close does not send LeaveGroup for a static member
+// (the point of static membership is that a restart keeps the assignment), so without this a graceful stop
+// would leave its partitions idle for the session timeout.
+func (w *Worker) leaveStatic(ctx context.Context) {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(w.conn...)
+	if err != nil {
+		w.logger.Warn("leaving the group by instance ID", "instance_id", w.cfg.InstanceID, "error", err)
+		return
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).LeaveGroup(lctx, kadm.LeaveGroup(w.names.WorkerGroup).InstanceIDs(w.cfg.InstanceID).Reason("graceful stop"))
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		w.logger.Warn("leaving the group by instance ID", "instance_id", w.cfg.InstanceID, "error", err)
+	}
 }
 
 // partitionCounts returns the partition counts of the results and dead-letter topics. A topic created a moment
@@ -283,11 +310,21 @@ func (w *Worker) poll(ctx context.Context, cl *kgo.Client) error {
 			cl.AllowRebalance()
 			return nil
 		}
+		fenced := false
 		fetches.EachError(func(topic string, p int32, err error) {
+			if errors.Is(err, kerr.FencedInstanceID) {
+				fenced = true
+				return
+			}
 			if !errors.Is(err, context.Canceled) {
 				w.logger.Warn("fetch error", "topic", topic, "partition", p, "error", err)
 			}
 		})
+		if fenced {
+			cl.AllowRebalance()
+			w.logger.Error("fenced: another worker joined the group with this instance ID; stopping", "instance_id", w.cfg.InstanceID)
+			return fmt.Errorf("worker %s: instance ID %q: %w", w.cfg.WorkerID, w.cfg.InstanceID, ErrFencedInstance)
+		}
 		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
 			if len(ftp.Records) == 0 || ftp.Topic != w.names.Work {
 				return

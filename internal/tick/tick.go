@@ -20,6 +20,12 @@ import (
 // Version is the major version of the tick encoding written by this build.
 const Version = 1
 
+// Overlap policies (Tick.Overlap).
+const (
+	OverlapQueue = "queue"
+	OverlapSkip  = "skip"
+)
+
 // ErrUnknownVersion is returned by Decode for a record whose major version this build cannot read.
 var ErrUnknownVersion = errors.New("unknown tick version")
 
@@ -40,7 +46,10 @@ type Tick struct {
 	// (recorded as skipped_late).
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// Trigger is true for a tick requested by hand (ticker schedule trigger) rather than by the schedule.
-	Trigger         bool      `json:"trigger,omitempty"`
+	Trigger bool `json:"trigger,omitempty"`
+	// Overlap is the schedule's overlap policy: OverlapQueue (empty: every tick runs, in order) or OverlapSkip
+	// (a tick does not start when a newer tick of the same schedule and shard is already due).
+	Overlap         string    `json:"overlap,omitempty"`
 	ScheduleVersion int64     `json:"schedule_version"`
 	LeaderEpoch     int64     `json:"leader_epoch"`
 	EmittedAt       time.Time `json:"emitted_at"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -81,7 +82,8 @@ func (l *lane) run() {
 		case <-w.draining:
 			return
 		case batch := <-l.in:
-			for _, rec := range batch {
+			newer := newerSlots(batch)
+			for i, rec := range batch {
 				select {
 				case <-l.ctx.Done():
 					return
@@ -89,7 +91,7 @@ func (l *lane) run() {
 					return
 				default:
 				}
-				o, ok := l.handle(rec)
+				o, ok := l.handle(rec, newer[i])
 				if !ok {
 					return // cancelled: no outcome; the ledger tells the next owner whether it had started
 				}
@@ -109,7 +111,7 @@ func (l *lane) run() {
 // handle takes one record to its outcome. It returns a nil outcome for a tick the ledger says is finished
 // already, and false when the lane's context ended first (the record then has no outcome and must not be
 // committed).
-func (l *lane) handle(rec *kgo.Record) (*Outcome, bool) {
+func (l *lane) handle(rec *kgo.Record, newer time.Time) (*Outcome, bool) {
 	w := l.w
 	prior, ok := l.prior(rec)
 	if !ok {
@@ -127,7 +129,7 @@ func (l *lane) handle(rec *kgo.Record) (*Outcome, bool) {
 		return nil, false
 	}
 	defer func() { <-w.sem }()
-	o, dl := w.process(l.ctx, rec, prior, l)
+	o, dl := w.process(l.ctx, rec, prior, l, newer)
 	if l.ctx.Err() != nil && o.Status != StatusOK {
 		return nil, false
 	}
@@ -299,7 +301,10 @@ type gate interface {
 // process runs the handler for rec, given what the ledger knew of it (prior, nil for a tick never started).
 // When the record must go to the dead-letter topic it returns the cause as well. When ctx ends first the
 // outcome is meaningless and the caller records nothing.
-func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.TickState, g gate) (Outcome, error) {
+//
+// newer is the latest slot of a later tick of the same schedule and shard in the same batch (zero: none): a tick
+// of an overlap-skip schedule does not start when such a newer tick is already due.
+func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.TickState, g gate, newer time.Time) (Outcome, error) {
 	start := w.cfg.Now()
 	o := Outcome{ID: string(resultKey(rec)), Worker: w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset}
 	t, err := tick.Decode(rec.Value)
@@ -326,6 +331,13 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.Tic
 	if interrupted {
 		w.m.ledgerSkips.WithLabelValues("rerun").Inc()
 		w.logger.Info("running an interrupted tick again", "tick_id", t.ID, "partition", rec.Partition, "attempt", base+1)
+	}
+	if t.Overlap == tick.OverlapSkip && !newer.IsZero() && !newer.After(start) {
+		o.Status, o.Attempts = StatusSkippedOverlap, base
+		o.Error = fmt.Sprintf("a newer tick of the schedule (slot %s) was already due", newer.UTC().Format(time.RFC3339Nano))
+		w.count(resultSkippedOverlap, 1)
+		w.logger.Debug("tick skipped: a newer one is due (overlap skip)", "tick_id", t.ID, "partition", rec.Partition, "newer_slot", newer)
+		return o, nil
 	}
 	if t.Deadline != nil && start.After(*t.Deadline) {
 		o.Status, o.Attempts = StatusSkippedLate, base
@@ -453,4 +465,23 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// newerSlots returns, for each record of batch, the latest slot among the later records of the same schedule
+// and shard (zero when there is none or the record is not a readable tick).
+func newerSlots(batch []*kgo.Record) []time.Time {
+	out := make([]time.Time, len(batch))
+	latest := map[string]time.Time{}
+	for i := len(batch) - 1; i >= 0; i-- {
+		t, err := tick.Decode(batch[i].Value)
+		if err != nil || t.Trigger {
+			continue
+		}
+		key := t.Schedule + "#" + strconv.Itoa(t.Shard)
+		out[i] = latest[key]
+		if t.Slot.After(latest[key]) {
+			latest[key] = t.Slot
+		}
+	}
+	return out
 }

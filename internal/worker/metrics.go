@@ -12,6 +12,8 @@ const (
 	resultSkippedLate  = "skipped_late"
 	resultDeadLettered = "dead_lettered"
 	resultInterrupted  = "interrupted"
+	// resultSkippedOverlap: not started because a newer tick of its schedule was due (overlap skip).
+	resultSkippedOverlap = "skipped_overlap"
 )
 
 type metrics struct {
@@ -34,7 +36,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickgroup_worker_ticks_total",
-			Help: "Ticks handled by this worker by result: ok, failed (permanent failure), retried (one per retry), skipped_late, dead_lettered, interrupted (not run again after an interruption).",
+			Help: "Ticks handled by this worker by result: ok, failed (permanent failure), retried (one per retry), skipped_late, skipped_overlap (a newer tick of the schedule was due: overlap skip), dead_lettered, interrupted (not run again after an interruption).",
 		}, []string{"result"}),
 		startDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tickgroup_worker_start_delay_seconds",
@@ -87,7 +89,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, d := range []string{"finished", "rerun", "interrupted"} {
 		m.ledgerSkips.WithLabelValues(d)
 	}
-	for _, r := range []string{resultOK, resultFailed, resultRetried, resultSkippedLate, resultDeadLettered, resultInterrupted} {
+	for _, r := range []string{resultOK, resultFailed, resultRetried, resultSkippedLate, resultSkippedOverlap, resultDeadLettered, resultInterrupted} {
 		m.ticks.WithLabelValues(r)
 	}
 	for _, r := range []string{reasonMaxAttempts, reasonPermanent, reasonUndecodable, reasonUnknownVersion, reasonTooLarge} {

@@ -25,6 +25,9 @@ const (
 	// StatusDeadLettered: every attempt failed, or the record was not a readable tick; it is in the
 	// dead-letter topic.
 	StatusDeadLettered = "dead_lettered"
+	// StatusSkippedOverlap: the schedule's overlap policy is skip and a newer tick of the same schedule and
+	// shard was already due when this one could start.
+	StatusSkippedOverlap = ledger.StatusSkippedOverlap
 	// StatusInterrupted: an earlier run was cut off and Config.OnInterrupted is skip: the tick is not run again.
 	StatusInterrupted = ledger.StatusInterrupted
 )

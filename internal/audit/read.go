@@ -346,3 +346,12 @@ func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.R
 	}
 	return parts, nil
 }
+
+// Run reads the namespace's topics (Read) and compares them (Compare).
+func Run(ctx context.Context, opts []kgo.Opt, names kafka.Names, o Options) (*Report, error) {
+	l, err := Read(ctx, opts, names)
+	if err != nil {
+		return nil, err
+	}
+	return Compare(l, o), nil
+}

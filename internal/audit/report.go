@@ -161,3 +161,34 @@ const (
 	ExecInterrupted = "interrupted"
 	ExecRetried     = "retried"
 )
+
+// History is one schedule's ticks in a range, every one of them: the output of `ticker history --json` (a stable
+// contract, like Report).
+type History struct {
+	Since time.Time `json:"since"`
+	At    time.Time `json:"at"`
+	ScheduleReport
+	// Triggers are the schedule's manual triggers in the range.
+	Triggers []TickReport `json:"triggers"`
+}
+
+// HistoryOf returns schedule name's part of rep (made with Options.AllTicks) and whether the log knows name.
+func HistoryOf(rep *Report, name string, since time.Time) (History, bool) {
+	h := History{Since: since.UTC(), At: rep.At}
+	found := false
+	for _, s := range rep.Schedules {
+		if s.Name == name {
+			h.ScheduleReport, found = s, true
+		}
+	}
+	for _, t := range rep.Triggers {
+		if t.Schedule == name {
+			h.Triggers = append(h.Triggers, t)
+			found = true
+		}
+	}
+	if !found {
+		h.Name = name
+	}
+	return h, found
+}

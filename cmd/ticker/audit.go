@@ -102,10 +102,10 @@ func printAudit(w io.Writer, namespace string, rep *audit.Report) {
 	fmt.Fprintf(w, "namespace  %s\n", namespace)
 	fmt.Fprintf(w, "range      %s .. %s (grace %s; counts are ticks: slot x shard)\n\n",
 		fmtAuditTime(rep.From), rep.To.Format(time.RFC3339), time.Duration(rep.GraceSeconds*float64(time.Second)))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "SCHEDULE\tEXPECTED\tEMITTED\tEXECUTED\tMISSING\tDOUBLED\tRE-RUN\tINTERRUPTED\tPASSED OVER\tPENDING\tUNEXPECTED\t")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCHEDULE\tEXPECTED\tEMITTED\tEXECUTED\tMISSING\tDOUBLED\tRE-RUN\tINTERRUPTED\tPASSED OVER\tPENDING\tUNEXPECTED")
 	row := func(name string, c audit.Counts) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, c.Expected, c.Emitted, c.Executed, c.Missing,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", name, c.Expected, c.Emitted, c.Executed, c.Missing,
 			c.Doubled, c.ReRun, c.Interrupted, c.PassedOver, c.Pending, c.Unexpected)
 	}
 	for _, s := range rep.Schedules {
@@ -114,10 +114,7 @@ func printAudit(w io.Writer, namespace string, rep *audit.Report) {
 	row("TOTAL", rep.Totals)
 	_ = tw.Flush()
 
-	var notes []string
-	for _, n := range rep.Notes {
-		notes = append(notes, n)
-	}
+	notes := append([]string(nil), rep.Notes...)
 	first := true
 	for _, s := range rep.Schedules {
 		for _, n := range s.Notes {

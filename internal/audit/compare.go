@@ -103,6 +103,7 @@ func Compare(l *Log, o Options) *Report {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d records could not be decoded and were skipped", l.Undecodable))
 	}
 	rep.TriggerTotals = triggers.Counts
+	normalize(rep)
 	rep.OK = rep.Totals.Missing == 0 && rep.Totals.Doubled == 0 && rep.Totals.RanTwice == 0 &&
 		triggers.Doubled == 0 && triggers.RanTwice == 0
 	return rep
@@ -489,4 +490,35 @@ func executions(entries []ledger.Entry, settled bool) []Execution {
 func timePtr(t time.Time) *time.Time {
 	t = t.UTC()
 	return &t
+}
+
+// normalize makes every list of the report a JSON array, never null: scripts can iterate without checks.
+func normalize(rep *Report) {
+	ticks := func(ts []TickReport) []TickReport {
+		if ts == nil {
+			ts = []TickReport{}
+		}
+		for i := range ts {
+			ts[i].Problems = orEmpty(ts[i].Problems)
+			ts[i].Emissions = orEmpty(ts[i].Emissions)
+			ts[i].Executions = orEmpty(ts[i].Executions)
+		}
+		return ts
+	}
+	rep.Schedules = orEmpty(rep.Schedules)
+	rep.Triggers = ticks(rep.Triggers)
+	rep.Notes = orEmpty(rep.Notes)
+	for i := range rep.Schedules {
+		s := &rep.Schedules[i]
+		s.Versions = orEmpty(s.Versions)
+		s.Ticks = ticks(s.Ticks)
+		s.Notes = orEmpty(s.Notes)
+	}
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -190,5 +190,7 @@ func HistoryOf(rep *Report, name string, since time.Time) (History, bool) {
 	if !found {
 		h.Name = name
 	}
+	h.Versions, h.Ticks, h.Notes = orEmpty(h.Versions), orEmpty(h.Ticks), orEmpty(h.Notes)
+	h.Triggers = orEmpty(h.Triggers)
 	return h, found
 }

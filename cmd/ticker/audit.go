@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -123,6 +124,15 @@ func printAudit(w io.Writer, namespace string, rep *audit.Report) {
 		if s.RanTwice > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d ticks have more than one ok outcome", s.Name, s.RanTwice))
 		}
+		var notOK []string
+		for _, st := range sortedKeys(s.Outcomes) {
+			if st != "ok" {
+				notOK = append(notOK, fmt.Sprintf("%d %s", s.Outcomes[st], st))
+			}
+		}
+		if len(notOK) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: outcomes other than ok: %s", s.Name, strings.Join(notOK, ", ")))
+		}
 		shown := 0
 		for _, t := range s.Ticks {
 			if len(t.Problems) == 0 && t.State != audit.StatePassedOver {
@@ -163,6 +173,15 @@ func printAudit(w io.Writer, namespace string, rep *audit.Report) {
 		fmt.Fprintf(w, "result: FAIL (%d ticks missing, %d doubled, %d ran twice)\n", rep.Totals.Missing,
 			rep.Totals.Doubled+rep.TriggerTotals.Doubled, rep.Totals.RanTwice+rep.TriggerTotals.RanTwice)
 	}
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func orDash(s string) string {

@@ -63,11 +63,16 @@ func Compare(l *Log, o Options) *Report {
 	triggers := ScheduleReport{Counts: Counts{Outcomes: map[string]int{}}}
 
 	byName := map[string][]*Tick{}
+	unnamed := 0
 	for _, t := range l.Ticks {
+		if t.Slot.IsZero() {
+			unnamed++ // a results entry whose key is no tick ID (a worker keys keyless records by coordinates)
+			continue
+		}
 		if o.Schedule != "" && t.Schedule != o.Schedule {
 			continue
 		}
-		if !t.Slot.IsZero() && (t.Slot.Before(o.From) || t.Slot.After(o.To)) {
+		if t.Slot.Before(o.From) || t.Slot.After(o.To) {
 			continue
 		}
 		if t.Trigger {
@@ -99,6 +104,9 @@ func Compare(l *Log, o Options) *Report {
 		rep.Schedules = append(rep.Schedules, sr)
 	}
 	sort.Slice(rep.Triggers, func(i, j int) bool { return lessTick(rep.Triggers[i], rep.Triggers[j]) })
+	if unnamed > 0 && o.Schedule == "" {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d results keys are not tick IDs and were skipped", unnamed))
+	}
 	if l.Undecodable > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d records could not be decoded and were skipped", l.Undecodable))
 	}
@@ -137,8 +145,8 @@ func compareSchedule(l *Log, idx *emissionIndex, name string, ticks []*Tick, o O
 		if def.Partial {
 			sr.HistoryPartial = true
 			first := def.Versions[0].At
-			sr.Notes = append(sr.Notes, fmt.Sprintf("older versions are gone from the schedules topic (compacted); "+
-				"slots before the oldest retained version (%s) are not derived", first.Format(time.RFC3339)))
+			sr.Notes = append(sr.Notes, fmt.Sprintf("the schedules topic no longer holds every record before version %d "+
+				"(compaction), so older versions may be gone: slots before %s are not derived", def.Versions[0].Offset, first.Format(time.RFC3339)))
 			audited = later(audited, first)
 		}
 	} else {

@@ -19,58 +19,139 @@ import (
 // returns what they retain. opts are the connection options (kafka.Config.Opts). Undecodable records are counted
 // and skipped.
 func Read(ctx context.Context, opts []kgo.Opt, names kafka.Names) (*Log, error) {
-	l := NewLog()
-	if err := l.readSchedules(ctx, opts, names.Schedules); err != nil {
+	r := newReader()
+	parts, err := readTopic(ctx, opts, names.Schedules, r.schedule)
+	if err != nil {
 		return nil, err
 	}
-	if err := l.readWork(ctx, opts, names.Work); err != nil {
+	if p := parts[0]; p != nil {
+		r.l.scheduleGaps = p.gaps
+	}
+	if parts, err = readTopic(ctx, opts, names.Work, r.work); err != nil {
 		return nil, err
 	}
-	if err := l.readResults(ctx, opts, names.Results); err != nil {
+	r.l.WorkPartitions, r.l.WorkFrom = len(parts), coverage(parts)
+	if parts, err = readTopic(ctx, opts, names.Results, r.result); err != nil {
 		return nil, err
 	}
-	l.markPartial()
-	return l, nil
+	r.l.ResultsPartitions, r.l.ResultsFrom = len(parts), coverage(parts)
+	r.l.markPartial()
+	return r.l, nil
 }
 
 // gap is a range of offsets that is not retained.
 type gap struct{ from, to int64 } // [from, to)
 
-func (l *Log) readSchedules(ctx context.Context, opts []kgo.Opt, topic string) error {
-	type rec struct {
-		name   string
-		offset int64
-		at     time.Time
-		value  []byte
+// reader folds records into a Log: schedules first, then work, then results, each partition in order.
+type reader struct {
+	l     *Log
+	folds map[int32]*ledger.Fold // by work partition: which started entries are valid
+	src   map[*Tick][]int32      // results partition of each ledger entry, to apply tombstones
+}
+
+func newReader() *reader {
+	return &reader{l: NewLog(), folds: map[int32]*ledger.Fold{}, src: map[*Tick][]int32{}}
+}
+
+// schedule applies a schedules-topic record: a version, or a deletion. An invalid record is skipped, as the
+// leader skips it (the previous version stays in force).
+func (r *reader) schedule(rec *kgo.Record) {
+	name := string(rec.Key)
+	if rec.Value == nil {
+		r.l.AddVersion(name, rec.Offset, rec.Timestamp, nil)
+		return
 	}
-	var recs []rec
-	parts, err := readTopic(ctx, opts, topic, func(r *kgo.Record) {
-		recs = append(recs, rec{string(r.Key), r.Offset, r.Timestamp, r.Value})
-	})
+	spec, err := schedule.Decode(rec.Value)
+	if err != nil || spec.Name != name {
+		r.l.Undecodable++
+		return
+	}
+	sched, err := spec.Compile()
 	if err != nil {
-		return err
+		r.l.Undecodable++
+		return
 	}
-	for _, r := range recs {
-		if r.value == nil {
-			l.AddVersion(r.name, r.offset, r.at, nil)
-			continue
-		}
-		spec, err := schedule.Decode(r.value)
-		if err != nil || spec.Name != r.name {
-			l.Undecodable++
-			continue
-		}
-		sched, err := spec.Compile()
-		if err != nil {
-			l.Undecodable++
-			continue
-		}
-		l.AddVersion(r.name, r.offset, r.at, sched)
+	r.l.AddVersion(name, rec.Offset, rec.Timestamp, sched)
+}
+
+// work applies a work-topic record: an emission of its tick.
+func (r *reader) work(rec *kgo.Record) {
+	if rec.Value == nil {
+		return
 	}
-	if p := parts[0]; p != nil {
-		l.scheduleGaps = p.gaps
+	tk, err := tick.Decode(rec.Value)
+	if err != nil {
+		r.l.Undecodable++
+		return
 	}
-	return nil
+	t := r.l.tick(tk.ID)
+	t.Schedule, t.Slot, t.Shard, t.Shards = tk.Schedule, tk.Slot.UTC(), tk.Shard, max(tk.Shards, 1)
+	t.Trigger = t.Trigger || tk.Trigger
+	at := tk.EmittedAt
+	if at.IsZero() {
+		at = rec.Timestamp
+	}
+	t.Emissions = append(t.Emissions, Emission{
+		Partition: rec.Partition, Offset: rec.Offset, EmittedAt: at.UTC(),
+		LeaderEpoch: tk.LeaderEpoch, ScheduleVersion: tk.ScheduleVersion,
+	})
+}
+
+// result applies a results-topic record: a ledger entry, or a tombstone that deletes its key's entries.
+func (r *reader) result(rec *kgo.Record) {
+	if ledger.IsClaimKey(rec.Key) && rec.Value == nil {
+		return
+	}
+	if rec.Value == nil {
+		// A tombstone deletes the key's earlier entries in its partition (what compaction will do).
+		t, ok := r.l.Ticks[string(rec.Key)]
+		if !ok {
+			return
+		}
+		src := r.src[t]
+		keep, keepSrc := t.Ledger[:0], src[:0]
+		for i, e := range t.Ledger {
+			if src[i] != rec.Partition {
+				keep, keepSrc = append(keep, e), append(keepSrc, src[i])
+			}
+		}
+		t.Ledger, r.src[t] = keep, keepSrc
+		return
+	}
+	e, err := ledger.Decode(rec.Value)
+	if err != nil {
+		r.l.Undecodable++
+		return
+	}
+	f := r.folds[e.Partition]
+	if f == nil {
+		f = ledger.NewFold(e.Partition)
+		r.folds[e.Partition] = f
+	}
+	switch e.Kind {
+	case ledger.KindClaim:
+		f.Apply(e, rec.Offset)
+		return
+	case ledger.KindStarted:
+		valid := f.Apply(e, rec.Offset)
+		delete(f.Ticks, e.Offset) // only the claim bookkeeping is needed
+		if !valid {
+			return // its writer had lost the partition: it never ran
+		}
+	}
+	id := e.ID
+	if id == "" {
+		id = string(rec.Key)
+	}
+	t := r.l.tick(id)
+	if e.Schedule != "" && t.Schedule == "" {
+		t.Schedule = e.Schedule
+	}
+	if e.Slot != nil && t.Slot.IsZero() {
+		t.Slot = e.Slot.UTC()
+	}
+	t.Ledger = append(t.Ledger, e)
+	r.src[t] = append(r.src[t], rec.Partition)
 }
 
 // markPartial trims each definition to the versions known to be complete and marks it partial when older
@@ -122,101 +203,6 @@ func gapIn(gaps []gap, from, to int64) bool {
 		}
 	}
 	return false
-}
-
-func (l *Log) readWork(ctx context.Context, opts []kgo.Opt, topic string) error {
-	parts, err := readTopic(ctx, opts, topic, func(r *kgo.Record) {
-		if r.Value == nil {
-			return
-		}
-		tk, err := tick.Decode(r.Value)
-		if err != nil {
-			l.Undecodable++
-			return
-		}
-		t := l.tick(tk.ID)
-		t.Schedule, t.Slot, t.Shard, t.Shards = tk.Schedule, tk.Slot.UTC(), tk.Shard, max(tk.Shards, 1)
-		t.Trigger = t.Trigger || tk.Trigger
-		at := tk.EmittedAt
-		if at.IsZero() {
-			at = r.Timestamp
-		}
-		t.Emissions = append(t.Emissions, Emission{
-			Partition: r.Partition, Offset: r.Offset, EmittedAt: at.UTC(),
-			LeaderEpoch: tk.LeaderEpoch, ScheduleVersion: tk.ScheduleVersion,
-		})
-	})
-	if err != nil {
-		return err
-	}
-	l.WorkPartitions = len(parts)
-	l.WorkFrom = coverage(parts)
-	return nil
-}
-
-func (l *Log) readResults(ctx context.Context, opts []kgo.Opt, topic string) error {
-	folds := map[int32]*ledger.Fold{} // by work partition: which started entries are valid
-	src := map[*Tick][]int32{}        // results partition of each ledger entry, to apply tombstones
-	parts, err := readTopic(ctx, opts, topic, func(r *kgo.Record) {
-		if ledger.IsClaimKey(r.Key) && r.Value == nil {
-			return
-		}
-		if r.Value == nil {
-			// A tombstone deletes the key's earlier entries in its partition (what compaction will do).
-			t, ok := l.Ticks[string(r.Key)]
-			if !ok {
-				return
-			}
-			keep, keepSrc := t.Ledger[:0], src[t][:0]
-			for i, e := range t.Ledger {
-				if src[t][i] != r.Partition {
-					keep, keepSrc = append(keep, e), append(keepSrc, src[t][i])
-				}
-			}
-			t.Ledger, src[t] = keep, keepSrc
-			return
-		}
-		e, err := ledger.Decode(r.Value)
-		if err != nil {
-			l.Undecodable++
-			return
-		}
-		f := folds[e.Partition]
-		if f == nil {
-			f = ledger.NewFold(e.Partition)
-			folds[e.Partition] = f
-		}
-		switch e.Kind {
-		case ledger.KindClaim:
-			f.Apply(e, r.Offset)
-			return
-		case ledger.KindStarted:
-			valid := f.Apply(e, r.Offset)
-			delete(f.Ticks, e.Offset) // only the claim bookkeeping is needed
-			if !valid {
-				return // its writer had lost the partition: it never ran
-			}
-		}
-		id := e.ID
-		if id == "" {
-			id = string(r.Key)
-		}
-		t := l.tick(id)
-		if e.Schedule != "" && t.Schedule == "" {
-			t.Schedule = e.Schedule
-		}
-		if e.Slot != nil && t.Slot.IsZero() {
-			t.Slot = e.Slot.UTC()
-		}
-		t.Ledger = append(t.Ledger, e)
-		src[t] = append(src[t], r.Partition)
-	})
-	if err != nil {
-		return err
-	}
-	l.ResultsPartitions = len(parts)
-	l.ResultsFrom = coverage(parts)
-	return nil
 }
 
 // coverage returns, per partition whose older records were deleted, the timestamp of its first retained record

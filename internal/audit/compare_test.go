@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -444,5 +446,26 @@ func TestOptionalAroundChange(t *testing.T) {
 	// 10, 20, 30 + 45..100 (12 slots; 45 is due 4 s after the change, more than the 3 s slack).
 	if c.Expected != 15 || c.Missing != 0 || c.Unexpected != 0 || !rep.OK {
 		t.Errorf("counts %+v, ok %v", c, rep.OK)
+	}
+}
+
+// TestJSONContract: lists are arrays, never null, and the names scripts rely on are there.
+func TestJSONContract(t *testing.T) {
+	f := newFixture(t)
+	f.put(every10, at(0)).run("s", 10, 30, 20)
+	rep := Compare(f.l, Options{Now: at(3600), To: at(30)})
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"from":null`, `"triggers":[]`, `"notes":[]`, `"ok":false`, `"missing_not_emitted":1`,
+		`"problems":["missing"]`, `"emissions":[]`, `"executions":[]`, `"history_partial":false`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON lacks %s: %s", want, b)
+		}
+	}
+	h, found := HistoryOf(Compare(f.l, Options{Now: at(3600), Schedule: "nope", AllTicks: true}), "nope", at(0))
+	if found || h.Ticks == nil || h.Triggers == nil {
+		t.Errorf("history of an unknown schedule: found %v, %+v", found, h)
 	}
 }

@@ -34,23 +34,21 @@ Show each slot of schedule NAME in the last --since: when its ticks were emitted
 worker, attempt, outcome and duration, from the execution ledger in <ns>.results. Started entries may have
 been compacted away once an outcome exists; what is retained is shown. Expected slots that were never emitted
 are shown too (missing, pending or passed over by catch-up).`)
-	// NAME may come before or after the flags.
-	var name string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
+	// NAME may come before, between or after the flags.
+	var positional []string
+	for rest := args; ; {
+		if err := cli.Parse(fs, rest, getenv); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional, rest = append(positional, fs.Arg(0)), fs.Args()[1:]
 	}
-	if err := cli.Parse(fs, args, getenv); err != nil {
-		return err
+	if len(positional) != 1 {
+		return cli.Usagef("ticker history: exactly one schedule NAME is required")
 	}
-	switch {
-	case name == "" && fs.NArg() == 1:
-		name = fs.Arg(0)
-	case fs.NArg() > 0:
-		return cli.Usagef("ticker history: unexpected argument %q", fs.Arg(0))
-	}
-	if name == "" {
-		return cli.Usagef("ticker history: a schedule NAME is required")
-	}
+	name := positional[0]
 	if since <= 0 {
 		return cli.Usagef("ticker history: --since must be positive")
 	}

@@ -192,6 +192,11 @@ func TestAuditAgreesWithTheLog(t *testing.T) {
 		t.Errorf("the table does not name %s or does not say FAIL", victim)
 	}
 
+	// --schedule limits the audit: slow alone is fine.
+	if only, code := runAudit(t, f, "--to", to.Format(time.RFC3339), "--grace", "1s", "--schedule", "slow"); code != 0 || len(only.Schedules) != 1 {
+		t.Errorf("audit --schedule slow: exit status %d, %d schedules; want 0 and 1", code, len(only.Schedules))
+	}
+
 	// history shows the slot, emitted and without an outcome, and its neighbours with their executions.
 	var h struct {
 		Ticks []struct {
@@ -228,6 +233,17 @@ func TestAuditAgreesWithTheLog(t *testing.T) {
 	}
 	if seen != 2 {
 		t.Errorf("history lists %d of the two shards of the victim's slot", seen)
+	}
+	text, _ = runTicker(t, f, "history", "--since", "10m", "--grace", "1s", "beat")
+	victimSlot := to.Add(-5 * time.Second).UTC().Format(time.RFC3339)
+	found = false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, victimSlot) && strings.Contains(line, "no_outcome") && strings.Contains(line, "missing") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("ticker history does not show %s shard 1 as no_outcome, missing:\n%s", victimSlot, text)
 	}
 }
 

@@ -472,6 +472,9 @@ func executions(entries []ledger.Entry, settled bool) []Execution {
 		case ledger.KindOutcome:
 			i := open(func(x Execution) bool { return x.Worker == e.Worker })
 			if i < 0 {
+				i = open(func(x Execution) bool { return x.Attempt == e.Attempts })
+			}
+			if i < 0 {
 				xs = append(xs, Execution{Worker: e.Worker, Attempt: e.Attempts, StartedAt: e.StartedAt})
 				i = len(xs) - 1
 			}

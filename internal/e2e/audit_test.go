@@ -192,6 +192,16 @@ func TestAuditAgreesWithTheLog(t *testing.T) {
 		t.Errorf("the table does not name %s or does not say FAIL", victim)
 	}
 
+	// A second copy of one tick on the work topic (as a leader that was not fenced would write it): doubled.
+	twin := tick.ID("beat", to.Add(-7*time.Second), 0, 2)
+	produceCopy(t, f, lg.records[twin])
+	lg = readNamespace(t, f)
+	_, _, doubled := lg.count("beat", to)
+	got, code = runAudit(t, f, "--to", to.Format(time.RFC3339), "--grace", "1s")
+	if s := got.schedule(t, "beat"); code != 1 || s.Doubled != 1 || doubled != 1 {
+		t.Errorf("audit after a second copy of %s: exit status %d, doubled %d (independent count %d), want 1, 1", twin, code, s.Doubled, doubled)
+	}
+
 	// --schedule limits the audit: slow alone is fine.
 	if only, code := runAudit(t, f, "--to", to.Format(time.RFC3339), "--grace", "1s", "--schedule", "slow"); code != 0 || len(only.Schedules) != 1 {
 		t.Errorf("audit --schedule slow: exit status %d, %d schedules; want 0 and 1", code, len(only.Schedules))
@@ -284,7 +294,8 @@ type indepLog struct {
 	putAt    map[string]time.Time // first schedules-topic record of each schedule
 	emitted  map[string]int       // scheduled tick ID -> work records
 	slots    map[string]tick.Tick
-	outcomes map[string]int // tick ID -> outcome records (legacy or ledger), after tombstones
+	records  map[string]*kgo.Record // the first work record of each tick
+	outcomes map[string]int         // tick ID -> outcome records (legacy or ledger), after tombstones
 }
 
 func (l *indepLog) count(schedule string, to time.Time) (emitted, executed, doubled int) {
@@ -306,7 +317,8 @@ func (l *indepLog) count(schedule string, to time.Time) (emitted, executed, doub
 
 func readNamespace(t *testing.T, f *fleet) *indepLog {
 	t.Helper()
-	l := &indepLog{putAt: map[string]time.Time{}, emitted: map[string]int{}, slots: map[string]tick.Tick{}, outcomes: map[string]int{}}
+	l := &indepLog{putAt: map[string]time.Time{}, emitted: map[string]int{}, slots: map[string]tick.Tick{}, outcomes: map[string]int{},
+		records: map[string]*kgo.Record{}}
 	for _, r := range readAll(t, f, f.ns+".schedules") {
 		if _, ok := l.putAt[string(r.Key)]; !ok {
 			l.putAt[string(r.Key)] = r.Timestamp
@@ -319,6 +331,9 @@ func readNamespace(t *testing.T, f *fleet) *indepLog {
 		}
 		l.emitted[tk.ID]++
 		l.slots[tk.ID] = tk
+		if l.records[tk.ID] == nil {
+			l.records[tk.ID] = r
+		}
 	}
 	recs := readAll(t, f, f.ns+".results")
 	for _, r := range recs {
@@ -400,5 +415,24 @@ func produceTombstone(t *testing.T, f *fleet, id string) {
 	defer cancel()
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: f.ns + ".results", Partition: p, Key: []byte(id)}).FirstErr(); err != nil {
 		t.Fatalf("producing the tombstone of %s: %v", id, err)
+	}
+}
+
+// produceCopy writes rec again, to the same partition.
+func produceCopy(t *testing.T, f *fleet, rec *kgo.Record) {
+	t.Helper()
+	if rec == nil {
+		t.Fatal("no record to copy")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(f.brokers, ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cp := &kgo.Record{Topic: rec.Topic, Partition: rec.Partition, Key: rec.Key, Value: rec.Value}
+	if err := cl.ProduceSync(ctx, cp).FirstErr(); err != nil {
+		t.Fatalf("producing a copy of %s: %v", rec.Key, err)
 	}
 }

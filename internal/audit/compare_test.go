@@ -204,6 +204,24 @@ func TestCompare(t *testing.T) {
 			wantOK: true,
 		},
 		{
+			name: "a change inside a term: the running leader waits for the old next slot",
+			build: func(f *fixture) {
+				f.put(schedule.Spec{Every: schedule.Duration(time.Minute)}, at(0)).put(every10, at(25))
+				f.run("s", 60, 100) // 30, 40 and 50 are optional: the old version's next slot was 60
+			},
+			want:   Counts{Expected: 5, Emitted: 5, Executed: 5},
+			wantOK: true,
+		},
+		{
+			name: "a change, then a new term that starts from the change time",
+			build: func(f *fixture) {
+				f.put(schedule.Spec{Every: schedule.Duration(time.Minute)}, at(0)).put(every10, at(25))
+				f.run("s", 30, 100)
+			},
+			want:   Counts{Expected: 8, Emitted: 8, Executed: 8},
+			wantOK: true,
+		},
+		{
 			name: "catch-up latest after an outage: the slots before the new term are passed over",
 			build: func(f *fixture) {
 				f.put(every10, at(0)).run("s", 10, 30)

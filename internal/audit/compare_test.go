@@ -103,6 +103,14 @@ func TestCompare(t *testing.T) {
 			wantOK: true,
 		},
 		{
+			name: "a cron schedule (6 fields, seconds)",
+			build: func(f *fixture) {
+				f.put(schedule.Spec{Cron: "*/10 * * * * *", TZ: "Europe/Berlin"}, at(0)).run("s", 10, 100, 70)
+			},
+			want:   Counts{Expected: 10, Emitted: 9, Executed: 9, Missing: 1, MissingNotEmitted: 1},
+			wantOK: false,
+		},
+		{
 			name:  "a slot never emitted is missing",
 			build: func(f *fixture) { f.put(every10, at(0)).run("s", 10, 100, 40) },
 			want:  Counts{Expected: 10, Emitted: 9, Executed: 9, Missing: 1, MissingNotEmitted: 1},

@@ -21,10 +21,11 @@
 //
 // A schedule's versions partition time: version i is in force from its change time T(i) to T(i+1). Its slots are
 // Next(T(i)), Next of that, ... (the leader never catches up slots from before a change), up to the second of
-// T(i+1); a paused or deleted version has none. Slots whose due time is within ChangeSlack of a change are
-// optional: the leader learns of a change some hundreds of milliseconds after it and may or may not emit them,
-// so they count when emitted and are not missing when absent. Each expected slot is expected once per shard of
-// the version in force (the unit of every count is a tick: slot x shard).
+// T(i+1); a paused or deleted version has none. Two kinds of slot are optional, counted when emitted and not
+// missing when absent: those due within ChangeSlack of a change (the leader learns of a change some hundreds of
+// milliseconds after it), and those after a change but not after the previous version's next slot (a running
+// leader keeps that slot as its base, a new term starts from the change time). Each expected slot is expected
+// once per shard of the version in force (the unit of every count is a tick: slot x shard).
 //
 // # Missing, passed over, pending
 //

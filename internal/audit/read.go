@@ -289,29 +289,51 @@ func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.R
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(time.Second),
 	)...)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: client: %w", topic, err)
 	}
 	defer cl.Close()
 	pending := len(offsets)
+	finish := func(r *partitionRead) {
+		if r.next < r.end {
+			r.gaps = append(r.gaps, gap{r.next, r.end}) // the tail below the end is gone
+		}
+		r.done = true
+		pending--
+	}
+	// A partition whose last records below its end are gone (aborted, or removed) never delivers the offset the
+	// loop waits for; after idlePolls polls (of up to 2 s) without any record of a pending partition, the rest
+	// count as read.
+	const idlePolls = 5
+	idle := 0
 	for pending > 0 {
-		fetches := cl.PollFetches(ctx)
+		// PollFetches returns only once records arrive; a bounded wait lets the loop notice that none will.
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		fetches := cl.PollFetches(pctx)
+		cancel()
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("reading %s: %w", topic, err)
 		}
 		var ferr error
 		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				ferr = errors.Join(ferr, fmt.Errorf("fetching %s[%d]: %w", t, p, err))
 			}
 		})
 		if ferr != nil {
 			return nil, ferr
 		}
+		progress := false
 		fetches.EachRecord(func(rec *kgo.Record) {
 			r := parts[rec.Partition]
-			if r == nil || r.done || rec.Offset >= r.end {
+			if r == nil || r.done {
+				return
+			}
+			progress = true
+			if rec.Offset >= r.end { // written after the read began: everything below the end was delivered
+				finish(r)
 				return
 			}
 			if rec.Offset > r.next {
@@ -325,10 +347,20 @@ func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.R
 				fn(rec)
 			}
 			if r.next >= r.end {
-				r.done = true
-				pending--
+				finish(r)
 			}
 		})
+		if progress {
+			idle = 0
+			continue
+		}
+		if idle++; idle >= idlePolls {
+			for _, r := range parts {
+				if !r.done {
+					finish(r)
+				}
+			}
+		}
 	}
 	return parts, nil
 }

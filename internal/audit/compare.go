@@ -169,9 +169,15 @@ func compareSchedule(l *Log, idx *emissionIndex, name string, ticks []*Tick, o O
 	}
 
 	expected := map[string]expectation{}
+	auditedTo := o.To
 	if defined {
-		n, truncated := deriveExpected(def, audited, o, func(id string, e expectation) { expected[id] = e })
+		var last time.Time
+		n, truncated := deriveExpected(def, audited, o, func(id string, e expectation) {
+			expected[id] = e
+			last = e.slot
+		})
 		if truncated {
+			auditedTo = last // later ticks were not derived: they cannot be called unexpected
 			sr.Notes = append(sr.Notes, fmt.Sprintf("more than %d expected ticks: only the first %d are compared; narrow --from/--to", o.MaxTicks, n))
 		}
 	}
@@ -222,7 +228,7 @@ func compareSchedule(l *Log, idx *emissionIndex, name string, ticks []*Tick, o O
 		tr.Due = t.Slot
 		// Before the audited range, a tick cannot be called unexpected; it still must have an outcome when its
 		// results are retained.
-		inAudit := !t.Slot.Before(audited) && defined
+		inAudit := defined && !t.Slot.Before(audited) && !t.Slot.After(auditedTo)
 		if inAudit {
 			tr.Problems = append(tr.Problems, ProblemUnexpected)
 			sr.Unexpected++

@@ -495,3 +495,14 @@ func TestJSONContract(t *testing.T) {
 		t.Errorf("history of an unknown schedule: found %v, %+v", found, h)
 	}
 }
+
+// TestMaxTicks: past the cap, ticks are neither derived nor called unexpected.
+func TestMaxTicks(t *testing.T) {
+	f := newFixture(t)
+	f.put(every10, at(0)).run("s", 10, 100)
+	rep := Compare(f.l, Options{From: at(0), To: at(100), Now: at(3600), MaxTicks: 4})
+	c := rep.Schedules[0].Counts
+	if c.Expected != 4 || c.Emitted != 10 || c.Unexpected != 0 || c.Missing != 0 || len(rep.Schedules[0].Notes) != 1 {
+		t.Errorf("counts %+v, notes %v", c, rep.Schedules[0].Notes)
+	}
+}

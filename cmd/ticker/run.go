@@ -62,6 +62,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runSchedule(ctx, args[1:], getenv, stdout, stderr)
 	case "status":
 		return runStatus(ctx, args[1:], getenv, stdout, stderr)
+	case "history", "audit":
+		return runAuditing(ctx, args[0], args[1:], getenv, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "ticker", admin.Version)
 		return nil

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tickgroup/tickgroup/internal/audit"
+	"github.com/tickgroup/tickgroup/internal/cli"
+	"github.com/tickgroup/tickgroup/internal/schedule"
+)
+
+// runAuditing runs `ticker audit` and `ticker history` (command is args[0] of the dispatch).
+func runAuditing(ctx context.Context, command string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if command == "history" {
+		return runHistory(ctx, args, getenv, stdout, stderr)
+	}
+	return runAudit(ctx, args, getenv, stdout, stderr)
+}
+
+// errAuditFailed makes `ticker audit` exit 1 when a slot is missing or ran twice.
+var errAuditFailed = errors.New("audit failed")
+
+func runAudit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ticker audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		common   cli.Common
+		from, to instantFlag
+		name     string
+		grace    time.Duration
+		timeout  time.Duration
+		asJSON   bool
+	)
+	common.Register(fs, "")
+	fs.Var(&from, "from", "first slot to audit: RFC 3339, or a duration before now such as 24h (default: everything retained)")
+	fs.Var(&to, "to", "last slot to audit: RFC 3339, or a duration before now (default: now)")
+	fs.StringVar(&name, "schedule", "", "audit only this schedule")
+	fs.DurationVar(&grace, "grace", 5*time.Minute, "a tick not emitted or without an outcome this long after its due time is missing (before: pending)")
+	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "give up reading the topics after this long")
+	fs.BoolVar(&asJSON, "json", false, "print JSON (for scripts)")
+	fs.Usage = cli.Usage(fs, `Usage: ticker audit [--from T] [--to T] [--schedule NAME] [--json]
+
+Derive from each schedule's retained definitions (versions, pauses, start/end, catch-up policy) the slots that
+should exist in the range, and compare them with the ticks emitted (<ns>.work, read_committed) and executed
+(<ns>.results). Per schedule: expected, emitted, executed, missing, doubled, re-run, interrupted, passed over by
+catch-up, pending. Counts are ticks (slot x shard). Manual triggers are listed apart and never expected.
+
+Exit status 1 when a tick is missing or ran twice (emitted twice, or two ok outcomes); 0 otherwise.`)
+	if err := cli.Parse(fs, args, getenv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return cli.Usagef("ticker audit: unexpected argument %q", fs.Arg(0))
+	}
+	if err := common.Finish(); err != nil {
+		return err
+	}
+	now := time.Now()
+	o := audit.Options{From: from.at(now), To: to.at(now), Now: now, Grace: grace, Schedule: name}
+	if !o.From.IsZero() && !o.To.IsZero() && o.To.Before(o.From) {
+		return cli.Usagef("ticker audit: --to is before --from")
+	}
+	rep, err := readReport(ctx, common, timeout, o)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if err := writeJSON(stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		printAudit(stdout, common.Kafka.Namespace, rep)
+	}
+	if !rep.OK {
+		return fmt.Errorf("%w: %d ticks missing, %d doubled, %d ran twice", errAuditFailed,
+			rep.Totals.Missing, rep.Totals.Doubled+rep.TriggerTotals.Doubled, rep.Totals.RanTwice+rep.TriggerTotals.RanTwice)
+	}
+	return nil
+}
+
+func readReport(ctx context.Context, common cli.Common, timeout time.Duration, o audit.Options) (*audit.Report, error) {
+	opts, err := common.Kafka.Opts(nil)
+	if err != nil {
+		return nil, cli.UsageError{Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return audit.Run(ctx, opts, common.Kafka.Names(), o)
+}
+
+// maxProblemRows bounds the problem ticks printed per schedule (--json has them all).
+const maxProblemRows = 20
+
+func printAudit(w io.Writer, namespace string, rep *audit.Report) {
+	fmt.Fprintf(w, "namespace  %s\n", namespace)
+	fmt.Fprintf(w, "range      %s .. %s (grace %s; counts are ticks: slot x shard)\n\n",
+		fmtAuditTime(rep.From), rep.To.Format(time.RFC3339), time.Duration(rep.GraceSeconds*float64(time.Second)))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCHEDULE\tEXPECTED\tEMITTED\tEXECUTED\tMISSING\tDOUBLED\tRE-RUN\tINTERRUPTED\tPASSED OVER\tPENDING\tUNEXPECTED")
+	row := func(name string, c audit.Counts) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", name, c.Expected, c.Emitted, c.Executed, c.Missing,
+			c.Doubled, c.ReRun, c.Interrupted, c.PassedOver, c.Pending, c.Unexpected)
+	}
+	for _, s := range rep.Schedules {
+		row(s.Name, s.Counts)
+	}
+	row("TOTAL", rep.Totals)
+	_ = tw.Flush()
+
+	notes := append([]string(nil), rep.Notes...)
+	first := true
+	for _, s := range rep.Schedules {
+		for _, n := range s.Notes {
+			notes = append(notes, s.Name+": "+n)
+		}
+		if s.RanTwice > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d ticks have more than one ok outcome", s.Name, s.RanTwice))
+		}
+		var notOK []string
+		for _, st := range sortedKeys(s.Outcomes) {
+			if st != "ok" {
+				notOK = append(notOK, fmt.Sprintf("%d %s", s.Outcomes[st], st))
+			}
+		}
+		if len(notOK) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: outcomes other than ok: %s", s.Name, strings.Join(notOK, ", ")))
+		}
+		shown := 0
+		for _, t := range s.Ticks {
+			if len(t.Problems) == 0 && t.State != audit.StatePassedOver {
+				continue
+			}
+			if first {
+				fmt.Fprintln(w, "\nTICKS WITH PROBLEMS (and slots passed over by catch-up)")
+				first = false
+			}
+			if shown == maxProblemRows {
+				fmt.Fprintf(w, "  %s: ... and more (use --json or ticker history %s)\n", s.Name, s.Name)
+				break
+			}
+			shown++
+			fmt.Fprintf(w, "  %-48s %-12s %s\n", t.ID, t.State, strings.Join(t.Problems, ","))
+		}
+	}
+
+	if len(rep.Triggers) > 0 {
+		fmt.Fprintln(w, "\nMANUAL TRIGGERS (never expected)")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tEMITTED\tSTATE\tPROBLEMS")
+		for _, t := range rep.Triggers {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.ID, len(t.Emissions), t.State, orDash(strings.Join(t.Problems, ",")))
+		}
+		_ = tw.Flush()
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "\nNOTES")
+		for _, n := range notes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+	}
+	fmt.Fprintln(w)
+	if rep.OK {
+		fmt.Fprintln(w, "result: OK (no tick missing, none ran twice)")
+	} else {
+		fmt.Fprintf(w, "result: FAIL (%d ticks missing, %d doubled, %d ran twice)\n", rep.Totals.Missing,
+			rep.Totals.Doubled+rep.TriggerTotals.Doubled, rep.Totals.RanTwice+rep.TriggerTotals.RanTwice)
+	}
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func fmtAuditTime(t *time.Time) string {
+	if t == nil {
+		return "(everything retained)"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// describeVersion is one version of a schedule in a line.
+func describeVersion(v audit.VersionReport) string {
+	if v.Deleted || v.Spec == nil {
+		return "deleted"
+	}
+	s := *v.Spec
+	d := "every " + time.Duration(s.Every).String()
+	if s.Cron != "" {
+		tz := s.TZ
+		if tz == "" {
+			tz = "UTC"
+		}
+		d = fmt.Sprintf("cron %q %s", s.Cron, tz)
+	}
+	if s.Shards > 1 {
+		d += fmt.Sprintf(", %d shards", s.Shards)
+	}
+	catchup := s.Catchup
+	if catchup == "" {
+		catchup = schedule.CatchupLatest
+	}
+	d += ", catchup " + catchup
+	if s.Paused {
+		d += ", paused"
+	}
+	return d
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// instantFlag is an RFC 3339 instant or a duration before now ("24h").
+type instantFlag struct {
+	abs *time.Time
+	ago time.Duration
+}
+
+func (f *instantFlag) String() string {
+	switch {
+	case f.abs != nil:
+		return f.abs.Format(time.RFC3339)
+	case f.ago != 0:
+		return f.ago.String()
+	}
+	return ""
+}
+
+func (f *instantFlag) Set(s string) error {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return errors.New("a duration before now must not be negative")
+		}
+		f.ago, f.abs = d, nil
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return errors.New("want an RFC 3339 instant (2026-12-01T00:00:00Z) or a duration before now (24h)")
+	}
+	f.abs = &t
+	return nil
+}
+
+// at returns the instant, relative to now; the zero time when unset.
+func (f *instantFlag) at(now time.Time) time.Time {
+	switch {
+	case f.abs != nil:
+		return *f.abs
+	case f.ago != 0:
+		return now.Add(-f.ago)
+	}
+	return time.Time{}
+}

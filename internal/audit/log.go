@@ -1,0 +1,123 @@
+package audit
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tickgroup/tickgroup/internal/ledger"
+	"github.com/tickgroup/tickgroup/internal/schedule"
+)
+
+// Log is what the namespace's topics retain, as Read gathers it and Compare consumes it. Tests fabricate it.
+type Log struct {
+	// Definitions are the retained versions of each schedule, by name.
+	Definitions map[string]*Definition
+	// Ticks are the ticks seen in the work or the results topic, by tick ID.
+	Ticks map[string]*Tick
+	// WorkFrom and ResultsFrom give, per partition, the earliest instant the retained log still covers: the
+	// timestamp of the first retained record when older records were deleted by retention. A partition missing
+	// from the map is retained from its beginning.
+	WorkFrom, ResultsFrom map[int32]time.Time
+	// WorkPartitions and ResultsPartitions are the topics' partition counts (0: unknown, assume 1).
+	WorkPartitions, ResultsPartitions int
+	// Undecodable counts records that could not be decoded (skipped).
+	Undecodable int
+
+	scheduleGaps []gap // offset ranges of the schedules topic that are no longer retained
+}
+
+// Version is one retained record of a schedule in the schedules topic.
+type Version struct {
+	// Offset is the record's offset: the schedule version ticks carry.
+	Offset int64
+	// At is the record's timestamp (LogAppendTime), the instant the change took effect.
+	At time.Time
+	// Schedule is the definition, nil for a deletion (tombstone).
+	Schedule *schedule.Schedule
+}
+
+// Definition is the retained history of one schedule.
+type Definition struct {
+	Name string
+	// Versions are in offset order.
+	Versions []Version
+	// Partial is set when older versions may be gone (compacted or deleted): slots before Versions[0].At are
+	// then not derived.
+	Partial bool
+}
+
+// Emission is one committed work record of a tick.
+type Emission struct {
+	Partition       int32     `json:"partition"`
+	Offset          int64     `json:"offset"`
+	EmittedAt       time.Time `json:"emitted_at"`
+	LeaderEpoch     int64     `json:"leader_epoch"`
+	ScheduleVersion int64     `json:"schedule_version"`
+}
+
+// Tick is everything the log says about one tick ID.
+type Tick struct {
+	ID       string
+	Schedule string
+	Slot     time.Time
+	Shard    int
+	Shards   int
+	Trigger  bool
+	// Emissions are its work records, in the order read.
+	Emissions []Emission
+	// Ledger holds its valid started, released and outcome entries, in log order.
+	Ledger []ledger.Entry
+}
+
+// IsTrigger reports whether id is a manual trigger's (ticker schedule trigger).
+func IsTrigger(id string) bool { return strings.Contains(id, "~trigger-") }
+
+// NewLog returns an empty Log.
+func NewLog() *Log {
+	return &Log{
+		Definitions: map[string]*Definition{},
+		Ticks:       map[string]*Tick{},
+		WorkFrom:    map[int32]time.Time{},
+		ResultsFrom: map[int32]time.Time{},
+	}
+}
+
+// tick returns the Tick of id, created from what the ID itself says when it is new.
+func (l *Log) tick(id string) *Tick {
+	if t, ok := l.Ticks[id]; ok {
+		return t
+	}
+	t := &Tick{ID: id, Shards: 1, Trigger: IsTrigger(id)}
+	name, rest, _ := strings.Cut(id, "@")
+	t.Schedule = name
+	slot, _, _ := strings.Cut(rest, "~")
+	slot, _, _ = strings.Cut(slot, "#")
+	if ts, err := time.Parse(time.RFC3339Nano, slot); err == nil {
+		t.Slot = ts.UTC()
+	}
+	l.Ticks[id] = t
+	return t
+}
+
+// AddVersion appends a version of schedule name (sched nil: deleted), keeping offset order.
+func (l *Log) AddVersion(name string, offset int64, at time.Time, sched *schedule.Schedule) {
+	d := l.Definitions[name]
+	if d == nil {
+		d = &Definition{Name: name}
+		l.Definitions[name] = d
+	}
+	d.Versions = append(d.Versions, Version{Offset: offset, At: at.UTC(), Schedule: sched})
+	sort.SliceStable(d.Versions, func(i, j int) bool { return d.Versions[i].Offset < d.Versions[j].Offset })
+}
+
+// outcomes returns t's outcome entries.
+func (t *Tick) outcomes() []ledger.Entry {
+	var out []ledger.Entry
+	for _, e := range t.Ledger {
+		if e.Kind == ledger.KindOutcome {
+			out = append(out, e)
+		}
+	}
+	return out
+}

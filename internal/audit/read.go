@@ -1,0 +1,375 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/ledger"
+	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// Read reads the schedules, work and results topics of names to their last stable offsets, read_committed, and
+// returns what they retain. opts are the connection options (kafka.Config.Opts). Undecodable records are counted
+// and skipped.
+func Read(ctx context.Context, opts []kgo.Opt, names kafka.Names) (*Log, error) {
+	r := newReader()
+	parts, err := readTopic(ctx, opts, names.Schedules, r.schedule)
+	if err != nil {
+		return nil, err
+	}
+	if p := parts[0]; p != nil {
+		r.l.scheduleGaps = p.gaps
+	}
+	if parts, err = readTopic(ctx, opts, names.Work, r.work); err != nil {
+		return nil, err
+	}
+	r.l.WorkPartitions, r.l.WorkFrom = len(parts), coverage(parts)
+	if parts, err = readTopic(ctx, opts, names.Results, r.result); err != nil {
+		return nil, err
+	}
+	r.l.ResultsPartitions, r.l.ResultsFrom = len(parts), coverage(parts)
+	r.l.markPartial()
+	return r.l, nil
+}
+
+// gap is a range of offsets that is not retained.
+type gap struct{ from, to int64 } // [from, to)
+
+// reader folds records into a Log: schedules first, then work, then results, each partition in order.
+type reader struct {
+	l     *Log
+	folds map[int32]*ledger.Fold // by work partition: which started entries are valid
+	src   map[*Tick][]int32      // results partition of each ledger entry, to apply tombstones
+}
+
+func newReader() *reader {
+	return &reader{l: NewLog(), folds: map[int32]*ledger.Fold{}, src: map[*Tick][]int32{}}
+}
+
+// schedule applies a schedules-topic record: a version, or a deletion. An invalid record is skipped, as the
+// leader skips it (the previous version stays in force).
+func (r *reader) schedule(rec *kgo.Record) {
+	name := string(rec.Key)
+	if rec.Value == nil {
+		r.l.AddVersion(name, rec.Offset, rec.Timestamp, nil)
+		return
+	}
+	spec, err := schedule.Decode(rec.Value)
+	if err != nil || spec.Name != name {
+		r.l.Undecodable++
+		return
+	}
+	sched, err := spec.Compile()
+	if err != nil {
+		r.l.Undecodable++
+		return
+	}
+	r.l.AddVersion(name, rec.Offset, rec.Timestamp, sched)
+}
+
+// work applies a work-topic record: an emission of its tick.
+func (r *reader) work(rec *kgo.Record) {
+	if rec.Value == nil {
+		return
+	}
+	tk, err := tick.Decode(rec.Value)
+	if err != nil {
+		r.l.Undecodable++
+		return
+	}
+	t := r.l.tick(tk.ID)
+	t.Schedule, t.Slot, t.Shard, t.Shards = tk.Schedule, tk.Slot.UTC(), tk.Shard, max(tk.Shards, 1)
+	t.Trigger = t.Trigger || tk.Trigger
+	at := tk.EmittedAt
+	if at.IsZero() {
+		at = rec.Timestamp
+	}
+	t.Emissions = append(t.Emissions, Emission{
+		Partition: rec.Partition, Offset: rec.Offset, EmittedAt: at.UTC(),
+		LeaderEpoch: tk.LeaderEpoch, ScheduleVersion: tk.ScheduleVersion,
+	})
+}
+
+// result applies a results-topic record: a ledger entry, or a tombstone that deletes its key's entries.
+func (r *reader) result(rec *kgo.Record) {
+	if ledger.IsClaimKey(rec.Key) && rec.Value == nil {
+		return
+	}
+	if rec.Value == nil {
+		// A tombstone deletes the key's earlier entries in its partition (what compaction will do).
+		t, ok := r.l.Ticks[string(rec.Key)]
+		if !ok {
+			return
+		}
+		src := r.src[t]
+		keep, keepSrc := t.Ledger[:0], src[:0]
+		for i, e := range t.Ledger {
+			if src[i] != rec.Partition {
+				keep, keepSrc = append(keep, e), append(keepSrc, src[i])
+			}
+		}
+		t.Ledger, r.src[t] = keep, keepSrc
+		return
+	}
+	e, err := ledger.Decode(rec.Value)
+	if err != nil {
+		r.l.Undecodable++
+		return
+	}
+	f := r.folds[e.Partition]
+	if f == nil {
+		f = ledger.NewFold(e.Partition)
+		r.folds[e.Partition] = f
+	}
+	switch e.Kind {
+	case ledger.KindClaim:
+		f.Apply(e, rec.Offset)
+		return
+	case ledger.KindStarted:
+		valid := f.Apply(e, rec.Offset)
+		delete(f.Ticks, e.Offset) // only the claim bookkeeping is needed
+		if !valid {
+			return // its writer had lost the partition: it never ran
+		}
+	}
+	id := e.ID
+	if id == "" {
+		id = string(rec.Key)
+	}
+	t := r.l.tick(id)
+	if e.Schedule != "" && t.Schedule == "" {
+		t.Schedule = e.Schedule
+	}
+	if e.Slot != nil && t.Slot.IsZero() {
+		t.Slot = e.Slot.UTC()
+	}
+	t.Ledger = append(t.Ledger, e)
+	r.src[t] = append(r.src[t], rec.Partition)
+}
+
+// markPartial trims each definition to the versions known to be complete and marks it partial when older
+// versions may be gone: a version of the schedule can hide in any gap of the schedules topic before its latest
+// retained version (compaction keeps the latest record of every key, so not after it), and a tick that names a
+// version that is not retained proves one is gone.
+func (l *Log) markPartial() {
+	named := map[string]map[int64]bool{}
+	for _, t := range l.Ticks {
+		for _, e := range t.Emissions {
+			if named[t.Schedule] == nil {
+				named[t.Schedule] = map[int64]bool{}
+			}
+			named[t.Schedule][e.ScheduleVersion] = true
+		}
+	}
+	for _, d := range l.Definitions {
+		if len(d.Versions) == 0 {
+			continue
+		}
+		last := d.Versions[len(d.Versions)-1].Offset
+		j := 0
+		for i := range d.Versions {
+			if gapIn(l.scheduleGaps, d.Versions[i].Offset+1, last) {
+				j = i + 1
+			}
+		}
+		if j > 0 || gapIn(l.scheduleGaps, 0, d.Versions[0].Offset) {
+			d.Partial = true
+		}
+		kept := map[int64]bool{}
+		for _, v := range d.Versions {
+			kept[v.Offset] = true
+		}
+		for v := range named[d.Name] {
+			if !kept[v] && v < d.Versions[0].Offset {
+				d.Partial = true
+			}
+		}
+		d.Versions = d.Versions[j:]
+	}
+}
+
+// gapIn reports whether any offset in [from, to) is in a gap.
+func gapIn(gaps []gap, from, to int64) bool {
+	for _, g := range gaps {
+		if g.from < to && from < g.to {
+			return true
+		}
+	}
+	return false
+}
+
+// coverage returns, per partition whose older records were deleted, the timestamp of its first retained record
+// (the read instant for a partition with nothing retained).
+func coverage(parts map[int32]*partitionRead) map[int32]time.Time {
+	out := map[int32]time.Time{}
+	for p, r := range parts {
+		switch {
+		case r.start == 0:
+		case r.firstTS.IsZero():
+			out[p] = r.readAt
+		default:
+			out[p] = r.firstTS
+		}
+	}
+	return out
+}
+
+// partitionRead is what readTopic learnt about one partition.
+type partitionRead struct {
+	start, end int64
+	firstTS    time.Time
+	readAt     time.Time
+	next       int64 // the offset after the last record read
+	gaps       []gap // offset ranges in [0, end) that were not read (deleted, compacted or aborted)
+	done       bool
+}
+
+// readTopic reads every partition of topic from its start to its last stable offset, read_committed, and calls
+// fn for every data record (tombstones included), in order within each partition. Control records are read (a
+// partition's last record below its LSO is often a transaction marker) but not passed to fn.
+func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.Record)) (map[int32]*partitionRead, error) {
+	meta, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: client: %w", topic, err)
+	}
+	defer meta.Close()
+	adm := kadm.NewClient(meta)
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: listing last stable offsets: %w", topic, err)
+	}
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: listing start offsets: %w", topic, err)
+	}
+	parts := map[int32]*partitionRead{}
+	offsets := map[int32]kgo.Offset{}
+	now := time.Now()
+	var lerr error
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Topic != topic {
+			return
+		}
+		if o.Err != nil {
+			lerr = errors.Join(lerr, fmt.Errorf("reading %s[%d]: last stable offset: %w", topic, o.Partition, o.Err))
+			return
+		}
+		r := &partitionRead{end: o.Offset, readAt: now}
+		if s, ok := starts.Lookup(topic, o.Partition); ok && s.Err == nil {
+			r.start = s.Offset
+		}
+		if r.start > 0 {
+			r.gaps = append(r.gaps, gap{0, r.start})
+		}
+		r.next = r.start
+		r.done = r.start >= r.end
+		parts[o.Partition] = r
+		if !r.done {
+			offsets[o.Partition] = kgo.NewOffset().At(r.start)
+		}
+	})
+	if lerr != nil {
+		return nil, lerr
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("reading %s: topic not found", topic)
+	}
+	if len(offsets) == 0 {
+		return parts, nil
+	}
+
+	cl, err := kgo.NewClient(append(opts[:len(opts):len(opts)],
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(time.Second),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: client: %w", topic, err)
+	}
+	defer cl.Close()
+	pending := len(offsets)
+	finish := func(r *partitionRead) {
+		if r.next < r.end {
+			r.gaps = append(r.gaps, gap{r.next, r.end}) // the tail below the end is gone
+		}
+		r.done = true
+		pending--
+	}
+	// A partition whose last records below its end are gone (aborted, or removed) never delivers the offset the
+	// loop waits for; after idlePolls polls (of up to 2 s) without any record of a pending partition, the rest
+	// count as read.
+	const idlePolls = 5
+	idle := 0
+	for pending > 0 {
+		// PollFetches returns only once records arrive; a bounded wait lets the loop notice that none will.
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		fetches := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", topic, err)
+		}
+		var ferr error
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				ferr = errors.Join(ferr, fmt.Errorf("fetching %s[%d]: %w", t, p, err))
+			}
+		})
+		if ferr != nil {
+			return nil, ferr
+		}
+		progress := false
+		fetches.EachRecord(func(rec *kgo.Record) {
+			r := parts[rec.Partition]
+			if r == nil || r.done {
+				return
+			}
+			progress = true
+			if rec.Offset >= r.end { // written after the read began: everything below the end was delivered
+				finish(r)
+				return
+			}
+			if rec.Offset > r.next {
+				r.gaps = append(r.gaps, gap{r.next, rec.Offset})
+			}
+			r.next = rec.Offset + 1
+			if !rec.Attrs.IsControl() {
+				if r.start > 0 && r.firstTS.IsZero() {
+					r.firstTS = rec.Timestamp.UTC()
+				}
+				fn(rec)
+			}
+			if r.next >= r.end {
+				finish(r)
+			}
+		})
+		if progress {
+			idle = 0
+			continue
+		}
+		if idle++; idle >= idlePolls {
+			for _, r := range parts {
+				if !r.done {
+					finish(r)
+				}
+			}
+		}
+	}
+	return parts, nil
+}
+
+// Run reads the namespace's topics (Read) and compares them (Compare).
+func Run(ctx context.Context, opts []kgo.Opt, names kafka.Names, o Options) (*Report, error) {
+	l, err := Read(ctx, opts, names)
+	if err != nil {
+		return nil, err
+	}
+	return Compare(l, o), nil
+}

@@ -93,31 +93,42 @@ func EnsureTopics(ctx context.Context, adm *kadm.Client, names Names, o TopicOpt
 
 // CheckTickerTopic fails unless topic exists with exactly one partition.
 func CheckTickerTopic(ctx context.Context, adm *kadm.Client, topic string) error {
-	// A topic created a moment ago may not be in every broker's metadata yet.
+	td, err := WaitTopic(ctx, adm, topic)
+	if err != nil {
+		return err
+	}
+	if len(td.Partitions) > 1 {
+		return fmt.Errorf("topic %s has %d partitions: %w", topic, len(td.Partitions), ErrTickerTopicPartitions)
+	}
+	return nil
+}
+
+// WaitTopic returns topic's metadata once the topic exists with its partitions. A topic created a moment ago
+// may not be in every broker's metadata yet, so a missing topic is asked for again for about five seconds
+// before the error is returned.
+func WaitTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicDetail, error) {
 	var last error
 	for range 50 {
 		tds, err := adm.ListTopics(ctx, topic)
 		if err != nil {
-			return fmt.Errorf("describing topic %s: %w", topic, err)
+			return kadm.TopicDetail{}, fmt.Errorf("describing topic %s: %w", topic, err)
 		}
 		td, ok := tds[topic]
 		switch {
 		case !ok || td.Err != nil:
-			last = fmt.Errorf("topic %s not found: %v", topic, td.Err)
-		case len(td.Partitions) == 1:
-			return nil
-		case len(td.Partitions) > 1:
-			return fmt.Errorf("topic %s has %d partitions: %w", topic, len(td.Partitions), ErrTickerTopicPartitions)
-		default:
+			last = fmt.Errorf("topic %s not found (create it with `ticker init` or a ticker first): %v", topic, td.Err)
+		case len(td.Partitions) == 0:
 			last = fmt.Errorf("topic %s has no partitions yet", topic)
+		default:
+			return td, nil
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return kadm.TopicDetail{}, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return last
+	return kadm.TopicDetail{}, last
 }
 
 // WorkPartitions returns the partition count of the work topic.

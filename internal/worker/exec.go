@@ -95,7 +95,10 @@ func NewExecHandler(cfg ExecConfig, logger *slog.Logger) (*ExecHandler, error) {
 	if cfg.OutputLimit <= 0 {
 		cfg.OutputLimit = DefaultOutputLimit
 	}
-	cfg.KillGrace = cmpOrDur(cfg.KillGrace, DefaultKillGrace)
+	if cfg.KillGrace < 0 {
+		return nil, fmt.Errorf("exec kill grace %s: must not be negative", cfg.KillGrace)
+	}
+	cfg.KillGrace = cmp.Or(cfg.KillGrace, DefaultKillGrace)
 	if cfg.Env == nil {
 		cfg.Env = os.Environ()
 	}
@@ -327,11 +330,4 @@ func (w *capWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return strings.TrimRight(w.buf.String(), "\n")
-}
-
-func cmpOrDur(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }

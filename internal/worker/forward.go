@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -139,7 +140,7 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 		sess.Produce(context.WithoutCancel(ctx), r, func(_ *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()
-				prodErr = cmpErr(prodErr, err)
+				prodErr = cmp.Or(prodErr, err)
 				mu.Unlock()
 			}
 		})
@@ -195,7 +196,7 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 	// made before: flush here and check.
 	if err := sess.Client().Flush(endCtx); err != nil {
 		mu.Lock()
-		prodErr = cmpErr(prodErr, err)
+		prodErr = cmp.Or(prodErr, err)
 		mu.Unlock()
 	}
 	mu.Lock()
@@ -249,11 +250,4 @@ func (f *forwarder) released(_ context.Context, _ *kgo.Client, released map[stri
 	if len(released[w.names.Work]) > 0 {
 		w.logger.Info("partitions released", "partitions", released[w.names.Work], "owned", n)
 	}
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -271,7 +272,7 @@ func (l *lane) takeover(ctx context.Context) error {
 		}
 		ackAt := time.Now()
 		if !ll.waitRead(ctx, o, 30*time.Second) {
-			return fmt.Errorf("claiming partition %d: reading the ledger up to the claim at offset %d: %w", l.partition, o, cmpErr(ctx.Err(), errors.New("timed out")))
+			return fmt.Errorf("claiming partition %d: reading the ledger up to the claim at offset %d: %w", l.partition, o, cmp.Or(ctx.Err(), errors.New("timed out")))
 		}
 		ll.mu.Lock()
 		won := ll.fold.Owner == w.cfg.WorkerID && ll.fold.Fence == next && ll.fold.ClaimOffset == o
@@ -335,7 +336,7 @@ func (l *lane) confirm(ctx context.Context, e ledger.Entry) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("writing the %s entry of %s: %w", e.Kind, e.ID, err)
 	}
 	if !l.ledger.waitRead(ctx, o, w.cfg.Lease) {
-		return time.Time{}, fmt.Errorf("reading back the %s entry of %s: %w", e.Kind, e.ID, cmpErr(ctx.Err(), errors.New("timed out")))
+		return time.Time{}, fmt.Errorf("reading back the %s entry of %s: %w", e.Kind, e.ID, cmp.Or(ctx.Err(), errors.New("timed out")))
 	}
 	if l.ledger.isFenced() {
 		return time.Time{}, errFenced
@@ -354,7 +355,7 @@ func (l *lane) renew(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	if !l.ledger.waitRead(ctx, o, w.cfg.Lease) {
-		return time.Time{}, cmpErr(ctx.Err(), errors.New("timed out reading the renewal back"))
+		return time.Time{}, cmp.Or(ctx.Err(), errors.New("timed out reading the renewal back"))
 	}
 	if l.ledger.isFenced() {
 		return time.Time{}, errFenced

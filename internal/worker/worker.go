@@ -271,31 +271,18 @@ func (w *Worker) leaveStatic(ctx context.Context) {
 	}
 }
 
-// partitionCounts returns the partition counts of the results and dead-letter topics. A topic created a moment
-// ago may not be in every broker's metadata yet, so a missing topic is asked for again for a while.
+// partitionCounts returns the partition counts of the results and dead-letter topics.
 func (w *Worker) partitionCounts(ctx context.Context, cl *kgo.Client) (results, dlq int, err error) {
 	adm := kadm.NewClient(cl)
-	count := func(topic string) (int, error) {
-		var last error
-		for range 50 {
-			n, err := kafka.WorkPartitions(ctx, adm, topic)
-			if err == nil {
-				return n, nil
-			}
-			last = err
-			if !sleep(ctx, 200*time.Millisecond) {
-				return 0, ctx.Err()
-			}
-		}
-		return 0, fmt.Errorf("worker: %w", last)
+	rt, err := kafka.WaitTopic(ctx, adm, w.names.Results)
+	if err != nil {
+		return 0, 0, fmt.Errorf("worker: %w", err)
 	}
-	if results, err = count(w.names.Results); err != nil {
-		return 0, 0, err
+	dt, err := kafka.WaitTopic(ctx, adm, w.names.DLQ)
+	if err != nil {
+		return 0, 0, fmt.Errorf("worker: %w", err)
 	}
-	if dlq, err = count(w.names.DLQ); err != nil {
-		return 0, 0, err
-	}
-	return results, dlq, nil
+	return len(rt.Partitions), len(dt.Partitions), nil
 }
 
 // poll fetches records and hands each partition's batch to its lane until ctx ends.

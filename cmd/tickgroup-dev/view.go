@@ -89,6 +89,9 @@ func (v *view) ran(r *kgo.Record) {
 		v.scr.event("RUN", colorRed, "%-36s  unreadable outcome: %v", string(r.Key), err)
 		return
 	}
+	if o.Kind != "" && o.Kind != "outcome" {
+		return // the ledger's claim, started and released entries share the topic
+	}
 	color := colorGreen
 	if o.Status != worker.StatusOK {
 		color = colorRed

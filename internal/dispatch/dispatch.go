@@ -90,8 +90,15 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	t := term{producerID: pid, epoch: epoch}
 	logger = logger.With("producer_id", pid, "epoch", epoch)
 
-	// 2. The state every earlier leader committed, and the schedules.
-	state, err := d.readState(ctx)
+	// 2. The state every earlier leader committed, once no other producer's transaction holds it back, and the
+	// schedules.
+	if err := d.waitStable(ctx, kadm.NewClient(cl), logger); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	state, bad, err := d.readState(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -107,6 +114,19 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	entries := d.view.Snapshot()
 	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(cl), d.cfg.Names.Work)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	recovered, err := d.checkState(ctx, state, entries, partitions, d.cfg.Now(), logger)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	if err := d.rewriteState(ctx, p, t, state, recovered, bad); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -232,11 +252,29 @@ func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record
 
 // readState reads the leader state; an undecodable record is reported and ignored rather than trusted (only
 // leaders write the ticker topic).
-func (d *Dispatcher) readState(ctx context.Context) (map[string]State, error) {
-	return ReadState(ctx, d.opts, d.cfg.Names.Ticker, func(r *kgo.Record, err error) {
-		d.logger.Error("skipping an undecodable ticker-topic record", "schedule", string(r.Key), "offset", r.Offset, "err", err)
+//
+// It also returns the undecodable records that are still the newest of their key: the term dead-letters them
+// when it rewrites their schedules' state (checkState, rewriteState), so each is dead-lettered once.
+func (d *Dispatcher) readState(ctx context.Context) (map[string]State, map[string]*kgo.Record, error) {
+	bad := map[string]*kgo.Record{}
+	state, err := ReadState(ctx, d.opts, d.cfg.Names.Ticker, func(r *kgo.Record, err error) {
+		d.logger.Error("skipping an undecodable ticker-topic record", "schedule", clip(string(r.Key)), "offset", r.Offset, "err", err)
 		d.metrics.invalidState.Inc()
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: "tickgroup-error", Value: []byte(clip(err.Error()))})
+		bad[string(r.Key)] = r
 	})
+	for name := range state {
+		delete(bad, name) // a valid record followed the bad one
+	}
+	return state, bad, err
+}
+
+// clip shortens s for a log line or header.
+func clip(s string) string {
+	if len(s) <= 256 {
+		return s
+	}
+	return s[:256] + "..."
 }
 
 // producer runs the term's transactions.

@@ -13,6 +13,9 @@ type metrics struct {
 	fenced       prometheus.Counter
 	transactions *prometheus.CounterVec
 	invalidState prometheus.Counter
+	stateBlocked   prometheus.Gauge
+	stateRefused   *prometheus.CounterVec
+	stateRecovered prometheus.Counter
 	// lastSlot exists only for schedules that opt in (spec.Metrics): a fleet may hold a million schedules.
 	lastSlot *prometheus.GaugeVec
 	opted    map[string]bool
@@ -41,6 +44,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_transactions_total",
 			Help: "Emission transactions by result: committed, aborted, or failed (commit unconfirmed or refused).",
 		}, []string{"result"}),
+		stateBlocked: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tickgroup_leader_state_blocked",
+			Help: "1 while a new leader waits for an open transaction of another producer on the ticker topic before it reads the state.",
+		}),
+		stateRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickgroup_leader_state_refused_total",
+			Help: "Ticker-topic states a new leader refused, by reason: future (a last slot too far ahead of the clock).",
+		}, []string{"reason"}),
+		stateRecovered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_leader_state_recovered_total",
+			Help: "Schedules whose missing (deleted or refused) state a new leader recovered from the newest tick in the work topic.",
+		}),
 		invalidState: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tickgroup_invalid_state_records_total",
 			Help: "Records of the ticker topic that could not be decoded and were skipped.",
@@ -55,8 +70,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.transactions.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.emitted, m.emitLag, m.missed, m.fenced, m.transactions, m.invalidState, m.lastSlot)
+		reg.MustRegister(m.emitted, m.emitLag, m.missed, m.fenced, m.transactions, m.invalidState, m.lastSlot, m.stateBlocked, m.stateRefused, m.stateRecovered)
 	}
+	m.stateRefused.WithLabelValues("future")
 	return m
 }
 

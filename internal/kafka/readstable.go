@@ -22,8 +22,18 @@ import (
 //
 // opts are the connection options (Config.Opts); the read uses its own short-lived client.
 func ReadStable(ctx context.Context, opts []kgo.Opt, topic string, partition int32, fn func(*kgo.Record) error) (int64, error) {
+	return ReadStableFrom(ctx, opts, topic, partition, -1, fn)
+}
+
+// ReadStableFrom is ReadStable from offset from (a negative from: the partition's start).
+func ReadStableFrom(ctx context.Context, opts []kgo.Opt, topic string, partition int32, from int64, fn func(*kgo.Record) error) (int64, error) {
+	at := kgo.NewOffset().AtStart()
+	if from >= 0 {
+		at = kgo.NewOffset().At(from)
+	}
 	cl, err := kgo.NewClient(append(opts[:len(opts):len(opts)],
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: at}}),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 	)...)
@@ -45,7 +55,7 @@ func ReadStable(ctx context.Context, opts []kgo.Opt, topic string, partition int
 	if err != nil {
 		return 0, fmt.Errorf("reading %s[%d]: listing start offset: %w", topic, partition, err)
 	}
-	if start, ok := starts.Lookup(topic, partition); ok && start.Err == nil && start.Offset >= end.Offset {
+	if start, ok := starts.Lookup(topic, partition); ok && start.Err == nil && max(start.Offset, from) >= end.Offset {
 		return end.Offset, nil
 	}
 

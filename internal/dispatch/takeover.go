@@ -1,0 +1,235 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/store"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// The checks a new leader makes on the state it takes over. Only leaders write the ticker topic, but what is in
+// Kafka is not trusted blindly:
+//
+//   - Foreign transactions. After fencing, every transaction of earlier leaders is decided; but a transaction
+//     of another producer left open on the ticker topic pins its last stable offset, and a read_committed read
+//     would stop below newer state and emit its slots again. The leader waits until the last stable offset has
+//     reached the high watermark (tickgroup_leader_state_blocked is 1 meanwhile).
+//   - State from the future: a last slot more than FutureStateLimit ahead of the clock would stop its schedule
+//     for good. It is refused (counted) and recovered as below.
+//   - Vanished state: a schedule without state that should have emitted by now (its first slot after its change
+//     is due) has had its state deleted or refused. Rather than emit it again from its change time, the leader
+//     looks at what its work partitions already hold and takes the newest slot emitted for it as its last
+//     slot. The look-back is bounded (recoverLookback, recoverMaxRecords per partition).
+
+// FutureStateLimit is how far ahead of the clock a state's last slot may be before it is refused.
+const FutureStateLimit = 10 * time.Minute
+
+// Bounds of the work-topic look-back for a vanished state.
+const (
+	recoverLookback   = 25 * time.Hour
+	recoverMaxRecords = 200_000
+)
+
+// waitStable waits until the ticker topic's last stable offset has reached its high watermark: no open
+// transaction of any producer holds back state written after it.
+func (d *Dispatcher) waitStable(ctx context.Context, adm *kadm.Client, logger *slog.Logger) error {
+	topic := d.cfg.Names.Ticker
+	began := time.Now()
+	var warned time.Time
+	defer d.metrics.stateBlocked.Set(0)
+	for {
+		lso, err := adm.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			return fmt.Errorf("listing the last stable offset of %s: %w", topic, err)
+		}
+		hwm, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return fmt.Errorf("listing the high watermark of %s: %w", topic, err)
+		}
+		l, ok1 := lso.Lookup(topic, 0)
+		h, ok2 := hwm.Lookup(topic, 0)
+		if !ok1 || !ok2 || l.Err != nil || h.Err != nil {
+			return fmt.Errorf("listing the offsets of %s: %v", topic, errors.Join(l.Err, h.Err))
+		}
+		if l.Offset >= h.Offset {
+			if !warned.IsZero() {
+				logger.Info("the ticker topic is stable again; reading the state", "waited", time.Since(began).Round(time.Millisecond))
+			}
+			return nil
+		}
+		d.metrics.stateBlocked.Set(1)
+		if time.Since(warned) > 10*time.Second {
+			warned = time.Now()
+			logger.Warn("an open transaction of another producer holds back the ticker topic; waiting for it before reading the state (the broker aborts it at its transaction timeout)",
+				"topic", topic, "last_stable_offset", l.Offset, "high_watermark", h.Offset, "waiting", time.Since(began).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// checkState refuses state from the future and recovers the last slot of every schedule whose state is missing
+// although it should have emitted by now, from its work partitions. It returns the names whose state it
+// recovered (their state records are rewritten, so the repair is made once).
+func (d *Dispatcher) checkState(ctx context.Context, state map[string]State, entries map[string]store.Entry, partitions int, now time.Time, logger *slog.Logger) ([]string, error) {
+	for name, s := range state {
+		if s.LastSlot.After(now.Add(FutureStateLimit)) {
+			logger.Error("refusing a state from the future", "schedule", name, "last_slot", s.LastSlot, "limit", FutureStateLimit)
+			d.metrics.stateRefused.WithLabelValues("future").Inc()
+			delete(state, name)
+		}
+	}
+	want := map[int32][]string{} // work partition -> schedules to look for
+	var missing []string
+	for name, e := range entries {
+		if _, ok := state[name]; ok || e.Spec().Paused {
+			continue
+		}
+		if first := e.Schedule.Next(e.UpdatedAt); first.IsZero() || first.After(now) {
+			continue // a new schedule: nothing was due yet
+		}
+		missing = append(missing, name)
+		shards := max(e.Spec().Shards, 1)
+		for shard := range min(shards, partitions) {
+			p := tick.Partition(name, shard, partitions)
+			want[p] = append(want[p], name)
+		}
+	}
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	found, err := d.newestSlots(ctx, want, now)
+	if err != nil {
+		return nil, err
+	}
+	var recovered []string
+	for _, name := range missing {
+		t, ok := found[name]
+		if !ok {
+			continue // nothing emitted within the look-back: the schedule starts from its change time
+		}
+		state[name] = State{LastSlot: t.Slot, ScheduleVersion: t.ScheduleVersion, LeaderEpoch: t.LeaderEpoch, EmittedAt: t.EmittedAt}
+		recovered = append(recovered, name)
+		d.metrics.stateRecovered.Inc()
+		logger.Warn("state missing for a schedule that has emitted before: recovered its last slot from the work topic",
+			"schedule", name, "last_slot", t.Slot, "schedule_version", t.ScheduleVersion)
+	}
+	return recovered, nil
+}
+
+// newestSlots reads the tail of each work partition in want (read_committed) and returns, per schedule named
+// there, its newest scheduled tick (manual triggers do not count).
+func (d *Dispatcher) newestSlots(ctx context.Context, want map[int32][]string, now time.Time) (map[string]tick.Tick, error) {
+	cl, err := kgo.NewClient(d.opts...)
+	if err != nil {
+		return nil, fmt.Errorf("work-topic look-back: client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	topic := d.cfg.Names.Work
+	after, err := adm.ListOffsetsAfterMilli(ctx, now.Add(-recoverLookback).UnixMilli(), topic)
+	if err != nil {
+		return nil, fmt.Errorf("work-topic look-back: listing offsets: %w", err)
+	}
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("work-topic look-back: listing offsets: %w", err)
+	}
+	found := map[string]tick.Tick{}
+	for p, names := range want {
+		wanted := map[string]bool{}
+		for _, n := range names {
+			wanted[n] = true
+		}
+		from := int64(-1)
+		if o, ok := after.Lookup(topic, p); ok && o.Err == nil && o.Offset >= 0 {
+			from = o.Offset
+		}
+		if e, ok := ends.Lookup(topic, p); ok && e.Err == nil {
+			from = max(from, e.Offset-recoverMaxRecords)
+		}
+		_, err := kafka.ReadStableFrom(ctx, d.opts, topic, p, from, func(r *kgo.Record) error {
+			name, _, ok := strings.Cut(string(r.Key), "@")
+			if !ok || !wanted[name] {
+				return nil
+			}
+			t, err := tick.Decode(r.Value)
+			if err != nil || t.Trigger || t.Schedule != name {
+				return nil
+			}
+			if t.Slot.After(found[name].Slot) && !t.Slot.After(now.Add(FutureStateLimit)) {
+				found[name] = t
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("work-topic look-back: %w", err)
+		}
+	}
+	return found, nil
+}
+
+// rewriteState writes the recovered states in one transaction, so the repair is made once: the next leader
+// reads them rather than recovering again.
+//
+// Undecodable state records (bad) are dead-lettered in the same transaction: those of recovered schedules are
+// superseded by it, and the others (schedules that no longer exist or have nothing to recover) get a tombstone,
+// so no later leader dead-letters them again.
+func (d *Dispatcher) rewriteState(ctx context.Context, p *producer, t term, state map[string]State, names []string, bad map[string]*kgo.Record) error {
+	if len(names) == 0 && len(bad) == 0 {
+		return nil
+	}
+	recs := make([]*kgo.Record, 0, len(names)+2*len(bad))
+	rewritten := map[string]bool{}
+	for _, name := range names {
+		rewritten[name] = true
+	}
+	for key, r := range bad {
+		recs = append(recs, stateDeadLetter(r, d.cfg.Names.DLQ))
+		if !rewritten[key] {
+			recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: 0, Key: r.Key})
+		}
+	}
+	for _, name := range names {
+		s := state[name]
+		s.ProducerID, s.LeaderEpoch, s.EmittedAt = t.producerID, int64(t.epoch), d.cfg.Now().UTC()
+		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: 0, Key: []byte(name), Value: EncodeState(s)})
+	}
+	return d.commit(ctx, p, recs)
+}
+
+// stateDeadLetter is the dead-letter copy of an undecodable ticker-topic record (its value cut to 64 KiB).
+func stateDeadLetter(r *kgo.Record, dlq string) *kgo.Record {
+	v := r.Value
+	if len(v) > 64<<10 {
+		v = v[:64<<10]
+	}
+	key := r.Key
+	if len(key) > 1024 {
+		key = key[:1024]
+	}
+	h := []kgo.RecordHeader{
+		{Key: "tickgroup-reason", Value: []byte("invalid_state")},
+		{Key: "tickgroup-source-topic", Value: []byte(r.Topic)},
+		{Key: "tickgroup-source-partition", Value: fmt.Appendf(nil, "%d", r.Partition)},
+		{Key: "tickgroup-source-offset", Value: fmt.Appendf(nil, "%d", r.Offset)},
+	}
+	for _, x := range r.Headers {
+		if x.Key == "tickgroup-error" {
+			h = append(h, x)
+		}
+	}
+	return &kgo.Record{Topic: dlq, Partition: 0, Key: key, Value: v, Headers: h}
+}

@@ -58,7 +58,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fs.Var(&jitter, "jitter", "delay each slot's emission by a deterministic amount in [0, jitter)")
 		fs.IntVar(&spec.Shards, "shards", 1, "ticks per slot, shard 0..N-1, spread over distinct work partitions")
 		fs.StringVar(&spec.Payload, "payload", "", "opaque string carried by every tick (TICK_PAYLOAD, stdin of --exec)")
-		fs.StringVar(&spec.Catchup, "catchup", "latest", "slots missed while no leader ran: skip, latest (emit the newest one) or all")
+		fs.StringVar(&spec.Catchup, "catchup", schedule.DefaultCatchup, "slots that fell due while no leader ran (failover, outage): all (emit each, up to --catchup-max), latest (only the newest) or skip (none)")
 		fs.IntVar(&spec.CatchupMax, "catchup-max", 0, "with --catchup all: emit at most this many missed slots (default 100)")
 		fs.Var(&deadline, "deadline", "workers skip a tick that would start later than slot + deadline (0: never)")
 		fs.Var(&start, "start", "no slot before this instant (RFC 3339)")
@@ -181,7 +181,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fmt.Fprintln(tw, "NAME\tSCHEDULE\tSHARDS\tCATCHUP\tPAUSED\tVERSION\tUPDATED")
 		for _, e := range entries {
 			s := e.Spec()
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\t%s\n", s.Name, describe(s), max(s.Shards, 1), orDefault(s.Catchup, "latest"), s.Paused, e.Version, e.UpdatedAt.Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\t%s\n", s.Name, describe(s), max(s.Shards, 1), orDefault(s.Catchup, schedule.DefaultCatchup), s.Paused, e.Version, e.UpdatedAt.Format(time.RFC3339))
 		}
 		return tw.Flush()
 	case "delete":

@@ -63,15 +63,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "status":
 		return runStatus(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version":
+		if len(args) > 1 && isHelp(args[1]) {
+			fmt.Fprintln(stdout, "Usage: ticker version\n\nPrint the version of this build.")
+			return nil
+		}
 		fmt.Fprintln(stdout, "ticker", admin.Version)
 		return nil
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
 	default:
 		fmt.Fprintln(stderr, usage)
 		return cli.Usagef("unknown command %q", args[0])
 	}
+}
+
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 // topicFlags are the settings of topics the command creates when they are missing.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leader"
 	"github.com/tickgroup/tickgroup/internal/store"
+	"github.com/tickgroup/tickgroup/internal/worklag"
 )
 
 const usage = `Usage: ticker COMMAND [flags]
@@ -110,6 +112,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 		sessionTimeout     time.Duration
 		heartbeatInterval  time.Duration
 		transactionTimeout time.Duration
+		lagInterval        time.Duration
 		instance           string
 	)
 	common.Register(fs, ":9090")
@@ -117,6 +120,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&sessionTimeout, "session-timeout", 10*time.Second, "how long the group waits for a silent replica before another leads (crash failover time; within the broker's group.min/max.session.timeout.ms)")
 	fs.DurationVar(&heartbeatInterval, "heartbeat-interval", time.Second, "group heartbeat interval (a graceful handoff takes about one)")
 	fs.DurationVar(&transactionTimeout, "transaction-timeout", 10*time.Second, "how long the broker keeps a dead leader's open transaction before aborting it")
+	fs.DurationVar(&lagInterval, "work-lag-interval", 15*time.Second, "while leading, how often to measure the workers' lag on the work topic (tickgroup_work_lag_*)")
 	host, _ := os.Hostname()
 	fs.StringVar(&instance, "instance", fmt.Sprintf("%s-%d", host, os.Getpid()), "name of this replica in logs and in the group (client ID)")
 	fs.Usage = cli.Usage(fs, `Usage: ticker run [flags]
@@ -132,6 +136,9 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	}
 	if err := common.Finish(); err != nil {
 		return err
+	}
+	if lagInterval <= 0 {
+		return cli.Usagef("--work-lag-interval %s: want a positive duration", lagInterval)
 	}
 	logger := common.Logger(stderr).With("instance", instance)
 	common.Kafka.ClientID = "tickgroup-ticker-" + instance
@@ -163,13 +170,17 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	if err != nil {
 		return err
 	}
+	lag, err := worklag.New(worklag.Config{Topic: names.Work, Group: names.WorkerGroup, Interval: lagInterval}, opts, logger, reg)
+	if err != nil {
+		return err
+	}
 	elector, err := leader.New(leader.Config{
 		Topic:             names.Ticker,
 		Group:             names.TickerGroup,
 		SessionTimeout:    sessionTimeout,
 		HeartbeatInterval: heartbeatInterval,
 		InstanceName:      instance,
-	}, withRole("election"), disp.Lead, logger, reg)
+	}, withRole("election"), leadTerm(disp, lag, logger), logger, reg)
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
@@ -202,6 +213,25 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	}
 	logger.Info("ticker stopped")
 	return nil
+}
+
+// leadTerm is one leader term: the dispatcher emits, and the work-lag monitor measures for the fleet, so the lag
+// series come from one replica. The term ends with the dispatcher; the monitor's own failures only log.
+func leadTerm(disp *dispatch.Dispatcher, lag *worklag.Monitor, logger *slog.Logger) leader.LeadFunc {
+	return func(ctx context.Context, term leader.Term) error {
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := lag.Run(ctx); err != nil {
+				logger.Error("work lag monitor stopped", "err", err)
+			}
+		}()
+		err := disp.Lead(ctx, term)
+		cancel()
+		<-done
+		return err
+	}
 }
 
 func runInit(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {

@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -36,4 +40,35 @@ func TestTickerKillLeaderDefaultCatchup(t *testing.T) {
 	if m := next.metric("tickgroup_slots_missed_total"); m != 0 {
 		t.Errorf("new leader: tickgroup_slots_missed_total = %v, want 0", m)
 	}
+}
+
+// series returns the values of a metric with one label (partition, schedule, ...) from p's /metrics, by label
+// value; empty when p is unreachable or does not export it.
+func (p *proc) series(name string) map[string]float64 {
+	out := map[string]float64{}
+	c := http.Client{Timeout: 500 * time.Millisecond}
+	resp, err := c.Get("http://" + p.admin + "/metrics")
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, name+"{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		_, label, _ := strings.Cut(labels, "=")
+		var v float64
+		if _, err := fmt.Sscanf(value, "%g", &v); err == nil {
+			out[strings.Trim(label, `"`)] = v
+		}
+	}
+	return out
 }

@@ -45,9 +45,9 @@ func TestFirstStartLosesNoTick(t *testing.T) {
 	cl.Close()
 
 	ticks := f.collect()
-	tickers := []*proc{f.ticker("a"), f.ticker("b")}
+	tickers := []*proc{f.ticker("a", "--work-lag-interval", "500ms"), f.ticker("b", "--work-lag-interval", "500ms")}
 	started := time.Now()
-	leaderOf(t, 30*time.Second, tickers...)
+	lead := leaderOf(t, 30*time.Second, tickers...)
 	eventually(t, 20*time.Second, "3 ticks before any worker", func() bool { return len(ticks.of("beat")) >= 3 })
 	waitUntil(started.Add(5 * time.Second)) // the scenario: workers start 5 s after the tickers
 
@@ -59,6 +59,26 @@ func TestFirstStartLosesNoTick(t *testing.T) {
 		f.start(name, "worker", "run", "--exec", handler, "--worker-id", name, "--session-timeout", "3s") // default --start
 	}
 	eventually(t, 30*time.Second, "5 ticks emitted after the workers started", func() bool { return emittedAfter(ticks.of("beat"), workersAt) >= 5 })
+
+	// The leader measures the workers' lag for the fleet: one series per work partition (the workers pinned a
+	// start offset on all four), and small once they have caught up.
+	var lag map[string]float64
+	eventually(t, 20*time.Second, "the leader's work lag: 4 partitions, each under 5 s", func() bool {
+		lag = lead.series("tickgroup_work_lag_seconds")
+		if len(lag) != 4 {
+			return false
+		}
+		for _, v := range lag {
+			if v >= 5 {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("leader's tickgroup_work_lag_seconds by partition: %v; offsets: %v", lag, lead.series("tickgroup_work_lag_offsets"))
+	if other := without(tickers, lead)[0]; len(other.series("tickgroup_work_lag_seconds")) != 0 {
+		t.Errorf("%s, not leading, exports work lag series too", other.name)
+	}
 
 	for _, p := range tickers {
 		p.signal(syscall.SIGTERM)

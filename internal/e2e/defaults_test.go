@@ -16,7 +16,7 @@ import (
 func TestTickerKillLeaderDefaultCatchup(t *testing.T) {
 	f := newFleet(t)
 	f.cli("init")
-	f.cli("schedule", "put", "beat", "--every", "1s") // no --catchup: the default
+	f.cli("schedule", "put", "beat", "--every", "1s", "--metrics") // no --catchup: the default
 	ticks := f.collect()
 	replicas := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
 	lead := leaderOf(t, 30*time.Second, replicas...)
@@ -33,12 +33,28 @@ func TestTickerKillLeaderDefaultCatchup(t *testing.T) {
 		}
 	}
 	t.Logf("kill -9 of %s: %s leads; the most late slot emitted after the kill was %v late", lead.name, next.name, late.Round(time.Millisecond))
+	// A slot emitted a second or more late was not the newest due one when it went out: "latest" would have
+	// dropped it.
 	if late < time.Second {
 		t.Errorf("no slot was emitted late after the kill (%v): the failover did not span a slot, so the test shows nothing", late)
 	}
 	settleAndCheck(t, ticks)
 	if m := next.metric("tickgroup_slots_missed_total"); m != 0 {
 		t.Errorf("new leader: tickgroup_slots_missed_total = %v, want 0", m)
+	}
+
+	// The per-schedule absence alert's inputs (metrics: true): from the leader only, the period and a next due
+	// time within a period of now.
+	period, due := next.series("tickgroup_schedule_period_seconds")["beat"], next.series("tickgroup_schedule_next_due_timestamp_seconds")["beat"]
+	ahead := due - float64(time.Now().UnixMilli())/1e3
+	t.Logf("new leader: period %vs, next due in %.3fs", period, ahead)
+	if period != 1 || ahead < -1 || ahead > 2 {
+		t.Errorf("new leader: tickgroup_schedule_period_seconds{beat} = %v, next due in %.3fs; want 1 and within a period", period, ahead)
+	}
+	for _, p := range without(without(replicas, lead), next) {
+		if n := len(p.series("tickgroup_schedule_next_due_timestamp_seconds")); n != 0 {
+			t.Errorf("%s, not leading, exports %d next-due series", p.name, n)
+		}
 	}
 }
 

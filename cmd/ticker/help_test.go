@@ -42,9 +42,12 @@ func TestHelp(t *testing.T) {
 		if code := cli.ExitCode(err); code != 0 {
 			t.Errorf("ticker %s: exit %d (%v), want 0", name, code, err)
 		}
-		help := stdout.String() + stderr.String()
+		help := stdout.String()
 		if !strings.Contains(help, tt.want) {
-			t.Errorf("ticker %s: help lacks %q:\n%s", name, tt.want, help)
+			t.Errorf("ticker %s: help on stdout lacks %q:\n%s", name, tt.want, help)
+		}
+		if stderr.Len() > 0 {
+			t.Errorf("ticker %s: help also wrote to stderr: %q", name, stderr.String())
 		}
 		for _, line := range strings.Split(help, "\n") {
 			if strings.Count(line, "(default") > 1 {
@@ -65,5 +68,13 @@ func TestUsageErrorsExit2(t *testing.T) {
 		if code := cli.ExitCode(err); code != 2 {
 			t.Errorf("ticker %q: exit %d (%v), want 2", args, code, err)
 		}
+		if stdout.Len() > 0 {
+			t.Errorf("ticker %q: a usage error wrote to stdout: %q", args, stdout.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"schedule", "put", "x", "--every"}, func(string) string { return "" }, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "ticker schedule put --help") || stdout.Len()+stderr.Len() > 0 {
+		t.Errorf("a flag mistake: %v, output %q; want an error that points to --help, and no usage dump", err, stdout.String()+stderr.String())
 	}
 }

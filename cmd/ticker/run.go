@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "run":
 		return runTicker(ctx, args[1:], getenv, stdout, stderr)
 	case "init":
-		return runInit(ctx, args[1:], getenv, stderr)
+		return runInit(ctx, args[1:], getenv, stdout, stderr)
 	case "schedule", "schedules":
 		return runSchedule(ctx, args[1:], getenv, stdout, stderr)
 	case "status":
@@ -105,7 +105,7 @@ func (t topicFlags) options() kafka.TopicOptions {
 
 func runTicker(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ticker run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	var (
 		common             cli.Common
 		topics             topicFlags
@@ -234,9 +234,9 @@ func leadTerm(disp *dispatch.Dispatcher, lag *worklag.Monitor, logger *slog.Logg
 	}
 }
 
-func runInit(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+func runInit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ticker init", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	var (
 		common cli.Common
 		topics topicFlags

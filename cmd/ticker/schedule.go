@@ -49,7 +49,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		return nil
 	}
 	fs := flag.NewFlagSet("ticker schedule "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	var common cli.Common
 	common.Register(fs, "")
 	var (

@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func runWorker(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var f runFlags
 	fs := flag.NewFlagSet("worker run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	f.common.Register(fs, ":9102")
 	fs.StringVar(&f.exec, "exec", "", "program and arguments to run per tick, split like a shell would, without a shell")
 	fs.StringVar(&f.http, "http", "", "URL to POST each tick to")

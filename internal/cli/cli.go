@@ -117,12 +117,25 @@ func EnvName(flagName string) string {
 
 // Parse parses args into fs, then fills every flag not given on the command line from its TICKGROUP_*
 // variable. The command line wins over the environment. Errors are UsageErrors (flag.ErrHelp passes through).
+//
+// fs's output is where help goes: -h or --help prints fs.Usage there (give it the command's stdout, so the help
+// can be paged or grepped) and returns flag.ErrHelp, which is exit status 0. A mistake does not print the whole
+// usage: its error says what is wrong and points to --help, and the command prints it on stderr.
 func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	if err := fs.Parse(args); err != nil {
+	out := fs.Output()
+	fs.SetOutput(io.Discard) // the flag package prints errors and usage there; the error is returned instead
+	perr := fs.Parse(args)
+	fs.SetOutput(out)
+	if err := perr; err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			if fs.Usage != nil {
+				fs.Usage()
+			} else {
+				fs.PrintDefaults()
+			}
 			return err
 		}
-		return UsageError{err}
+		return Usagef("%v (see '%s --help')", err, fs.Name())
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

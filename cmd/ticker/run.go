@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leader"
 	"github.com/tickgroup/tickgroup/internal/store"
+	"github.com/tickgroup/tickgroup/internal/worklag"
 )
 
 const usage = `Usage: ticker COMMAND [flags]
@@ -57,7 +59,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "run":
 		return runTicker(ctx, args[1:], getenv, stdout, stderr)
 	case "init":
-		return runInit(ctx, args[1:], getenv, stderr)
+		return runInit(ctx, args[1:], getenv, stdout, stderr)
 	case "schedule", "schedules":
 		return runSchedule(ctx, args[1:], getenv, stdout, stderr)
 	case "status":
@@ -65,15 +67,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "history", "audit":
 		return runAuditing(ctx, args[0], args[1:], getenv, stdout, stderr)
 	case "version", "--version":
+		if len(args) > 1 && isHelp(args[1]) {
+			fmt.Fprintln(stdout, "Usage: ticker version\n\nPrint the version of this build.")
+			return nil
+		}
 		fmt.Fprintln(stdout, "ticker", admin.Version)
 		return nil
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
 	default:
 		fmt.Fprintln(stderr, usage)
 		return cli.Usagef("unknown command %q", args[0])
 	}
+}
+
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }
 
 // topicFlags are the settings of topics the command creates when they are missing.
@@ -93,13 +107,14 @@ func (t topicFlags) options() kafka.TopicOptions {
 
 func runTicker(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ticker run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	var (
 		common             cli.Common
 		topics             topicFlags
 		sessionTimeout     time.Duration
 		heartbeatInterval  time.Duration
 		transactionTimeout time.Duration
+		lagInterval        time.Duration
 		instance           string
 	)
 	common.Register(fs, ":9090")
@@ -107,6 +122,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&sessionTimeout, "session-timeout", 10*time.Second, "how long the group waits for a silent replica before another leads (crash failover time; within the broker's group.min/max.session.timeout.ms)")
 	fs.DurationVar(&heartbeatInterval, "heartbeat-interval", time.Second, "group heartbeat interval (a graceful handoff takes about one)")
 	fs.DurationVar(&transactionTimeout, "transaction-timeout", 10*time.Second, "how long the broker keeps a dead leader's open transaction before aborting it")
+	fs.DurationVar(&lagInterval, "work-lag-interval", 15*time.Second, "while leading, how often to measure the workers' lag on the work topic (tickgroup_work_lag_*)")
 	host, _ := os.Hostname()
 	fs.StringVar(&instance, "instance", fmt.Sprintf("%s-%d", host, os.Getpid()), "name of this replica in logs and in the group (client ID)")
 	fs.Usage = cli.Usage(fs, `Usage: ticker run [flags]
@@ -122,6 +138,9 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	}
 	if err := common.Finish(); err != nil {
 		return err
+	}
+	if lagInterval <= 0 {
+		return cli.Usagef("--work-lag-interval %s: want a positive duration", lagInterval)
 	}
 	logger := common.Logger(stderr).With("instance", instance)
 	common.Kafka.ClientID = "tickgroup-ticker-" + instance
@@ -153,13 +172,17 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	if err != nil {
 		return err
 	}
+	lag, err := worklag.New(worklag.Config{Topic: names.Work, Group: names.WorkerGroup, Interval: lagInterval}, opts, logger, reg)
+	if err != nil {
+		return err
+	}
 	elector, err := leader.New(leader.Config{
 		Topic:             names.Ticker,
 		Group:             names.TickerGroup,
 		SessionTimeout:    sessionTimeout,
 		HeartbeatInterval: heartbeatInterval,
 		InstanceName:      instance,
-	}, withRole("election"), disp.Lead, logger, reg)
+	}, withRole("election"), leadTerm(disp, lag, logger), logger, reg)
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
@@ -194,9 +217,28 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	return nil
 }
 
-func runInit(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+// leadTerm is one leader term: the dispatcher emits, and the work-lag monitor measures for the fleet, so the lag
+// series come from one replica. The term ends with the dispatcher; the monitor's own failures only log.
+func leadTerm(disp *dispatch.Dispatcher, lag *worklag.Monitor, logger *slog.Logger) leader.LeadFunc {
+	return func(ctx context.Context, term leader.Term) error {
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := lag.Run(ctx); err != nil {
+				logger.Error("work lag monitor stopped", "err", err)
+			}
+		}()
+		err := disp.Lead(ctx, term)
+		cancel()
+		<-done
+		return err
+	}
+}
+
+func runInit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ticker init", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	var (
 		common cli.Common
 		topics topicFlags

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,23 +22,43 @@ import (
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
+const scheduleUsage = `Usage: ticker schedule SUBCOMMAND [NAME] [flags]
+
+Manage the schedules of a namespace (the compacted topic <ns>.schedules, followed live by every replica).
+
+Subcommands:
+  put NAME        create or replace a schedule (--every D | --cron EXPR [--tz ZONE], ...)
+  get NAME        print a schedule as JSON
+  list            list the schedules (--json)
+  delete NAME     delete a schedule
+  pause NAME      stop emitting a schedule's slots (they are not caught up on resume)
+  resume NAME     emit again, from the next slot after the resume
+  trigger NAME    emit one tick now, with an ID that can never collide with a scheduled slot
+  apply -f FILE   make the schedules match a YAML file (--prune, --dry-run)
+
+Run 'ticker schedule SUBCOMMAND --help' for its flags.`
+
 func runSchedule(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
+		fmt.Fprintln(stderr, scheduleUsage)
 		return cli.Usagef("schedule: a subcommand is required (put, get, list, delete, pause, resume, trigger, apply)")
 	}
 	sub, args := args[0], args[1:]
+	if isHelp(sub) {
+		fmt.Fprintln(stdout, scheduleUsage)
+		return nil
+	}
 	fs := flag.NewFlagSet("ticker schedule "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	var common cli.Common
 	common.Register(fs, "")
 	var (
 		spec       schedule.Spec
-		every      durationFlag
-		offset     durationFlag
-		jitter     durationFlag
-		deadline   durationFlag
-		start, end timeFlag
+		every      cli.Duration
+		offset     cli.Duration
+		jitter     cli.Duration
+		deadline   cli.Duration
+		start, end cli.Time
 		file       string
 		prune      bool
 		dryRun     bool
@@ -58,8 +75,8 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fs.Var(&jitter, "jitter", "delay each slot's emission by a deterministic amount in [0, jitter)")
 		fs.IntVar(&spec.Shards, "shards", 1, "ticks per slot, shard 0..N-1, spread over distinct work partitions")
 		fs.StringVar(&spec.Payload, "payload", "", "opaque string carried by every tick (TICK_PAYLOAD, stdin of --exec)")
-		fs.StringVar(&spec.Catchup, "catchup", "latest", "slots missed while no leader ran: skip, latest (emit the newest one) or all")
-		fs.IntVar(&spec.CatchupMax, "catchup-max", 0, "with --catchup all: emit at most this many missed slots (default 100)")
+		fs.StringVar(&spec.Catchup, "catchup", schedule.DefaultCatchup, "slots that fell due while no leader ran (failover, outage): all (emit each, up to --catchup-max), latest (only the newest) or skip (none)")
+		fs.IntVar(&spec.CatchupMax, "catchup-max", 0, fmt.Sprintf("with --catchup all: emit at most this many missed slots, the newest (0: %d)", schedule.DefaultCatchupMax))
 		fs.Var(&deadline, "deadline", "workers skip a tick that would start later than slot + deadline (0: never)")
 		fs.Var(&start, "start", "no slot before this instant (RFC 3339)")
 		fs.Var(&end, "end", "no slot after this instant (RFC 3339)")
@@ -81,10 +98,11 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fs.BoolVar(&dryRun, "dry-run", false, "print the changes without writing them")
 		head = "Usage: ticker schedule apply -f FILE [--prune] [--dry-run]\n\nMake the schedules match the file. Every entry is validated first; if any is invalid nothing is written."
 	default:
+		fmt.Fprintln(stderr, scheduleUsage)
 		return cli.Usagef("schedule: unknown subcommand %q (put, get, list, delete, pause, resume, trigger, apply)", sub)
 	}
 	fs.Usage = cli.Usage(fs, head)
-	positional, err := parseInterspersed(fs, args, getenv)
+	positional, err := cli.ParseInterspersed(fs, args, getenv)
 	if err != nil {
 		return err
 	}
@@ -107,7 +125,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		spec.Offset = schedule.Duration(offset)
 		spec.Jitter = schedule.Duration(jitter)
 		spec.Deadline = schedule.Duration(deadline)
-		spec.Start, spec.End = start.t, end.t
+		spec.Start, spec.End = start.T, end.T
 		if err := spec.Validate(); err != nil {
 			return cli.UsageError{Err: err}
 		}
@@ -181,7 +199,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fmt.Fprintln(tw, "NAME\tSCHEDULE\tSHARDS\tCATCHUP\tPAUSED\tVERSION\tUPDATED")
 		for _, e := range entries {
 			s := e.Spec()
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\t%s\n", s.Name, describe(s), max(s.Shards, 1), orDefault(s.Catchup, "latest"), s.Paused, e.Version, e.UpdatedAt.Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\t%s\n", s.Name, describe(s), max(s.Shards, 1), orDefault(s.Catchup, schedule.DefaultCatchup), s.Paused, e.Version, e.UpdatedAt.Format(time.RFC3339))
 		}
 		return tw.Flush()
 	case "delete":
@@ -222,27 +240,16 @@ func trigger(ctx context.Context, cl *kgo.Client, names kafka.Names, e store.Ent
 		return err
 	}
 	s := e.Spec()
-	shards := max(s.Shards, 1)
 	nonce := make([]byte, 4)
 	_, _ = rand.Read(nonce)
-	now := time.Now().UTC()
+	src := tick.Source{Schedule: s.Name, Shards: s.Shards, Payload: s.Payload, Version: e.Version, Deadline: time.Duration(s.Deadline)}
 	var recs []*kgo.Record
-	for shard := range shards {
-		t := tick.New(s.Name, now, shard, shards)
-		t.ID = tick.TriggerID(s.Name, now, hex.EncodeToString(nonce), shard, shards)
-		t.Trigger = true
-		t.Payload = s.Payload
-		t.ScheduleVersion = e.Version
-		t.EmittedAt = now
-		if s.Deadline > 0 {
-			dl := now.Add(time.Duration(s.Deadline))
-			t.Deadline = &dl
-		}
+	for _, t := range src.Trigger(time.Now().UTC(), hex.EncodeToString(nonce)) {
 		v, err := tick.Encode(t)
 		if err != nil {
 			return err
 		}
-		recs = append(recs, &kgo.Record{Topic: names.Work, Partition: tick.Partition(s.Name, shard, partitions), Key: []byte(t.ID), Value: v})
+		recs = append(recs, &kgo.Record{Topic: names.Work, Partition: t.Partition(partitions), Key: []byte(t.ID), Value: v})
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return fmt.Errorf("triggering %s: %w", s.Name, err)
@@ -253,41 +260,17 @@ func trigger(ctx context.Context, cl *kgo.Client, names kafka.Names, e store.Ent
 	return nil
 }
 
-// apply makes the schedules topic match specs.
+// apply makes the schedules topic match specs, printing the changes.
 func apply(ctx context.Context, cl *kgo.Client, topic string, current map[string]store.Entry, specs []schedule.Spec, prune, dryRun bool, stdout io.Writer) error {
-	type change struct {
-		op   string // + create, ~ replace, - delete
-		spec schedule.Spec
-		name string
-	}
-	var changes []change
-	want := map[string]bool{}
-	for _, s := range specs {
-		want[s.Name] = true
-		e, ok := current[s.Name]
-		switch {
-		case !ok:
-			changes = append(changes, change{"+", s, s.Name})
-		case !sameSpec(e.Spec(), s):
-			changes = append(changes, change{"~", s, s.Name})
-		}
-	}
-	if prune {
-		for name := range current {
-			if !want[name] {
-				changes = append(changes, change{op: "-", name: name})
-			}
-		}
-	}
-	sort.Slice(changes, func(i, j int) bool { return changes[i].name < changes[j].name })
+	changes := store.Diff(current, specs, prune)
 	if len(changes) == 0 {
 		fmt.Fprintln(stdout, "schedules up to date")
 		return nil
 	}
 	for _, c := range changes {
-		fmt.Fprintf(stdout, "%s %s", c.op, c.name)
-		if c.op != "-" {
-			fmt.Fprintf(stdout, "  %s", describe(c.spec))
+		fmt.Fprintf(stdout, "%s %s", c.Op, c.Name)
+		if c.Op != store.OpDelete {
+			fmt.Fprintf(stdout, "  %s", describe(c.Spec))
 		}
 		fmt.Fprintln(stdout)
 	}
@@ -295,25 +278,11 @@ func apply(ctx context.Context, cl *kgo.Client, topic string, current map[string
 		fmt.Fprintf(stdout, "dry run: %d change(s) not written\n", len(changes))
 		return nil
 	}
-	for _, c := range changes {
-		var err error
-		if c.op == "-" {
-			err = store.Delete(ctx, cl, topic, c.name)
-		} else {
-			err = store.Put(ctx, cl, topic, c.spec)
-		}
-		if err != nil {
-			return err
-		}
+	if err := store.Write(ctx, cl, topic, changes); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "%d change(s) written\n", len(changes))
 	return nil
-}
-
-func sameSpec(a, b schedule.Spec) bool {
-	ea, err1 := schedule.Encode(a)
-	eb, err2 := schedule.Encode(b)
-	return err1 == nil && err2 == nil && bytes.Equal(ea, eb)
 }
 
 func describe(s schedule.Spec) string {
@@ -347,68 +316,4 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// parseInterspersed parses flags that may come before or after positional arguments (ticker schedule put NAME
-// --every 1s), then applies the TICKGROUP_* variables.
-func parseInterspersed(fs *flag.FlagSet, args []string, getenv func(string) string) ([]string, error) {
-	var positional, flags []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			positional = append(positional, args[i+1:]...)
-			i = len(args)
-		case strings.HasPrefix(a, "-") && a != "-":
-			flags = append(flags, a)
-			name := strings.TrimLeft(a, "-")
-			if strings.Contains(name, "=") {
-				continue
-			}
-			if f := fs.Lookup(name); f != nil && !isBool(f) && i+1 < len(args) {
-				flags = append(flags, args[i+1])
-				i++
-			}
-		default:
-			positional = append(positional, a)
-		}
-	}
-	if err := cli.Parse(fs, flags, getenv); err != nil {
-		return nil, err
-	}
-	return append(positional, fs.Args()...), nil
-}
-
-func isBool(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
-
-type durationFlag time.Duration
-
-func (d *durationFlag) String() string { return time.Duration(*d).String() }
-func (d *durationFlag) Set(s string) error {
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("not a duration (examples: 30s, 5m, 1h30m)")
-	}
-	*d = durationFlag(v)
-	return nil
-}
-
-type timeFlag struct{ t *time.Time }
-
-func (f *timeFlag) String() string {
-	if f.t == nil {
-		return ""
-	}
-	return f.t.Format(time.RFC3339)
-}
-func (f *timeFlag) Set(s string) error {
-	v, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return fmt.Errorf("not an RFC 3339 instant (example: 2026-12-01T00:00:00Z)")
-	}
-	f.t = &v
-	return nil
 }

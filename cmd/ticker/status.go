@@ -55,7 +55,7 @@ type lagInfo struct {
 
 func runStatus(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ticker status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	var (
 		common cli.Common
 		asJSON bool

@@ -36,7 +36,12 @@ Consumes the work topic <ns>.work in group <ns>.workers (read_committed) and run
   --forward  republishes each tick to TOPIC in a transaction with the consumed offsets (exactly-once)
 
 Failed ticks are retried with backoff up to --max-attempts, then written to <ns>.dlq. Outcomes go to
-<ns>.results. A brand-new group starts at --start (default latest: start workers before or with the tickers).
+<ns>.results.
+Start offset: a brand-new group (partitions with no committed offset) starts at --start, by default the first
+tick written in the last 10 minutes. So a fleet started all at once loses no tick (the ticks committed before
+the first worker joined run too), and a new group on an old work topic runs at most the last 10 minutes of
+ticks, never the days the topic retains. --start latest runs only ticks written from now on; --start earliest
+everything retained.
 Exec and http handlers run at least once per tick: use the tick ID as an idempotency key.
 On SIGINT/SIGTERM the worker stops fetching, lets handlers finish within --grace, commits and leaves the group.
 Exit status: 0 clean stop, 1 error, 2 bad usage.`
@@ -83,7 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func runWorker(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var f runFlags
 	fs := flag.NewFlagSet("worker run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	f.common.Register(fs, ":9102")
 	fs.StringVar(&f.exec, "exec", "", "program and arguments to run per tick, split like a shell would, without a shell")
 	fs.StringVar(&f.execEnv, "exec-env", "", "comma-separated variables the --exec program may see, a trailing * matches a prefix (AWS_*); TICKGROUP_* never passes (default: all but TICKGROUP_*)")
@@ -96,7 +101,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&f.timeout, "timeout", worker.DefaultTimeout, "time limit of one attempt; an exec handler's process group is then terminated")
 	fs.DurationVar(&f.killGrace, "kill-grace", worker.DefaultKillGrace, "time between SIGTERM and SIGKILL when an exec handler is terminated")
 	fs.DurationVar(&f.grace, "grace", worker.DefaultGrace, "on shutdown, how long in-flight handlers may finish before they are cancelled")
-	fs.StringVar(&f.start, "start", "latest", "where a brand-new group starts: latest, earliest, or a duration such as 10m (that long ago)")
+	fs.StringVar(&f.start, "start", worker.DefaultStart.String(), "where a brand-new group starts: a duration such as 10m (the first tick written that long ago or later), latest or earliest")
 	fs.StringVar(&f.workerID, "worker-id", "", "name of this worker in outcome records and logs (default: hostname-pid)")
 	fs.IntVar(&f.outputLimit, "output-limit", worker.DefaultOutputLimit, "bytes of an exec handler's output kept and logged per attempt")
 	fs.DurationVar(&f.sessionTimeo, "session-timeout", worker.DefaultSessionTimeout, "group session timeout: how soon a crashed worker's partitions move")

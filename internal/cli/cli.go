@@ -48,11 +48,14 @@ type Common struct {
 	brokers string
 }
 
-// Register adds the common flags to fs. metricsAddr is the command's default admin address.
+// Register adds the common flags to fs. metricsAddr is the default admin address of a command that serves one
+// (run); a command that does not passes "" and has no --metrics-addr.
 func (c *Common) Register(fs *flag.FlagSet, metricsAddr string) {
 	fs.StringVar(&c.brokers, "brokers", "localhost:9092", "Kafka seed brokers, comma-separated")
 	fs.StringVar(&c.Kafka.Namespace, "namespace", kafka.DefaultNamespace, "prefix of every topic and group: <ns>.ticker, <ns>.work, ...")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", metricsAddr, "admin HTTP address serving /metrics, /-/healthy and /-/ready (empty: off)")
+	if metricsAddr != "" {
+		fs.StringVar(&c.MetricsAddr, "metrics-addr", metricsAddr, "admin HTTP address serving /metrics, /-/healthy and /-/ready (empty: off)")
+	}
 	fs.StringVar(&c.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&c.Kafka.TLS.Enabled, "tls", false, "connect to the brokers with TLS")
@@ -118,12 +121,25 @@ func EnvName(flagName string) string {
 
 // Parse parses args into fs, then fills every flag not given on the command line from its TICKGROUP_*
 // variable. The command line wins over the environment. Errors are UsageErrors (flag.ErrHelp passes through).
+//
+// fs's output is where help goes: -h or --help prints fs.Usage there (give it the command's stdout, so the help
+// can be paged or grepped) and returns flag.ErrHelp, which is exit status 0. A mistake does not print the whole
+// usage: its error says what is wrong and points to --help, and the command prints it on stderr.
 func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	if err := fs.Parse(args); err != nil {
+	out := fs.Output()
+	fs.SetOutput(io.Discard) // the flag package prints errors and usage there; the error is returned instead
+	perr := fs.Parse(args)
+	fs.SetOutput(out)
+	if err := perr; err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			if fs.Usage != nil {
+				fs.Usage()
+			} else {
+				fs.PrintDefaults()
+			}
 			return err
 		}
-		return UsageError{err}
+		return Usagef("%v (see '%s --help')", err, fs.Name())
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -141,25 +157,77 @@ func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	return err
 }
 
-// Usage returns a flag.FlagSet usage function that prints head, then the flags with their variables.
+// The common flags by heading in usage: a command's own flags come first, then these.
+var flagGroups = []struct {
+	title string
+	names []string
+}{
+	{"Connection flags", []string{"brokers", "namespace", "tls", "tls-ca", "tls-cert", "tls-key", "tls-server-name",
+		"tls-insecure-skip-verify", "sasl-mechanism", "sasl-username", "sasl-password"}},
+	{"Logging and admin flags", []string{"log-level", "log-format", "metrics-addr"}},
+}
+
+// Usage returns a flag.FlagSet usage function that prints head, then the command's own flags, then the common
+// flags under their headings (connection; logging and admin), each with its environment variable. A default is
+// printed once, and only when it is not the zero value (a flag whose zero means something else says so in its
+// own text).
 func Usage(fs *flag.FlagSet, head string) func() {
 	return func() {
 		w := fs.Output()
 		fmt.Fprintln(w, strings.TrimSpace(head))
-		fmt.Fprintln(w, "\nFlags (each also read from the environment variable shown):")
+		grouped := map[string]bool{}
+		for _, g := range flagGroups {
+			for _, n := range g.names {
+				grouped[n] = true
+			}
+		}
+		var own []*flag.Flag
 		fs.VisitAll(func(f *flag.Flag) {
-			name, usage := flag.UnquoteUsage(f)
-			line := "  --" + f.Name
-			if name != "" {
-				line += " " + name
+			if !grouped[f.Name] {
+				own = append(own, f)
 			}
-			fmt.Fprintf(w, "%s\n    \t%s", line, usage)
-			if f.DefValue != "" && f.DefValue != "false" {
-				fmt.Fprintf(w, " (default %q)", f.DefValue)
-			}
-			fmt.Fprintf(w, " [%s]\n", EnvName(f.Name))
 		})
+		if len(own) > 0 {
+			fmt.Fprintln(w, "\nFlags (each also read from the environment variable shown):")
+			for _, f := range own {
+				printFlag(w, f)
+			}
+		}
+		for _, g := range flagGroups {
+			header := false
+			for _, n := range g.names {
+				f := fs.Lookup(n)
+				if f == nil {
+					continue
+				}
+				if !header {
+					fmt.Fprintf(w, "\n%s:\n", g.title)
+					header = true
+				}
+				printFlag(w, f)
+			}
+		}
 	}
+}
+
+func printFlag(w io.Writer, f *flag.Flag) {
+	name, usage := flag.UnquoteUsage(f)
+	if t, ok := f.Value.(interface{ Type() string }); ok && name == "value" {
+		name = t.Type()
+	}
+	line := "  --" + f.Name
+	if name != "" {
+		line += " " + name
+	}
+	fmt.Fprintf(w, "%s\n    \t%s", line, usage)
+	switch d := f.DefValue; {
+	case d == "" || d == "0" || d == "0s" || d == "false":
+	case name == "string":
+		fmt.Fprintf(w, " (default %q)", d)
+	default:
+		fmt.Fprintf(w, " (default %s)", d)
+	}
+	fmt.Fprintf(w, " [%s]\n", EnvName(f.Name))
 }
 
 // Stopped turns the error of a command that a signal interrupted into a clean stop: once ctx (the signal

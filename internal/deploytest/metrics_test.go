@@ -20,6 +20,13 @@ var (
 		"tickgroup_transactions_total":   "counter",
 		"tickgroup_schedules":            "gauge",
 		"tickgroup_build_info":           "gauge",
+		// Per opted-in schedule (metrics: true); the next due time and the period from the leader only.
+		"tickgroup_schedule_last_slot_timestamp_seconds": "gauge",
+		"tickgroup_schedule_next_due_timestamp_seconds":  "gauge",
+		"tickgroup_schedule_period_seconds":              "gauge",
+		// The workers' lag per work partition, measured by the leading ticker (internal/worklag).
+		"tickgroup_work_lag_offsets": "gauge",
+		"tickgroup_work_lag_seconds": "gauge",
 	}
 	workerMetrics = map[string]string{
 		"tickgroup_worker_ticks_total":         "counter",

@@ -146,6 +146,12 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 		return err
 	}
+	defer d.metrics.endTerm()
+	for name, e := range pl.entries {
+		if e.Spec().Metrics {
+			d.metrics.next(name, e, pl.base[name])
+		}
+	}
 	logger.Info("leader term ready", "schedules", len(entries), "states", len(state), "work_partitions", partitions,
 		"took", time.Since(start).Round(time.Millisecond))
 
@@ -169,6 +175,11 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 				return err
 			}
 			d.observe(ems, d.cfg.Now())
+			for _, em := range ems {
+				if em.entry.Spec().Metrics {
+					d.metrics.next(em.name, em.entry, pl.base[em.name])
+				}
+			}
 		}
 
 		wait := time.Hour
@@ -185,9 +196,11 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			for _, name := range d.view.TakeChanged() {
 				if e, ok := d.view.Get(name); ok {
 					pl.set(name, e, time.Time{})
+					d.metrics.next(name, e, pl.base[name])
 					logger.Info("schedule changed", "schedule", name, "version", e.Version, "paused", e.Spec().Paused)
 				} else if _, known := pl.entries[name]; known {
 					pl.remove(name)
+					d.metrics.forget(name)
 					logger.Info("schedule deleted", "schedule", name)
 					if err := d.tombstone(ctx, p, []string{name}); err != nil {
 						if ctx.Err() != nil {

@@ -1,24 +1,30 @@
 package dispatch
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tickgroup/tickgroup/internal/store"
 )
 
 type metrics struct {
-	emitted      prometheus.Counter
-	emitLag      prometheus.Histogram
-	missed       prometheus.Counter
-	fenced       prometheus.Counter
-	transactions *prometheus.CounterVec
-	invalidState prometheus.Counter
+	emitted        prometheus.Counter
+	emitLag        prometheus.Histogram
+	missed         prometheus.Counter
+	fenced         prometheus.Counter
+	transactions   *prometheus.CounterVec
+	invalidState   prometheus.Counter
 	stateBlocked   prometheus.Gauge
 	stateRefused   *prometheus.CounterVec
 	stateRecovered prometheus.Counter
 	// lastSlot exists only for schedules that opt in (spec.Metrics): a fleet may hold a million schedules.
 	lastSlot *prometheus.GaugeVec
 	opted    map[string]bool
+	// nextDue and period exist only for opted-in schedules that will emit again, and only while this replica
+	// leads: an alert can then say "this schedule has not emitted for two periods plus a failover".
+	nextDue *prometheus.GaugeVec
+	period  *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -64,13 +70,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_schedule_last_slot_timestamp_seconds",
 			Help: "Last slot emitted, for schedules with metrics: true only.",
 		}, []string{"schedule"}),
+		nextDue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickgroup_schedule_next_due_timestamp_seconds",
+			Help: "When the leader emits the next slot (the slot plus its jitter), for schedules with metrics: true that are not paused; exported by the leader only.",
+		}, []string{"schedule"}),
+		period: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickgroup_schedule_period_seconds",
+			Help: "Time from the next slot to the one after it (the interval of an every schedule), for schedules with metrics: true that are not paused; exported by the leader only.",
+		}, []string{"schedule"}),
 	}
 	m.opted = map[string]bool{}
 	for _, r := range []string{"committed", "aborted", "failed"} {
 		m.transactions.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.emitted, m.emitLag, m.missed, m.fenced, m.transactions, m.invalidState, m.lastSlot, m.stateBlocked, m.stateRefused, m.stateRecovered)
+		reg.MustRegister(m.emitted, m.emitLag, m.missed, m.fenced, m.transactions, m.invalidState, m.lastSlot, m.nextDue, m.period,
+			m.stateBlocked, m.stateRefused, m.stateRecovered)
 	}
 	m.stateRefused.WithLabelValues("future")
 	return m
@@ -84,4 +99,39 @@ func (m *metrics) scheduleSeries(entries map[string]store.Entry) {
 			delete(m.opted, name)
 		}
 	}
+}
+
+// next exports when schedule name (definition e) emits next, given its base (slots at or before it are done),
+// or drops its series when it does not opt in, is paused or has no next slot.
+func (m *metrics) next(name string, e store.Entry, base time.Time) {
+	s := e.Spec()
+	var next, after time.Time
+	if s.Metrics && !s.Paused {
+		next = e.Schedule.Next(base)
+	}
+	if !next.IsZero() {
+		after = e.Schedule.Next(next)
+	}
+	if next.IsZero() {
+		m.forget(name)
+		return
+	}
+	m.nextDue.WithLabelValues(name).Set(float64(e.Schedule.Due(next).UnixMilli()) / 1e3)
+	if after.IsZero() {
+		m.period.DeleteLabelValues(name) // the last slot before its end: nothing to be late for after it
+	} else {
+		m.period.WithLabelValues(name).Set(after.Sub(next).Seconds())
+	}
+}
+
+// forget drops the next-emission series of name (deleted, paused or no longer opted in).
+func (m *metrics) forget(name string) {
+	m.nextDue.DeleteLabelValues(name)
+	m.period.DeleteLabelValues(name)
+}
+
+// endTerm drops the series only a leader exports.
+func (m *metrics) endTerm() {
+	m.nextDue.Reset()
+	m.period.Reset()
 }

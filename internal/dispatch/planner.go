@@ -132,27 +132,27 @@ type term struct {
 // appendRecords appends the tick records and the state record of ems, for a work topic of partitions
 // partitions.
 func appendRecords(recs []*kgo.Record, ems []emission, names recordTopics, partitions int, t term, now time.Time) []*kgo.Record {
+	var ticks []tick.Tick
 	for _, em := range ems {
 		if len(em.slots) == 0 {
 			continue
 		}
 		spec := em.entry.Spec()
-		shards := max(spec.Shards, 1)
+		src := tick.Source{
+			Schedule:    em.name,
+			Shards:      spec.Shards,
+			Payload:     spec.Payload,
+			Version:     em.entry.Version,
+			Deadline:    time.Duration(spec.Deadline),
+			LeaderEpoch: int64(t.epoch),
+		}
 		for _, slot := range em.slots {
-			for shard := range shards {
-				tk := tick.New(em.name, slot, shard, shards)
-				tk.Payload = spec.Payload
-				tk.ScheduleVersion = em.entry.Version
-				tk.LeaderEpoch = int64(t.epoch)
-				tk.EmittedAt = now
-				if spec.Deadline > 0 {
-					dl := slot.Add(time.Duration(spec.Deadline))
-					tk.Deadline = &dl
-				}
+			ticks = src.AppendSlot(ticks[:0], slot, now)
+			for _, tk := range ticks {
 				v, _ := tick.Encode(tk) // a Tick of plain fields always encodes
 				recs = append(recs, &kgo.Record{
 					Topic:     names.work,
-					Partition: tick.Partition(em.name, shard, partitions),
+					Partition: tk.Partition(partitions),
 					Key:       []byte(tk.ID),
 					Value:     v,
 				})

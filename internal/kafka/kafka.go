@@ -170,7 +170,7 @@ func (c Config) Validate() error {
 }
 
 // Opts returns the connection options shared by every client: seeds, client ID, TLS, SASL and logging through
-// logger. Role-specific options (groups, transactions, isolation) are added by the caller.
+// logger (franz-go's own lines at warn and above, all of them when logger is at debug; see clientLogger). Role-specific options (groups, transactions, isolation) are added by the caller.
 func (c Config) Opts(logger *slog.Logger) ([]kgo.Opt, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -184,7 +184,7 @@ func (c Config) Opts(logger *slog.Logger) ([]kgo.Opt, error) {
 		kgo.ClientID(cmpOr(c.ClientID, "tickgroup")),
 	}
 	if logger != nil {
-		opts = append(opts, kgo.WithLogger(kslog.New(logger.With("component", "kgo"))))
+		opts = append(opts, kgo.WithLogger(clientLogger(logger.With("component", "kgo"))))
 	}
 	if c.TLS.Enabled || c.TLS.CAFile != "" || c.TLS.CertFile != "" {
 		cfg, err := c.TLS.config()
@@ -236,4 +236,31 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// clientLogger adapts logger for franz-go and keeps franz-go quiet unless logger is at debug. At info, franz-go
+// logs every transaction it begins and ends, every group join and metadata refresh: two lines per transaction, a
+// leader of one 1 s schedule wrote about 2 MB an hour that way. Those lines help to debug a client, not to
+// operate tickgroup, whose own logs say what happens (leader terms, schedule changes, failures); so franz-go
+// gets warn and error only, and everything once the operator asks for debug.
+func clientLogger(logger *slog.Logger) kgo.Logger {
+	inner := kslog.New(logger)
+	if inner.Level() >= kgo.LogLevelDebug {
+		return inner
+	}
+	return capped{inner: inner, level: min(inner.Level(), kgo.LogLevelWarn)}
+}
+
+// capped is a kgo.Logger that drops lines above level (kgo levels grow with verbosity).
+type capped struct {
+	inner kgo.Logger
+	level kgo.LogLevel
+}
+
+func (c capped) Level() kgo.LogLevel { return c.level }
+
+func (c capped) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	if level <= c.level {
+		c.inner.Log(level, msg, keyvals...)
+	}
 }

@@ -24,8 +24,9 @@
 // # Catch-up
 //
 // Plan(base, now) takes the slots after base whose due time has passed (the candidates) and applies the policy:
-// "latest" (default) emits the last, "all" emits up to catchup_max of the latest, "skip" emits the last only if
-// it is at most SkipGrace late. Missed counts the rest. Plan's Next is the slot to sleep for.
+// "all" (the default) emits every candidate, up to catchup_max of the latest; "latest" emits the last; "skip"
+// emits the last only if it is at most SkipGrace late. Missed counts the rest. With the default, a failover or a
+// short outage loses no slot, so Missed is a real loss. Plan's Next is the slot to sleep for.
 //
 // # Daylight saving time
 //

@@ -26,7 +26,7 @@ type Plan struct {
 // The candidates are the slots after base, in order, up to the first one not yet due (Due(slot) > now). Emission
 // follows slot order, so when cron jitter makes a later slot due before an earlier one, it waits for it.
 //
-// With k candidates the policies give: "all" the latest min(k, CatchupMax), Missed the rest; "latest" the last,
+// With k candidates the policies give: "all" (the default) the latest min(k, CatchupMax), Missed the rest; "latest" the last,
 // Missed k-1; "skip" the last if it is at most SkipGrace late, Missed the rest. A paused schedule plans nothing
 // and has no Next: the slots it sleeps through are not missed, they were never wanted.
 //
@@ -42,8 +42,9 @@ func (s *Schedule) Plan(base, now time.Time) Plan {
 	if first.IsZero() || s.Due(first).After(now) {
 		return Plan{Next: first}
 	}
+	policy := s.Catchup()
 	need := 1
-	if s.spec.Catchup == CatchupAll {
+	if policy == CatchupAll {
 		need = s.catchupMax()
 	}
 	var tail []time.Time // the latest min(k, need) candidates, ascending
@@ -55,7 +56,7 @@ func (s *Schedule) Plan(base, now time.Time) Plan {
 	}
 	last := tail[len(tail)-1]
 	p := Plan{Next: s.Next(last)}
-	switch s.spec.Catchup {
+	switch policy {
 	case CatchupAll:
 		p.Emit, p.Missed = tail, k-int64(len(tail))
 	case CatchupSkip:
@@ -64,10 +65,18 @@ func (s *Schedule) Plan(base, now time.Time) Plan {
 		} else {
 			p.Missed = k
 		}
-	default:
+	default: // CatchupLatest
 		p.Emit, p.Missed = []time.Time{last}, k-1
 	}
 	return p
+}
+
+// Catchup returns the schedule's catch-up policy: the Spec's, or DefaultCatchup when it has none.
+func (s *Schedule) Catchup() string {
+	if s.spec.Catchup == "" {
+		return DefaultCatchup
+	}
+	return s.spec.Catchup
 }
 
 func (s *Schedule) catchupMax() int {

@@ -22,7 +22,7 @@ func naivePlan(s *Schedule, base, now time.Time) Plan {
 		return Plan{Next: t}
 	}
 	last := cands[k-1]
-	switch s.spec.Catchup {
+	switch s.Catchup() {
 	case CatchupAll:
 		n := min(k, int64(s.catchupMax()))
 		return Plan{Emit: cands[k-n:], Missed: k - n, Next: t}
@@ -61,7 +61,9 @@ func TestPlan(t *testing.T) {
 	}{
 		{"nothing due", minute, "07:00:00", "07:00:30", "emit=[] missed=0 next=2026-03-08T07:01:00Z"},
 		{"exactly due", minute, "07:00:00", "07:01:00", "emit=[07:01:00] missed=0 next=2026-03-08T07:02:00Z"},
-		{"latest", minute, "07:00:00", "07:05:10", "emit=[07:05:00] missed=4 next=2026-03-08T07:06:00Z"},
+		{"default is all", minute, "07:00:00", "07:05:10",
+			"emit=[07:01:00 07:02:00 07:03:00 07:04:00 07:05:00] missed=0 next=2026-03-08T07:06:00Z"},
+		{"latest", with(minute, func(s *Spec) { s.Catchup = CatchupLatest }), "07:00:00", "07:05:10", "emit=[07:05:00] missed=4 next=2026-03-08T07:06:00Z"},
 		{"all", with(minute, func(s *Spec) { s.Catchup = CatchupAll }), "07:00:00", "07:05:10",
 			"emit=[07:01:00 07:02:00 07:03:00 07:04:00 07:05:00] missed=0 next=2026-03-08T07:06:00Z"},
 		{"all capped", with(minute, func(s *Spec) { s.Catchup, s.CatchupMax = CatchupAll, 2 }), "07:00:00", "07:05:10",
@@ -71,9 +73,10 @@ func TestPlan(t *testing.T) {
 		{"skip too late", with(minute, func(s *Spec) { s.Catchup = CatchupSkip }), "07:00:00", "07:05:03",
 			"emit=[] missed=5 next=2026-03-08T07:06:00Z"},
 		{"paused", with(minute, func(s *Spec) { s.Paused = true }), "07:00:00", "07:05:10", "emit=[] missed=0 next=0001-01-01T00:00:00Z"},
-		{"up to end", with(minute, func(s *Spec) { s.End = &end }), "07:00:00", "08:00:00", "emit=[07:03:00] missed=2 next=0001-01-01T00:00:00Z"},
+		{"up to end", with(minute, func(s *Spec) { s.End = &end }), "07:00:00", "08:00:00", "emit=[07:01:00 07:02:00 07:03:00] missed=0 next=0001-01-01T00:00:00Z"},
+		{"latest up to end", with(minute, func(s *Spec) { s.End, s.Catchup = &end, CatchupLatest }), "07:00:00", "08:00:00", "emit=[07:03:00] missed=2 next=0001-01-01T00:00:00Z"},
 		{"past end", with(minute, func(s *Spec) { s.End = &end }), "07:03:00", "08:00:00", "emit=[] missed=0 next=0001-01-01T00:00:00Z"},
-		{"cron latest", Spec{Cron: "*/15 * * * *"}, "06:59:59", "07:31:00", "emit=[07:30:00] missed=2 next=2026-03-08T07:45:00Z"},
+		{"cron latest", Spec{Cron: "*/15 * * * *", Catchup: CatchupLatest}, "06:59:59", "07:31:00", "emit=[07:30:00] missed=2 next=2026-03-08T07:45:00Z"},
 		{"cron all", Spec{Cron: "*/15 * * * *", Catchup: CatchupAll}, "06:59:59", "07:31:00",
 			"emit=[07:00:00 07:15:00 07:30:00] missed=0 next=2026-03-08T07:45:00Z"},
 	}
@@ -124,7 +127,7 @@ func TestPlanLongOutage(t *testing.T) {
 	now := base.Add(30 * 24 * time.Hour).Add(500 * time.Millisecond)
 	const k = 30 * 24 * 3600 // one slot per second
 
-	for _, spec := range []Spec{{Every: Duration(time.Second)}, {Cron: "* * * * * *"}} {
+	for _, spec := range []Spec{{Every: Duration(time.Second), Catchup: CatchupLatest}, {Cron: "* * * * * *", Catchup: CatchupLatest}} {
 		t.Run(fmt.Sprintf("%s%s", spec.Every, spec.Cron), func(t *testing.T) {
 			t.Parallel()
 			latest := mustCompile(t, spec)
@@ -204,10 +207,10 @@ func BenchmarkPlan(b *testing.B) {
 		now  time.Time
 	}{
 		{"every-1s-on-time", Spec{Every: Duration(time.Second), Jitter: Duration(500 * time.Millisecond)}, base.Add(time.Second)},
-		{"every-1s-30d-latest", Spec{Every: Duration(time.Second)}, outage},
+		{"every-1s-30d-latest", Spec{Every: Duration(time.Second), Catchup: CatchupLatest}, outage},
 		{"every-1s-30d-all-100k", Spec{Every: Duration(time.Second), Catchup: CatchupAll, CatchupMax: MaxCatchupMax}, outage},
 		{"cron-minute-on-time", Spec{Cron: "* * * * *", TZ: "Europe/Berlin"}, base.Add(time.Minute)},
-		{"cron-1s-30d-latest", Spec{Cron: "* * * * * *"}, outage},
+		{"cron-1s-30d-latest", Spec{Cron: "* * * * * *", Catchup: CatchupLatest}, outage},
 		{"cron-1s-30d-all-100", Spec{Cron: "* * * * * *", Catchup: CatchupAll}, outage},
 	} {
 		b.Run(tt.name, func(b *testing.B) {

@@ -33,9 +33,16 @@ const (
 // Catch-up policies: what the leader does with slots whose due time passed while nobody was leading.
 const (
 	CatchupSkip   = "skip"   // emit the latest slot only if it is at most SkipGrace late, else nothing
-	CatchupLatest = "latest" // emit the latest slot (the default)
-	CatchupAll    = "all"    // emit every missed slot, up to CatchupMax of the latest
+	CatchupLatest = "latest" // emit the latest slot only
+	CatchupAll    = "all"    // emit every missed slot, up to CatchupMax of the latest (the default)
 )
+
+// DefaultCatchup is the policy of a Spec without one. It is "all": a failover or a short outage of the whole
+// fleet then drops no slot (the slots that fell due meanwhile are emitted late, in order), CatchupMax bounds the
+// burst after a long outage, and tickgroup_slots_missed_total counts only real losses (the cap, or an opt-in
+// "latest" or "skip"). Schedules whose late ticks are worthless opt out with "latest" or "skip", or set a
+// Deadline so workers skip ticks that are too late to matter.
+const DefaultCatchup = CatchupAll
 
 // Duration is a time.Duration that reads/writes as a Go duration string ("30s", "1h30m") in JSON and YAML.
 // Bare numbers are refused: "every: 30" could mean seconds or nanoseconds, and guessing wrong is silent.
@@ -97,7 +104,7 @@ type Spec struct {
 	Shards int `json:"shards,omitempty" yaml:"shards,omitempty"`
 	// Payload is copied into every tick; at most MaxPayload bytes.
 	Payload string `json:"payload,omitempty" yaml:"payload,omitempty"`
-	// Catchup is the catch-up policy: CatchupSkip, CatchupLatest or CatchupAll. Defaults to CatchupLatest.
+	// Catchup is the catch-up policy: CatchupSkip, CatchupLatest or CatchupAll. Defaults to DefaultCatchup (all).
 	Catchup string `json:"catchup,omitempty" yaml:"catchup,omitempty"`
 	// CatchupMax caps CatchupAll. Defaults to DefaultCatchupMax; at most MaxCatchupMax.
 	CatchupMax int `json:"catchup_max,omitempty" yaml:"catchup_max,omitempty"`

@@ -37,7 +37,16 @@ type Config struct {
 	// Defaults to 30s.
 	Grace time.Duration
 	// Start is where a brand-new group starts reading a partition that has no committed offset. Defaults to
-	// StartLatest; see the package documentation.
+	// DefaultStart, StartAgo(10m): the first tick written in the last ten minutes. Two rules follow from it:
+	//   - a fleet started all at once (topics, tickers and workers together) loses no tick: every tick was
+	//     written less than ten minutes before the workers' group first received its partitions, so the ticks
+	//     the leader committed before the first worker joined run too;
+	//   - a new group on an old work topic does not replay the days of ticks the topic retains: it runs at most
+	//     the last ten minutes of them (ticks past their deadline are still skipped).
+	//
+	// Ten minutes covers a slow start of the workers (image pulls, a crash-looping pod, whose restart backoff
+	// grows to five minutes) with room to spare, and bounds the burst on an old topic. StartLatest (only ticks
+	// written from now on) and StartEarliest (everything retained) are opt-in.
 	Start Start
 	// SessionTimeout is the group session timeout: how long a crashed worker keeps its partitions before the
 	// group moves them. Defaults to 6s, the stock broker's group.min.session.timeout.ms.
@@ -104,6 +113,9 @@ func (c Config) withDefaults() Config {
 	c.OnInterrupted = cmp.Or(c.OnInterrupted, OnInterruptedRerun)
 	c.Lease = cmp.Or(c.Lease, DefaultLease)
 	c.MaxClockSkew = cmp.Or(c.MaxClockSkew, DefaultMaxClockSkew)
+	if c.Start == (Start{}) {
+		c.Start = DefaultStart
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -147,10 +159,18 @@ var (
 // StartAgo starts at the first tick written d ago or later.
 func StartAgo(d time.Duration) Start { return Start{kind: "ago", ago: d} }
 
-// ParseStart parses "latest", "earliest" or a Go duration such as "10m" (that long ago).
+// DefaultStartAgo is how far back DefaultStart reaches; see Config.Start.
+const DefaultStartAgo = 10 * time.Minute
+
+// DefaultStart is the start of a Config without one: the first tick written in the last DefaultStartAgo.
+var DefaultStart = StartAgo(DefaultStartAgo)
+
+// ParseStart parses "latest", "earliest" or a Go duration such as "10m" (that long ago); "" is DefaultStart.
 func ParseStart(s string) (Start, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "latest":
+	case "":
+		return DefaultStart, nil
+	case "latest":
 		return StartLatest, nil
 	case "earliest":
 		return StartEarliest, nil

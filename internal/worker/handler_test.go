@@ -171,7 +171,7 @@ func TestBackoff(t *testing.T) {
 
 func TestParseStart(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]string{"": "latest", "latest": "latest", "earliest": "earliest", "10m": "10m0s"} {
+	for in, want := range map[string]string{"": "10m0s", "latest": "latest", "earliest": "earliest", "10m": "10m0s"} {
 		s, err := ParseStart(in)
 		if err != nil || s.String() != want {
 			t.Errorf("ParseStart(%q) = %v, %v; want %s", in, s, err, want)

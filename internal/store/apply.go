@@ -1,0 +1,82 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/schedule"
+)
+
+// Op is the kind of a Change.
+type Op string
+
+// The kinds of change, written as `ticker schedule apply` prints them.
+const (
+	OpCreate  Op = "+"
+	OpReplace Op = "~"
+	OpDelete  Op = "-"
+)
+
+// Change is one write that brings the schedules topic closer to a wanted list of schedules.
+type Change struct {
+	Op   Op
+	Name string
+	// Spec is the definition to write, for OpCreate and OpReplace.
+	Spec schedule.Spec
+}
+
+// Diff returns the changes that make current (the schedules topic) match want, ordered by name: an OpCreate for a
+// schedule current does not have, an OpReplace for one whose definition differs (SameSpec), and with prune an OpDelete
+// for every current schedule that want does not list. A schedule already as wanted is not rewritten, so applying
+// the same file twice writes nothing (and does not move its change time, before which slots are never caught up).
+func Diff(current map[string]Entry, want []schedule.Spec, prune bool) []Change {
+	var changes []Change
+	listed := make(map[string]bool, len(want))
+	for _, s := range want {
+		listed[s.Name] = true
+		e, ok := current[s.Name]
+		switch {
+		case !ok:
+			changes = append(changes, Change{Op: OpCreate, Name: s.Name, Spec: s})
+		case !SameSpec(e.Spec(), s):
+			changes = append(changes, Change{Op: OpReplace, Name: s.Name, Spec: s})
+		}
+	}
+	if prune {
+		for name := range current {
+			if !listed[name] {
+				changes = append(changes, Change{Op: OpDelete, Name: name})
+			}
+		}
+	}
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Name < changes[j].Name })
+	return changes
+}
+
+// SameSpec reports whether a and b are the same definition, as stored: their encodings are equal. A field left
+// to its default and the same default written out differ (the stored record keeps "the default", which a later
+// release may change).
+func SameSpec(a, b schedule.Spec) bool {
+	ea, err1 := schedule.Encode(a)
+	eb, err2 := schedule.Encode(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ea, eb)
+}
+
+// Write writes changes to topic in order, and stops at the first error.
+func Write(ctx context.Context, cl *kgo.Client, topic string, changes []Change) error {
+	for _, c := range changes {
+		var err error
+		if c.Op == OpDelete {
+			err = Delete(ctx, cl, topic, c.Name)
+		} else {
+			err = Put(ctx, cl, topic, c.Spec)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -78,6 +78,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fs.StringVar(&spec.Catchup, "catchup", schedule.DefaultCatchup, "slots that fell due while no leader ran (failover, outage): all (emit each, up to --catchup-max), latest (only the newest) or skip (none)")
 		fs.IntVar(&spec.CatchupMax, "catchup-max", 0, fmt.Sprintf("with --catchup all: emit at most this many missed slots, the newest (0: %d)", schedule.DefaultCatchupMax))
 		fs.Var(&deadline, "deadline", "workers skip a tick that would start later than slot + deadline (0: never)")
+		fs.StringVar(&spec.Overlap, "overlap", "", "a tick whose successor is already due when it could start: queue (run it anyway, the default) or skip (skipped_overlap; the newest due tick runs)")
 		fs.Var(&start, "start", "no slot before this instant (RFC 3339)")
 		fs.Var(&end, "end", "no slot after this instant (RFC 3339)")
 		fs.BoolVar(&spec.Paused, "paused", false, "create the schedule paused")

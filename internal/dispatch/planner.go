@@ -145,6 +145,7 @@ func appendRecords(recs []*kgo.Record, ems []emission, names recordTopics, parti
 			Version:     em.entry.Version,
 			Deadline:    time.Duration(spec.Deadline),
 			LeaderEpoch: int64(t.epoch),
+			Overlap:     spec.Overlap,
 		}
 		for _, slot := range em.slots {
 			ticks = src.AppendSlot(ticks[:0], slot, now)

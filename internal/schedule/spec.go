@@ -37,6 +37,14 @@ const (
 	CatchupAll    = "all"    // emit every missed slot, up to CatchupMax of the latest (the default)
 )
 
+// Overlap policies (Spec.Overlap). The default is queue: with catch-up "all" the default, a failover emits the
+// slots it missed at once, and skip would run only the newest of them. Skip is for jobs that can take longer
+// than their period, where a queue of runs would only grow.
+const (
+	OverlapQueue = "queue"
+	OverlapSkip  = "skip"
+)
+
 // DefaultCatchup is the policy of a Spec without one. It is "all": a failover or a short outage of the whole
 // fleet then drops no slot (the slots that fell due meanwhile are emitted late, in order), CatchupMax bounds the
 // burst after a long outage, and tickgroup_slots_missed_total counts only real losses (the cap, or an opt-in
@@ -110,6 +118,10 @@ type Spec struct {
 	CatchupMax int `json:"catchup_max,omitempty" yaml:"catchup_max,omitempty"`
 	// Deadline is how long after its slot a tick is still worth running; 0 means no deadline.
 	Deadline Duration `json:"deadline,omitempty" yaml:"deadline,omitempty"`
+	// Overlap is what a worker does with a tick whose successor (same schedule and shard) is already due when
+	// it could start: OverlapQueue (the default: it runs, the ticks run one after the other) or OverlapSkip (it
+	// does not run and is recorded as skipped_overlap; the newest due tick always runs).
+	Overlap string `json:"overlap,omitempty" yaml:"overlap,omitempty"`
 	// Start, if set, is the earliest slot: no slot is before it.
 	Start *time.Time `json:"start,omitempty" yaml:"start,omitempty"`
 	// End, if set, is the latest slot: no slot is after it. Must be after Start.
@@ -251,6 +263,9 @@ func (s Spec) compile() (*Schedule, error) {
 	if len(s.Payload) > MaxPayload {
 		v.fail("payload", "", "is %d bytes, more than the limit of %d", len(s.Payload), MaxPayload)
 	}
+	if i := strings.IndexByte(s.Payload, 0); i >= 0 {
+		v.fail("payload", "", "contains a NUL byte (at byte %d): an exec handler's TICK_PAYLOAD environment variable cannot carry it", i)
+	}
 	switch s.Catchup {
 	case "", CatchupSkip, CatchupLatest, CatchupAll:
 	default:
@@ -261,6 +276,11 @@ func (s Spec) compile() (*Schedule, error) {
 	}
 	if s.Deadline < 0 {
 		v.fail("deadline", s.Deadline.String(), "must not be negative")
+	}
+	switch s.Overlap {
+	case "", OverlapQueue, OverlapSkip:
+	default:
+		v.fail("overlap", s.Overlap, "must be %q or %q", OverlapQueue, OverlapSkip)
 	}
 	if s.Start != nil && s.End != nil && !s.End.After(*s.Start) {
 		v.fail("end", s.End.Format(time.RFC3339Nano), "must be after start (%s)", s.Start.Format(time.RFC3339Nano))

@@ -142,3 +142,10 @@ func TestSpecIsCopied(t *testing.T) {
 		t.Errorf("first slot = %s, want %s", sch.Next(time.Time{}), want)
 	}
 }
+
+func TestValidateRefusesNULInPayload(t *testing.T) {
+	err := Spec{Name: "nul", Every: Duration(time.Second), Payload: "a\x00b"}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "NUL") {
+		t.Fatalf("payload with a NUL byte: err = %v, want a NUL refusal", err)
+	}
+}

@@ -16,6 +16,8 @@ type Source struct {
 	Deadline time.Duration
 	// LeaderEpoch is the producer epoch of the leader term that emits the ticks (0 for a trigger).
 	LeaderEpoch int64
+	// Overlap is the schedule's overlap policy (OverlapQueue or OverlapSkip; empty means queue).
+	Overlap string
 }
 
 // AppendSlot appends to dst the ticks of slot, one per shard, emitted at emittedAt.
@@ -46,6 +48,9 @@ func (s Source) fill(t Tick, base, emittedAt time.Time) Tick {
 	t.ScheduleVersion = s.Version
 	t.LeaderEpoch = s.LeaderEpoch
 	t.EmittedAt = emittedAt
+	if s.Overlap == OverlapSkip && !t.Trigger {
+		t.Overlap = OverlapSkip
+	}
 	if s.Deadline > 0 {
 		dl := base.Add(s.Deadline)
 		t.Deadline = &dl

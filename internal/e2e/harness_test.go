@@ -89,6 +89,7 @@ func newFleet(t *testing.T) *fleet {
 
 // proc is one running binary.
 type proc struct {
+	fleet   *fleet
 	name    string
 	cmd     *exec.Cmd
 	admin   string
@@ -133,7 +134,7 @@ func freeAddr(t *testing.T) string {
 // start runs binary (ticker or worker) with args plus the fleet's brokers, namespace and a free admin port.
 func (f *fleet) start(name, binary string, args ...string) *proc {
 	f.t.Helper()
-	p := &proc{name: name, admin: freeAddr(f.t), done: make(chan struct{})}
+	p := &proc{fleet: f, name: name, admin: freeAddr(f.t), done: make(chan struct{})}
 	full := append(args, "--brokers", f.brokers, "--namespace", f.ns, "--metrics-addr", p.admin, "--log-level", "debug")
 	p.cmd = exec.Command(built(f.t, binary), full...)
 	p.cmd.Stdout, p.cmd.Stderr = p, p

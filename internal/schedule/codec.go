@@ -9,15 +9,28 @@ import (
 	"reflect"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
+
+// Version is the major version of the stored form written by this build (field "v"). A record without "v" was
+// written before versions existed and reads as version 1.
+const Version = 1
+
+// ErrUnknownVersion is returned by Decode for a record of another major version: it is refused, never run.
+var ErrUnknownVersion = errors.New("unknown schedule record version")
+
+// stored is the stored form: the spec's fields plus the version.
+type stored struct {
+	V int `json:"v"`
+	Spec
+}
 
 // Encode validates s and returns its stored form, JSON. An invalid spec is never written.
 func Encode(s Spec) ([]byte, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("encoding schedule: %w", err)
 	}
-	b, err := json.Marshal(s)
+	b, err := json.Marshal(stored{V: Version, Spec: s})
 	if err != nil {
 		return nil, fmt.Errorf("encoding schedule %q: %w", s.Name, err)
 	}
@@ -27,10 +40,17 @@ func Encode(s Spec) ([]byte, error) {
 // Decode reads a stored spec and validates it. Unknown fields are ignored, so a replica running an older build
 // can still read specs written by a newer one during a rolling upgrade.
 func Decode(b []byte) (Spec, error) {
-	var s Spec
-	if err := json.Unmarshal(b, &s); err != nil {
+	var st struct {
+		V *int `json:"v"`
+		Spec
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
 		return Spec{}, fmt.Errorf("decoding schedule: %w", err)
 	}
+	if st.V != nil && *st.V != Version {
+		return Spec{}, fmt.Errorf("decoding schedule: version %d: %w", *st.V, ErrUnknownVersion)
+	}
+	s := st.Spec
 	if err := s.Validate(); err != nil {
 		return Spec{}, fmt.Errorf("decoding schedule: %w", err)
 	}

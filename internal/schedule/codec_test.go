@@ -20,7 +20,7 @@ func TestEncodeDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"name":"scan","cron":"0 30 2 * * *","tz":"Europe/Berlin","jitter":"1m30s","shards":4,"payload":"{\"x\":1}",` +
+	want := `{"v":1,"name":"scan","cron":"0 30 2 * * *","tz":"Europe/Berlin","jitter":"1m30s","shards":4,"payload":"{\"x\":1}",` +
 		`"catchup":"all","catchup_max":10,"deadline":"1h0m0s","start":"2026-01-01T00:00:00Z","end":"2027-01-01T00:00:00+01:00",` +
 		`"paused":true,"metrics":true}`
 	if string(b) != want {
@@ -35,7 +35,7 @@ func TestEncodeDecode(t *testing.T) {
 	}
 
 	every, err := Encode(Spec{Name: "tick", Every: Duration(time.Minute), Offset: Duration(15 * time.Second)})
-	if err != nil || string(every) != `{"name":"tick","every":"1m0s","offset":"15s"}` {
+	if err != nil || string(every) != `{"v":1,"name":"tick","every":"1m0s","offset":"15s"}` {
 		t.Errorf("Encode(every) = %s, %v", every, err)
 	}
 }
@@ -125,5 +125,15 @@ func TestParseFileErrors(t *testing.T) {
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Field != "cron" {
 		t.Errorf("errors.As(%v) found %+v", err, fe)
+	}
+}
+
+func TestDecodeRefusesUnknownVersion(t *testing.T) {
+	t.Parallel()
+	if _, err := Decode([]byte(`{"v":99,"name":"x","every":"1s"}`)); !errors.Is(err, ErrUnknownVersion) {
+		t.Errorf("v 99: err = %v, want ErrUnknownVersion", err)
+	}
+	if _, err := Decode([]byte(`{"name":"x","every":"1s"}`)); err != nil {
+		t.Errorf("a record without v (written before versions): %v", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Limits and defaults of a Spec. They bound what one schedule can cost the leader (payload bytes per tick, ticks

@@ -121,3 +121,144 @@ func TestLaneSkipsFinishedTicksOfNewGroup(t *testing.T) {
 	t.Parallel()
 	finishedTicksCase(t, func(*testBundle) {})
 }
+
+// formerOwner makes "old-worker" the owner of work partition p with fencing token 1 and the given lease, as
+// if it had claimed the partition and committed its start: a claim in the ledger and a commit of work offset 0
+// whose metadata points the next owner at that claim.
+func (b *testBundle) formerOwner(t *testing.T, p int32, lease time.Duration) {
+	t.Helper()
+	at := b.writeLedger(t, p, ledger.Entry{Kind: ledger.KindClaim, Partition: p, Fence: 1, Worker: "old-worker",
+		At: time.Now().UTC(), LeaseMS: lease.Milliseconds()})
+	b.commit(t, p, 0, encodeMeta(at, 1))
+}
+
+// startedEntry is the started (or, with kind released, the released) entry of attempt n of tk at work offset
+// o by old-worker under fencing token 1.
+func startedEntry(kind string, tk tick.Tick, p int32, o int64, n int) ledger.Entry {
+	slot := tk.Slot
+	return ledger.Entry{Kind: kind, ID: tk.ID, Schedule: tk.Schedule, Slot: &slot, Partition: p, Offset: o,
+		Fence: 1, Worker: "old-worker", Attempt: n, At: time.Now().UTC()}
+}
+
+// claimOf returns the first (takeover) claim of worker id in ledger partition p.
+func (b *testBundle) claimOf(t *testing.T, p int32, id string) ledger.Entry {
+	t.Helper()
+	for _, r := range b.entries(t, p, ledger.KindClaim, "") {
+		if r.Entry.Worker == id {
+			return r.Entry
+		}
+	}
+	t.Fatalf("no claim of %s in ledger partition %d", id, p)
+	return ledger.Entry{}
+}
+
+// outcomeOf returns the outcome entries of tick id in ledger partition p written by worker by.
+func (b *testBundle) outcomesOf(t *testing.T, p int32, id, by string) []ledger.Entry {
+	t.Helper()
+	var out []ledger.Entry
+	for _, r := range b.entries(t, p, ledger.KindOutcome, id) {
+		if r.Entry.Worker == by {
+			out = append(out, r.Entry)
+		}
+	}
+	return out
+}
+
+// TestLaneRerunsInterruptedTickAfterLease: a tick that a former owner started (attempt 2) and never finished
+// runs again as attempt 3, marked interrupted, and not before the new claim plus the longest announced lease
+// plus MaxClockSkew: the former owner's run is surely over by then. The other ticks run normally.
+func TestLaneRerunsInterruptedTickAfterLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const oldLease = 600 * time.Millisecond // longer than the new worker's: the longest announced lease counts
+	b.formerOwner(t, 0, oldLease)
+	ticks, offsets := b.produceTicks(t, 0, "intr", 3)
+	b.writeLedger(t, 0, startedEntry(ledger.KindStarted, ticks[0], 0, offsets[0], 2))
+
+	cfg := b.config("w1")
+	cfg.MaxClockSkew = 200 * time.Millisecond
+	rec := newRecorder()
+	b.start(t, cfg, rec.handler(nil), Deps{})
+	eventually(t, 10*time.Second, "the three ticks to run", func() bool { return rec.count() >= 3 })
+
+	calls := rec.snapshot()
+	if got, want := ids(calls), ticks[0].ID+" "+ticks[1].ID+" "+ticks[2].ID; got != want {
+		t.Fatalf("handler ran %q, want %q", got, want)
+	}
+	if a := calls[0].Attempt; a.N != 3 || !a.Interrupted || a.Worker != "w1" {
+		t.Errorf("interrupted tick ran with %+v, want N 3 (after the former owner's 2), Interrupted, Worker w1", a)
+	}
+	for _, c := range calls[1:] {
+		if c.Attempt.N != 1 || c.Attempt.Interrupted {
+			t.Errorf("tick %s ran with %+v, want N 1, not interrupted", c.ID, c.Attempt)
+		}
+	}
+	claim := b.claimOf(t, 0, "w1")
+	minWait := max(oldLease, cfg.Lease) + cfg.MaxClockSkew
+	if waited := calls[0].Start.Sub(claim.At); waited < minWait {
+		t.Errorf("interrupted tick ran %s after the new claim was sent; want at least lease %s + skew %s",
+			waited, max(oldLease, cfg.Lease), cfg.MaxClockSkew)
+	}
+	eventually(t, 10*time.Second, "the commit to pass the three ticks", func() bool { return b.committed(t, 0).At == offsets[2]+1 })
+	if o := b.outcomesOf(t, 0, ticks[0].ID, "w1"); len(o) != 1 || o[0].Status != StatusOK || !o[0].Interrupted || o[0].Attempts != 3 {
+		t.Errorf("outcomes of the interrupted tick: %+v, want one ok, interrupted, 3 attempts", o)
+	}
+}
+
+// TestLaneSkipsInterruptedTick: with OnInterrupted skip, the interrupted tick is not run; its outcome is
+// "interrupted", written only once the former owner's run is surely over.
+func TestLaneSkipsInterruptedTick(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.formerOwner(t, 0, 300*time.Millisecond)
+	ticks, offsets := b.produceTicks(t, 0, "skip", 2)
+	b.writeLedger(t, 0, startedEntry(ledger.KindStarted, ticks[0], 0, offsets[0], 1))
+
+	cfg := b.config("w1")
+	cfg.OnInterrupted = OnInterruptedSkip
+	cfg.MaxClockSkew = 200 * time.Millisecond
+	rec := newRecorder()
+	b.start(t, cfg, rec.handler(nil), Deps{})
+	eventually(t, 10*time.Second, "the commit to pass both ticks", func() bool { return b.committed(t, 0).At == offsets[1]+1 })
+
+	if got := ids(rec.snapshot()); got != ticks[1].ID {
+		t.Fatalf("handler ran %q, want only %q", got, ticks[1].ID)
+	}
+	o := b.outcomesOf(t, 0, ticks[0].ID, "w1")
+	if len(o) != 1 || o[0].Status != StatusInterrupted || !o[0].Interrupted || o[0].Attempts != 1 {
+		t.Fatalf("outcomes of the interrupted tick: %+v, want one with status interrupted, Interrupted, 1 attempt", o)
+	}
+	claim := b.claimOf(t, 0, "w1")
+	if o[0].FinishedAt == nil {
+		t.Fatal("outcome without finished_at")
+	}
+	if waited, min := o[0].FinishedAt.Sub(claim.At), cfg.Lease+cfg.MaxClockSkew; waited < min {
+		t.Errorf("interrupted outcome written %s after the new claim; want at least %s", waited, min)
+	}
+}
+
+// TestLaneRerunsReleasedTickAtOnce: a released tick (the former owner cut its run off and saw it end) runs
+// again at once, interrupted, with the next attempt number: no lease wait.
+func TestLaneRerunsReleasedTickAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	cfg.Lease, cfg.MaxClockSkew = 3*time.Second, time.Second // a lease wait would be 4s
+	b.formerOwner(t, 0, cfg.Lease)
+	ticks, offsets := b.produceTicks(t, 0, "rel", 1)
+	b.writeLedger(t, 0, startedEntry(ledger.KindStarted, ticks[0], 0, offsets[0], 1))
+	b.writeLedger(t, 0, startedEntry(ledger.KindReleased, ticks[0], 0, offsets[0], 1))
+
+	rec := newRecorder()
+	b.start(t, cfg, rec.handler(nil), Deps{})
+	eventually(t, 10*time.Second, "the released tick to run", func() bool { return rec.count() >= 1 })
+	c := rec.snapshot()[0]
+	if c.Attempt.N != 2 || !c.Attempt.Interrupted {
+		t.Errorf("released tick ran with %+v, want N 2, Interrupted", c.Attempt)
+	}
+	claim := b.claimOf(t, 0, "w1")
+	if waited := c.Start.Sub(claim.At); waited >= cfg.Lease+cfg.MaxClockSkew {
+		t.Errorf("released tick ran %s after the new claim: it waited for the lease", waited)
+	}
+	eventually(t, 10*time.Second, "the commit to pass the tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+}

@@ -381,4 +381,3 @@ func ids(calls []call) string {
 	}
 	return strings.Join(s, " ")
 }
-

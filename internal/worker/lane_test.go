@@ -2,11 +2,14 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
@@ -261,4 +264,234 @@ func TestLaneRerunsReleasedTickAtOnce(t *testing.T) {
 		t.Errorf("released tick ran %s after the new claim: it waited for the lease", waited)
 	}
 	eventually(t, 10*time.Second, "the commit to pass the tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+}
+
+// laneFence returns the fencing token of w's lane of partition p (0 without a lane or before its claim).
+func laneFence(w *Worker, p int32) int64 {
+	w.mu.Lock()
+	l := w.lanes[p]
+	w.mu.Unlock()
+	if l == nil || l.ledger == nil {
+		return 0
+	}
+	l.ledger.mu.Lock()
+	defer l.ledger.mu.Unlock()
+	return l.ledger.fence
+}
+
+// commitFence returns the fencing token in the commit metadata of work partition p, failing the test when the
+// metadata does not parse.
+func (b *testBundle) commitFence(t *testing.T, p int32) int64 {
+	t.Helper()
+	o := b.committed(t, p)
+	_, fence, ok := parseMeta(o.Metadata)
+	if !ok {
+		t.Fatalf("commit of partition %d at %d: metadata %q does not parse", p, o.At, o.Metadata)
+	}
+	return fence
+}
+
+// TestLaneFenceIncreasesAcrossOwners: two workers, one after the other, own partition 0; the second one's
+// Attempt.Fence is higher, and each commit's metadata carries the committing lane's token.
+func TestLaneFenceIncreasesAcrossOwners(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var fences []int64
+	for i, id := range []string{"w1", "w2", "w3"} {
+		rec := newRecorder()
+		tw := b.start(t, b.config(id), rec.handler(nil), Deps{})
+		_, offsets := b.produceTicks(t, 0, "fence"+id, 1)
+		eventually(t, 10*time.Second, id+" to run its tick", func() bool { return rec.count() >= 1 })
+		eventually(t, 10*time.Second, id+"'s commit of its tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+		a := rec.snapshot()[0].Attempt
+		if lf := laneFence(tw.w, 0); a.Fence != lf {
+			t.Errorf("%s: Attempt.Fence %d, lane's token %d", id, a.Fence, lf)
+		}
+		if cf := b.commitFence(t, 0); cf != a.Fence {
+			t.Errorf("%s: commit metadata fence %d, want the lane's %d", id, cf, a.Fence)
+		}
+		if i > 0 && a.Fence <= fences[i-1] {
+			t.Errorf("%s: Attempt.Fence %d, not above the former owner's %d", id, a.Fence, fences[i-1])
+		}
+		fences = append(fences, a.Fence)
+		tw.stop(t)
+		// The graceful stop's last commit still carries this lane's token.
+		if cf := b.commitFence(t, 0); cf != a.Fence {
+			t.Errorf("%s stopped: commit metadata fence %d, want %d", id, cf, a.Fence)
+		}
+	}
+	t.Logf("fences %v", fences)
+}
+
+// TestLaneFenceOfNewGroupAboveLedger: a group without a commit (its offsets expired, or it was deleted) whose
+// ledger holds a claim with token 5 must hand out a higher token: a downstream store that has seen 5 refuses
+// anything lower.
+func TestLaneFenceOfNewGroupAboveLedger(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.writeLedger(t, 0, ledger.Entry{Kind: ledger.KindClaim, Partition: 0, Fence: 5, Worker: "old-worker",
+		At: time.Now().UTC(), LeaseMS: 300})
+	rec := newRecorder()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{})
+	b.produceTicks(t, 0, "newgroup", 1)
+	eventually(t, 10*time.Second, "the tick to run", func() bool { return rec.count() >= 1 })
+	if f := rec.snapshot()[0].Attempt.Fence; f <= 5 {
+		t.Errorf("Attempt.Fence %d, want above the ledger's last token 5", f)
+	}
+}
+
+// TestLaneShutdownCancelsAndReleases: a handler still running when the grace period ends has its context
+// cancelled; the worker then records a release in the ledger and does not commit past the tick, and the next
+// owner runs it again at once (no lease wait) as an interrupted second attempt.
+func TestLaneShutdownCancelsAndReleases(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	cfg.Grace = 200 * time.Millisecond
+	rec := newRecorder()
+	tw := b.start(t, cfg, rec.handler(func(ctx context.Context, _ tick.Tick, _ Attempt) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}), Deps{})
+	ticks, offsets := b.produceTicks(t, 0, "grace", 1)
+	select {
+	case <-rec.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not start within 10s")
+	}
+	tw.stop(t)
+
+	calls := rec.snapshot()
+	if len(calls) != 1 {
+		t.Fatalf("%d calls, want 1", len(calls))
+	}
+	if !errors.Is(calls[0].Cause, errGraceExpired) {
+		t.Errorf("handler's context ended with cause %v, want %v", calls[0].Cause, errGraceExpired)
+	}
+	rel := b.entries(t, 0, ledger.KindReleased, ticks[0].ID)
+	if len(rel) != 1 || rel[0].Entry.Worker != "w1" || rel[0].Entry.Attempt != 1 {
+		t.Fatalf("released entries of the cancelled tick: %+v, want one by w1 for attempt 1", rel)
+	}
+	if n := len(b.entries(t, 0, ledger.KindOutcome, ticks[0].ID)); n != 0 {
+		t.Errorf("the cancelled tick has %d outcomes, want none", n)
+	}
+	if c := b.committed(t, 0).At; c > offsets[0] {
+		t.Errorf("committed %d: past the cancelled tick at %d", c, offsets[0])
+	}
+
+	cfg2 := b.config("w2")
+	cfg2.Lease, cfg2.MaxClockSkew = 3*time.Second, time.Second // a lease wait would be 4s
+	rec2 := newRecorder()
+	b.start(t, cfg2, rec2.handler(nil), Deps{})
+	eventually(t, 10*time.Second, "the next owner to rerun the tick", func() bool { return rec2.count() >= 1 })
+	c := rec2.snapshot()[0]
+	if c.ID != ticks[0].ID || c.Attempt.N != 2 || !c.Attempt.Interrupted {
+		t.Errorf("next owner ran %s with %+v, want %s as attempt 2, interrupted", c.ID, c.Attempt, ticks[0].ID)
+	}
+	if waited := c.Start.Sub(b.claimOf(t, 0, "w2").At); waited >= cfg2.Lease+cfg2.MaxClockSkew {
+		t.Errorf("the released tick ran %s after the new claim: it waited for the lease", waited)
+	}
+}
+
+// TestLaneRevokedMidRun: when a second worker joins, the partition moved to it is revoked from the first
+// worker mid-run: the handler's context ends with errRevoked, the tick is released, and the new owner runs it
+// again at once.
+func TestLaneRevokedMidRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	cfg.Grace = 200 * time.Millisecond
+	cfg.Lease, cfg.MaxClockSkew = 3*time.Second, time.Second // a lease wait would be 4s
+	rec1 := newRecorder()
+	b.start(t, cfg, rec1.handler(func(ctx context.Context, _ tick.Tick, _ Attempt) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}), Deps{})
+	var ticks [testParts]tick.Tick
+	for p := range int32(testParts) {
+		tk, _ := b.produceTicks(t, p, "revoke"+string(rune('a'+p)), 1)
+		ticks[p] = tk[0]
+	}
+	for range testParts {
+		select {
+		case <-rec1.started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("w1's handlers did not both start within 10s")
+		}
+	}
+
+	cfg2 := b.config("w2")
+	cfg2.Lease, cfg2.MaxClockSkew = cfg.Lease, cfg.MaxClockSkew
+	rec2 := newRecorder()
+	b.start(t, cfg2, rec2.handler(nil), Deps{})
+	eventually(t, 20*time.Second, "w2 to rerun the tick of the partition it got", func() bool { return rec2.count() >= 1 })
+	c := rec2.snapshot()[0]
+	p := int32(-1)
+	for i, tk := range ticks {
+		if tk.ID == c.ID {
+			p = int32(i)
+		}
+	}
+	if p < 0 {
+		t.Fatalf("w2 ran %s, none of the blocked ticks", c.ID)
+	}
+	if c.Attempt.N != 2 || !c.Attempt.Interrupted {
+		t.Errorf("w2 ran %s with %+v, want attempt 2, interrupted", c.ID, c.Attempt)
+	}
+	if waited := c.Start.Sub(b.claimOf(t, p, "w2").At); waited >= cfg2.Lease+cfg2.MaxClockSkew {
+		t.Errorf("the revoked tick ran %s after w2's claim: it waited for the lease", waited)
+	}
+	calls := rec1.snapshot()
+	if len(calls) != 1 || calls[0].ID != ticks[p].ID || !errors.Is(calls[0].Cause, errRevoked) {
+		t.Fatalf("w1's finished calls %+v, want the one of partition %d, cancelled with %v", calls, p, errRevoked)
+	}
+	rel := b.entries(t, p, ledger.KindReleased, ticks[p].ID)
+	if len(rel) != 1 || rel[0].Entry.Worker != "w1" {
+		t.Errorf("released entries of the revoked tick: %+v, want one by w1", rel)
+	}
+}
+
+// TestLaneCommitsEveryFinishedOffset: however commits coalesce, the committed offset of each partition ends at
+// its end offset once every tick ran.
+func TestLaneCommitsEveryFinishedOffset(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reg := prometheus.NewRegistry()
+	rec := newRecorder()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{Registerer: reg})
+	const n = 200
+	for round := range 4 { // in rounds, so that some arrive while commits are in flight
+		for p := range int32(testParts) {
+			b.produceTicks(t, p, "commit"+string(rune('a'+p))+string(rune('0'+round)), n/4)
+		}
+	}
+	for p := range int32(testParts) {
+		end := b.endOffset(t, b.names.Work, p)
+		eventually(t, 20*time.Second, "the commit to reach the end", func() bool { return b.committed(t, p).At == end })
+	}
+	if got := rec.count(); got != testParts*n {
+		t.Errorf("%d handler calls, want %d", got, testParts*n)
+	}
+	t.Logf("%d ticks, %v commits", testParts*n, metricValue(t, reg, "tickgroup_worker_commits_total"))
+}
+
+// TestLaneIgnoresBadLedgerEntries: records of the ledger partition that are not readable entries (not JSON, an
+// unknown major version) are ignored and counted; the lane takes over and runs its ticks.
+func TestLaneIgnoresBadLedgerEntries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.writeRaw(t, 0, []byte("junk"), []byte("{not json"))
+	b.writeRaw(t, 0, ledger.ClaimKey(0), []byte(`{"v":99,"kind":"claim","partition":0,"fence":9,"worker":"future"}`))
+	b.commit(t, 0, 0, "") // no ledger position: the whole partition is read
+	reg := prometheus.NewRegistry()
+	rec := newRecorder()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{Registerer: reg})
+	_, offsets := b.produceTicks(t, 0, "bad", 2)
+	eventually(t, 10*time.Second, "the commit to pass both ticks", func() bool { return b.committed(t, 0).At == offsets[1]+1 })
+	if got := rec.count(); got != 2 {
+		t.Errorf("%d handler calls, want 2", got)
+	}
+	if got := metricValue(t, reg, "tickgroup_worker_ledger_bad_entries_total"); got != 2 {
+		t.Errorf("tickgroup_worker_ledger_bad_entries_total = %v, want 2", got)
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
@@ -493,5 +495,74 @@ func TestLaneIgnoresBadLedgerEntries(t *testing.T) {
 	}
 	if got := metricValue(t, reg, "tickgroup_worker_ledger_bad_entries_total"); got != 2 {
 		t.Errorf("tickgroup_worker_ledger_bad_entries_total = %v, want 2", got)
+	}
+}
+
+// failNextLedgerWrite makes the broker refuse, with a non-retriable error, the next produce request to ledger
+// partition p (a worker's first is its takeover claim). It reports through the returned channel when it has.
+func (b *testBundle) failNextLedgerWrite(t *testing.T, p int32) <-chan struct{} {
+	t.Helper()
+	done := make(chan struct{})
+	// Produce requests name topics by ID from version 13 on.
+	tds, err := b.adm.ListTopics(t.Context(), b.names.Results)
+	if err != nil || tds[b.names.Results].Err != nil {
+		t.Fatalf("describing %s: %v %v", b.names.Results, err, tds[b.names.Results].Err)
+	}
+	id := tds[b.names.Results].ID
+	b.cluster.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		req := kr.(*kmsg.ProduceRequest)
+		hit := false
+		for _, tp := range req.Topics {
+			for _, pp := range tp.Partitions {
+				hit = hit || (tp.Topic == b.names.Results || tp.TopicID == id) && pp.Partition == p
+			}
+		}
+		if !hit {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, tp := range req.Topics {
+			rt := kmsg.NewProduceResponseTopic()
+			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
+			for _, pp := range tp.Partitions {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition = pp.Partition
+				rp.ErrorCode = kerr.InvalidRecord.Code
+				rp.BaseOffset = -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		close(done)
+		return resp, nil, true
+	})
+	return done
+}
+
+// TestLaneTakeoverRetryKeepsLedger: when the first claim of a takeover fails (here: the broker refuses the
+// write), the lane claims again, and what it read of the ledger before the failure still counts: a tick with
+// an outcome there is not run again.
+func TestLaneTakeoverRetryKeepsLedger(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ticks, offsets := b.produceTicks(t, 0, "retry", 2)
+	slot := ticks[0].Slot
+	b.writeLedger(t, 0, ledger.Entry{Kind: ledger.KindOutcome, ID: ticks[0].ID, Schedule: ticks[0].Schedule, Slot: &slot,
+		Partition: 0, Offset: offsets[0], Fence: 1, Worker: "old-worker", Attempts: 1, Status: ledger.StatusOK, At: time.Now().UTC()})
+	b.commit(t, 0, 0, "") // no ledger position: the whole partition is read
+	refused := b.failNextLedgerWrite(t, 0)
+
+	cfg := b.config("w1")
+	cfg.Backoff, cfg.MaxBackoff = time.Second, time.Second // the retry comes well after the ledger was read
+	rec := newRecorder()
+	b.start(t, cfg, rec.handler(nil), Deps{})
+	select {
+	case <-refused:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first claim was not written within 10s")
+	}
+	eventually(t, 10*time.Second, "the commit to pass both ticks", func() bool { return b.committed(t, 0).At == offsets[1]+1 })
+	if got := ids(rec.snapshot()); got != ticks[1].ID {
+		t.Fatalf("handler ran %q, want only %q: the finished tick ran again", got, ticks[1].ID)
 	}
 }

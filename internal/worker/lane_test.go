@@ -566,3 +566,63 @@ func TestLaneTakeoverRetryKeepsLedger(t *testing.T) {
 		t.Fatalf("handler ran %q, want only %q: the finished tick ran again", got, ticks[1].ID)
 	}
 }
+
+// refuseCommits makes the broker refuse every OffsetCommit with REBALANCE_IN_PROGRESS (as it does for as long as
+// a classic-protocol rebalance lasts) until the returned function is called.
+func (b *testBundle) refuseCommits(t *testing.T) (stop func()) {
+	t.Helper()
+	var done atomic.Bool
+	b.cluster.ControlKey(int16(kmsg.OffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		if done.Load() {
+			b.cluster.DropControl()
+			return nil, nil, false
+		}
+		b.cluster.KeepControl()
+		req := kr.(*kmsg.OffsetCommitRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, tp := range req.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
+			for _, pp := range tp.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = pp.Partition, kerr.RebalanceInProgress.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	return func() { done.Store(true) }
+}
+
+// TestLaneNextOwnerAfterRefusedCommits: the first owner of a new group's partition runs ticks while every commit
+// of it is refused (its start pin included), then stops. The next owner finds no commit; it must still learn
+// from the ledger that those ticks have outcomes, and not run them again.
+func TestLaneNextOwnerAfterRefusedCommits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	allow := b.refuseCommits(t)
+	rec1 := newRecorder()
+	w1 := b.start(t, b.config("w1"), rec1.handler(nil), Deps{})
+	ticks, _ := b.produceTicks(t, 0, "refused", 3)
+	eventually(t, 10*time.Second, "w1 to run the three ticks", func() bool { return rec1.count() >= 3 })
+	eventually(t, 10*time.Second, "w1's outcomes", func() bool { return len(b.entries(t, 0, ledger.KindOutcome, "")) >= 3 })
+	w1.stop(t)
+	if c := b.committed(t, 0); c.At >= 0 {
+		t.Fatalf("partition 0 has a commit at %d although every commit was refused", c.At)
+	}
+	allow()
+
+	rec2 := newRecorder()
+	b.start(t, b.config("w2"), rec2.handler(nil), Deps{})
+	more, offsets := b.produceTicks(t, 0, "refused-more", 1)
+	eventually(t, 10*time.Second, "w2 to run the new tick", func() bool { return rec2.count() >= 1 })
+	eventually(t, 10*time.Second, "w2's commit past the new tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	if f1, f2 := rec1.snapshot()[0].Attempt.Fence, rec2.snapshot()[0].Attempt.Fence; f2 <= f1 {
+		t.Errorf("w2's Attempt.Fence %d is not above w1's %d", f2, f1)
+	}
+	if got := ids(rec2.snapshot()); got != more[0].ID {
+		t.Errorf("w2 ran %q, want only the new tick %q: the ticks w1 finished (%s %s %s) ran again", got, more[0].ID,
+			ticks[0].ID, ticks[1].ID, ticks[2].ID)
+	}
+}

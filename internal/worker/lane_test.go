@@ -626,3 +626,146 @@ func TestLaneNextOwnerAfterRefusedCommits(t *testing.T) {
 			ticks[0].ID, ticks[1].ID, ticks[2].ID)
 	}
 }
+
+// TestLaneInterruptedWaitEndsWithFormerOwnersEntry: while the new owner waits out the lease of a tick the former
+// owner started, that owner's outcome (the tick finished after all: not run again) or release (its run is
+// over: run again at once) ends the wait.
+func TestLaneInterruptedWaitEndsWithFormerOwnersEntry(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{ledger.KindOutcome, ledger.KindReleased} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			cfg := b.config("w1")
+			cfg.Lease, cfg.MaxClockSkew = 3*time.Second, time.Second // the wait would be 4s
+			b.formerOwner(t, 0, cfg.Lease)
+			ticks, offsets := b.produceTicks(t, 0, "late"+kind, 1)
+			b.writeLedger(t, 0, startedEntry(ledger.KindStarted, ticks[0], 0, offsets[0], 1))
+			rec := newRecorder()
+			b.start(t, cfg, rec.handler(nil), Deps{})
+			eventually(t, 10*time.Second, "w1's claim", func() bool {
+				for _, r := range b.entries(t, 0, ledger.KindClaim, "") {
+					if r.Entry.Worker == "w1" {
+						return true
+					}
+				}
+				return false
+			})
+			e := startedEntry(kind, ticks[0], 0, offsets[0], 1)
+			if kind == ledger.KindOutcome {
+				e.Attempt, e.Attempts, e.Status = 0, 1, ledger.StatusOK
+			}
+			b.writeLedger(t, 0, e)
+			claim := b.claimOf(t, 0, "w1")
+			eventually(t, 10*time.Second, "the commit to pass the tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+			if waited := time.Since(claim.At); waited >= cfg.Lease+cfg.MaxClockSkew {
+				t.Errorf("the tick was decided %s after the new claim: the former owner's %s did not end the wait", waited, kind)
+			}
+			calls := rec.snapshot()
+			switch kind {
+			case ledger.KindOutcome:
+				if len(calls) != 0 {
+					t.Errorf("handler ran %q; the former owner's outcome says the tick is finished", ids(calls))
+				}
+			case ledger.KindReleased:
+				if len(calls) != 1 || calls[0].Attempt.N != 2 || !calls[0].Attempt.Interrupted {
+					t.Errorf("calls %+v, want one: attempt 2, interrupted", calls)
+				}
+			}
+		})
+	}
+}
+
+// TestLaneClaimsAboveHighestTokenInLedger: claims in the ledger after the committed one (an owner that claimed
+// and never committed) push the new token above all of them.
+func TestLaneClaimsAboveHighestTokenInLedger(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.formerOwner(t, 0, 300*time.Millisecond) // token 1, committed
+	b.writeLedger(t, 0, ledger.Entry{Kind: ledger.KindClaim, Partition: 0, Fence: 4, Worker: "never-committed",
+		At: time.Now().UTC(), LeaseMS: 300})
+	rec := newRecorder()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{})
+	b.produceTicks(t, 0, "above", 1)
+	eventually(t, 10*time.Second, "the tick to run", func() bool { return rec.count() >= 1 })
+	if f := rec.snapshot()[0].Attempt.Fence; f != 5 {
+		t.Errorf("Attempt.Fence %d, want 5: one above the highest claim in the ledger", f)
+	}
+}
+
+// TestLaneFencedByForeignClaim: once another worker's claim follows the lane's in the ledger, the lane starts
+// nothing more: the start it writes reads back behind the foreign claim, and the handler is not called.
+func TestLaneFencedByForeignClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := newRecorder()
+	tw := b.start(t, b.config("w1"), rec.handler(nil), Deps{})
+	b.produceTicks(t, 0, "before", 1)
+	eventually(t, 10*time.Second, "the first tick to run", func() bool { return rec.count() >= 1 })
+	f := rec.snapshot()[0].Attempt.Fence
+	b.writeLedger(t, 0, ledger.Entry{Kind: ledger.KindClaim, Partition: 0, Fence: f + 1, Worker: "usurper",
+		At: time.Now().UTC(), LeaseMS: 300})
+
+	ticks, _ := b.produceTicks(t, 0, "after", 1)
+	eventually(t, 10*time.Second, "w1's started entry of the second tick", func() bool {
+		return len(b.entries(t, 0, ledger.KindStarted, ticks[0].ID)) > 0
+	})
+	tw.w.mu.Lock()
+	l := tw.w.lanes[0]
+	tw.w.mu.Unlock()
+	if l == nil {
+		t.Fatal("w1 has no lane of partition 0")
+	}
+	select {
+	case <-l.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fenced lane did not stop within 10s")
+	}
+	if !errors.Is(context.Cause(l.ctx), errFenced) {
+		t.Errorf("lane ended with %v, want %v", context.Cause(l.ctx), errFenced)
+	}
+	if got := rec.count(); got != 1 {
+		t.Errorf("%d handler calls, want only the one before the foreign claim", got)
+	}
+	if n := len(b.entries(t, 0, ledger.KindOutcome, ticks[0].ID)); n != 0 {
+		t.Errorf("the tick after the foreign claim has %d outcomes, want none", n)
+	}
+}
+
+// TestLaneLeaseRenewedWhileHandlerRuns: a handler that runs for several leases is not cut off: the lane renews
+// its lease (Lease/5) by claims read back from the ledger.
+func TestLaneLeaseRenewedWhileHandlerRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	rec := newRecorder()
+	var extended atomic.Bool
+	b.start(t, cfg, rec.handler(func(ctx context.Context, _ tick.Tick, _ Attempt) error {
+		ls := leaseFrom(ctx)
+		if ls == nil {
+			return errors.New("no lease in the handler's context")
+		}
+		first := ls.Deadline()
+		timer := time.NewTimer(4 * cfg.Lease)
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-timer.C:
+		}
+		extended.Store(ls.Deadline().After(first.Add(2 * cfg.Lease)))
+		return nil
+	}), Deps{})
+	_, offsets := b.produceTicks(t, 0, "long", 1)
+	eventually(t, 10*time.Second, "the long tick's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	calls := rec.snapshot()
+	if len(calls) != 1 || calls[0].Cause != nil {
+		t.Fatalf("calls %+v, want one, never cancelled", calls)
+	}
+	if !extended.Load() {
+		t.Error("the lease deadline did not move on while the handler ran")
+	}
+	if n := len(b.entries(t, 0, ledger.KindClaim, "")); n < 3 {
+		t.Errorf("%d claims (takeover and renewals) in the ledger, want several renewals over 4 leases", n)
+	}
+}

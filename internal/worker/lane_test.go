@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,7 +26,7 @@ func TestLaneRunsPartitionInOrder(t *testing.T) {
 	const n = 20
 	var want [testParts][]string
 	for p := range int32(testParts) {
-		ticks, _ := b.produceTicks(t, p, "order"+string(rune('a'+p)), n)
+		ticks, _ := b.produceTicks(t, p, fmt.Sprintf("order%d", p), n)
 		for _, tk := range ticks {
 			want[p] = append(want[p], tk.ID)
 		}
@@ -411,7 +412,7 @@ func TestLaneRevokedMidRun(t *testing.T) {
 	}), Deps{})
 	var ticks [testParts]tick.Tick
 	for p := range int32(testParts) {
-		tk, _ := b.produceTicks(t, p, "revoke"+string(rune('a'+p)), 1)
+		tk, _ := b.produceTicks(t, p, fmt.Sprintf("revoke%d", p), 1)
 		ticks[p] = tk[0]
 	}
 	for range testParts {
@@ -464,7 +465,7 @@ func TestLaneCommitsEveryFinishedOffset(t *testing.T) {
 	const n = 200
 	for round := range 4 { // in rounds, so that some arrive while commits are in flight
 		for p := range int32(testParts) {
-			b.produceTicks(t, p, "commit"+string(rune('a'+p))+string(rune('0'+round)), n/4)
+			b.produceTicks(t, p, fmt.Sprintf("commit%d-%d", p, round), n/4)
 		}
 	}
 	for p := range int32(testParts) {
@@ -500,9 +501,20 @@ func TestLaneIgnoresBadLedgerEntries(t *testing.T) {
 
 // failNextLedgerWrite makes the broker refuse, with a non-retriable error, the next produce request to ledger
 // partition p (a worker's first is its takeover claim). It reports through the returned channel when it has.
-func (b *testBundle) failNextLedgerWrite(t *testing.T, p int32) <-chan struct{} {
+func (b *testBundle) failNextLedgerWrite(t *testing.T, p int32) <-chan time.Time {
 	t.Helper()
-	done := make(chan struct{})
+	refused, _ := b.refuseLedgerWrites(t, p, false)
+	return refused
+}
+
+// refuseLedgerWrites makes the broker refuse, with a non-retriable error, produce requests to ledger partition
+// p: the next one, or with keep every one until stop is called. refused receives the time of the first
+// refusal.
+func (b *testBundle) refuseLedgerWrites(t *testing.T, p int32, keep bool) (refused <-chan time.Time, stop func()) {
+	t.Helper()
+	done := make(chan time.Time, 1)
+	var once sync.Once
+	var stopped atomic.Bool
 	// Produce requests name topics by ID from version 13 on.
 	tds, err := b.adm.ListTopics(t.Context(), b.names.Results)
 	if err != nil || tds[b.names.Results].Err != nil {
@@ -510,6 +522,10 @@ func (b *testBundle) failNextLedgerWrite(t *testing.T, p int32) <-chan struct{} 
 	}
 	id := tds[b.names.Results].ID
 	b.cluster.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		if stopped.Load() {
+			b.cluster.DropControl()
+			return nil, nil, false
+		}
 		req := kr.(*kmsg.ProduceRequest)
 		hit := false
 		for _, tp := range req.Topics {
@@ -519,6 +535,9 @@ func (b *testBundle) failNextLedgerWrite(t *testing.T, p int32) <-chan struct{} 
 		}
 		if !hit {
 			return nil, nil, false
+		}
+		if keep {
+			b.cluster.KeepControl()
 		}
 		resp := req.ResponseKind().(*kmsg.ProduceResponse)
 		for _, tp := range req.Topics {
@@ -533,10 +552,10 @@ func (b *testBundle) failNextLedgerWrite(t *testing.T, p int32) <-chan struct{} 
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
-		close(done)
+		once.Do(func() { done <- time.Now() })
 		return resp, nil, true
 	})
-	return done
+	return done, func() { stopped.Store(true) }
 }
 
 // TestLaneTakeoverRetryKeepsLedger: when the first claim of a takeover fails (here: the broker refuses the
@@ -767,5 +786,56 @@ func TestLaneLeaseRenewedWhileHandlerRuns(t *testing.T) {
 	}
 	if n := len(b.entries(t, 0, ledger.KindClaim, "")); n < 3 {
 		t.Errorf("%d claims (takeover and renewals) in the ledger, want several renewals over 4 leases", n)
+	}
+}
+
+// TestLaneLeaseExpiresWhenOwnershipCannotBeProven: when the lane cannot write its renewals (the ledger refuses
+// them), the running handler is cancelled with errLeaseExpired at the lease's end, not later; once the ledger
+// takes writes again the tick is retried and succeeds.
+func TestLaneLeaseExpiresWhenOwnershipCannotBeProven(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	rec := newRecorder()
+	first := make(chan struct{})
+	var calls atomic.Int32
+	b.start(t, cfg, rec.handler(func(ctx context.Context, _ tick.Tick, _ Attempt) error {
+		if calls.Add(1) > 1 {
+			return nil
+		}
+		close(first)
+		<-ctx.Done()
+		return ctx.Err()
+	}), Deps{})
+	ticks, offsets := b.produceTicks(t, 0, "expire", 1)
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not start within 10s")
+	}
+	refused, allow := b.refuseLedgerWrites(t, 0, true)
+	var refusedAt time.Time
+	select {
+	case refusedAt = <-refused:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no renewal within 10s")
+	}
+	eventually(t, 10*time.Second, "the first attempt to be cut off", func() bool { return rec.count() >= 1 })
+	allow()
+	c := rec.snapshot()[0]
+	if !errors.Is(c.Cause, errLeaseExpired) {
+		t.Errorf("first attempt ended with cause %v, want %v", c.Cause, errLeaseExpired)
+	}
+	// Every renewal that succeeded was sent before the first refused one, so the lease ended by then + Lease.
+	if over := c.End.Sub(refusedAt); over > cfg.Lease+cfg.Lease/2 {
+		t.Errorf("first attempt ran on %s after the first refused renewal; its lease is %s", over, cfg.Lease)
+	}
+	eventually(t, 10*time.Second, "the retry's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	calls2 := rec.snapshot()
+	if len(calls2) != 2 || calls2[1].Attempt.N != 2 {
+		t.Fatalf("calls %+v, want two, the second attempt 2", calls2)
+	}
+	if o := b.outcomesOf(t, 0, ticks[0].ID, "w1"); len(o) != 1 || o[0].Status != StatusOK || o[0].Attempts != 2 {
+		t.Errorf("outcomes %+v, want one ok after 2 attempts", o)
 	}
 }

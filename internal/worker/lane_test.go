@@ -839,3 +839,34 @@ func TestLaneLeaseExpiresWhenOwnershipCannotBeProven(t *testing.T) {
 		t.Errorf("outcomes %+v, want one ok after 2 attempts", o)
 	}
 }
+
+// TestLaneConcurrencyBoundsHandlers: with Concurrency 1, the lanes of two partitions take turns: never two
+// handlers at once.
+func TestLaneConcurrencyBoundsHandlers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	cfg.Concurrency = 1
+	var inflight, peak atomic.Int32
+	rec := newRecorder()
+	b.start(t, cfg, rec.handler(func(context.Context, tick.Tick, Attempt) error {
+		n := inflight.Add(1)
+		defer inflight.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(2 * time.Millisecond) // a little work, so that a second handler, if allowed, would overlap
+		return nil
+	}), Deps{})
+	const n = 10
+	for p := range int32(testParts) {
+		b.produceTicks(t, p, fmt.Sprintf("conc%d", p), n)
+	}
+	eventually(t, 10*time.Second, "every tick to run", func() bool { return rec.count() >= testParts*n })
+	if got := peak.Load(); got != 1 {
+		t.Errorf("%d handlers ran at once, want at most Concurrency 1", got)
+	}
+}

@@ -121,8 +121,9 @@ func TestLaneSkipsFinishedTicksWithoutLedgerPosition(t *testing.T) {
 	finishedTicksCase(t, func(b *testBundle) { b.commit(t, 0, 0, "") })
 }
 
-// TestLaneSkipsFinishedTicksOfNewGroup: the same for a group with no commit at all, started at the earliest
-// offset.
+// TestLaneSkipsFinishedTicksOfNewGroup: the same for a group with no commit at all (its offsets expired or were
+// deleted while its ticks and outcomes are retained), started at the earliest offset: the start pin must not
+// skip the ledger written so far.
 func TestLaneSkipsFinishedTicksOfNewGroup(t *testing.T) {
 	t.Parallel()
 	finishedTicksCase(t, func(*testBundle) {})
@@ -158,7 +159,7 @@ func (b *testBundle) claimOf(t *testing.T, p int32, id string) ledger.Entry {
 	return ledger.Entry{}
 }
 
-// outcomeOf returns the outcome entries of tick id in ledger partition p written by worker by.
+// outcomesOf returns the outcome entries of tick id in ledger partition p written by worker by.
 func (b *testBundle) outcomesOf(t *testing.T, p int32, id, by string) []ledger.Entry {
 	t.Helper()
 	var out []ledger.Entry

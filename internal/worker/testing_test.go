@@ -290,12 +290,11 @@ func (b *testBundle) entries(t *testing.T, p int32, kind, id string) []ledgerRec
 
 // call is one handler call, as the recorder saw it.
 type call struct {
-	ID        string
-	Attempt   Attempt
-	Start     time.Time
-	End       time.Time
-	Cause     error // context.Cause of the handler's ctx when it returned, nil if it had not ended
-	Partition int32
+	ID      string
+	Attempt Attempt
+	Start   time.Time
+	End     time.Time
+	Cause   error // context.Cause of the handler's ctx when it returned, nil if it had not ended
 }
 
 // recorder records handler calls; its handler optionally runs fn for the work.

@@ -256,10 +256,18 @@ func (l *lane) takeover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ll := w.tail.add(l.partition, from, w.cfg.WorkerID)
-	l.ledger = ll
+	// A retried takeover goes on with the ledger reader of the first try: the tail consumer is already past
+	// the entries that try read, so a fresh reader would start with a fold that lacks them (re-adding a
+	// partition that is being consumed does not rewind it).
+	ll := l.ledger
+	if ll == nil {
+		ll = w.tail.add(l.partition, from, w.cfg.WorkerID)
+		l.ledger = ll
+	}
 	begin := time.Now()
-	next := fence + 1
+	ll.mu.Lock()
+	next := max(fence, ll.fold.Fence) + 1
+	ll.mu.Unlock()
 	for try := 0; ; try++ {
 		if try == 5 {
 			return fmt.Errorf("claiming partition %d: other claims kept winning", l.partition)

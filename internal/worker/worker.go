@@ -598,10 +598,12 @@ func (w *Worker) pinStart(ctx context.Context, offsets map[string]map[int32]kgo.
 		w.logger.Warn("resolving the start offset of new partitions; using the unpinned start", "partitions", fresh, "error", err)
 		return offsets, nil
 	}
-	// The ledger of a partition without a commit starts mattering now: nothing in it so far can be about
-	// offsets from the pinned start on. (Forward mode keeps no ledger; the metadata is harmless there.)
-	meta := map[int32]string{}
-	ends, endErr := adm.ListEndOffsets(ctx, w.names.Results)
+	// The pin carries no ledger position: the partition's first owner reads its whole retained ledger, as for
+	// a commit of an older build. A position at the ledger's end would claim that nothing in it is about
+	// offsets from the pinned start on, which does not hold: an earlier owner in this group may have run ticks
+	// there while all its commits were refused (this pin included), the group's offsets may have expired or
+	// been deleted while its ticks and outcomes are retained (StartEarliest, StartAgo), and the fencing token
+	// must go on above every claim still in the ledger, not restart at 1.
 	commit := map[string]map[int32]kgo.EpochOffset{w.names.Work: {}}
 	for _, p := range fresh {
 		lo, ok := listed.Lookup(w.names.Work, p)
@@ -610,11 +612,8 @@ func (w *Worker) pinStart(ctx context.Context, offsets map[string]map[int32]kgo.
 		}
 		offsets[w.names.Work][p] = kgo.NewOffset().At(lo.Offset)
 		commit[w.names.Work][p] = kgo.EpochOffset{Epoch: -1, Offset: lo.Offset}
-		if end, ok := ends.Lookup(w.names.Results, p); endErr == nil && ok && end.Err == nil {
-			meta[p] = encodeMeta(end.Offset, 0)
-		}
 	}
-	if len(commit[w.names.Work]) > 0 && w.commitOffsets(ctx, cl, commit, meta) {
+	if len(commit[w.names.Work]) > 0 && w.commitOffsets(ctx, cl, commit, nil) {
 		w.logger.Info("new group: pinned start offsets", "start", w.cfg.Start.String(), "offsets", offsetsAttr(commit))
 	}
 	return offsets, nil

@@ -1,0 +1,873 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tickgroup/tickgroup/internal/ledger"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// TestLaneRunsPartitionInOrder: the ticks of one partition run in offset order and one at a time; the two
+// partitions' lanes run side by side.
+func TestLaneRunsPartitionInOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 20
+	var want [testParts][]string
+	for p := range int32(testParts) {
+		ticks, _ := b.produceTicks(t, p, fmt.Sprintf("order%d", p), n)
+		for _, tk := range ticks {
+			want[p] = append(want[p], tk.ID)
+		}
+	}
+	partOf := map[string]int32{}
+	for p := range want {
+		for _, id := range want[p] {
+			partOf[id] = int32(p)
+		}
+	}
+
+	var (
+		mu       sync.Mutex
+		got      [testParts][]string
+		inflight [testParts]atomic.Int32
+		overlaps atomic.Int32
+	)
+	rec := newRecorder()
+	b.start(t, b.config("w1"), rec.handler(func(_ context.Context, tk tick.Tick, _ Attempt) error {
+		p := partOf[tk.ID]
+		if inflight[p].Add(1) != 1 {
+			overlaps.Add(1)
+		}
+		defer inflight[p].Add(-1)
+		mu.Lock()
+		got[p] = append(got[p], tk.ID)
+		mu.Unlock()
+		// A little work, so that a second call of the same lane, if there were one, would overlap this one.
+		time.Sleep(2 * time.Millisecond)
+		return nil
+	}), Deps{})
+
+	eventually(t, 20*time.Second, "every tick to run", func() bool { return rec.count() >= testParts*n })
+	if c := overlaps.Load(); c != 0 {
+		t.Errorf("%d calls overlapped another call of the same partition", c)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for p := range testParts {
+		if len(got[p]) != n {
+			t.Fatalf("partition %d: %d calls, want %d", p, len(got[p]), n)
+		}
+		for i := range got[p] {
+			if got[p][i] != want[p][i] {
+				t.Fatalf("partition %d: call %d ran %s, want %s (offset order)\ngot  %v\nwant %v", p, i, got[p][i], want[p][i], got[p], want[p])
+			}
+		}
+	}
+}
+
+// finishedTicksCase writes five ticks to partition 0 and outcome entries for two of them, lets prepare set up
+// the group's commit, and checks that a worker runs exactly the other three and commits past all five.
+func finishedTicksCase(t *testing.T, prepare func(b *testBundle)) {
+	t.Helper()
+	b := setup(t)
+	ticks, offsets := b.produceTicks(t, 0, "fin", 5)
+	finished := map[string]bool{ticks[1].ID: true, ticks[3].ID: true}
+	for i, tk := range ticks {
+		if finished[tk.ID] {
+			slot := tk.Slot
+			b.writeLedger(t, 0, ledger.Entry{Kind: ledger.KindOutcome, ID: tk.ID, Schedule: tk.Schedule, Slot: &slot,
+				Partition: 0, Offset: offsets[i], Fence: 1, Worker: "old-worker", Attempts: 1, Status: ledger.StatusOK, At: time.Now().UTC()})
+		}
+	}
+	prepare(b)
+	rec := newRecorder()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{})
+
+	eventually(t, 10*time.Second, "the commit to pass all five ticks", func() bool { return b.committed(t, 0).At == offsets[4]+1 })
+	calls := rec.snapshot()
+	var want []string
+	for _, tk := range ticks {
+		if !finished[tk.ID] {
+			want = append(want, tk.ID)
+		}
+	}
+	if got := ids(calls); got != strings.Join(want, " ") {
+		t.Fatalf("handler ran %q, want %q (the ticks without an outcome, once each)", got, strings.Join(want, " "))
+	}
+	// The skipped ticks got no second outcome.
+	for id := range finished {
+		if n := len(b.entries(t, 0, ledger.KindOutcome, id)); n != 1 {
+			t.Errorf("tick %s has %d outcome entries, want the 1 written before the worker started", id, n)
+		}
+	}
+}
+
+// TestLaneSkipsFinishedTicksWithoutLedgerPosition: a group committed by an older build (an offset without the
+// ledger metadata) makes takeover read the whole ledger partition; the ticks it has outcomes for are skipped.
+func TestLaneSkipsFinishedTicksWithoutLedgerPosition(t *testing.T) {
+	t.Parallel()
+	finishedTicksCase(t, func(b *testBundle) { b.commit(t, 0, 0, "") })
+}
+
+// TestLaneSkipsFinishedTicksOfNewGroup: the same for a group with no commit at all (its offsets expired or were
+// deleted while its ticks and outcomes are retained), started at the earliest offset: the start pin must not
+// skip the ledger written so far.
+func TestLaneSkipsFinishedTicksOfNewGroup(t *testing.T) {
+	t.Parallel()
+	finishedTicksCase(t, func(*testBundle) {})
+}
+
+// formerOwner makes "old-worker" the owner of work partition p with fencing token 1 and the given lease, as
+// if it had claimed the partition and committed its start: a claim in the ledger and a commit of work offset 0
+// whose metadata points the next owner at that claim.
+func (b *testBundle) formerOwner(t *testing.T, p int32, lease time.Duration) {
+	t.Helper()
+	at := b.writeLedger(t, p, ledger.Entry{Kind: ledger.KindClaim, Partition: p, Fence: 1, Worker: "old-worker",
+		At: time.Now().UTC(), LeaseMS: lease.Milliseconds()})
+	b.commit(t, p, 0, encodeMeta(at, 1))
+}
+
+// startedEntry is the started (or, with kind released, the released) entry of attempt n of tk at work offset
+// o by old-worker under fencing token 1.
+func startedEntry(kind string, tk tick.Tick, p int32, o int64, n int) ledger.Entry {
+	slot := tk.Slot
+	return ledger.Entry{Kind: kind, ID: tk.ID, Schedule: tk.Schedule, Slot: &slot, Partition: p, Offset: o,
+		Fence: 1, Worker: "old-worker", Attempt: n, At: time.Now().UTC()}
+}
+
+// claimOf returns the first (takeover) claim of worker id in ledger partition p.
+func (b *testBundle) claimOf(t *testing.T, p int32, id string) ledger.Entry {
+	t.Helper()
+	for _, r := range b.entries(t, p, ledger.KindClaim, "") {
+		if r.Entry.Worker == id {
+			return r.Entry
+		}
+	}
+	t.Fatalf("no claim of %s in ledger partition %d", id, p)
+	return ledger.Entry{}
+}
+
+// outcomesOf returns the outcome entries of tick id in ledger partition p written by worker by.
+func (b *testBundle) outcomesOf(t *testing.T, p int32, id, by string) []ledger.Entry {
+	t.Helper()
+	var out []ledger.Entry
+	for _, r := range b.entries(t, p, ledger.KindOutcome, id) {
+		if r.Entry.Worker == by {
+			out = append(out, r.Entry)
+		}
+	}
+	return out
+}
+
+// TestLaneRerunsInterruptedTickAfterLease: a tick that a former owner started (attempt 2) and never finished
+// runs again as attempt 3, marked interrupted, and not before the new claim plus the longest announced lease
+// plus MaxClockSkew: the former owner's run is surely over by then. The other ticks run normally.
+func TestLaneRerunsInterruptedTickAfterLease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const oldLease = 600 * time.Millisecond // longer than the new worker's: the longest announced lease counts
+	b.formerOwner(t, 0, oldLease)
+	ticks, offsets := b.produceTicks(t, 0, "intr", 3)
+	b.writeLedger(t, 0, startedEntry(ledger.KindStarted, ticks[0], 0, offsets[0], 2))
+
+	cfg := b.config("w1")
+	cfg.MaxClockSkew = 200 * time.Millisecond
+	rec := newRecorder()
+	b.start(t, cfg, rec.handler(nil), Deps{})
+	eventually(t, 10*time.Second, "the three ticks to run", func() bool { return rec.count() >= 3 })
+
+	calls := rec.snapshot()
+	if got, want := ids(calls), ticks[0].ID+" "+ticks[1].ID+" "+ticks[2].ID; got != want {
+		t.Fatalf("handler ran %q, want %q", got, want)
+	}
+	if a := calls[0].Attempt; a.N != 3 || !a.Interrupted || a.Worker != "w1" {
+		t.Errorf("interrupted tick ran with %+v, want N 3 (after the former owner's 2), Interrupted, Worker w1", a)
+	}
+	for _, c := range calls[1:] {
+		if c.Attempt.N != 1 || c.Attempt.Interrupted {
+			t.Errorf("tick %s ran with %+v, want N 1, not interrupted", c.ID, c.Attempt)
+		}
+	}
+	claim := b.claimOf(t, 0, "w1")
+	minWait := max(oldLease, cfg.Lease) + cfg.MaxClockSkew
+	if waited := calls[0].Start.Sub(claim.At); waited < minWait {
+		t.Errorf("interrupted tick ran %s after the new claim was sent; want at least lease %s + skew %s",
+			waited, max(oldLease, cfg.Lease), cfg.MaxClockSkew)
+	}
+	eventually(t, 10*time.Second, "the commit to pass the three ticks", func() bool { return b.committed(t, 0).At == offsets[2]+1 })
+	if o := b.outcomesOf(t, 0, ticks[0].ID, "w1"); len(o) != 1 || o[0].Status != StatusOK || !o[0].Interrupted || o[0].Attempts != 3 {
+		t.Errorf("outcomes of the interrupted tick: %+v, want one ok, interrupted, 3 attempts", o)
+	}
+}
+
+// TestLaneSkipsInterruptedTick: with OnInterrupted skip, the interrupted tick is not run; its outcome is
+// "interrupted", written only once the former owner's run is surely over.
+func TestLaneSkipsInterruptedTick(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.formerOwner(t, 0, 300*time.Millisecond)
+	ticks, offsets := b.produceTicks(t, 0, "skip", 2)
+	b.writeLedger(t, 0, startedEntry(ledger.KindStarted, ticks[0], 0, offsets[0], 1))
+
+	cfg := b.config("w1")
+	cfg.OnInterrupted = OnInterruptedSkip
+	cfg.MaxClockSkew = 200 * time.Millisecond
+	rec := newRecorder()
+	b.start(t, cfg, rec.handler(nil), Deps{})
+	eventually(t, 10*time.Second, "the commit to pass both ticks", func() bool { return b.committed(t, 0).At == offsets[1]+1 })
+
+	if got := ids(rec.snapshot()); got != ticks[1].ID {
+		t.Fatalf("handler ran %q, want only %q", got, ticks[1].ID)
+	}
+	o := b.outcomesOf(t, 0, ticks[0].ID, "w1")
+	if len(o) != 1 || o[0].Status != StatusInterrupted || !o[0].Interrupted || o[0].Attempts != 1 {
+		t.Fatalf("outcomes of the interrupted tick: %+v, want one with status interrupted, Interrupted, 1 attempt", o)
+	}
+	claim := b.claimOf(t, 0, "w1")
+	if o[0].FinishedAt == nil {
+		t.Fatal("outcome without finished_at")
+	}
+	if waited, min := o[0].FinishedAt.Sub(claim.At), cfg.Lease+cfg.MaxClockSkew; waited < min {
+		t.Errorf("interrupted outcome written %s after the new claim; want at least %s", waited, min)
+	}
+}
+
+// TestLaneRerunsReleasedTickAtOnce: a released tick (the former owner cut its run off and saw it end) runs
+// again at once, interrupted, with the next attempt number: no lease wait.
+func TestLaneRerunsReleasedTickAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	cfg.Lease, cfg.MaxClockSkew = 3*time.Second, time.Second // a lease wait would be 4s
+	b.formerOwner(t, 0, cfg.Lease)
+	ticks, offsets := b.produceTicks(t, 0, "rel", 1)
+	b.writeLedger(t, 0, startedEntry(ledger.KindStarted, ticks[0], 0, offsets[0], 1))
+	b.writeLedger(t, 0, startedEntry(ledger.KindReleased, ticks[0], 0, offsets[0], 1))
+
+	rec := newRecorder()
+	b.start(t, cfg, rec.handler(nil), Deps{})
+	eventually(t, 10*time.Second, "the released tick to run", func() bool { return rec.count() >= 1 })
+	c := rec.snapshot()[0]
+	if c.Attempt.N != 2 || !c.Attempt.Interrupted {
+		t.Errorf("released tick ran with %+v, want N 2, Interrupted", c.Attempt)
+	}
+	claim := b.claimOf(t, 0, "w1")
+	if waited := c.Start.Sub(claim.At); waited >= cfg.Lease+cfg.MaxClockSkew {
+		t.Errorf("released tick ran %s after the new claim: it waited for the lease", waited)
+	}
+	eventually(t, 10*time.Second, "the commit to pass the tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+}
+
+// laneFence returns the fencing token of w's lane of partition p (0 without a lane or before its claim).
+func laneFence(w *Worker, p int32) int64 {
+	w.mu.Lock()
+	l := w.lanes[p]
+	w.mu.Unlock()
+	if l == nil || l.ledger == nil {
+		return 0
+	}
+	l.ledger.mu.Lock()
+	defer l.ledger.mu.Unlock()
+	return l.ledger.fence
+}
+
+// commitFence returns the fencing token in the commit metadata of work partition p, failing the test when the
+// metadata does not parse.
+func (b *testBundle) commitFence(t *testing.T, p int32) int64 {
+	t.Helper()
+	o := b.committed(t, p)
+	_, fence, ok := parseMeta(o.Metadata)
+	if !ok {
+		t.Fatalf("commit of partition %d at %d: metadata %q does not parse", p, o.At, o.Metadata)
+	}
+	return fence
+}
+
+// TestLaneFenceIncreasesAcrossOwners: two workers, one after the other, own partition 0; the second one's
+// Attempt.Fence is higher, and each commit's metadata carries the committing lane's token.
+func TestLaneFenceIncreasesAcrossOwners(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var fences []int64
+	for i, id := range []string{"w1", "w2", "w3"} {
+		rec := newRecorder()
+		tw := b.start(t, b.config(id), rec.handler(nil), Deps{})
+		_, offsets := b.produceTicks(t, 0, "fence"+id, 1)
+		eventually(t, 10*time.Second, id+" to run its tick", func() bool { return rec.count() >= 1 })
+		eventually(t, 10*time.Second, id+"'s commit of its tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+		a := rec.snapshot()[0].Attempt
+		if lf := laneFence(tw.w, 0); a.Fence != lf {
+			t.Errorf("%s: Attempt.Fence %d, lane's token %d", id, a.Fence, lf)
+		}
+		if cf := b.commitFence(t, 0); cf != a.Fence {
+			t.Errorf("%s: commit metadata fence %d, want the lane's %d", id, cf, a.Fence)
+		}
+		if i > 0 && a.Fence <= fences[i-1] {
+			t.Errorf("%s: Attempt.Fence %d, not above the former owner's %d", id, a.Fence, fences[i-1])
+		}
+		fences = append(fences, a.Fence)
+		tw.stop(t)
+		// The graceful stop's last commit still carries this lane's token.
+		if cf := b.commitFence(t, 0); cf != a.Fence {
+			t.Errorf("%s stopped: commit metadata fence %d, want %d", id, cf, a.Fence)
+		}
+	}
+	t.Logf("fences %v", fences)
+}
+
+// TestLaneFenceOfNewGroupAboveLedger: a group without a commit (its offsets expired, or it was deleted) whose
+// ledger holds a claim with token 5 must hand out a higher token: a downstream store that has seen 5 refuses
+// anything lower.
+func TestLaneFenceOfNewGroupAboveLedger(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.writeLedger(t, 0, ledger.Entry{Kind: ledger.KindClaim, Partition: 0, Fence: 5, Worker: "old-worker",
+		At: time.Now().UTC(), LeaseMS: 300})
+	rec := newRecorder()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{})
+	b.produceTicks(t, 0, "newgroup", 1)
+	eventually(t, 10*time.Second, "the tick to run", func() bool { return rec.count() >= 1 })
+	if f := rec.snapshot()[0].Attempt.Fence; f <= 5 {
+		t.Errorf("Attempt.Fence %d, want above the ledger's last token 5", f)
+	}
+}
+
+// TestLaneShutdownCancelsAndReleases: a handler still running when the grace period ends has its context
+// cancelled; the worker then records a release in the ledger and does not commit past the tick, and the next
+// owner runs it again at once (no lease wait) as an interrupted second attempt.
+func TestLaneShutdownCancelsAndReleases(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	cfg.Grace = 200 * time.Millisecond
+	rec := newRecorder()
+	tw := b.start(t, cfg, rec.handler(func(ctx context.Context, _ tick.Tick, _ Attempt) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}), Deps{})
+	ticks, offsets := b.produceTicks(t, 0, "grace", 1)
+	select {
+	case <-rec.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not start within 10s")
+	}
+	tw.stop(t)
+
+	calls := rec.snapshot()
+	if len(calls) != 1 {
+		t.Fatalf("%d calls, want 1", len(calls))
+	}
+	if !errors.Is(calls[0].Cause, errGraceExpired) {
+		t.Errorf("handler's context ended with cause %v, want %v", calls[0].Cause, errGraceExpired)
+	}
+	rel := b.entries(t, 0, ledger.KindReleased, ticks[0].ID)
+	if len(rel) != 1 || rel[0].Entry.Worker != "w1" || rel[0].Entry.Attempt != 1 {
+		t.Fatalf("released entries of the cancelled tick: %+v, want one by w1 for attempt 1", rel)
+	}
+	if n := len(b.entries(t, 0, ledger.KindOutcome, ticks[0].ID)); n != 0 {
+		t.Errorf("the cancelled tick has %d outcomes, want none", n)
+	}
+	if c := b.committed(t, 0).At; c > offsets[0] {
+		t.Errorf("committed %d: past the cancelled tick at %d", c, offsets[0])
+	}
+
+	cfg2 := b.config("w2")
+	cfg2.Lease, cfg2.MaxClockSkew = 3*time.Second, time.Second // a lease wait would be 4s
+	rec2 := newRecorder()
+	b.start(t, cfg2, rec2.handler(nil), Deps{})
+	eventually(t, 10*time.Second, "the next owner to rerun the tick", func() bool { return rec2.count() >= 1 })
+	c := rec2.snapshot()[0]
+	if c.ID != ticks[0].ID || c.Attempt.N != 2 || !c.Attempt.Interrupted {
+		t.Errorf("next owner ran %s with %+v, want %s as attempt 2, interrupted", c.ID, c.Attempt, ticks[0].ID)
+	}
+	if waited := c.Start.Sub(b.claimOf(t, 0, "w2").At); waited >= cfg2.Lease+cfg2.MaxClockSkew {
+		t.Errorf("the released tick ran %s after the new claim: it waited for the lease", waited)
+	}
+}
+
+// TestLaneRevokedMidRun: when a second worker joins, the partition moved to it is revoked from the first
+// worker mid-run: the handler's context ends with errRevoked, the tick is released, and the new owner runs it
+// again at once.
+func TestLaneRevokedMidRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	cfg.Grace = 200 * time.Millisecond
+	cfg.Lease, cfg.MaxClockSkew = 3*time.Second, time.Second // a lease wait would be 4s
+	rec1 := newRecorder()
+	b.start(t, cfg, rec1.handler(func(ctx context.Context, _ tick.Tick, _ Attempt) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}), Deps{})
+	var ticks [testParts]tick.Tick
+	for p := range int32(testParts) {
+		tk, _ := b.produceTicks(t, p, fmt.Sprintf("revoke%d", p), 1)
+		ticks[p] = tk[0]
+	}
+	for range testParts {
+		select {
+		case <-rec1.started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("w1's handlers did not both start within 10s")
+		}
+	}
+
+	cfg2 := b.config("w2")
+	cfg2.Lease, cfg2.MaxClockSkew = cfg.Lease, cfg.MaxClockSkew
+	rec2 := newRecorder()
+	b.start(t, cfg2, rec2.handler(nil), Deps{})
+	eventually(t, 20*time.Second, "w2 to rerun the tick of the partition it got", func() bool { return rec2.count() >= 1 })
+	c := rec2.snapshot()[0]
+	p := int32(-1)
+	for i, tk := range ticks {
+		if tk.ID == c.ID {
+			p = int32(i)
+		}
+	}
+	if p < 0 {
+		t.Fatalf("w2 ran %s, none of the blocked ticks", c.ID)
+	}
+	if c.Attempt.N != 2 || !c.Attempt.Interrupted {
+		t.Errorf("w2 ran %s with %+v, want attempt 2, interrupted", c.ID, c.Attempt)
+	}
+	if waited := c.Start.Sub(b.claimOf(t, p, "w2").At); waited >= cfg2.Lease+cfg2.MaxClockSkew {
+		t.Errorf("the revoked tick ran %s after w2's claim: it waited for the lease", waited)
+	}
+	calls := rec1.snapshot()
+	if len(calls) != 1 || calls[0].ID != ticks[p].ID || !errors.Is(calls[0].Cause, errRevoked) {
+		t.Fatalf("w1's finished calls %+v, want the one of partition %d, cancelled with %v", calls, p, errRevoked)
+	}
+	rel := b.entries(t, p, ledger.KindReleased, ticks[p].ID)
+	if len(rel) != 1 || rel[0].Entry.Worker != "w1" {
+		t.Errorf("released entries of the revoked tick: %+v, want one by w1", rel)
+	}
+}
+
+// TestLaneCommitsEveryFinishedOffset: however commits coalesce, the committed offset of each partition ends at
+// its end offset once every tick ran.
+func TestLaneCommitsEveryFinishedOffset(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reg := prometheus.NewRegistry()
+	rec := newRecorder()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{Registerer: reg})
+	const n = 200
+	for round := range 4 { // in rounds, so that some arrive while commits are in flight
+		for p := range int32(testParts) {
+			b.produceTicks(t, p, fmt.Sprintf("commit%d-%d", p, round), n/4)
+		}
+	}
+	for p := range int32(testParts) {
+		end := b.endOffset(t, b.names.Work, p)
+		eventually(t, 20*time.Second, "the commit to reach the end", func() bool { return b.committed(t, p).At == end })
+	}
+	if got := rec.count(); got != testParts*n {
+		t.Errorf("%d handler calls, want %d", got, testParts*n)
+	}
+	t.Logf("%d ticks, %v commits", testParts*n, metricValue(t, reg, "tickgroup_worker_commits_total"))
+}
+
+// TestLaneIgnoresBadLedgerEntries: records of the ledger partition that are not readable entries (not JSON, an
+// unknown major version) are ignored and counted; the lane takes over and runs its ticks.
+func TestLaneIgnoresBadLedgerEntries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.writeRaw(t, 0, []byte("junk"), []byte("{not json"))
+	b.writeRaw(t, 0, ledger.ClaimKey(0), []byte(`{"v":99,"kind":"claim","partition":0,"fence":9,"worker":"future"}`))
+	b.commit(t, 0, 0, "") // no ledger position: the whole partition is read
+	reg := prometheus.NewRegistry()
+	rec := newRecorder()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{Registerer: reg})
+	_, offsets := b.produceTicks(t, 0, "bad", 2)
+	eventually(t, 10*time.Second, "the commit to pass both ticks", func() bool { return b.committed(t, 0).At == offsets[1]+1 })
+	if got := rec.count(); got != 2 {
+		t.Errorf("%d handler calls, want 2", got)
+	}
+	if got := metricValue(t, reg, "tickgroup_worker_ledger_bad_entries_total"); got != 2 {
+		t.Errorf("tickgroup_worker_ledger_bad_entries_total = %v, want 2", got)
+	}
+}
+
+// failNextLedgerWrite makes the broker refuse, with a non-retriable error, the next produce request to ledger
+// partition p (a worker's first is its takeover claim). It reports through the returned channel when it has.
+func (b *testBundle) failNextLedgerWrite(t *testing.T, p int32) <-chan time.Time {
+	t.Helper()
+	refused, _ := b.refuseLedgerWrites(t, p, false)
+	return refused
+}
+
+// refuseLedgerWrites makes the broker refuse, with a non-retriable error, produce requests to ledger partition
+// p: the next one, or with keep every one until stop is called. refused receives the time of the first
+// refusal.
+func (b *testBundle) refuseLedgerWrites(t *testing.T, p int32, keep bool) (refused <-chan time.Time, stop func()) {
+	t.Helper()
+	done := make(chan time.Time, 1)
+	var once sync.Once
+	var stopped atomic.Bool
+	// Produce requests name topics by ID from version 13 on.
+	tds, err := b.adm.ListTopics(t.Context(), b.names.Results)
+	if err != nil || tds[b.names.Results].Err != nil {
+		t.Fatalf("describing %s: %v %v", b.names.Results, err, tds[b.names.Results].Err)
+	}
+	id := tds[b.names.Results].ID
+	b.cluster.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		if stopped.Load() {
+			b.cluster.DropControl()
+			return nil, nil, false
+		}
+		req := kr.(*kmsg.ProduceRequest)
+		hit := false
+		for _, tp := range req.Topics {
+			for _, pp := range tp.Partitions {
+				hit = hit || (tp.Topic == b.names.Results || tp.TopicID == id) && pp.Partition == p
+			}
+		}
+		if !hit {
+			return nil, nil, false
+		}
+		if keep {
+			b.cluster.KeepControl()
+		}
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, tp := range req.Topics {
+			rt := kmsg.NewProduceResponseTopic()
+			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
+			for _, pp := range tp.Partitions {
+				rp := kmsg.NewProduceResponseTopicPartition()
+				rp.Partition = pp.Partition
+				rp.ErrorCode = kerr.InvalidRecord.Code
+				rp.BaseOffset = -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		once.Do(func() { done <- time.Now() })
+		return resp, nil, true
+	})
+	return done, func() { stopped.Store(true) }
+}
+
+// TestLaneTakeoverRetryKeepsLedger: when the first claim of a takeover fails (here: the broker refuses the
+// write), the lane claims again, and what it read of the ledger before the failure still counts: a tick with
+// an outcome there is not run again.
+func TestLaneTakeoverRetryKeepsLedger(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ticks, offsets := b.produceTicks(t, 0, "retry", 2)
+	slot := ticks[0].Slot
+	b.writeLedger(t, 0, ledger.Entry{Kind: ledger.KindOutcome, ID: ticks[0].ID, Schedule: ticks[0].Schedule, Slot: &slot,
+		Partition: 0, Offset: offsets[0], Fence: 1, Worker: "old-worker", Attempts: 1, Status: ledger.StatusOK, At: time.Now().UTC()})
+	b.commit(t, 0, 0, "") // no ledger position: the whole partition is read
+	refused := b.failNextLedgerWrite(t, 0)
+
+	cfg := b.config("w1")
+	cfg.Backoff, cfg.MaxBackoff = time.Second, time.Second // the retry comes well after the ledger was read
+	rec := newRecorder()
+	b.start(t, cfg, rec.handler(nil), Deps{})
+	select {
+	case <-refused:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first claim was not written within 10s")
+	}
+	eventually(t, 10*time.Second, "the commit to pass both ticks", func() bool { return b.committed(t, 0).At == offsets[1]+1 })
+	if got := ids(rec.snapshot()); got != ticks[1].ID {
+		t.Fatalf("handler ran %q, want only %q: the finished tick ran again", got, ticks[1].ID)
+	}
+}
+
+// refuseCommits makes the broker refuse every OffsetCommit with REBALANCE_IN_PROGRESS (as it does for as long as
+// a classic-protocol rebalance lasts) until the returned function is called.
+func (b *testBundle) refuseCommits(t *testing.T) (stop func()) {
+	t.Helper()
+	var done atomic.Bool
+	b.cluster.ControlKey(int16(kmsg.OffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		if done.Load() {
+			b.cluster.DropControl()
+			return nil, nil, false
+		}
+		b.cluster.KeepControl()
+		req := kr.(*kmsg.OffsetCommitRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, tp := range req.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
+			for _, pp := range tp.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = pp.Partition, kerr.RebalanceInProgress.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	return func() { done.Store(true) }
+}
+
+// TestLaneNextOwnerAfterRefusedCommits: the first owner of a new group's partition runs ticks while every commit
+// of it is refused (its start pin included), then stops. The next owner finds no commit; it must still learn
+// from the ledger that those ticks have outcomes, and not run them again.
+func TestLaneNextOwnerAfterRefusedCommits(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	allow := b.refuseCommits(t)
+	rec1 := newRecorder()
+	w1 := b.start(t, b.config("w1"), rec1.handler(nil), Deps{})
+	ticks, _ := b.produceTicks(t, 0, "refused", 3)
+	eventually(t, 10*time.Second, "w1 to run the three ticks", func() bool { return rec1.count() >= 3 })
+	eventually(t, 10*time.Second, "w1's outcomes", func() bool { return len(b.entries(t, 0, ledger.KindOutcome, "")) >= 3 })
+	w1.stop(t)
+	if c := b.committed(t, 0); c.At >= 0 {
+		t.Fatalf("partition 0 has a commit at %d although every commit was refused", c.At)
+	}
+	allow()
+
+	rec2 := newRecorder()
+	b.start(t, b.config("w2"), rec2.handler(nil), Deps{})
+	more, offsets := b.produceTicks(t, 0, "refused-more", 1)
+	eventually(t, 10*time.Second, "w2 to run the new tick", func() bool { return rec2.count() >= 1 })
+	eventually(t, 10*time.Second, "w2's commit past the new tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	if f1, f2 := rec1.snapshot()[0].Attempt.Fence, rec2.snapshot()[0].Attempt.Fence; f2 <= f1 {
+		t.Errorf("w2's Attempt.Fence %d is not above w1's %d", f2, f1)
+	}
+	if got := ids(rec2.snapshot()); got != more[0].ID {
+		t.Errorf("w2 ran %q, want only the new tick %q: the ticks w1 finished (%s %s %s) ran again", got, more[0].ID,
+			ticks[0].ID, ticks[1].ID, ticks[2].ID)
+	}
+}
+
+// TestLaneInterruptedWaitEndsWithFormerOwnersEntry: while the new owner waits out the lease of a tick the former
+// owner started, that owner's outcome (the tick finished after all: not run again) or release (its run is
+// over: run again at once) ends the wait.
+func TestLaneInterruptedWaitEndsWithFormerOwnersEntry(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{ledger.KindOutcome, ledger.KindReleased} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			cfg := b.config("w1")
+			cfg.Lease, cfg.MaxClockSkew = 3*time.Second, time.Second // the wait would be 4s
+			b.formerOwner(t, 0, cfg.Lease)
+			ticks, offsets := b.produceTicks(t, 0, "late"+kind, 1)
+			b.writeLedger(t, 0, startedEntry(ledger.KindStarted, ticks[0], 0, offsets[0], 1))
+			rec := newRecorder()
+			b.start(t, cfg, rec.handler(nil), Deps{})
+			eventually(t, 10*time.Second, "w1's claim", func() bool {
+				for _, r := range b.entries(t, 0, ledger.KindClaim, "") {
+					if r.Entry.Worker == "w1" {
+						return true
+					}
+				}
+				return false
+			})
+			e := startedEntry(kind, ticks[0], 0, offsets[0], 1)
+			if kind == ledger.KindOutcome {
+				e.Attempt, e.Attempts, e.Status = 0, 1, ledger.StatusOK
+			}
+			b.writeLedger(t, 0, e)
+			claim := b.claimOf(t, 0, "w1")
+			eventually(t, 10*time.Second, "the commit to pass the tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+			if waited := time.Since(claim.At); waited >= cfg.Lease+cfg.MaxClockSkew {
+				t.Errorf("the tick was decided %s after the new claim: the former owner's %s did not end the wait", waited, kind)
+			}
+			calls := rec.snapshot()
+			switch kind {
+			case ledger.KindOutcome:
+				if len(calls) != 0 {
+					t.Errorf("handler ran %q; the former owner's outcome says the tick is finished", ids(calls))
+				}
+			case ledger.KindReleased:
+				if len(calls) != 1 || calls[0].Attempt.N != 2 || !calls[0].Attempt.Interrupted {
+					t.Errorf("calls %+v, want one: attempt 2, interrupted", calls)
+				}
+			}
+		})
+	}
+}
+
+// TestLaneClaimsAboveHighestTokenInLedger: claims in the ledger after the committed one (an owner that claimed
+// and never committed) push the new token above all of them.
+func TestLaneClaimsAboveHighestTokenInLedger(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.formerOwner(t, 0, 300*time.Millisecond) // token 1, committed
+	b.writeLedger(t, 0, ledger.Entry{Kind: ledger.KindClaim, Partition: 0, Fence: 4, Worker: "never-committed",
+		At: time.Now().UTC(), LeaseMS: 300})
+	rec := newRecorder()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{})
+	b.produceTicks(t, 0, "above", 1)
+	eventually(t, 10*time.Second, "the tick to run", func() bool { return rec.count() >= 1 })
+	if f := rec.snapshot()[0].Attempt.Fence; f != 5 {
+		t.Errorf("Attempt.Fence %d, want 5: one above the highest claim in the ledger", f)
+	}
+}
+
+// TestLaneFencedByForeignClaim: once another worker's claim follows the lane's in the ledger, the lane starts
+// nothing more: the start it writes reads back behind the foreign claim, and the handler is not called.
+func TestLaneFencedByForeignClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rec := newRecorder()
+	tw := b.start(t, b.config("w1"), rec.handler(nil), Deps{})
+	b.produceTicks(t, 0, "before", 1)
+	eventually(t, 10*time.Second, "the first tick to run", func() bool { return rec.count() >= 1 })
+	f := rec.snapshot()[0].Attempt.Fence
+	b.writeLedger(t, 0, ledger.Entry{Kind: ledger.KindClaim, Partition: 0, Fence: f + 1, Worker: "usurper",
+		At: time.Now().UTC(), LeaseMS: 300})
+
+	ticks, _ := b.produceTicks(t, 0, "after", 1)
+	eventually(t, 10*time.Second, "w1's started entry of the second tick", func() bool {
+		return len(b.entries(t, 0, ledger.KindStarted, ticks[0].ID)) > 0
+	})
+	tw.w.mu.Lock()
+	l := tw.w.lanes[0]
+	tw.w.mu.Unlock()
+	if l == nil {
+		t.Fatal("w1 has no lane of partition 0")
+	}
+	select {
+	case <-l.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fenced lane did not stop within 10s")
+	}
+	if !errors.Is(context.Cause(l.ctx), errFenced) {
+		t.Errorf("lane ended with %v, want %v", context.Cause(l.ctx), errFenced)
+	}
+	if got := rec.count(); got != 1 {
+		t.Errorf("%d handler calls, want only the one before the foreign claim", got)
+	}
+	if n := len(b.entries(t, 0, ledger.KindOutcome, ticks[0].ID)); n != 0 {
+		t.Errorf("the tick after the foreign claim has %d outcomes, want none", n)
+	}
+}
+
+// TestLaneLeaseRenewedWhileHandlerRuns: a handler that runs for several leases is not cut off: the lane renews
+// its lease (Lease/5) by claims read back from the ledger.
+func TestLaneLeaseRenewedWhileHandlerRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	rec := newRecorder()
+	var extended atomic.Bool
+	b.start(t, cfg, rec.handler(func(ctx context.Context, _ tick.Tick, _ Attempt) error {
+		ls := leaseFrom(ctx)
+		if ls == nil {
+			return errors.New("no lease in the handler's context")
+		}
+		first := ls.Deadline()
+		timer := time.NewTimer(4 * cfg.Lease)
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-timer.C:
+		}
+		extended.Store(ls.Deadline().After(first.Add(2 * cfg.Lease)))
+		return nil
+	}), Deps{})
+	_, offsets := b.produceTicks(t, 0, "long", 1)
+	eventually(t, 10*time.Second, "the long tick's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	calls := rec.snapshot()
+	if len(calls) != 1 || calls[0].Cause != nil {
+		t.Fatalf("calls %+v, want one, never cancelled", calls)
+	}
+	if !extended.Load() {
+		t.Error("the lease deadline did not move on while the handler ran")
+	}
+	if n := len(b.entries(t, 0, ledger.KindClaim, "")); n < 3 {
+		t.Errorf("%d claims (takeover and renewals) in the ledger, want several renewals over 4 leases", n)
+	}
+}
+
+// TestLaneLeaseExpiresWhenOwnershipCannotBeProven: when the lane cannot write its renewals (the ledger refuses
+// them), the running handler is cancelled with errLeaseExpired at the lease's end, not later; once the ledger
+// takes writes again the tick is retried and succeeds.
+func TestLaneLeaseExpiresWhenOwnershipCannotBeProven(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	rec := newRecorder()
+	first := make(chan struct{})
+	var calls atomic.Int32
+	b.start(t, cfg, rec.handler(func(ctx context.Context, _ tick.Tick, _ Attempt) error {
+		if calls.Add(1) > 1 {
+			return nil
+		}
+		close(first)
+		<-ctx.Done()
+		return ctx.Err()
+	}), Deps{})
+	ticks, offsets := b.produceTicks(t, 0, "expire", 1)
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not start within 10s")
+	}
+	refused, allow := b.refuseLedgerWrites(t, 0, true)
+	var refusedAt time.Time
+	select {
+	case refusedAt = <-refused:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no renewal within 10s")
+	}
+	eventually(t, 10*time.Second, "the first attempt to be cut off", func() bool { return rec.count() >= 1 })
+	allow()
+	c := rec.snapshot()[0]
+	if !errors.Is(c.Cause, errLeaseExpired) {
+		t.Errorf("first attempt ended with cause %v, want %v", c.Cause, errLeaseExpired)
+	}
+	// Every renewal that succeeded was sent before the first refused one, so the lease ended by then + Lease.
+	if over := c.End.Sub(refusedAt); over > cfg.Lease+cfg.Lease/2 {
+		t.Errorf("first attempt ran on %s after the first refused renewal; its lease is %s", over, cfg.Lease)
+	}
+	eventually(t, 10*time.Second, "the retry's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	calls2 := rec.snapshot()
+	if len(calls2) != 2 || calls2[1].Attempt.N != 2 {
+		t.Fatalf("calls %+v, want two, the second attempt 2", calls2)
+	}
+	if o := b.outcomesOf(t, 0, ticks[0].ID, "w1"); len(o) != 1 || o[0].Status != StatusOK || o[0].Attempts != 2 {
+		t.Errorf("outcomes %+v, want one ok after 2 attempts", o)
+	}
+}
+
+// TestLaneConcurrencyBoundsHandlers: with Concurrency 1, the lanes of two partitions take turns: never two
+// handlers at once.
+func TestLaneConcurrencyBoundsHandlers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	cfg.Concurrency = 1
+	var inflight, peak atomic.Int32
+	rec := newRecorder()
+	b.start(t, cfg, rec.handler(func(context.Context, tick.Tick, Attempt) error {
+		n := inflight.Add(1)
+		defer inflight.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(2 * time.Millisecond) // a little work, so that a second handler, if allowed, would overlap
+		return nil
+	}), Deps{})
+	const n = 10
+	for p := range int32(testParts) {
+		b.produceTicks(t, p, fmt.Sprintf("conc%d", p), n)
+	}
+	eventually(t, 10*time.Second, "every tick to run", func() bool { return rec.count() >= testParts*n })
+	if got := peak.Load(); got != 1 {
+		t.Errorf("%d handlers ran at once, want at most Concurrency 1", got)
+	}
+}

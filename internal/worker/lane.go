@@ -70,6 +70,11 @@ func (l *lane) run() {
 		if l.ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, errFenced) {
+			w.logger.Warn("another worker claimed the partition after this one: leaving it to that worker", "partition", l.partition, "error", err)
+			l.cancel(errFenced)
+			return
+		}
 		w.logger.Warn("taking the partition over in the ledger; retrying", "partition", l.partition, "try", try, "error", err)
 		if !sleep(l.ctx, w.backoff(min(try, 5))) {
 			return

@@ -287,9 +287,14 @@ func (l *lane) takeover(ctx context.Context) error {
 		if won {
 			ll.fence, ll.claimAt = next, ackAt
 		}
-		highest := ll.fold.Fence
+		highest, latest := ll.fold.Fence, ll.fold.ClaimOffset
 		pending := len(ll.fold.Ticks)
 		ll.mu.Unlock()
+		if !won && latest > o {
+			// A claim landed after ours: a newer owner (we may be a worker that froze during its takeover).
+			// Claiming above it would stop the real owner's lane; give way instead.
+			return fmt.Errorf("claiming partition %d: a newer claim follows ours: %w", l.partition, errFenced)
+		}
 		if won {
 			w.m.takeover.Observe(time.Since(begin).Seconds())
 			w.logger.Debug("partition claimed", "partition", l.partition, "fence", next, "ledger_from", from, "ledger_claim", o, "known_ticks", pending)

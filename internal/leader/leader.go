@@ -74,7 +74,6 @@ type Elector struct {
 	current   *running
 	abandoned []*running // lost terms, for the log of awaitTerms; pruned as they finish
 	stopping  bool       // Run's context ended: readiness stays false
-	failed    chan error // a term's failure, to the Run loop
 
 	// live counts every term's goroutine, current or abandoned; Run waits for it before returning. Add happens
 	// only in the rebalance callbacks, which never run once the member's client is closed, so Add never races
@@ -115,7 +114,6 @@ func New(cfg Config, opts []kgo.Opt, lead LeadFunc, logger *slog.Logger, reg pro
 		lead:    lead,
 		logger:  logger.With("component", "leader"),
 		metrics: newMetrics(reg),
-		failed:  make(chan error, 1),
 		joined:  make(chan struct{}),
 	}, nil
 }
@@ -123,7 +121,8 @@ func New(cfg Config, opts []kgo.Opt, lead LeadFunc, logger *slog.Logger, reg pro
 // Joined is closed once this process has been in the group once (its first assignment arrived).
 func (e *Elector) Joined() <-chan struct{} { return e.joined }
 
-// Leading reports whether a term runs now.
+// Leading reports whether this process holds a term now: partition 0 is assigned and its term has not ended.
+// A lost term that has not returned yet does not count.
 func (e *Elector) Leading() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -155,12 +154,10 @@ func (e *Elector) Run(ctx context.Context) error {
 
 // member is one group membership: join, lead while assigned, leave when ctx ends or a term fails.
 func (e *Elector) member(ctx context.Context) error {
-	// A failure reported by a term of the previous membership after member read the first one (a term started
-	// between that failure and the client's close, then failed) must not end this membership.
-	select {
-	case <-e.failed:
-	default:
-	}
+	// The failures of this membership's terms. Each membership has its own channel, so a late failure of an
+	// earlier membership's term (one that began between the first failure and the client's close) cannot end
+	// this one.
+	failed := make(chan error, 1)
 	cl, err := kgo.NewClient(append(e.opts[:len(e.opts):len(e.opts)],
 		kgo.ConsumerGroup(e.cfg.Group),
 		kgo.ConsumeTopics(e.cfg.Topic),
@@ -175,7 +172,7 @@ func (e *Elector) member(ctx context.Context) error {
 		kgo.OnPartitionsAssigned(func(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
 			e.markJoined()
 			if owns(assigned, e.cfg.Topic) {
-				e.start(cl)
+				e.start(cl, failed)
 			}
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
@@ -215,7 +212,7 @@ func (e *Elector) member(ctx context.Context) error {
 	var termErr error
 	select {
 	case <-ctx.Done():
-	case termErr = <-e.failed:
+	case termErr = <-failed:
 	}
 	// Close revokes partition 0 first (our callback stops the term and waits for it), then leaves the group,
 	// so a graceful stop hands leadership over in about one heartbeat.
@@ -266,8 +263,9 @@ func owns(parts map[string][]int32, topic string) bool {
 	return false
 }
 
-// start begins a new term. It runs inside OnPartitionsAssigned and must not block.
-func (e *Elector) start(cl *kgo.Client) {
+// start begins a new term, which reports its failure on failed. It runs inside OnPartitionsAssigned and must
+// not block.
+func (e *Elector) start(cl *kgo.Client, failed chan<- error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.current != nil {
@@ -301,7 +299,7 @@ func (e *Elector) start(cl *kgo.Client) {
 			}
 			e.mu.Unlock()
 			select {
-			case e.failed <- err:
+			case failed <- err:
 			default:
 			}
 		}

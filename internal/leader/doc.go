@@ -13,7 +13,7 @@
 //	    │                            │
 //	    │                            │ lost p0 (session expired, fatal group error)
 //	    │                            ├──────────────────────────────────────────► follower
-//	    │                            │   cancel term, do not wait on the network
+//	    │                            │   cancel term, do not wait for it here; Run waits before it returns
 //	    │                            │
 //	    │  leave the group,          │ the term's function fails (fenced, commit error)
 //	    └── back off, rejoin ◄───────┘
@@ -26,5 +26,12 @@
 // initiative, which could fence the rightful leader.
 //
 // Callbacks never block on anything but the term they stop: the term's function runs in its own goroutine,
-// under a context cancelled (with a cause) when the partition goes.
+// under a context cancelled (with a cause) when the partition goes. Every such goroutine has an owner that
+// waits for it: the revocation callback waits for a revoked term (endTerm), and a lost term, whose callback
+// must not wait (the partition may be someone else's already, and the client cannot rejoin until the callback
+// returns), is handed to Run (abandonTerm), which waits for all terms before it returns. So a lost term can
+// overlap the next one, of this process or another (the producer fences it), but never outlives Run.
+//
+// Readiness (Config.Readiness, condition "group") is true from the first assignment until Run's context ends:
+// a replica that is shutting down turns not-ready before it hands leadership over.
 package leader

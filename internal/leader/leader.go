@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/admin"
 )
 
 // Config configures an Elector.
@@ -30,7 +33,14 @@ type Config struct {
 	RejoinBackoff time.Duration
 	// InstanceName identifies this replica in logs. Defaults to the kgo member ID.
 	InstanceName string
+	// Readiness, when set, gets the condition ReadinessCondition: false from New, true once the first
+	// assignment arrived (as Joined), false again as soon as Run's context ends (shutdown began), so a replica
+	// that is handing over is taken out of service before it has left the group. Nil sets nothing.
+	Readiness *admin.Readiness
 }
+
+// ReadinessCondition is the name of the readiness condition the Elector sets (the worker's has the same name).
+const ReadinessCondition = "group"
 
 // Term is one uninterrupted period of leadership of this process.
 type Term struct {
@@ -59,10 +69,16 @@ type Elector struct {
 	logger  *slog.Logger
 	metrics *metrics
 
-	mu      sync.Mutex
-	terms   int64
-	current *running
-	failed  chan error // a term's failure, to the Run loop
+	mu        sync.Mutex
+	terms     int64
+	current   *running
+	abandoned []*running // lost terms, for the log of awaitTerms; pruned as they finish
+	stopping  bool       // Run's context ended: readiness stays false
+
+	// live counts every term's goroutine, current or abandoned; Run waits for it before returning. Add happens
+	// only in the rebalance callbacks, which never run once the member's client is closed, so Add never races
+	// with Wait.
+	live sync.WaitGroup
 
 	joined chan struct{} // closed once the first assignment (of anything, even nothing) arrived
 	joinMu sync.Once
@@ -89,13 +105,15 @@ func New(cfg Config, opts []kgo.Opt, lead LeadFunc, logger *slog.Logger, reg pro
 	if cfg.HeartbeatInterval >= cfg.SessionTimeout {
 		return nil, fmt.Errorf("leader: heartbeat interval %v must be shorter than the session timeout %v", cfg.HeartbeatInterval, cfg.SessionTimeout)
 	}
+	if cfg.Readiness != nil {
+		cfg.Readiness.Set(ReadinessCondition, false)
+	}
 	return &Elector{
 		cfg:     cfg,
 		opts:    opts,
 		lead:    lead,
 		logger:  logger.With("component", "leader"),
 		metrics: newMetrics(reg),
-		failed:  make(chan error, 1),
 		joined:  make(chan struct{}),
 	}, nil
 }
@@ -103,15 +121,21 @@ func New(cfg Config, opts []kgo.Opt, lead LeadFunc, logger *slog.Logger, reg pro
 // Joined is closed once this process has been in the group once (its first assignment arrived).
 func (e *Elector) Joined() <-chan struct{} { return e.joined }
 
-// Leading reports whether a term runs now.
+// Leading reports whether this process holds a term now: partition 0 is assigned and its term has not ended.
+// A lost term that has not returned yet does not count.
 func (e *Elector) Leading() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.current != nil
 }
 
-// Run takes part in the election until ctx ends. On return this process has left the group and no term runs.
+// Run takes part in the election until ctx ends. On return this process has left the group and no term runs:
+// Run waits for every term it started, including those abandoned when partition 0 was lost.
 func (e *Elector) Run(ctx context.Context) error {
+	// Readiness goes first, the moment shutdown begins: the handover below takes a heartbeat or more.
+	stopReady := context.AfterFunc(ctx, func() { e.setReady(false, true) })
+	defer stopReady()
+	defer e.awaitTerms()
 	backoff := e.cfg.RejoinBackoff
 	for {
 		err := e.member(ctx)
@@ -130,6 +154,10 @@ func (e *Elector) Run(ctx context.Context) error {
 
 // member is one group membership: join, lead while assigned, leave when ctx ends or a term fails.
 func (e *Elector) member(ctx context.Context) error {
+	// The failures of this membership's terms. Each membership has its own channel, so a late failure of an
+	// earlier membership's term (one that began between the first failure and the client's close) cannot end
+	// this one.
+	failed := make(chan error, 1)
 	cl, err := kgo.NewClient(append(e.opts[:len(e.opts):len(e.opts)],
 		kgo.ConsumerGroup(e.cfg.Group),
 		kgo.ConsumeTopics(e.cfg.Topic),
@@ -144,18 +172,18 @@ func (e *Elector) member(ctx context.Context) error {
 		kgo.OnPartitionsAssigned(func(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
 			e.markJoined()
 			if owns(assigned, e.cfg.Topic) {
-				e.start(cl)
+				e.start(cl, failed)
 			}
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
 			e.markJoined()
 			if owns(revoked, e.cfg.Topic) {
-				e.stop(ErrPartitionRevoked, true)
+				e.endTerm(ErrPartitionRevoked)
 			}
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 			if owns(lost, e.cfg.Topic) {
-				e.stop(ErrPartitionLost, false)
+				e.abandonTerm(ErrPartitionLost)
 			}
 		}),
 	)...)
@@ -184,18 +212,47 @@ func (e *Elector) member(ctx context.Context) error {
 	var termErr error
 	select {
 	case <-ctx.Done():
-	case termErr = <-e.failed:
+	case termErr = <-failed:
 	}
 	// Close revokes partition 0 first (our callback stops the term and waits for it), then leaves the group,
 	// so a graceful stop hands leadership over in about one heartbeat.
 	e.logger.Info("leaving the ticker group")
 	cl.Close()
 	<-pollDone
-	e.stop(errors.New("left the group"), true)
+	e.endTerm(errLeftGroup)
 	return termErr
 }
 
-func (e *Elector) markJoined() { e.joinMu.Do(func() { close(e.joined) }) }
+func (e *Elector) markJoined() {
+	e.joinMu.Do(func() {
+		close(e.joined)
+		e.setReady(true, false)
+	})
+}
+
+// setReady sets the readiness condition, if there is one. Once stopping, it stays false: a late first
+// assignment during shutdown does not make the replica ready again.
+func (e *Elector) setReady(ok, stopping bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stopping = e.stopping || stopping
+	if e.cfg.Readiness != nil {
+		e.cfg.Readiness.Set(ReadinessCondition, ok && !e.stopping)
+	}
+}
+
+// awaitTerms waits for the goroutines of all terms, so that on Run's return no term function runs. Only lost
+// terms can still run here (a revoked or failed term was awaited by its callback or has returned): a lost
+// term's callback could not wait for it, and Run is the owner it handed the wait to.
+func (e *Elector) awaitTerms() {
+	e.mu.Lock()
+	n := len(e.pruneAbandoned())
+	e.mu.Unlock()
+	if n > 0 {
+		e.logger.Info("waiting for lost terms to stop", "terms", n)
+	}
+	e.live.Wait()
+}
 
 func owns(parts map[string][]int32, topic string) bool {
 	for _, p := range parts[topic] {
@@ -206,8 +263,9 @@ func owns(parts map[string][]int32, topic string) bool {
 	return false
 }
 
-// start begins a new term. It runs inside OnPartitionsAssigned and must not block.
-func (e *Elector) start(cl *kgo.Client) {
+// start begins a new term, which reports its failure on failed. It runs inside OnPartitionsAssigned and must
+// not block.
+func (e *Elector) start(cl *kgo.Client, failed chan<- error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.current != nil {
@@ -222,9 +280,12 @@ func (e *Elector) start(cl *kgo.Client) {
 	e.metrics.leader.Set(1)
 	e.metrics.changes.Inc()
 	e.logger.Info("leading", "term", term.Number, "generation", gen, "member_id", member)
-	go func() {
+	e.live.Go(func() {
 		defer close(r.done)
 		err := e.lead(ctx, term)
+		if errors.Is(context.Cause(ctx), ErrPartitionLost) {
+			e.logger.Info("lost term stopped", "term", term.Number)
+		}
 		if ctx.Err() == nil {
 			// The term ended on its own: fenced, or a commit that cannot be confirmed. Give up partition 0.
 			if err == nil {
@@ -238,28 +299,67 @@ func (e *Elector) start(cl *kgo.Client) {
 			}
 			e.mu.Unlock()
 			select {
-			case e.failed <- err:
+			case failed <- err:
 			default:
 			}
 		}
-	}()
+	})
 }
 
-// stop ends the current term with cause. With wait it blocks until the term's function returned (its
-// transaction aborted, its producer closed); it is used on revocation so the next leader never overlaps.
-func (e *Elector) stop(cause error, wait bool) {
+// errLeftGroup is the cause of a term still running when the member's client has closed. The close revokes
+// partition 0 first, so it is seldom seen.
+var errLeftGroup = errors.New("left the group")
+
+// take detaches the current term, if any, so that no other callback stops it too. An abandoned one is
+// remembered until it finishes.
+func (e *Elector) take(abandon bool) *running {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	r := e.current
 	e.current = nil
-	e.mu.Unlock()
+	if r != nil && abandon {
+		e.abandoned = append(e.pruneAbandoned(), r)
+	}
+	return r
+}
+
+// pruneAbandoned drops the abandoned terms that have finished and returns the rest. e.mu is held.
+func (e *Elector) pruneAbandoned() []*running {
+	e.abandoned = slices.DeleteFunc(e.abandoned, func(r *running) bool {
+		select {
+		case <-r.done:
+			return true
+		default:
+			return false
+		}
+	})
+	return e.abandoned
+}
+
+// endTerm cancels the current term with cause and waits until its function returned (its transaction aborted,
+// its producer closed). It runs in OnPartitionsRevoked, which must block for exactly this long: partition 0
+// is released only after it returns, so the next leader never overlaps this one.
+func (e *Elector) endTerm(cause error) {
+	r := e.take(false)
 	if r == nil {
 		return
 	}
 	e.metrics.leader.Set(0)
 	e.logger.Info("stepping down", "term", r.term.Number, "cause", cause)
 	r.cancel(cause)
-	if wait {
-		<-r.done
-		e.logger.Info("term stopped", "term", r.term.Number)
+	<-r.done
+	e.logger.Info("term stopped", "term", r.term.Number)
+}
+
+// abandonTerm cancels the current term with cause and hands the wait to Run. It runs in OnPartitionsLost: the
+// partition may be someone else's already, so waiting gains nothing, and a term stuck on the network must not
+// hold up the client's rejoin. Run waits for the term before it returns.
+func (e *Elector) abandonTerm(cause error) {
+	r := e.take(true)
+	if r == nil {
+		return
 	}
+	e.metrics.leader.Set(0)
+	e.logger.Info("stepping down without waiting", "term", r.term.Number, "cause", cause)
+	r.cancel(cause)
 }

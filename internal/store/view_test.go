@@ -1,0 +1,358 @@
+package store_test
+
+// Tests of the schedule View against kfake, the in-process fake broker of franz-go: how the View folds the
+// schedules topic into memory (load, live change, tombstone, an undecodable record). They check logic only;
+// compaction and transactions are a real broker's business.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/store"
+)
+
+const (
+	schedulesTopic = "ns.schedules"
+	dlqTopic       = "ns.dlq"
+	waitFor        = 8 * time.Second
+)
+
+// testBundle is what every test gets from setup: a fresh kfake cluster with the schedules and dead-letter
+// topics, and a producing client on it.
+type testBundle struct {
+	opts []kgo.Opt
+	cl   *kgo.Client
+	reg  *prometheus.Registry
+	ctx  context.Context // ends with the test
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, schedulesTopic, dlqTopic))
+	if err != nil {
+		t.Fatalf("kfake cluster: %v", err)
+	}
+	t.Cleanup(c.Close)
+	opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	t.Cleanup(cancel)
+	return &testBundle{opts: opts, cl: cl, reg: prometheus.NewRegistry(), ctx: ctx}
+}
+
+// eventually waits until cond holds, checking every few milliseconds, and fails the test after waitFor.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", waitFor, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// signalled is a condition for eventually: ch has been closed (or signalled).
+func signalled(ch <-chan struct{}) func() bool {
+	return func() bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func every(name string, d time.Duration) schedule.Spec {
+	return schedule.Spec{Name: name, Every: schedule.Duration(d)}
+}
+
+func (b *testBundle) put(t *testing.T, spec schedule.Spec) {
+	t.Helper()
+	if err := store.Put(b.ctx, b.cl, schedulesTopic, spec); err != nil {
+		t.Fatalf("putting %s: %v", spec.Name, err)
+	}
+}
+
+func (b *testBundle) delete(t *testing.T, name string) {
+	t.Helper()
+	if err := store.Delete(b.ctx, b.cl, schedulesTopic, name); err != nil {
+		t.Fatalf("deleting %s: %v", name, err)
+	}
+}
+
+// putRaw writes value under key as it is, bypassing validation: what a buggy or foreign writer could leave.
+func (b *testBundle) putRaw(t *testing.T, key string, value []byte) {
+	t.Helper()
+	if err := b.cl.ProduceSync(b.ctx, &kgo.Record{Topic: schedulesTopic, Key: []byte(key), Value: value}).FirstErr(); err != nil {
+		t.Fatalf("writing a raw record for %s: %v", key, err)
+	}
+}
+
+// run starts a View, waits until it has loaded, and stops it (and waits for Run) at the end of the test.
+func (b *testBundle) run(t *testing.T) *store.View {
+	t.Helper()
+	v := store.NewView(b.opts, schedulesTopic, dlqTopic, slog.New(slog.NewTextHandler(io.Discard, nil)), b.reg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- v.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("View.Run: %v", err)
+			}
+		case <-time.After(waitFor):
+			t.Error("View.Run did not return")
+		}
+	})
+	eventually(t, "the View to load", signalled(v.Loaded()))
+	return v
+}
+
+// waitChanged collects the View's changed names (TakeChanged) until all of want were reported, and fails the
+// test if others were too. Names can come in more than one batch, so it gathers rather than taking once.
+func waitChanged(t *testing.T, v *store.View, want ...string) {
+	t.Helper()
+	got := map[string]bool{}
+	eventually(t, fmt.Sprintf("changes of %v", want), func() bool {
+		for _, n := range v.TakeChanged() {
+			got[n] = true
+		}
+		for _, n := range want {
+			if !got[n] {
+				return false
+			}
+		}
+		return true
+	})
+	if len(got) != len(want) {
+		t.Errorf("changed = %v, want %v", slices.Sorted(maps.Keys(got)), want)
+	}
+}
+
+// versions is the View's content as name -> version (the record's offset), the shape most checks compare.
+func versions(v *store.View) map[string]int64 {
+	out := map[string]int64{}
+	for name, e := range v.Snapshot() {
+		out[name] = e.Version
+	}
+	return out
+}
+
+func equal(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, x := range a {
+		if y, ok := b[k]; !ok || x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func TestViewLoadsExistingRecords(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.put(t, every("a", time.Minute))   // offset 0, replaced below
+	b.put(t, every("b", time.Hour))     // offset 1
+	b.put(t, every("a", 2*time.Minute)) // offset 2
+	b.put(t, every("c", time.Second))   // offset 3, deleted below
+	b.delete(t, "c")                    // offset 4
+
+	v := b.run(t)
+	if got, want := versions(v), map[string]int64{"a": 2, "b": 1}; !equal(got, want) {
+		t.Fatalf("loaded versions = %v, want %v", got, want)
+	}
+	a, _ := v.Get("a")
+	if got := a.Spec().Every; got != schedule.Duration(2*time.Minute) {
+		t.Errorf("a every = %v, want the newest definition, 2m", got)
+	}
+	if a.UpdatedAt.IsZero() || a.UpdatedAt.Location() != time.UTC {
+		t.Errorf("a updated at %v, want the record's timestamp in UTC", a.UpdatedAt)
+	}
+	waitChanged(t, v, "a", "b", "c") // every key read, a deleted one too
+	if got := metric(t, b.reg, "tickgroup_schedules"); got != 2 {
+		t.Errorf("tickgroup_schedules = %v, want 2", got)
+	}
+}
+
+func TestViewOfEmptyTopicIsLoaded(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	v := b.run(t) // waits for Loaded
+	if got := versions(v); len(got) != 0 {
+		t.Errorf("schedules of an empty topic = %v", got)
+	}
+}
+
+func TestViewFollowsLiveChange(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.put(t, every("a", time.Minute))
+	v := b.run(t)
+	waitChanged(t, v, "a") // the load's
+
+	b.put(t, every("a", 5*time.Minute))
+	b.put(t, every("new", time.Hour))
+	waitChanged(t, v, "a", "new")
+	if got, want := versions(v), map[string]int64{"a": 1, "new": 2}; !equal(got, want) {
+		t.Errorf("versions = %v, want %v", got, want)
+	}
+	if a, _ := v.Get("a"); a.Spec().Every != schedule.Duration(5*time.Minute) {
+		t.Errorf("a every = %v, want 5m", a.Spec().Every)
+	}
+}
+
+func TestViewTombstoneRemovesSchedule(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.put(t, every("a", time.Minute))
+	b.put(t, every("b", time.Minute))
+	v := b.run(t)
+	waitChanged(t, v, "a", "b")
+
+	b.delete(t, "a")
+	waitChanged(t, v, "a")
+	if _, ok := v.Get("a"); ok {
+		t.Error("a deleted schedule is still in the View")
+	}
+	if got, want := versions(v), map[string]int64{"b": 1}; !equal(got, want) {
+		t.Errorf("versions = %v, want %v", got, want)
+	}
+}
+
+// The newest record of a key is garbage (not JSON). Today the View skips it, counts it, dead-letters it, and
+// keeps the previous definition in memory, although the topic (once compacted) holds only the garbage: a
+// replica started later does not have the schedule at all. A later change makes the topic self-repairing;
+// then update wantAfterBad (and the comment) to the new behaviour.
+func TestViewBadRecordKeepsPreviousDefinitionInMemory(t *testing.T) {
+	t.Parallel()
+	// What the View holds after the bad record, as name -> version. Today: a's old definition (offset 0).
+	wantAfterBad := map[string]int64{"a": 0}
+
+	b := setup(t)
+	b.put(t, every("a", time.Minute)) // offset 0
+	v := b.run(t)
+	waitChanged(t, v, "a")
+
+	b.putRaw(t, "a", []byte("{not json")) // offset 1
+	waitChanged(t, v, "a")                // a bad record still marks its key
+	if got := versions(v); !equal(got, wantAfterBad) {
+		t.Errorf("after a bad newest record: versions = %v, want %v", got, wantAfterBad)
+	}
+	if got := metric(t, b.reg, "tickgroup_invalid_schedule_records_total"); got != 1 {
+		t.Errorf("invalid records counted = %v, want 1", got)
+	}
+	dead := b.readAll(t, dlqTopic, 1)
+	if string(dead[0].Key) != "a" || header(dead[0], "tickgroup-reason") != "invalid_schedule" || header(dead[0], "tickgroup-source-offset") != "1" {
+		t.Errorf("dead letter key %q headers %v, want a's record at offset 1 as invalid_schedule", dead[0].Key, dead[0].Headers)
+	}
+}
+
+// A bad record that was already in the topic when the View started was reported when it was new: it is skipped
+// and counted, not dead-lettered again, and the key keeps its earlier definition as on the live path.
+func TestViewBadRecordDuringLoadIsSkippedNotDeadLettered(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.put(t, every("a", time.Minute))   // offset 0
+	b.putRaw(t, "a", []byte("garbage")) // offset 1
+	v := b.run(t)
+	if got, want := versions(v), map[string]int64{"a": 0}; !equal(got, want) {
+		t.Errorf("versions = %v, want %v", got, want)
+	}
+	// The View dead-letters a batch's bad records before it polls again, so once a later record is visible,
+	// any dead letter of the load has been written.
+	b.put(t, every("z", time.Minute)) // offset 2
+	eventually(t, "a later record", func() bool { _, ok := v.Get("z"); return ok })
+	if got := metric(t, b.reg, "tickgroup_invalid_schedule_records_total"); got != 1 {
+		t.Errorf("invalid records counted = %v, want 1", got)
+	}
+	if n := b.count(t, dlqTopic); n != 0 {
+		t.Errorf("%d dead letters for a record read during the load, want 0", n)
+	}
+}
+
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// readAll reads topic from the start until it has n records.
+func (b *testBundle) readAll(t *testing.T, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(append(b.opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for len(recs) < n {
+		fs := cl.PollFetches(b.ctx)
+		if b.ctx.Err() != nil {
+			t.Fatalf("reading %s: %d of %d records before the deadline", topic, len(recs), n)
+		}
+		recs = append(recs, fs.Records()...)
+	}
+	return recs
+}
+
+// count is the number of records in topic (its end offset; the test topics are never truncated).
+func (b *testBundle) count(t *testing.T, topic string) int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(b.opts...)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(b.ctx, topic)
+	if err != nil {
+		t.Fatalf("listing %s's end: %v", topic, err)
+	}
+	o, _ := ends.Lookup(topic, 0)
+	return o.Offset
+}
+
+// metric is the value of the unlabelled gauge or counter name in reg.
+func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gathering metrics: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name || len(mf.GetMetric()) != 1 {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if g := m.GetGauge(); g != nil {
+			return g.GetValue()
+		}
+		return m.GetCounter().GetValue()
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}

@@ -119,7 +119,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 	)
 	common.Register(fs, ":9090")
 	topics.register(fs)
-	fs.DurationVar(&sessionTimeout, "session-timeout", 10*time.Second, "how long the group waits for a silent replica before another leads (crash failover time; within the broker's group.min/max.session.timeout.ms)")
+	fs.DurationVar(&sessionTimeout, "session-timeout", 6*time.Second, "how long the group waits for a silent replica before another leads (crash failover time; within the broker's group.min/max.session.timeout.ms)")
 	fs.DurationVar(&heartbeatInterval, "heartbeat-interval", time.Second, "group heartbeat interval (a graceful handoff takes about one)")
 	fs.DurationVar(&transactionTimeout, "transaction-timeout", 10*time.Second, "how long the broker keeps a dead leader's open transaction before aborting it")
 	fs.DurationVar(&lagInterval, "work-lag-interval", 15*time.Second, "while leading, how often to measure the workers' lag on the work topic (tickgroup_work_lag_*)")
@@ -160,8 +160,7 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	}
 
 	var ready admin.Readiness
-	ready.Set("group", false)
-	ready.Set("schedules", false)
+	ready.Set("schedules", false) // the elector sets "group" (false until it joins, false again once stopping)
 
 	view := store.NewView(withRole("schedules"), names.Schedules, names.DLQ, logger, reg)
 	disp, err := dispatch.New(dispatch.Config{
@@ -182,6 +181,7 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 		SessionTimeout:    sessionTimeout,
 		HeartbeatInterval: heartbeatInterval,
 		InstanceName:      instance,
+		Readiness:         &ready,
 	}, withRole("election"), leadTerm(disp, lag, logger), logger, reg)
 	if err != nil {
 		return cli.UsageError{Err: err}
@@ -198,13 +198,10 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	g.Go(func() error { return view.Run(gctx) })
 	g.Go(func() error { return elector.Run(gctx) })
 	g.Go(func() error {
-		for ch, name := range map[<-chan struct{}]string{view.Loaded(): "schedules", elector.Joined(): "group"} {
-			select {
-			case <-gctx.Done():
-				return nil
-			case <-ch:
-				ready.Set(name, true)
-			}
+		select {
+		case <-gctx.Done():
+		case <-view.Loaded():
+			ready.Set("schedules", true)
 		}
 		return nil
 	})

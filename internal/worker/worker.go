@@ -227,6 +227,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}()
 
 	pollErr := w.poll(ctx, cl)
+	if w.ready != nil {
+		w.ready.Set(ReadinessCondition, false) // shutting down: not ready from the first moment
+	}
 
 	w.logger.Info("stopping worker", "grace", w.cfg.Grace)
 	close(w.draining)

@@ -200,7 +200,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fmt.Fprintln(tw, "NAME\tSCHEDULE\tSHARDS\tCATCHUP\tPAUSED\tVERSION\tUPDATED")
 		for _, e := range entries {
 			s := e.Spec()
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\t%s\n", s.Name, describe(s), max(s.Shards, 1), orDefault(s.Catchup, schedule.DefaultCatchup), s.Paused, e.Version, e.UpdatedAt.Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\t%s\n", s.Name, s.Describe(), max(s.Shards, 1), orDefault(s.Catchup, schedule.DefaultCatchup), s.Paused, e.Version, e.UpdatedAt.Format(time.RFC3339))
 		}
 		return tw.Flush()
 	case "delete":
@@ -271,7 +271,7 @@ func apply(ctx context.Context, cl *kgo.Client, topic string, current map[string
 	for _, c := range changes {
 		fmt.Fprintf(stdout, "%s %s", c.Op, c.Name)
 		if c.Op != store.OpDelete {
-			fmt.Fprintf(stdout, "  %s", describe(c.Spec))
+			fmt.Fprintf(stdout, "  %s", c.Spec.Describe())
 		}
 		fmt.Fprintln(stdout)
 	}
@@ -284,17 +284,6 @@ func apply(ctx context.Context, cl *kgo.Client, topic string, current map[string
 	}
 	fmt.Fprintf(stdout, "%d change(s) written\n", len(changes))
 	return nil
-}
-
-func describe(s schedule.Spec) string {
-	if s.Cron != "" {
-		return fmt.Sprintf("cron %q %s", s.Cron, orDefault(s.TZ, "UTC"))
-	}
-	d := "every " + time.Duration(s.Every).String()
-	if s.Offset != 0 {
-		d += " +" + time.Duration(s.Offset).String()
-	}
-	return d
 }
 
 func orDefault(s, def string) string {

@@ -132,6 +132,13 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 		return err
 	}
+	repaired := map[int64]bool{}
+	if err := d.repairSchedules(ctx, p, logger, repaired); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	pl := newPlanner(entries, state)
 	// State of schedules deleted while no leader ran: tombstone it so compaction drops it.
 	var orphans []string
@@ -193,6 +200,12 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			return nil
 		case <-timer.C:
 		case <-d.view.Changed():
+			if err := d.repairSchedules(ctx, p, logger, repaired); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
 			for _, name := range d.view.TakeChanged() {
 				if e, ok := d.view.Get(name); ok {
 					pl.set(name, e, time.Time{})

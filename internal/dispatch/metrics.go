@@ -9,15 +9,16 @@ import (
 )
 
 type metrics struct {
-	emitted        prometheus.Counter
-	emitLag        prometheus.Histogram
-	missed         prometheus.Counter
-	fenced         prometheus.Counter
-	transactions   *prometheus.CounterVec
-	invalidState   prometheus.Counter
-	stateBlocked   prometheus.Gauge
-	stateRefused   *prometheus.CounterVec
-	stateRecovered prometheus.Counter
+	emitted           prometheus.Counter
+	emitLag           prometheus.Histogram
+	missed            prometheus.Counter
+	fenced            prometheus.Counter
+	transactions      *prometheus.CounterVec
+	invalidState      prometheus.Counter
+	stateBlocked      prometheus.Gauge
+	stateRefused      *prometheus.CounterVec
+	stateRecovered    prometheus.Counter
+	schedulesRepaired prometheus.Counter
 	// lastSlot exists only for schedules that opt in (spec.Metrics): a fleet may hold a million schedules.
 	lastSlot *prometheus.GaugeVec
 	opted    map[string]bool
@@ -58,6 +59,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_leader_state_refused_total",
 			Help: "Ticker-topic states a new leader refused, by reason: future (a last slot too far ahead of the clock).",
 		}, []string{"reason"}),
+		schedulesRepaired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_schedule_repairs_total",
+			Help: "Schedules-topic keys the leader repaired (restated the last valid definition after an invalid or stale record).",
+		}),
 		stateRecovered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tickgroup_leader_state_recovered_total",
 			Help: "Schedules whose missing (deleted or refused) state a new leader recovered from the newest tick in the work topic.",
@@ -85,7 +90,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.emitted, m.emitLag, m.missed, m.fenced, m.transactions, m.invalidState, m.lastSlot, m.nextDue, m.period,
-			m.stateBlocked, m.stateRefused, m.stateRecovered)
+			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired)
 	}
 	m.stateRefused.WithLabelValues("future")
 	return m

@@ -233,3 +233,40 @@ func stateDeadLetter(r *kgo.Record, dlq string) *kgo.Record {
 	}
 	return &kgo.Record{Topic: dlq, Partition: 0, Key: key, Value: v, Headers: h}
 }
+
+// repairSchedules repairs, in one transaction, every key of the schedules topic whose newest record cannot
+// stand (store.Broken): it restates the last valid definition (or writes a tombstone when there was none) and
+// dead-letters an invalid record, once for the whole fleet (only the leader does it, and a committed repair
+// is what the next leader's View sees). done remembers the records repaired in this term.
+func (d *Dispatcher) repairSchedules(ctx context.Context, p *producer, logger *slog.Logger, done map[int64]bool) error {
+	var recs []*kgo.Record
+	for _, b := range d.view.Broken() {
+		if done[b.Record.Offset] {
+			continue
+		}
+		rep, err := store.Repair(b, d.cfg.Names.Schedules)
+		if err != nil {
+			logger.Error("cannot repair a schedule record", "schedule", clip(b.Name), "err", err)
+			continue
+		}
+		recs = append(recs, rep)
+		if b.Invalid != nil {
+			recs = append(recs, store.DeadLetter(b.Record, d.cfg.Names.DLQ, b.Invalid))
+			logger.Warn("invalid schedule record: restating the last valid definition and dead-lettering the record",
+				"schedule", clip(b.Name), "offset", b.Record.Offset, "had_valid_definition", b.Last != nil, "err", b.Invalid)
+		} else {
+			logger.Warn("a repair arrived after a newer definition: restating the newer one", "schedule", clip(b.Name), "offset", b.Record.Offset)
+		}
+		d.metrics.schedulesRepaired.Inc()
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := d.commit(ctx, p, recs); err != nil {
+		return err
+	}
+	for _, b := range d.view.Broken() {
+		done[b.Record.Offset] = true
+	}
+	return nil
+}

@@ -315,3 +315,19 @@ func (s Spec) clone() Spec {
 	}
 	return s
 }
+
+// Describe returns a short human description: `every 30s`, `every 1m +15s`, `cron "0 6 * * MON-FRI" Europe/Berlin`.
+func (s Spec) Describe() string {
+	if s.Cron != "" {
+		tz := s.TZ
+		if tz == "" {
+			tz = "UTC"
+		}
+		return fmt.Sprintf("cron %q %s", s.Cron, tz)
+	}
+	d := "every " + time.Duration(s.Every).String()
+	if s.Offset != 0 {
+		d += " +" + time.Duration(s.Offset).String()
+	}
+	return d
+}

@@ -5,6 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type metrics struct {
 	schedules prometheus.Gauge
 	invalid   prometheus.Counter
+	broken    prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -15,11 +16,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		invalid: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tickgroup_invalid_schedule_records_total",
-			Help: "Records of the schedules topic that could not be decoded and were skipped (and dead-lettered).",
+			Help: "Records of the schedules topic that could not be decoded; the key keeps its last valid definition and the leader repairs it (and dead-letters the record once).",
+		}),
+		broken: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tickgroup_schedules_broken",
+			Help: "Keys of the schedules topic whose newest record is invalid (or a stale repair) and waits for the leader's repair.",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.schedules, m.invalid)
+		reg.MustRegister(m.schedules, m.invalid, m.broken)
 	}
 	return m
 }

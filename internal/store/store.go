@@ -64,18 +64,118 @@ type Invalid struct {
 	Err    error
 }
 
-// Load reads the whole schedules topic once (to its last stable offset) and returns the live schedules by name
-// and the records it could not decode.
-func Load(ctx context.Context, opts []kgo.Opt, topic string) (map[string]Entry, []Invalid, error) {
-	entries := map[string]Entry{}
-	var invalid []Invalid
-	_, err := kafka.ReadStable(ctx, opts, topic, 0, func(r *kgo.Record) error {
-		if bad := apply(entries, r); bad != nil {
-			invalid = append(invalid, Invalid{r, bad})
+// HeaderRepairOf marks a record the leader wrote to repair its key: its value is the offset of the record it
+// repairs (an invalid record, or a repair that came too late).
+const HeaderRepairOf = "tickgroup-repair-of"
+
+// Broken is a key of the schedules topic whose newest record cannot stand: an invalid record (Invalid set), or
+// a repair that arrived after a newer valid definition (Invalid nil). The leader repairs it by restating Last,
+// the last valid definition (a tombstone when there is none), so that compaction cannot lose the schedule.
+type Broken struct {
+	Name string
+	// Record is the newest record of the key (the one to repair).
+	Record *kgo.Record
+	// Invalid is the decoding error of Record, nil for a stale repair.
+	Invalid error
+	// Last is the last valid definition, nil when the key never had one.
+	Last *Entry
+}
+
+// fold is the state of the schedules topic as its records, applied in order, make it.
+type fold struct {
+	entries map[string]Entry
+	broken  map[string]Broken
+	valid   map[string]int64 // the offset of each key's newest valid (non-repair) record
+}
+
+func newFold() *fold {
+	return &fold{entries: map[string]Entry{}, broken: map[string]Broken{}, valid: map[string]int64{}}
+}
+
+// apply folds one record in. It returns the decoding error of an invalid record: the key keeps its last valid
+// definition and is marked broken until a valid record (or the leader's repair) follows.
+func (f *fold) apply(r *kgo.Record) error {
+	name := string(r.Key)
+	repairOf, isRepair := repairTarget(r)
+	if isRepair && repairOf < f.valid[name] {
+		// A repair written before the leader saw a newer valid definition: not applied, and the key needs a
+		// fresh restatement of that newer definition (compaction keeps only the newest record).
+		var last *Entry
+		if e, ok := f.entries[name]; ok {
+			last = &e
+		}
+		f.broken[name] = Broken{Name: name, Record: r, Last: last}
+		return nil
+	}
+	if r.Value == nil {
+		delete(f.entries, name)
+		delete(f.broken, name)
+		if !isRepair {
+			f.valid[name] = r.Offset
 		}
 		return nil
+	}
+	spec, err := schedule.Decode(r.Value)
+	if err == nil && spec.Name != name {
+		err = fmt.Errorf("record key %q differs from the schedule name %q", clip(name), clip(spec.Name))
+	}
+	var sched *schedule.Schedule
+	if err == nil {
+		sched, err = spec.Compile()
+	}
+	if err != nil {
+		err = fmt.Errorf("schedule record %q at offset %d: %w", clip(name), r.Offset, err)
+		var last *Entry
+		if e, ok := f.entries[name]; ok {
+			last = &e
+		}
+		f.broken[name] = Broken{Name: name, Record: r, Invalid: err, Last: last}
+		return err
+	}
+	delete(f.broken, name)
+	if !isRepair {
+		f.valid[name] = r.Offset
+	}
+	if old, ok := f.entries[name]; ok && SameSpec(old.Spec(), spec) {
+		return nil // a restatement (a repair, or a put of the same definition): not a change
+	}
+	f.entries[name] = Entry{Schedule: sched, Version: r.Offset, UpdatedAt: r.Timestamp.UTC()}
+	return nil
+}
+
+func repairTarget(r *kgo.Record) (int64, bool) {
+	for _, h := range r.Headers {
+		if h.Key == HeaderRepairOf {
+			var o int64
+			if _, err := fmt.Sscan(string(h.Value), &o); err == nil {
+				return o, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func clip(s string) string {
+	if len(s) <= 128 {
+		return s
+	}
+	return s[:128] + "..."
+}
+
+// Load reads the whole schedules topic once (to its last stable offset) and returns the live schedules by name
+// and the keys whose newest record is broken (their last valid definition is kept in the entries).
+func Load(ctx context.Context, opts []kgo.Opt, topic string) (map[string]Entry, []Broken, error) {
+	f := newFold()
+	_, err := kafka.ReadStable(ctx, opts, topic, 0, func(r *kgo.Record) error {
+		f.apply(r)
+		return nil
 	})
-	return entries, invalid, err
+	broken := make([]Broken, 0, len(f.broken))
+	for _, b := range f.broken {
+		broken = append(broken, b)
+	}
+	sort.Slice(broken, func(i, j int) bool { return broken[i].Name < broken[j].Name })
+	return f.entries, broken, err
 }
 
 // Sorted returns the entries ordered by name.
@@ -88,26 +188,32 @@ func Sorted(entries map[string]Entry) []Entry {
 	return out
 }
 
-// apply folds one record into entries. It returns the decoding error of a bad record (which is then ignored).
-func apply(entries map[string]Entry, r *kgo.Record) error {
-	name := string(r.Key)
-	if r.Value == nil {
-		delete(entries, name)
-		return nil
+// Repair returns the records that repair b: the restatement of its last valid definition (or a tombstone), marked
+// with HeaderRepairOf, for the schedules topic.
+func Repair(b Broken, topic string) (*kgo.Record, error) {
+	r := &kgo.Record{Topic: topic, Partition: 0, Key: []byte(b.Name),
+		Headers: []kgo.RecordHeader{{Key: HeaderRepairOf, Value: fmt.Appendf(nil, "%d", b.Record.Offset)}}}
+	if b.Last != nil {
+		v, err := schedule.Encode(b.Last.Spec())
+		if err != nil {
+			return nil, fmt.Errorf("restating schedule %s: %w", clip(b.Name), err)
+		}
+		r.Value = v
 	}
-	spec, err := schedule.Decode(r.Value)
-	if err == nil && spec.Name != name {
-		err = fmt.Errorf("record key %q differs from the schedule name %q", name, spec.Name)
+	return r, nil
+}
+
+// DeadLetter is the dead-letter copy of an invalid schedule record (its value cut to 64 KiB), with the reason in
+// headers.
+func DeadLetter(r *kgo.Record, dlq string, reason error) *kgo.Record {
+	d := deadLetter(r, dlq, reason)
+	if len(d.Value) > 64<<10 {
+		d.Value = d.Value[:64<<10]
 	}
-	var sched *schedule.Schedule
-	if err == nil {
-		sched, err = spec.Compile()
+	if len(d.Key) > 1024 {
+		d.Key = d.Key[:1024]
 	}
-	if err != nil {
-		return fmt.Errorf("schedule record %q at offset %d: %w", name, r.Offset, err)
-	}
-	entries[name] = Entry{Schedule: sched, Version: r.Offset, UpdatedAt: r.Timestamp.UTC()}
-	return nil
+	return d
 }
 
 // View follows the schedules topic and keeps its schedules in memory.
@@ -119,7 +225,7 @@ type View struct {
 	metrics *metrics
 
 	mu      sync.Mutex
-	entries map[string]Entry
+	fold    *fold
 	changed map[string]struct{}
 	notify  chan struct{}
 	loaded  chan struct{}
@@ -135,7 +241,7 @@ func NewView(opts []kgo.Opt, topic, dlq string, logger *slog.Logger, reg prometh
 		dlq:     dlq,
 		logger:  logger.With("component", "schedules"),
 		metrics: newMetrics(reg),
-		entries: map[string]Entry{},
+		fold:    newFold(),
 		changed: map[string]struct{}{},
 		notify:  make(chan struct{}, 1),
 		loaded:  make(chan struct{}),
@@ -164,7 +270,7 @@ func (v *View) TakeChanged() []string {
 func (v *View) Get(name string) (Entry, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	e, ok := v.entries[name]
+	e, ok := v.fold.entries[name]
 	return e, ok
 }
 
@@ -172,8 +278,8 @@ func (v *View) Get(name string) (Entry, bool) {
 func (v *View) Snapshot() map[string]Entry {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	out := make(map[string]Entry, len(v.entries))
-	for k, e := range v.entries {
+	out := make(map[string]Entry, len(v.fold.entries))
+	for k, e := range v.fold.entries {
 		out[k] = e
 	}
 	return out
@@ -207,24 +313,20 @@ func (v *View) Run(ctx context.Context) error {
 		fetches.EachError(func(t string, p int32, err error) {
 			v.logger.Warn("fetching schedules", "err", err)
 		})
-		var dead []*kgo.Record
 		v.mu.Lock()
 		fetches.EachRecord(func(r *kgo.Record) {
-			if bad := apply(v.entries, r); bad != nil {
+			if bad := v.fold.apply(r); bad != nil {
 				v.metrics.invalid.Inc()
-				v.logger.Error("skipping an invalid schedule record", "schedule", string(r.Key), "offset", r.Offset, "err", bad)
-				// Records read during the initial load were reported when they were new; a restart does not
-				// report them again. A live one is reported by every replica that sees it (same source offset).
-				if r.Offset >= end {
-					dead = append(dead, deadLetter(r, v.dlq, bad))
-				}
+				// Every replica sees it; the leader repairs it and dead-letters it, once, and logs it at warn.
+				v.logger.Debug("invalid schedule record: keeping the last valid definition until the leader repairs it", "schedule", clip(string(r.Key)), "offset", r.Offset, "err", bad)
 			}
 			v.changed[string(r.Key)] = struct{}{}
 			if r.Offset >= end-1 {
 				v.markLoaded()
 			}
 		})
-		v.metrics.schedules.Set(float64(len(v.entries)))
+		v.metrics.schedules.Set(float64(len(v.fold.entries)))
+		v.metrics.broken.Set(float64(len(v.fold.broken)))
 		n := len(v.changed)
 		v.mu.Unlock()
 		if n > 0 {
@@ -233,17 +335,24 @@ func (v *View) Run(ctx context.Context) error {
 			default:
 			}
 		}
-		if v.dlq != "" && len(dead) > 0 {
-			if err := cl.ProduceSync(ctx, dead...).FirstErr(); err != nil && ctx.Err() == nil {
-				v.logger.Error("writing invalid schedule records to the dead-letter topic", "err", err)
-			}
-		}
 	}
+}
+
+// Broken returns the keys whose newest record the leader must repair.
+func (v *View) Broken() []Broken {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make([]Broken, 0, len(v.fold.broken))
+	for _, b := range v.fold.broken {
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 func (v *View) markLoaded() {
 	v.once.Do(func() {
-		v.logger.Info("schedules loaded", "schedules", len(v.entries))
+		v.logger.Info("schedules loaded", "schedules", len(v.fold.entries))
 		close(v.loaded)
 	})
 }

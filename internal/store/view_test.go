@@ -99,6 +99,13 @@ func (b *testBundle) delete(t *testing.T, name string) {
 }
 
 // putRaw writes value under key as it is, bypassing validation: what a buggy or foreign writer could leave.
+func (b *testBundle) produce(t *testing.T, r *kgo.Record) {
+	t.Helper()
+	if err := b.cl.ProduceSync(b.ctx, r).FirstErr(); err != nil {
+		t.Fatalf("writing %s: %v", r.Key, err)
+	}
+}
+
 func (b *testBundle) putRaw(t *testing.T, key string, value []byte) {
 	t.Helper()
 	if err := b.cl.ProduceSync(b.ctx, &kgo.Record{Topic: schedulesTopic, Key: []byte(key), Value: value}).FirstErr(); err != nil {
@@ -241,13 +248,12 @@ func TestViewTombstoneRemovesSchedule(t *testing.T) {
 	}
 }
 
-// The newest record of a key is garbage (not JSON). Today the View skips it, counts it, dead-letters it, and
-// keeps the previous definition in memory, although the topic (once compacted) holds only the garbage: a
-// replica started later does not have the schedule at all. A later change makes the topic self-repairing;
-// then update wantAfterBad (and the comment) to the new behaviour.
+// The newest record of a key is garbage (not JSON). The View skips it, counts it, keeps the previous definition
+// in memory and reports the key as broken; the leader's repair (store.Repair) restates the definition, so that
+// compaction cannot leave only the garbage and a replica started later still has the schedule.
 func TestViewBadRecordKeepsPreviousDefinitionInMemory(t *testing.T) {
 	t.Parallel()
-	// What the View holds after the bad record, as name -> version. Today: a's old definition (offset 0).
+	// What the View holds after the bad record, as name -> version: a's old definition (offset 0).
 	wantAfterBad := map[string]int64{"a": 0}
 
 	b := setup(t)
@@ -263,14 +269,44 @@ func TestViewBadRecordKeepsPreviousDefinitionInMemory(t *testing.T) {
 	if got := metric(t, b.reg, "tickgroup_invalid_schedule_records_total"); got != 1 {
 		t.Errorf("invalid records counted = %v, want 1", got)
 	}
-	dead := b.readAll(t, dlqTopic, 1)
-	if string(dead[0].Key) != "a" || header(dead[0], "tickgroup-reason") != "invalid_schedule" || header(dead[0], "tickgroup-source-offset") != "1" {
-		t.Errorf("dead letter key %q headers %v, want a's record at offset 1 as invalid_schedule", dead[0].Key, dead[0].Headers)
+	// The View does not dead-letter (every replica would): it reports the key as broken, with its last valid
+	// definition, for the leader to repair.
+	broken := v.Broken()
+	if len(broken) != 1 || broken[0].Name != "a" || broken[0].Record.Offset != 1 || broken[0].Invalid == nil ||
+		broken[0].Last == nil || broken[0].Last.Version != 0 {
+		t.Fatalf("Broken() = %+v, want a's record at offset 1 with its last valid definition (offset 0)", broken)
+	}
+	// The leader's repair restates the definition: the key is whole again, and its version does not change.
+	rep, err := store.Repair(broken[0], schedulesTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.produce(t, rep) // offset 2
+	waitChanged(t, v, "a")
+	eventually(t, "the repair", func() bool { return len(v.Broken()) == 0 })
+	if got := versions(v); !equal(got, wantAfterBad) {
+		t.Errorf("after the repair: versions = %v, want %v (a restatement is not a change)", got, wantAfterBad)
+	}
+	// A repair that arrives after a newer valid definition is not applied, and asks for a restatement of it.
+	b.putRaw(t, "a", []byte("garbage")) // offset 3
+	waitChanged(t, v, "a")
+	late, err := store.Repair(v.Broken()[0], schedulesTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.put(t, every("a", 2*time.Minute)) // offset 4: the operator's new definition
+	b.produce(t, late)                  // offset 5: the repair of offset 3, now stale
+	eventually(t, "the stale repair reported", func() bool {
+		bs := v.Broken()
+		return len(bs) == 1 && bs[0].Invalid == nil && bs[0].Last != nil && bs[0].Last.Version == 4
+	})
+	if got := versions(v); !equal(got, map[string]int64{"a": 4}) {
+		t.Errorf("after a stale repair: versions = %v, want the newer definition (offset 4)", got)
 	}
 }
 
-// A bad record that was already in the topic when the View started was reported when it was new: it is skipped
-// and counted, not dead-lettered again, and the key keeps its earlier definition as on the live path.
+// A bad record that was already in the topic when the View started is skipped and counted, never dead-lettered
+// by the View (the leader does that when it repairs the key), and the key keeps its earlier definition.
 func TestViewBadRecordDuringLoadIsSkippedNotDeadLettered(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

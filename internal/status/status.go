@@ -1,0 +1,221 @@
+// Package status collects what `ticker status` shows, from Kafka alone: who leads, each schedule's last and next
+// slot, broken schedule records, and the workers' lag.
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/dispatch"
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/store"
+)
+
+// Report is what `ticker status` shows; its JSON (`ticker status --json`) is a stable contract for scripts:
+// fields are only ever added.
+type Report struct {
+	Namespace string     `json:"namespace"`
+	Leader    *Leader    `json:"leader"`
+	Replicas  int        `json:"replicas"`
+	Schedules []Schedule `json:"schedules"`
+	Work      []Lag      `json:"work_lag"`
+	WorkLag   int64      `json:"work_lag_total"`
+	// Broken lists the schedules-topic keys whose newest record is invalid: the replicas keep the last valid
+	// definition and the leader repairs the key (it restates that definition and dead-letters the record).
+	Broken []Broken `json:"broken_schedule_records,omitempty"`
+	// Errors are the parts of the report that could not be collected (the rest is still shown).
+	Errors []string  `json:"errors,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+type Leader struct {
+	MemberID   string `json:"member_id"`
+	ClientID   string `json:"client_id"`
+	Host       string `json:"host"`
+	ProducerID int64  `json:"producer_id"`
+	Epoch      int64  `json:"epoch"`
+}
+
+type Schedule struct {
+	Name     string     `json:"name"`
+	Schedule string     `json:"schedule"`
+	Paused   bool       `json:"paused"`
+	Version  int64      `json:"version"`
+	LastSlot *time.Time `json:"last_slot"`
+	NextSlot *time.Time `json:"next_slot"`
+}
+
+type Lag struct {
+	Partition int32  `json:"partition"`
+	Committed int64  `json:"committed"`
+	End       int64  `json:"end"`
+	Lag       int64  `json:"lag"`
+	Member    string `json:"member,omitempty"`
+}
+
+// Broken is a schedules-topic key waiting for the leader's repair.
+type Broken struct {
+	Name     string `json:"name"`
+	Offset   int64  `json:"offset"`
+	Error    string `json:"error,omitempty"`
+	HasValid bool   `json:"has_valid_definition"`
+}
+
+// Collect reads the report from Kafka: the ticker group (who leads), the leader state, the schedules and the
+// workers' lag. Parts that fail are named in Report.Errors; Collect fails only when nothing useful can be read.
+// opts are the connection options (kafka.Config.Opts).
+func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace string) (*Report, error) {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	rep := &Report{Namespace: namespace, At: time.Now().UTC()}
+
+	// A group that never existed is no error: the report then says there is no leader.
+	groups, err := adm.DescribeGroups(ctx, names.TickerGroup)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("describing the ticker group %s: %v", names.TickerGroup, err))
+	}
+	if g, ok := groups[names.TickerGroup]; ok && g.Err != nil && !errors.Is(g.Err, kerr.GroupIDNotFound) {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("describing the ticker group %s: %v", names.TickerGroup, g.Err))
+	}
+	if g, ok := groups[names.TickerGroup]; ok && g.Err == nil {
+		rep.Replicas = len(g.Members)
+		for _, m := range g.Members {
+			if c, ok := m.Assigned.AsConsumer(); ok {
+				for _, t := range c.Topics {
+					if t.Topic == names.Ticker && len(t.Partitions) > 0 {
+						rep.Leader = &Leader{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
+					}
+				}
+			}
+		}
+	}
+
+	state, err := dispatch.ReadState(ctx, opts, names.Ticker, nil)
+	if err != nil {
+		return nil, err
+	}
+	var newest dispatch.State
+	for _, s := range state {
+		if s.EmittedAt.After(newest.EmittedAt) {
+			newest = s
+		}
+	}
+	if rep.Leader != nil && newest.ProducerID != 0 {
+		rep.Leader.ProducerID, rep.Leader.Epoch = newest.ProducerID, newest.LeaderEpoch
+	}
+
+	entries, broken, err := store.Load(ctx, opts, names.Schedules)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range broken {
+		x := Broken{Name: b.Name, Offset: b.Record.Offset, HasValid: b.Last != nil}
+		if b.Invalid != nil {
+			x.Error = b.Invalid.Error()
+		}
+		rep.Broken = append(rep.Broken, x)
+	}
+	for _, e := range store.Sorted(entries) {
+		s := e.Spec()
+		info := Schedule{Name: s.Name, Schedule: s.Describe(), Paused: s.Paused, Version: e.Version}
+		base := e.UpdatedAt
+		if st, ok := state[s.Name]; ok {
+			last := st.LastSlot
+			info.LastSlot = &last
+			if last.After(base) {
+				base = last
+			}
+		}
+		if next := e.Schedule.Next(base); !next.IsZero() && !s.Paused {
+			info.NextSlot = &next
+		}
+		rep.Schedules = append(rep.Schedules, info)
+	}
+
+	lags, err := adm.Lag(ctx, names.WorkerGroup)
+	if err != nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("reading the workers' lag (group %s): %v", names.WorkerGroup, err))
+	} else {
+		if l, ok := lags[names.WorkerGroup]; ok && l.Error() != nil && !errors.Is(l.Error(), kerr.GroupIDNotFound) {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("reading the workers' lag (group %s): %v", names.WorkerGroup, l.Error()))
+		}
+		if l, ok := lags[names.WorkerGroup]; ok {
+			for _, p := range l.Lag[names.Work] {
+				li := Lag{Partition: p.Partition, Committed: p.Commit.At, End: p.End.Offset, Lag: p.Lag}
+				if p.Member != nil {
+					li.Member = p.Member.ClientID
+				}
+				rep.Work = append(rep.Work, li)
+				if p.Lag > 0 {
+					rep.WorkLag += p.Lag
+				}
+			}
+		}
+	}
+	sort.Slice(rep.Work, func(i, j int) bool { return rep.Work[i].Partition < rep.Work[j].Partition })
+	return rep, nil
+}
+
+// Print writes rep for a person.
+func Print(w io.Writer, rep *Report) {
+	fmt.Fprintf(w, "namespace  %s\n", rep.Namespace)
+	if rep.Leader == nil {
+		fmt.Fprintf(w, "leader     NONE (%d replicas in the group)\n", rep.Replicas)
+	} else {
+		fmt.Fprintf(w, "leader     %s (host %s, producer %d, epoch %d; %d replicas in the group)\n",
+			rep.Leader.ClientID, rep.Leader.Host, rep.Leader.ProducerID, rep.Leader.Epoch, rep.Replicas)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCHEDULE\tDEFINITION\tLAST SLOT\tNEXT SLOT\tSTATE")
+	for _, s := range rep.Schedules {
+		st := "active"
+		if s.Paused {
+			st = "paused"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Schedule, fmtTime(s.LastSlot), fmtTime(s.NextSlot), st)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORK PARTITION\tCOMMITTED\tEND\tLAG\tWORKER")
+	for _, l := range rep.Work {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\n", l.Partition, l.Committed, l.End, l.Lag, l.Member)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "total work lag: %d\n", rep.WorkLag)
+	if len(rep.Broken) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "BROKEN SCHEDULE RECORDS (the replicas keep the last valid definition; the leader repairs them)")
+		for _, b := range rep.Broken {
+			what := b.Error
+			if what == "" {
+				what = "a repair that came after a newer definition"
+			}
+			fmt.Fprintf(w, "  %s at offset %d: %s\n", b.Name, b.Offset, what)
+		}
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintf(w, "error: %s\n", e)
+	}
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

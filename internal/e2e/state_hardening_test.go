@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/dispatch"
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/store"
 )
 
 // The leader state on the ticker topic is checked, not trusted: each case below writes something hostile to
@@ -90,3 +92,62 @@ func TestStateForeignOpenTransaction(t *testing.T) {
 
 // fleetOf recovers the fleet of a process (the harness keeps one per test).
 func fleetOf(p *proc) *fleet { return p.fleet }
+
+// Garbage written as the newest record of a running schedule's key on <ns>.schedules: the replicas keep the last
+// valid definition, the leader restates it and dead-letters the garbage exactly once (3 replicas), a replica
+// started afterwards still knows the schedule, and every slot is emitted once throughout.
+func TestScheduleRecordRepaired(t *testing.T) {
+	ticks, replicas, _ := beatFleet(t, 4)
+	f := fleetOf(replicas[0])
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(f.brokers, ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: f.ns + ".schedules", Partition: 0, Key: []byte("beat"), Value: []byte("{garbage")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := kafka.Config{Brokers: strings.Split(f.brokers, ","), Namespace: f.ns}.Opts(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the leader's repair", func() bool {
+		entries, broken, err := store.Load(ctx, opts, f.ns+".schedules")
+		_, ok := entries["beat"]
+		return err == nil && ok && len(broken) == 0
+	})
+	late := f.ticker("late") // a replica that reads the repaired topic from scratch
+	eventually(t, 20*time.Second, "the new replica loaded", func() bool { return late.metric("tickgroup_schedules") == 1 })
+	if out := f.cli("schedule", "get", "beat"); !strings.Contains(out, `"every": "1s"`) && !strings.Contains(out, `"every":"1s"`) {
+		t.Errorf("schedule get beat after the repair = %s", out)
+	}
+	settleAndCheck(t, ticks)
+	dead := 0
+	for _, r := range readTopic(t, f, f.ns+".dlq") {
+		if string(r.Key) == "beat" {
+			dead++
+		}
+	}
+	if dead != 1 {
+		t.Errorf("the garbage record was dead-lettered %d times by a fleet of 3, want once", dead)
+	}
+}
+
+// readTopic reads every committed record of topic (one-partition or not) up to its last stable offset.
+func readTopic(t *testing.T, f *fleet, topic string) []*kgo.Record {
+	t.Helper()
+	opts, err := kafka.Config{Brokers: strings.Split(f.brokers, ","), Namespace: f.ns}.Opts(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	if _, err := kafka.ReadStable(context.Background(), opts, topic, 0, func(r *kgo.Record) error {
+		recs = append(recs, r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}

@@ -33,13 +33,13 @@
 //
 // # Start offset of a new group
 //
-// A partition without a committed offset starts at Config.Start, by default StartLatest: the partition's last
-// stable offset when the group first receives it. A brand-new group therefore does not replay the days of ticks
-// the work topic retains (running a week of old jobs by accident is worse than missing the ticks emitted before
-// the first worker existed). Start workers before or together with the tickers; to pick up recent ticks use
-// StartAgo (worker run --start 10m) or StartEarliest. The resolved start is committed at once (pinned), so a
-// worker that crashes before finishing its first tick does not resolve "latest" again later and skip the ticks
-// written in between. An offset that fell out of the log (retention) resumes at the log start.
+// A partition without a committed offset starts at Config.Start, by default DefaultStart: the first tick written
+// in the last ten minutes when the group first receives the partition. A fleet started all at once (tickers
+// and workers together) therefore loses no tick, and a brand-new group on an old work topic does not replay the
+// days of ticks the topic retains. StartLatest and StartEarliest are opt-in (worker run --start). The resolved
+// start is committed at once (pinned), so a worker that crashes before finishing its first tick does not
+// resolve the start again later and skip the ticks written in between. An offset that fell out of the log
+// (retention) resumes at the log start.
 //
 // # The execution ledger
 //

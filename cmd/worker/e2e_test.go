@@ -83,11 +83,16 @@ func setup(t *testing.T) *env {
 	if err := kafka.EnsureTopics(ctx, adm, e.names, kafka.TopicOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := kafka.WorkPartitions(ctx, adm, e.names.Work)
+	td, err := kafka.WaitTopic(ctx, adm, e.names.Work)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.parts = n
+	for _, topic := range []string{e.names.Results, e.names.DLQ, e.names.Ticker} {
+		if _, err := kafka.WaitTopic(ctx, adm, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.parts = len(td.Partitions)
 	t.Cleanup(func() {
 		e.mu.Lock()
 		procs := e.procs
@@ -182,6 +187,20 @@ func (e *env) tickRecord(tk tick.Tick) *kgo.Record {
 		e.t.Fatal(err)
 	}
 	return &kgo.Record{Topic: e.names.Work, Partition: tick.Partition(tk.Schedule, tk.Shard, e.parts), Key: []byte(tk.ID), Value: v}
+}
+
+// tryEmit writes recs in one transaction, as the leader does, and returns what failed.
+func (e *env) tryEmit(cl *kgo.Client, recs ...*kgo.Record) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		_ = cl.EndTransaction(ctx, kgo.TryAbort)
+		return err
+	}
+	return cl.EndTransaction(ctx, kgo.TryCommit)
 }
 
 // emit writes recs in one transaction, as the leader does.

@@ -52,7 +52,10 @@ func TestE2ELedgerChurn(t *testing.T) {
 				ids = append(ids, x.ID)
 				recs = append(recs, e.tickRecord(x))
 			}
-			e.emit(prod, recs...)
+			if err := e.tryEmit(prod, recs...); err != nil {
+				t.Errorf("emitting slot %s: %v", slot.Format(time.TimeOnly), err) // not Fatal: not the test's goroutine
+				return
+			}
 			mu.Lock()
 			emitted = append(emitted, ids...)
 			mu.Unlock()

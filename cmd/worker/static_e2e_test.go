@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -30,7 +28,10 @@ func (e *env) beat(ctx context.Context, name string, interval time.Duration) <-c
 			}
 			slot = slot.Add(interval)
 			x := tick.New(name, slot, 0, 1)
-			e.emit(prod, []*kgo.Record{e.tickRecord(x)}...)
+			if err := e.tryEmit(prod, e.tickRecord(x)); err != nil {
+				e.t.Errorf("emitting %s: %v", x.ID, err) // not Fatal: this is not the test's goroutine
+				return
+			}
 			ids = append(ids, x.ID)
 		}
 	}()

@@ -104,11 +104,13 @@ func CheckTickerTopic(ctx context.Context, adm *kadm.Client, topic string) error
 }
 
 // WaitTopic returns topic's metadata once the topic exists with its partitions. A topic created a moment ago
-// may not be in every broker's metadata yet, so a missing topic is asked for again for about five seconds
-// before the error is returned.
+// may not be in every broker's metadata yet (on a loaded cluster this takes seconds), so a missing topic is
+// asked for again, with a growing pause, for up to 30 seconds (or until ctx ends) before the error is returned.
 func WaitTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicDetail, error) {
 	var last error
-	for range 50 {
+	deadline := time.Now().Add(30 * time.Second)
+	pause := 100 * time.Millisecond
+	for {
 		tds, err := adm.ListTopics(ctx, topic)
 		if err != nil {
 			return kadm.TopicDetail{}, fmt.Errorf("describing topic %s: %w", topic, err)
@@ -122,13 +124,16 @@ func WaitTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicD
 		default:
 			return td, nil
 		}
+		if time.Now().Add(pause).After(deadline) {
+			return kadm.TopicDetail{}, last
+		}
 		select {
 		case <-ctx.Done():
 			return kadm.TopicDetail{}, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, time.Second)
 	}
-	return kadm.TopicDetail{}, last
 }
 
 // WorkPartitions returns the partition count of the work topic.

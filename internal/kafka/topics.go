@@ -136,15 +136,12 @@ func WaitTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicD
 	}
 }
 
-// WorkPartitions returns the partition count of the work topic.
+// WorkPartitions returns the partition count of the work topic (waiting for a topic created a moment ago, as
+// WaitTopic does).
 func WorkPartitions(ctx context.Context, adm *kadm.Client, topic string) (int, error) {
-	tds, err := adm.ListTopics(ctx, topic)
+	td, err := WaitTopic(ctx, adm, topic)
 	if err != nil {
-		return 0, fmt.Errorf("describing topic %s: %w", topic, err)
-	}
-	td, ok := tds[topic]
-	if !ok || td.Err != nil || len(td.Partitions) == 0 {
-		return 0, fmt.Errorf("topic %s not found (create it with the ticker first): %v", topic, td.Err)
+		return 0, err
 	}
 	return len(td.Partitions), nil
 }

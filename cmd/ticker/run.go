@@ -117,7 +117,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 		lagInterval        time.Duration
 		instance           string
 	)
-	common.Register(fs, ":9090")
+	common.Register(fs, "127.0.0.1:9090")
 	topics.register(fs)
 	fs.DurationVar(&sessionTimeout, "session-timeout", 6*time.Second, "how long the group waits for a silent replica before another leads (crash failover time; within the broker's group.min/max.session.timeout.ms)")
 	fs.DurationVar(&heartbeatInterval, "heartbeat-interval", time.Second, "group heartbeat interval (a graceful handoff takes about one)")

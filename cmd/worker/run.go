@@ -89,7 +89,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	var f runFlags
 	fs := flag.NewFlagSet("worker run", flag.ContinueOnError)
 	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
-	f.common.Register(fs, ":9102")
+	f.common.Register(fs, "127.0.0.1:9102")
 	fs.StringVar(&f.exec, "exec", "", "program and arguments to run per tick, split like a shell would, without a shell")
 	fs.StringVar(&f.execEnv, "exec-env", "", "comma-separated variables the --exec program may see, a trailing * matches a prefix (AWS_*); TICKGROUP_* never passes (default: all but TICKGROUP_*)")
 	fs.StringVar(&f.http, "http", "", "URL to POST each tick to")

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -169,6 +170,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// plainWarning makes the PLAIN-without-TLS warning once per process.
+var plainWarning sync.Once
+
 // Opts returns the connection options shared by every client: seeds, client ID, TLS, SASL and logging through
 // logger (franz-go's own lines at warn and above, all of them when logger is at debug; see clientLogger). Role-specific options (groups, transactions, isolation) are added by the caller.
 func (c Config) Opts(logger *slog.Logger) ([]kgo.Opt, error) {
@@ -182,6 +186,12 @@ func (c Config) Opts(logger *slog.Logger) ([]kgo.Opt, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.ClientID(cmpOr(c.ClientID, "tickgroup")),
+	}
+	if logger != nil && strings.EqualFold(c.SASL.Mechanism, "plain") && !c.TLS.Enabled && c.TLS.CAFile == "" && c.TLS.CertFile == "" {
+		// Allowed (a broker on a trusted network may want it), but never silently.
+		plainWarning.Do(func() {
+			logger.Warn("SASL PLAIN without TLS sends the password in clear text to the brokers; enable --tls or use SCRAM")
+		})
 	}
 	if logger != nil {
 		opts = append(opts, kgo.WithLogger(clientLogger(logger.With("component", "kgo"))))

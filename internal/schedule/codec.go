@@ -57,6 +57,12 @@ func Decode(b []byte) (Spec, error) {
 	return s, nil
 }
 
+// Limits of ParseFile.
+const (
+	MaxFileBytes   = 16 << 20
+	MaxFileEntries = 100_000
+)
+
 // yamlFields maps each Spec field's YAML name to its index, for ParseFile's field-by-field decoding.
 var yamlFields = func() map[string]int {
 	m := map[string]int{}
@@ -74,10 +80,16 @@ var yamlFields = func() map[string]int {
 //
 // Entries are decoded field by field rather than with yaml.Decoder.KnownFields: the decoder's messages give only a
 // line, while an operator fixing a long file wants "schedules[3] (\"scan\"): field jitter: ...".
+//
+// A file is at most MaxFileBytes and MaxFileEntries: a larger one is refused before it is parsed (YAML trees
+// take many times their text in memory).
 func ParseFile(r io.Reader) ([]Spec, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading schedules: %w", err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("reading schedules: the file is larger than %d MiB; split it, or put the schedules with several apply runs (without --prune)", MaxFileBytes>>20)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -117,6 +129,9 @@ func ParseFile(r io.Reader) ([]Spec, error) {
 		return nil, fmt.Errorf("parsing schedules: line %d: want a list of schedules or a mapping with \"schedules\"", root.Line)
 	}
 
+	if len(root.Content) > MaxFileEntries {
+		return nil, fmt.Errorf("parsing schedules: %d entries, more than the limit of %d; split the file", len(root.Content), MaxFileEntries)
+	}
 	specs := make([]Spec, 0, len(root.Content))
 	seen := map[string]int{}
 	var errs []error

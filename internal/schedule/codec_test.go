@@ -137,3 +137,11 @@ func TestDecodeRefusesUnknownVersion(t *testing.T) {
 		t.Errorf("a record without v (written before versions): %v", err)
 	}
 }
+
+func TestParseFileLimits(t *testing.T) {
+	t.Parallel()
+	big := strings.NewReader("- name: a\n  every: 1s\n  payload: " + strings.Repeat("x", MaxFileBytes) + "\n")
+	if _, err := ParseFile(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a file over %d bytes: err = %v, want a size refusal", MaxFileBytes, err)
+	}
+}

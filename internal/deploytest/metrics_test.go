@@ -27,6 +27,12 @@ var (
 		// The workers' lag per work partition, measured by the leading ticker (internal/worklag).
 		"tickgroup_work_lag_offsets": "gauge",
 		"tickgroup_work_lag_seconds": "gauge",
+		// A new leader's checks of the state it takes over, and the schedules topic's repairs.
+		"tickgroup_leader_state_blocked":         "gauge",
+		"tickgroup_leader_state_refused_total":   "counter",
+		"tickgroup_leader_state_recovered_total": "counter",
+		"tickgroup_schedules_broken":             "gauge",
+		"tickgroup_schedule_repairs_total":       "counter",
 	}
 	workerMetrics = map[string]string{
 		"tickgroup_worker_ticks_total":         "counter",
@@ -35,6 +41,9 @@ var (
 		"tickgroup_worker_inflight":            "gauge",
 		"tickgroup_worker_partitions":          "gauge",
 		"tickgroup_worker_dead_letters_total":  "counter",
+		// The execution ledger.
+		"tickgroup_worker_ledger_ticks_total": "counter",
+		"tickgroup_worker_takeover_seconds":   "histogram",
 	}
 	// franz-go's kprom plugin, registered under the namespace tickgroup_kafka (always-on families only).
 	kpromMetrics = []string{

@@ -1,6 +1,7 @@
 package deploytest
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -281,7 +282,7 @@ func (s composeService) dependsOn(t *testing.T) map[string]string {
 			t.Fatal(err)
 		}
 		for d, c := range m {
-			deps[d] = cmpOr(c.Condition, "service_started")
+			deps[d] = cmp.Or(c.Condition, "service_started")
 		}
 	default:
 		t.Fatalf("depends_on: unexpected YAML kind %v", n.Kind)
@@ -311,13 +312,6 @@ func resolve(n *yaml.Node) *yaml.Node {
 		n = n.Alias
 	}
 	return n
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func composeServices(t *testing.T) map[string]composeService {

@@ -4,10 +4,11 @@
 //
 //  1. A new producer with the transactional ID shared by every replica. ProducerID (InitProducerID) bumps the
 //     epoch: every earlier transaction under that ID is now committed or aborted, and every earlier producer is
-//     fenced for good. This is the optimistic concurrency of the first seed text: the epoch is the version,
-//     InitProducerID the conditional write.
+//     fenced for good. This is the optimistic concurrency of "one of five hosts scans a table every 30 s, and
+//     a conditional write on a last-scan-time item decides which": the epoch is the version, InitProducerID
+//     the conditional write.
 //  2. Read the ticker topic (compacted: schedule name -> last emitted slot) from its start to its last stable
-//     offset, read_committed. This is the `lastScanTime` item of the first seed text.
+//     offset, read_committed. This is that last-scan-time item.
 //  3. A timer heap over all schedules, keyed by each schedule's next due time (slot + jitter). One goroutine and
 //     one timer, whatever the number of schedules.
 //  4. At each due instant: every due schedule's slots (after its catch-up policy) become tick records on the

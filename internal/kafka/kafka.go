@@ -3,6 +3,7 @@
 package kafka
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -185,7 +186,7 @@ func (c Config) Opts(logger *slog.Logger) ([]kgo.Opt, error) {
 	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(brokers...),
-		kgo.ClientID(cmpOr(c.ClientID, "tickgroup")),
+		kgo.ClientID(cmp.Or(c.ClientID, "tickgroup")),
 	}
 	if logger != nil && strings.EqualFold(c.SASL.Mechanism, "plain") && !c.TLS.Enabled && c.TLS.CAFile == "" && c.TLS.CertFile == "" {
 		// Allowed (a broker on a trusted network may want it), but never silently.
@@ -239,13 +240,6 @@ func (t TLSConfig) config() (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // clientLogger adapts logger for franz-go and keeps franz-go quiet unless logger is at debug. At info, franz-go

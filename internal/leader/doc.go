@@ -2,8 +2,8 @@
 // of leader terms.
 //
 // Every ticker replica joins one consumer group on the ticker topic; the group coordinator gives the only
-// partition to exactly one member per generation, and that member leads. The coordinator is the lock of the
-// second seed text; this package is the code that holds it.
+// partition to exactly one member per generation, and that member leads. The coordinator is the lock that makes "run one
+// task per minute across a cluster" hold; this package is the code that holds it.
 //
 // State model (one Elector per process):
 //

@@ -89,8 +89,8 @@ func New(schedule string, slot time.Time, shard, shards int) Tick {
 
 // Partition returns the work-topic partition of a schedule's shard: crc32(schedule) + shard, modulo the partition
 // count. One schedule's ticks of one shard therefore always share a partition (and run in order), and the shards
-// of one slot land on distinct partitions as long as shards <= partitions: the partitions are the integer
-// identities of the third seed text, crc32(id) % N.
+// of one slot land on distinct partitions as long as shards <= partitions: the partitions are the exclusive
+// integer identities of "N processors, each holding one identity, with standbys": crc32(id) % N.
 func Partition(schedule string, shard int, partitions int) int32 {
 	if partitions <= 0 {
 		return 0

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -12,13 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/tick"
@@ -253,28 +252,13 @@ func loadSchedules(ctx context.Context, base []kgo.Opt, topic string, n int, eve
 	return nil
 }
 
-// scrape reads the unlabelled (and a few labelled) samples of a /metrics page.
-func scrape(addr string) map[string]float64 {
-	out := map[string]float64{}
-	c := http.Client{Timeout: time.Second}
-	resp, err := c.Get("http://" + addr + "/metrics")
+// scrape reads a /metrics page (empty when it cannot be read).
+func scrape(addr string) admin.Samples {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	m, err := admin.Scrape(ctx, http.DefaultClient, "http://"+addr+"/metrics")
 	if err != nil {
-		return out
+		return admin.Samples{}
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		if i := strings.LastIndexByte(line, ' '); i > 0 {
-			var v float64
-			if _, err := fmt.Sscanf(line[i+1:], "%g", &v); err == nil {
-				out[line[:i]] = v
-			}
-		}
-	}
-	return out
+	return m
 }

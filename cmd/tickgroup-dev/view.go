@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/tick"
 	"github.com/tickgroup/tickgroup/internal/worker"
@@ -270,12 +270,10 @@ func (lw *leaderWatch) isLeader(ctx context.Context, addr string) (leading, ok b
 	if resp.StatusCode != http.StatusOK {
 		return false, false
 	}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, found := strings.CutPrefix(sc.Text(), "tickgroup_leader "); found {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return err == nil && f == 1, err == nil
-		}
+	m, err := admin.ParseMetrics(resp.Body)
+	if err != nil {
+		return false, false
 	}
-	return false, sc.Err() == nil
+	v, ok := m.Get("tickgroup_leader")
+	return ok && v == 1, ok
 }

@@ -1,13 +1,12 @@
 package e2e
 
 import (
-	"bufio"
-	"fmt"
-	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tickgroup/tickgroup/internal/admin"
 )
 
 // TestTickerKillLeaderDefaultCatchup: a schedule put without --catchup (the default, all) loses no slot when
@@ -61,30 +60,28 @@ func TestTickerKillLeaderDefaultCatchup(t *testing.T) {
 // series returns the values of a metric with one label (partition, schedule, ...) from p's /metrics, by label
 // value; empty when p is unreachable or does not export it.
 func (p *proc) series(name string) map[string]float64 {
-	out := map[string]float64{}
-	c := http.Client{Timeout: 500 * time.Millisecond}
-	resp, err := c.Get("http://" + p.admin + "/metrics")
+	m, err := p.scrape()
 	if err != nil {
-		return out
+		return map[string]float64{}
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, name+"{")
+	for k, v := range m {
+		if k == name { // a series without labels: nothing to key it by
+			return map[string]float64{"": v}
+		}
+	}
+	return firstLabel(m, name)
+}
+
+// firstLabel returns the series of name by the value of their only label.
+func firstLabel(m admin.Samples, name string) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		rest, ok := strings.CutPrefix(k, name+"{")
 		if !ok {
 			continue
 		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		_, label, _ := strings.Cut(labels, "=")
-		var v float64
-		if _, err := fmt.Sscanf(value, "%g", &v); err == nil {
-			out[strings.Trim(label, `"`)] = v
-		}
+		_, val, _ := strings.Cut(strings.TrimSuffix(rest, "}"), "=")
+		out[strings.Trim(val, `"`)] = v
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -203,23 +203,21 @@ func (p *proc) wait(t *testing.T, d time.Duration) error {
 
 // metric returns the value of an unlabelled metric from p's /metrics, or -1 when unreachable.
 func (p *proc) metric(name string) float64 {
-	c := http.Client{Timeout: 500 * time.Millisecond}
-	resp, err := c.Get("http://" + p.admin + "/metrics")
+	m, err := p.scrape()
 	if err != nil {
 		return -1
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, name+" ") {
-			var v float64
-			fmt.Sscanf(strings.TrimPrefix(line, name+" "), "%g", &v)
-			return v
-		}
+	if v, ok := m[name]; ok {
+		return v
 	}
 	return -1
+}
+
+// scrape reads p's /metrics page with the reference parser.
+func (p *proc) scrape() (admin.Samples, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	return admin.Scrape(ctx, http.DefaultClient, "http://"+p.admin+"/metrics")
 }
 
 // eventually polls cond every 50 ms until it holds or d passes.

@@ -41,10 +41,13 @@ test-short: ## Run the fast tests only (no broker needed).
 bench: ## Run the Go benchmarks and the load tool against a real broker (started if needed).
 	@scripts/with-kafka.sh scripts/bench.sh
 
+GOLANGCI_LINT_VERSION ?= v2.15.0
+
 .PHONY: lint
-lint: ## gofmt check and go vet.
+lint: ## gofmt, go vet and golangci-lint (.golangci.yml; built from the module proxy on first use).
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION) run ./...
 
 .PHONY: kafka-up
 kafka-up: ## Start a local Apache Kafka 4.x (Java 17 + Maven) on 127.0.0.1:$(KAFKA_PORT).

@@ -116,6 +116,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 		transactionTimeout time.Duration
 		lagInterval        time.Duration
 		instance           string
+		instanceID         string
 	)
 	common.Register(fs, "127.0.0.1:9090")
 	topics.register(fs)
@@ -125,6 +126,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&lagInterval, "work-lag-interval", 15*time.Second, "while leading, how often to measure the workers' lag on the work topic (tickgroup_work_lag_*)")
 	host, _ := os.Hostname()
 	fs.StringVar(&instance, "instance", fmt.Sprintf("%s-%d", host, os.Getpid()), "name of this replica in logs and in the group (client ID)")
+	fs.StringVar(&instanceID, "instance-id", "", "static group membership: a replica restarted with the same ID within the session timeout takes its leadership back at once (no rebalance); never give two running replicas the same ID (the older one is fenced and exits 1); off by default")
 	fs.Usage = cli.Usage(fs, `Usage: ticker run [flags]
 
 Join the ticker group; while this replica owns partition 0 of <ns>.ticker it leads: it fences earlier leaders,
@@ -181,6 +183,7 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 		SessionTimeout:    sessionTimeout,
 		HeartbeatInterval: heartbeatInterval,
 		InstanceName:      instance,
+		InstanceID:        instanceID,
 		Readiness:         &ready,
 	}, withRole("election"), leadTerm(disp, lag, logger), logger, reg)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
@@ -33,6 +35,12 @@ type Config struct {
 	RejoinBackoff time.Duration
 	// InstanceName identifies this replica in logs. Defaults to the kgo member ID.
 	InstanceName string
+	// InstanceID, when set, makes this replica a static group member (KIP-345): restarted with the same ID
+	// within the session timeout, it takes its assignment (and leadership, if it led) back at once, without a
+	// rebalance. A graceful stop leaves the group explicitly by instance ID (a static member's Close does
+	// not), so leadership still moves within a heartbeat. Two running replicas must never share an ID: the
+	// group fences the older one, and its Run returns ErrFencedInstance. Off by default.
+	InstanceID string
 	// Readiness, when set, gets the condition ReadinessCondition: false from New, true once the first
 	// assignment arrived (as Joined), false again as soon as Run's context ends (shutdown began), so a replica
 	// that is handing over is taken out of service before it has left the group. Nil sets nothing.
@@ -54,6 +62,9 @@ type Term struct {
 // LeadFunc runs one term. It must return soon after ctx is done. A non-nil error ends the term and makes the
 // Elector leave the group and rejoin.
 type LeadFunc func(ctx context.Context, term Term) error
+
+// ErrFencedInstance is returned by Run when another replica joined the group with this one's instance ID.
+var ErrFencedInstance = errors.New("another replica joined the ticker group with this instance ID (fenced)")
 
 // ErrPartitionRevoked and ErrPartitionLost are the causes of a term's context when partition 0 goes.
 var (
@@ -142,6 +153,10 @@ func (e *Elector) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if errors.Is(err, ErrFencedInstance) {
+			e.logger.Error("fenced: another replica joined the group with this instance ID; stopping", "instance_id", e.cfg.InstanceID)
+			return err
+		}
 		e.logger.Warn("left the group after a failed term; rejoining", "err", err, "backoff", backoff)
 		select {
 		case <-ctx.Done():
@@ -158,7 +173,11 @@ func (e *Elector) member(ctx context.Context) error {
 	// earlier membership's term (one that began between the first failure and the client's close) cannot end
 	// this one.
 	failed := make(chan error, 1)
-	cl, err := kgo.NewClient(append(e.opts[:len(e.opts):len(e.opts)],
+	var static []kgo.Opt
+	if e.cfg.InstanceID != "" {
+		static = []kgo.Opt{kgo.InstanceID(e.cfg.InstanceID)}
+	}
+	cl, err := kgo.NewClient(append(append(e.opts[:len(e.opts):len(e.opts)], static...),
 		kgo.ConsumerGroup(e.cfg.Group),
 		kgo.ConsumeTopics(e.cfg.Topic),
 		// The default, and the only sane choice: eager balancers would move partition 0 on every membership
@@ -204,6 +223,13 @@ func (e *Elector) member(ctx context.Context) error {
 				return
 			}
 			fs.EachError(func(t string, p int32, err error) {
+				if errors.Is(err, kerr.FencedInstanceID) {
+					select {
+					case failed <- ErrFencedInstance:
+					default:
+					}
+					return
+				}
 				e.logger.Debug("group client poll error", "topic", t, "partition", p, "err", err)
 			})
 		}
@@ -220,7 +246,29 @@ func (e *Elector) member(ctx context.Context) error {
 	cl.Close()
 	<-pollDone
 	e.endTerm(errLeftGroup)
+	if e.cfg.InstanceID != "" && !errors.Is(termErr, ErrFencedInstance) {
+		e.leaveStatic(ctx)
+	}
 	return termErr
+}
+
+// leaveStatic removes this static member from the group by its instance ID: Close does not, so without it a
+// graceful stop would leave partition 0 with a member that is gone until the session timeout.
+func (e *Elector) leaveStatic(ctx context.Context) {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(e.opts...)
+	if err == nil {
+		defer cl.Close()
+		var resp kadm.LeaveGroupResponses
+		resp, err = kadm.NewClient(cl).LeaveGroup(lctx, kadm.LeaveGroup(e.cfg.Group).InstanceIDs(e.cfg.InstanceID).Reason("graceful stop"))
+		if err == nil {
+			err = resp.Error()
+		}
+	}
+	if err != nil {
+		e.logger.Warn("leaving the ticker group by instance ID", "instance_id", e.cfg.InstanceID, "err", err)
+	}
 }
 
 func (e *Elector) markJoined() {

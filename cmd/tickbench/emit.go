@@ -92,7 +92,7 @@ throughput against the baseline, and the leader's peak memory (RSS and Go heap f
 		defer os.RemoveAll(dir)
 		bin = filepath.Join(dir, "ticker")
 		if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ticker").CombinedOutput(); err != nil {
-			return fmt.Errorf("building the ticker: %v\n%s", err, out)
+			return fmt.Errorf("building the ticker: %w\n%s", err, out)
 		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

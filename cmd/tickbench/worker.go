@@ -173,7 +173,7 @@ func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, name
 	for {
 		select {
 		case err := <-errc:
-			return 0, 0, fmt.Errorf("worker stopped early: %v", err)
+			return 0, 0, fmt.Errorf("worker stopped early: %w", err)
 		case <-time.After(100 * time.Millisecond):
 		}
 		committed, err := adm.FetchOffsets(ctx, names.WorkerGroup)

@@ -146,7 +146,7 @@ func (f *fleet) runSetup(ctx context.Context, argv []string) (string, error) {
 	cmd.Stderr = logFile
 	cmd.Env = childEnv()
 	err = cmd.Run()
-	logFile.Write(stdout.Bytes())
+	_, _ = logFile.Write(stdout.Bytes())
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %s; see %s:\n%s", filepath.Base(argv[0]), argv[1], exitText(err), logPath, tail(logPath, 12))
 	}

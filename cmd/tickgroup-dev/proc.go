@@ -138,8 +138,8 @@ func (p *proc) stop(cmd *exec.Cmd, exited <-chan error) (time.Duration, error) {
 		return time.Since(start), nil
 	case <-timer.C:
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-exited
-		return time.Since(start), fmt.Errorf("%s did not stop within %s of SIGTERM and was killed; see %s", p.name, stopTimeout, p.logPath)
+		err := <-exited // the SIGKILL's own exit status says nothing more
+		return time.Since(start), fmt.Errorf("%s did not stop within %s of SIGTERM and was killed (%s); see %s", p.name, stopTimeout, exitText(err), p.logPath)
 	}
 }
 

@@ -403,11 +403,11 @@ func TestE2EExactlyOnceNoFaults(t *testing.T) {
 		}
 		e.emit(prod, recs...)
 	}
-	ex := e.waitAllOK(ids, 50*time.Second)
+	e.waitAllOK(ids, 50*time.Second)
 	for _, w := range ws {
 		e.stop(w)
 	}
-	ex = e.executions()
+	ex := e.executions()
 	total := 0
 	for _, id := range ids {
 		if n := len(ex[id]); n != 1 {

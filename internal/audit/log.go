@@ -110,14 +110,3 @@ func (l *Log) AddVersion(name string, offset int64, at time.Time, sched *schedul
 	d.Versions = append(d.Versions, Version{Offset: offset, At: at.UTC(), Schedule: sched})
 	sort.SliceStable(d.Versions, func(i, j int) bool { return d.Versions[i].Offset < d.Versions[j].Offset })
 }
-
-// outcomes returns t's outcome entries.
-func (t *Tick) outcomes() []ledger.Entry {
-	var out []ledger.Entry
-	for _, e := range t.Ledger {
-		if e.Kind == ledger.KindOutcome {
-			out = append(out, e)
-		}
-	}
-	return out
-}

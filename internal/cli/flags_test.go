@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"io"
 	"slices"
@@ -89,7 +90,7 @@ func TestUsageGroupsAndDefaults(t *testing.T) {
 	fs.Var(&every, "every", "interval")
 	fs.StringVar(&name, "catchup", "all", "policy")
 	fs.Usage = Usage(fs, "Usage: x [flags]")
-	if err := Parse(fs, []string{"--help"}, func(string) string { return "" }); err != flag.ErrHelp {
+	if err := Parse(fs, []string{"--help"}, func(string) string { return "" }); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("--help: %v, want flag.ErrHelp", err)
 	}
 	help := out.String()

@@ -58,7 +58,7 @@ func (d *Dispatcher) waitStable(ctx context.Context, adm *kadm.Client, logger *s
 		l, ok1 := lso.Lookup(topic, 0)
 		h, ok2 := hwm.Lookup(topic, 0)
 		if !ok1 || !ok2 || l.Err != nil || h.Err != nil {
-			return fmt.Errorf("listing the offsets of %s: %v", topic, errors.Join(l.Err, h.Err))
+			return fmt.Errorf("listing the offsets of %s: %w", topic, errors.Join(l.Err, h.Err))
 		}
 		if l.Offset >= h.Offset {
 			if !warned.IsZero() {

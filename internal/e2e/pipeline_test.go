@@ -36,7 +36,7 @@ func TestPipelineUnderKills(t *testing.T) {
 	workers[0].signal(syscall.SIGKILL)
 	killed := time.Now()
 	leaderOf(t, 20*time.Second, without(tickers, lead)...)
-	workers = append(workers, startWorker("w1-restarted"))
+	startWorker("w1-restarted")
 	eventually(t, 30*time.Second, "16 ticks emitted after the kills", func() bool { return emittedAfter(ticks.of("scan"), killed) >= 16 })
 
 	// Stop emitting, then wait until every emitted tick ran.

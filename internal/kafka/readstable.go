@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,7 +50,7 @@ func ReadStableFrom(ctx context.Context, opts []kgo.Opt, topic string, partition
 	}
 	end, ok := ends.Lookup(topic, partition)
 	if !ok || end.Err != nil {
-		return 0, fmt.Errorf("reading %s[%d]: last stable offset: %v", topic, partition, end.Err)
+		return 0, fmt.Errorf("reading %s[%d]: last stable offset: %w", topic, partition, cmp.Or(end.Err, errors.New("partition not listed")))
 	}
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {

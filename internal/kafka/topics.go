@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -118,7 +119,7 @@ func WaitTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicD
 		td, ok := tds[topic]
 		switch {
 		case !ok || td.Err != nil:
-			last = fmt.Errorf("topic %s not found (create it with `ticker init` or a ticker first): %v", topic, td.Err)
+			last = fmt.Errorf("topic %s not found (create it with `ticker init` or a ticker first): %w", topic, cmp.Or[error](td.Err, kerr.UnknownTopicOrPartition))
 		case len(td.Partitions) == 0:
 			last = fmt.Errorf("topic %s has no partitions yet", topic)
 		default:

@@ -149,9 +149,9 @@ func checkCronField(field string, def cronField) error {
 		if err != nil {
 			return err
 		}
-		high := low
 		if isRange {
-			if high, err = cronValue(highStr, def); err != nil {
+			high, err := cronValue(highStr, def)
+			if err != nil {
 				return err
 			}
 			if low > high {

@@ -167,7 +167,7 @@ func clip(s string) string {
 func Load(ctx context.Context, opts []kgo.Opt, topic string) (map[string]Entry, []Broken, error) {
 	f := newFold()
 	_, err := kafka.ReadStable(ctx, opts, topic, 0, func(r *kgo.Record) error {
-		f.apply(r)
+		_ = f.apply(r) // an invalid record is kept in f.broken and returned below
 		return nil
 	})
 	broken := make([]Broken, 0, len(f.broken))

@@ -328,34 +328,6 @@ func TestViewBadRecordDuringLoadIsSkippedNotDeadLettered(t *testing.T) {
 	}
 }
 
-func header(r *kgo.Record, key string) string {
-	for _, h := range r.Headers {
-		if h.Key == key {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
-
-// readAll reads topic from the start until it has n records.
-func (b *testBundle) readAll(t *testing.T, topic string, n int) []*kgo.Record {
-	t.Helper()
-	cl, err := kgo.NewClient(append(b.opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	defer cl.Close()
-	var recs []*kgo.Record
-	for len(recs) < n {
-		fs := cl.PollFetches(b.ctx)
-		if b.ctx.Err() != nil {
-			t.Fatalf("reading %s: %d of %d records before the deadline", topic, len(recs), n)
-		}
-		recs = append(recs, fs.Records()...)
-	}
-	return recs
-}
-
 // count is the number of records in topic (its end offset; the test topics are never truncated).
 func (b *testBundle) count(t *testing.T, topic string) int64 {
 	t.Helper()

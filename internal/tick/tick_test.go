@@ -40,7 +40,7 @@ func TestPartitionSpreadsShards(t *testing.T) {
 		}
 		seen[p] = true
 	}
-	if Partition("scan", 1, 12) != Partition("scan", 1, 12) {
+	if a, b := Partition("scan", 1, 12), Partition("scan", 1, 12); a != b {
 		t.Fatal("partition is not stable")
 	}
 }

@@ -324,7 +324,7 @@ func (w *Worker) ledgerStart(ctx context.Context, p int32) (from, fence int64, e
 	}
 	lo, ok := starts.Lookup(w.names.Results, p)
 	if !ok || lo.Err != nil {
-		return 0, 0, fmt.Errorf("listing the start of ledger partition %d: %v", p, lo.Err)
+		return 0, 0, fmt.Errorf("listing the start of ledger partition %d: %w", p, cmp.Or(lo.Err, errors.New("partition not listed")))
 	}
 	w.logger.Info("no ledger position in the committed offset: reading the whole ledger partition", "partition", p, "from", lo.Offset)
 	return lo.Offset, 0, nil

@@ -132,7 +132,7 @@ func startGroup(path string, argv, env []string, stdin, out *os.File, l *lease) 
 		if verdict == "error" {
 			return nil, Permanent(fmt.Errorf("starting %s: %s", argv[0], detail))
 		}
-		return nil, fmt.Errorf("starting %s: the exec supervisor exited before the program started: %v", argv[0], werr)
+		return nil, fmt.Errorf("starting %s: the exec supervisor exited before the program started: %w", argv[0], werr)
 	}
 	g.pid, _ = strconv.Atoi(detail)
 	g.events = make(chan []string, 1)

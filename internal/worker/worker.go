@@ -246,6 +246,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	cancelCommit()
 	// Close leaves the group; OnPartitionsRevoked runs first and finds every lane stopped and committed.
 	cl.Close()
+	stopSummary()
+	<-sumDone
 	if w.cfg.InstanceID != "" && !errors.Is(pollErr, ErrFencedInstance) {
 		w.leaveStatic(ctx)
 	}

@@ -69,7 +69,7 @@ func TestAuditAgreesWithTheLog(t *testing.T) {
 	f := newFleet(t)
 	f.cli("init", "--work-partitions", "4")
 	f.cli("schedule", "put", "beat", "--every", "1s", "--shards", "2", "--catchup", "all")
-	f.cli("schedule", "put", "slow", "--every", "3s") // catchup latest: slots before the first leader are passed over
+	f.cli("schedule", "put", "slow", "--every", "3s", "--catchup", "latest") // slots missed in the outage are passed over
 	for _, w := range []string{"w1", "w2"} {
 		f.start(w, "worker", "run", "--exec", "true", "--worker-id", w, "--start", "earliest", "--session-timeout", "3s")
 	}

@@ -109,7 +109,7 @@ func newBenchNamespace(ctx context.Context, brokers, prefix string, partitions i
 		defer cancel()
 		n := ns.names
 		_, _ = ns.adm.DeleteGroups(cctx, n.TickerGroup, n.WorkerGroup)
-		_, _ = ns.adm.DeleteTopics(cctx, n.Ticker, n.Schedules, n.Work, n.Results, n.DLQ, n.Work+".raw")
+		_, _ = ns.adm.DeleteTopics(cctx, n.Ticker, n.Schedules, n.Work, n.Results, n.DLQ, n.Work+".raw", n.Work+".rtt")
 	}
 	if err := kafka.EnsureTopics(ctx, ns.adm, ns.names, kafka.TopicOptions{WorkPartitions: int32(partitions)}); err != nil {
 		ns.close()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -37,7 +38,7 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	schedules := fs.Int("schedules", 1000, "distinct schedules the ticks belong to")
 	concurrency := fs.Int("concurrency", worker.DefaultConcurrency, "worker concurrency")
 	keep := fs.Bool("keep", false, "keep the namespace's topics and group afterwards")
-	fs.Usage = cli.Usage(fs, "Usage: tickbench worker [flags]\n\nWrites --ticks ticks into a fresh namespace, then measures (1) raw franz-go\nconsumption (read_committed, no processing) and (2) the worker library with a no-op handler\n(outcome records and offset commits included), and prints both rates and their ratio.")
+	fs.Usage = cli.Usage(fs, "Usage: tickbench worker [flags]\n\nWrites --ticks ticks into a fresh namespace, then measures (1) raw franz-go\nconsumption (read_committed, no processing) and (2) the worker library with a no-op handler\n(outcome records and offset commits included), and prints both rates, their ratio, each partition's\nrate and the round trip of one produce and its read-back (the floor of a lane's per-tick ledger cost).")
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -60,21 +61,31 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	fmt.Fprintf(stdout, "fill:   %8d ticks in %6.2fs  %9.0f ticks/s\n", *n, time.Since(start).Seconds(), float64(*n)/time.Since(start).Seconds())
 
 	// (1) Raw consumption: read_committed, no group, no processing.
-	raw, ends, err := consumeRaw(ctx, base, names.Work, *n)
+	raw, ends, counts, err := consumeRaw(ctx, base, names.Work, *n)
 	if err != nil {
 		return err
 	}
 	rawRate := float64(*n) / raw.Seconds()
 	fmt.Fprintf(stdout, "raw:    %8d ticks in %6.2fs  %9.0f ticks/s  (franz-go, read_committed, no processing)\n", *n, raw.Seconds(), rawRate)
 
+	// The floor of one lane's per-tick cost: a synchronous produce read back by a consumer already positioned at
+	// the partition, which is what the worker does for each started entry.
+	if rtt, err := roundTrip(ctx, base, adm, names.Work+".rtt", 300); err != nil {
+		fmt.Fprintf(stdout, "round trip: %v\n", err)
+	} else {
+		fmt.Fprintf(stdout, "round trip: produce + read back one record, 300 times: median %.2f ms, p90 %.2f ms  (bound: %.0f ticks/s per partition)\n",
+			ms(rtt[len(rtt)/2]), ms(rtt[len(rtt)*9/10]), 1/rtt[len(rtt)/2].Seconds())
+	}
+
 	// (2) The worker library: group, lanes, no-op handler, outcome records, offset commits.
-	wd, handled, err := runWorkerLib(ctx, kcfg, adm, names, ends, *concurrency)
+	wd, handled, done, err := runWorkerLib(ctx, kcfg, adm, names, ends, *concurrency)
 	if err != nil {
 		return err
 	}
 	wRate := float64(*n) / wd.Seconds()
 	fmt.Fprintf(stdout, "worker: %8d ticks in %6.2fs  %9.0f ticks/s  (internal/worker, no-op handler, %d handled, outcomes + commits)\n", *n, wd.Seconds(), wRate, handled)
 	fmt.Fprintf(stdout, "ratio:  worker/raw = %.3f\n", wRate/rawRate)
+	printPerPartition(stdout, counts, done)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	fmt.Fprintf(stdout, "memory: Go heap in use %.1f MiB, heap reserved from the OS %.1f MiB, %s\n", float64(ms.HeapInuse)/(1<<20), float64(ms.HeapSys)/(1<<20), rss())
@@ -125,36 +136,40 @@ func fill(ctx context.Context, base []kgo.Opt, topic string, n, parts, schedules
 
 // consumeRaw reads n records and returns how long it took and, per partition, the offset after its last data
 // record (a worker is done when it has committed those; transaction markers sit after them).
-func consumeRaw(ctx context.Context, base []kgo.Opt, topic string, n int) (time.Duration, map[int32]int64, error) {
+func consumeRaw(ctx context.Context, base []kgo.Opt, topic string, n int) (time.Duration, map[int32]int64, map[int32]int, error) {
 	cl, err := kgo.NewClient(append(base[:len(base):len(base)],
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 	)...)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer cl.Close()
 	start := time.Now()
 	got := 0
 	ends := map[int32]int64{}
+	counts := map[int32]int{}
 	for got < n {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return 0, nil, err
+			return 0, nil, nil, err
 		}
 		fs.EachError(func(t string, p int32, err error) { fmt.Fprintln(os.Stderr, "fetch error:", t, p, err) })
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			if k := len(p.Records); k > 0 {
 				got += k
+				counts[p.Partition] += k
 				ends[p.Partition] = p.Records[k-1].Offset + 1
 			}
 		})
 	}
-	return time.Since(start), ends, nil
+	return time.Since(start), ends, counts, nil
 }
 
-func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, names kafka.Names, ends map[int32]int64, concurrency int) (time.Duration, int64, error) {
+// runWorkerLib runs the worker library until every partition is committed up to its end and returns the total
+// time, the ticks handled and, per partition, when its commit first reached its end (polled every 100 ms).
+func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, names kafka.Names, ends map[int32]int64, concurrency int) (time.Duration, int64, map[int32]time.Duration, error) {
 	var handled atomic.Int64
 	h := worker.HandlerFunc(func(context.Context, tick.Tick, worker.Attempt) error {
 		handled.Add(1)
@@ -163,17 +178,18 @@ func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, name
 	w, err := worker.New(worker.Config{Kafka: kcfg, WorkerID: "tickbench", Concurrency: concurrency, Start: worker.StartEarliest},
 		h, worker.Deps{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	errc := make(chan error, 1)
 	start := time.Now()
+	doneAt := map[int32]time.Duration{}
 	go func() { errc <- w.Run(wctx) }()
 	for {
 		select {
 		case err := <-errc:
-			return 0, 0, fmt.Errorf("worker stopped early: %w", err)
+			return 0, 0, nil, fmt.Errorf("worker stopped early: %w", err)
 		case <-time.After(100 * time.Millisecond):
 		}
 		committed, err := adm.FetchOffsets(ctx, names.WorkerGroup)
@@ -184,18 +200,84 @@ func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, name
 		for p, end := range ends {
 			if c, ok := committed.Lookup(names.Work, p); !ok || c.At < end {
 				done = false
+			} else if _, seen := doneAt[p]; !seen {
+				doneAt[p] = time.Since(start)
 			}
 		}
 		if done {
 			d := time.Since(start)
 			stop()
 			if err := <-errc; err != nil {
-				return 0, 0, err
+				return 0, 0, nil, err
 			}
-			return d, handled.Load(), nil
+			return d, handled.Load(), doneAt, nil
 		}
 	}
 }
+
+// printPerPartition prints what one partition's lane achieved: its ticks over the time until its commit reached
+// its end (the group join included), as the median, minimum and maximum over the partitions.
+func printPerPartition(w io.Writer, counts map[int32]int, done map[int32]time.Duration) {
+	var rates []float64
+	for p, k := range counts {
+		if d := done[p]; d > 0 {
+			rates = append(rates, float64(k)/d.Seconds())
+		}
+	}
+	if len(rates) == 0 {
+		return
+	}
+	sort.Float64s(rates)
+	med := rates[len(rates)/2]
+	if len(rates)%2 == 0 {
+		med = (rates[len(rates)/2-1] + rates[len(rates)/2]) / 2
+	}
+	fmt.Fprintf(w, "per partition (%d): median %.0f ticks/s (%.2f ms per tick), min %.0f, max %.0f  (ticks / time until its last commit)\n",
+		len(rates), med, 1000/med, rates[0], rates[len(rates)-1])
+}
+
+// roundTrip creates a one-partition topic and n times produces a record synchronously (with the worker's
+// producer options) and waits until a consumer already positioned at the partition, with the ledger reader's
+// fetch wait, has fetched it; it returns the n durations, sorted.
+func roundTrip(ctx context.Context, base []kgo.Opt, adm *kadm.Client, topic string, n int) ([]time.Duration, error) {
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, topic); err != nil {
+		return nil, err
+	}
+	prod, err := kgo.NewClient(append(append(base[:len(base):len(base)], kafka.WorkerProducerOpts()...), kgo.DefaultProduceTopic(topic))...)
+	if err != nil {
+		return nil, err
+	}
+	defer prod.Close()
+	cons, err := kgo.NewClient(append(base[:len(base):len(base)],
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(200*time.Millisecond))...)
+	if err != nil {
+		return nil, err
+	}
+	defer cons.Close()
+	var out []time.Duration
+	for i := 0; i < n+1; i++ { // the first one warms up both clients
+		start := time.Now()
+		r := &kgo.Record{Value: []byte("rtt")}
+		if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+			return nil, err
+		}
+		for seen := false; !seen; {
+			fs := cons.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			fs.EachRecord(func(got *kgo.Record) { seen = seen || got.Offset >= r.Offset })
+		}
+		if i > 0 {
+			out = append(out, time.Since(start))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // rss returns the process's resident set size and its peak, from /proc (Linux only).
 func rss() string {

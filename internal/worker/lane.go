@@ -351,9 +351,6 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.Tic
 		w.logger.Warn("tick skipped: past its deadline", "tick_id", t.ID, "partition", rec.Partition, "deadline", *t.Deadline)
 		return o, nil
 	}
-	if base == 0 {
-		w.m.startDelay.Observe(start.Sub(t.Slot).Seconds())
-	}
 	for attempt := 1; ; attempt++ {
 		a := Attempt{N: base + attempt, Interrupted: interrupted, Worker: w.cfg.WorkerID}
 		if l, ok := g.(*lane); ok {
@@ -398,6 +395,10 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a At
 	hctx, end, err := g.begin(ctx, rec, t, a)
 	if err != nil {
 		return err // ctx has ended (or the lane was cancelled): nothing ran
+	}
+	if a.N == 1 {
+		// Slot -> start of the first attempt, measured once the start is recorded: the ledger's cost is in it.
+		w.m.startDelay.Observe(w.cfg.Now().Sub(t.Slot).Seconds())
 	}
 	actx, cancel := context.WithTimeout(hctx, w.cfg.Timeout)
 	defer cancel()

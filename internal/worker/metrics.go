@@ -40,7 +40,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"result"}),
 		startDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tickgroup_worker_start_delay_seconds",
-			Help:    "Time from a tick's slot to the start of its first handler attempt.",
+			Help:    "Time from a tick's slot to the start of its first handler attempt (after its started entry is recorded).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{

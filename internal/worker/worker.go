@@ -243,6 +243,9 @@ func (w *Worker) partitionCounts(ctx context.Context, cl *kgo.Client) (results, 
 			if err == nil {
 				return n, nil
 			}
+			if errors.Is(err, kerr.TopicAuthorizationFailed) {
+				return 0, fmt.Errorf("worker: %w", err) // asking again will not help
+			}
 			last = err
 			if !sleep(ctx, 200*time.Millisecond) {
 				return 0, ctx.Err()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/dispatch"
+	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/store"
 )
 
@@ -100,7 +101,14 @@ func collectStatus(ctx context.Context, common cli.Common) (*statusReport, error
 	rep := &statusReport{Namespace: common.Kafka.Namespace, At: time.Now().UTC()}
 
 	// A group that never existed reads as an error here; the report then says there is no leader.
-	groups, _ := adm.DescribeGroups(ctx, names.TickerGroup)
+	// A refusal is not that: it is reported.
+	groups, err := adm.DescribeGroups(ctx, names.TickerGroup)
+	if g, ok := groups[names.TickerGroup]; ok && kafka.Denied(g.Err) {
+		err = g.Err
+	}
+	if kafka.Denied(err) {
+		return nil, kafka.NeedACL(err, "Describe", "group", names.TickerGroup)
+	}
 	if g, ok := groups[names.TickerGroup]; ok && g.Err == nil {
 		rep.Replicas = len(g.Members)
 		for _, m := range g.Members {
@@ -150,6 +158,12 @@ func collectStatus(ctx context.Context, common cli.Common) (*statusReport, error
 	}
 
 	lags, err := adm.Lag(ctx, names.WorkerGroup)
+	if l, ok := lags[names.WorkerGroup]; ok && kafka.Denied(l.Error()) {
+		err = l.Error()
+	}
+	if kafka.Denied(err) {
+		return nil, kafka.NeedACL(err, "Describe", "group", names.WorkerGroup)
+	}
 	if err == nil {
 		if l, ok := lags[names.WorkerGroup]; ok {
 			for _, p := range l.Lag[names.Work] {

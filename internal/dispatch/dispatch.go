@@ -85,7 +85,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("fencing earlier leaders (InitProducerID): %w", err)
+		return fmt.Errorf("fencing earlier leaders (InitProducerID): %w", kafka.NeedACL(err, "Write", "transactional ID", d.cfg.Names.TransactionalID))
 	}
 	t := term{producerID: pid, epoch: epoch}
 	logger = logger.With("producer_id", pid, "epoch", epoch)

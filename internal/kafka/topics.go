@@ -136,27 +136,29 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec, rf int16
 func checkExists(ctx context.Context, adm *kadm.Client, topic string) error {
 	tds, err := adm.ListTopics(ctx, topic)
 	if err != nil {
-		return fmt.Errorf("describing topic %s: %w", topic, err)
+		return fmt.Errorf("describing topic %s: %w", topic, NeedACL(err, "Describe (or Create on the cluster)", "topic", topic))
 	}
 	td, ok := tds[topic]
 	switch {
 	case ok && td.Err == nil:
 		return nil
 	case ok && errors.Is(td.Err, kerr.TopicAuthorizationFailed):
-		return fmt.Errorf("topic %s: %w: this principal may neither create it (Create on the cluster or the topic) nor see it (Describe on topic %s)",
-			topic, td.Err, topic)
+		return fmt.Errorf("describing topic %s: %w", topic, &ACLError{Op: "Describe (or Create on the cluster)", Resource: "topic", Name: topic, Err: td.Err})
 	default:
 		return fmt.Errorf("creating topic %s: %w: this principal may not create it (Create on the cluster or the topic) and it does not exist: create the topics first (ticker init as an admin)",
 			topic, kerr.TopicAuthorizationFailed)
 	}
 }
 
-// describeErr wraps the error of a topic in a metadata answer; a refusal names the permission it lacks.
+// describeErr wraps the error of describing a topic; a refusal names the permission it lacks.
 func describeErr(topic string, err error) error {
 	if errors.Is(err, kerr.TopicAuthorizationFailed) {
-		return fmt.Errorf("describing topic %s: %w (this principal needs Describe on topic %s, which Read or Write imply)", topic, err, topic)
+		return fmt.Errorf("describing topic %s: %w", topic, &ACLError{Op: "Describe (Read or Write imply it)", Resource: "topic", Name: topic, Err: err})
 	}
-	return fmt.Errorf("topic %s not found (create it with the ticker first): %w", topic, err)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("topic %s not found (create it with the ticker first): %w", topic, err)
+	}
+	return fmt.Errorf("describing topic %s: %w", topic, err)
 }
 
 // CheckTickerTopic fails unless topic exists with exactly one partition.
@@ -166,7 +168,7 @@ func CheckTickerTopic(ctx context.Context, adm *kadm.Client, topic string) error
 	for range 50 {
 		tds, err := adm.ListTopics(ctx, topic)
 		if err != nil {
-			return fmt.Errorf("describing topic %s: %w", topic, err)
+			return describeErr(topic, err)
 		}
 		td, ok := tds[topic]
 		switch {
@@ -194,7 +196,7 @@ func CheckTickerTopic(ctx context.Context, adm *kadm.Client, topic string) error
 func WorkPartitions(ctx context.Context, adm *kadm.Client, topic string) (int, error) {
 	tds, err := adm.ListTopics(ctx, topic)
 	if err != nil {
-		return 0, fmt.Errorf("describing topic %s: %w", topic, err)
+		return 0, describeErr(topic, err)
 	}
 	td, ok := tds[topic]
 	switch {

@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
 // Config configures an Elector.
@@ -118,6 +121,9 @@ func (e *Elector) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if kafka.IsACLError(err) {
+			return fmt.Errorf("leader: %w", err) // rejoining will be refused again
+		}
 		e.logger.Warn("left the group after a failed term; rejoining", "err", err, "backoff", backoff)
 		select {
 		case <-ctx.Done():
@@ -177,6 +183,12 @@ func (e *Elector) member(ctx context.Context) error {
 			}
 			fs.EachError(func(t string, p int32, err error) {
 				e.logger.Debug("group client poll error", "topic", t, "partition", p, "err", err)
+				if errors.Is(err, kerr.GroupAuthorizationFailed) {
+					select {
+					case e.failed <- kafka.NeedACL(err, "Read", "group", e.cfg.Group):
+					default:
+					}
+				}
 			})
 		}
 	}()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
@@ -68,16 +69,27 @@ func (w *Worker) runForward(ctx context.Context) error {
 			w.logger.Info("stopping worker")
 			return nil
 		}
+		var denied error
 		fetches.EachError(func(topic string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) {
 				w.logger.Warn("fetch error", "topic", topic, "partition", p, "error", err)
 			}
+			denied = cmpErr(denied, w.denied(topic, err))
 		})
+		if denied != nil {
+			return fmt.Errorf("consuming: %w", denied)
+		}
 		recs := fetches.Records()
 		if len(recs) == 0 {
 			continue
 		}
 		if err := w.forwardBatch(ctx, sess, recs, fwdParts); err != nil {
+			if errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+				return fmt.Errorf("forwarding: %w", kafka.NeedACL(err, "Write", "transactional ID", txnID+" (prefixed ACL "+w.names.WorkerGroup+".forward.)"))
+			}
+			if errors.Is(err, kerr.TopicAuthorizationFailed) {
+				return fmt.Errorf("forwarding: %w", kafka.NeedACL(err, "Write", "topic", w.cfg.Forward))
+			}
 			failures++
 			w.logger.Error("forwarding transaction failed", "records", len(recs), "failures_in_a_row", failures, "error", err)
 			if failures >= maxForwardFailures {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -274,11 +275,17 @@ func (w *Worker) poll(ctx context.Context, cl *kgo.Client) error {
 			cl.AllowRebalance()
 			return nil
 		}
+		var denied error
 		fetches.EachError(func(topic string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) {
 				w.logger.Warn("fetch error", "topic", topic, "partition", p, "error", err)
 			}
+			denied = cmpErr(denied, w.denied(topic, err))
 		})
+		if denied != nil {
+			cl.AllowRebalance()
+			return fmt.Errorf("consuming: %w", denied)
+		}
 		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
 			if len(ftp.Records) == 0 || ftp.Topic != w.names.Work {
 				return
@@ -613,6 +620,18 @@ func commitErr(resp *kmsg.OffsetCommitResponse, err error) error {
 				return fmt.Errorf("partition %d: %w", p.Partition, err)
 			}
 		}
+	}
+	return nil
+}
+
+// denied returns a refusal of the worker's group or of a topic it reads as an ACLError, and nil for any other
+// error: a missing ACL stops the worker instead of a fetch loop that logs the refusal forever.
+func (w *Worker) denied(topic string, err error) error {
+	switch {
+	case errors.Is(err, kerr.GroupAuthorizationFailed):
+		return kafka.NeedACL(err, "Read", "group", w.names.WorkerGroup)
+	case errors.Is(err, kerr.TopicAuthorizationFailed):
+		return kafka.NeedACL(err, "Read", "topic", cmp.Or(topic, w.names.Work))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ var (
 	binDir    string // ticker and worker, built by TestMain
 	repoRoot  = filepath.Join("..", "..")
 	startTook time.Duration
+	nsSeq     atomic.Int64
 )
 
 func TestMain(m *testing.M) {
@@ -175,16 +177,8 @@ func (b *broker) admin(t *testing.T) *kadm.Client {
 // deletes them at the end of the test.
 func (b *broker) namespace(t *testing.T) string {
 	t.Helper()
-	ns := fmt.Sprintf("sec-%d-%s", time.Now().UnixNano()%1e9, strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")))
-	if len(ns) > 100 {
-		ns = ns[:100]
-	}
-	ns = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_' {
-			return r
-		}
-		return '_'
-	}, ns)
+	ns := fmt.Sprintf("sec-%d", nsSeq.Add(1)+time.Now().UnixNano()%1e9)
+	t.Logf("namespace %s", ns)
 	adm := b.admin(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

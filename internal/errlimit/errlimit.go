@@ -34,8 +34,10 @@ func Wrap(err error) error {
 
 type limited struct{ err error }
 
-func (l limited) Error() string {
-	s := l.err.Error()
+func (l limited) Error() string { return Text(l.err.Error()) }
+
+// Text is s cut after Err bytes, with the length of the whole.
+func Text(s string) string {
 	if len(s) <= Err {
 		return s
 	}

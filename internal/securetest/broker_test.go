@@ -80,6 +80,9 @@ func runMain(m *testing.M) int {
 	start := time.Now()
 	up := exec.Command(script, "up", "--secure")
 	up.Env = append(os.Environ(), "KAFKA_PORT="+port)
+	if os.Getenv("KAFKA_HEAP") == "" {
+		up.Env = append(up.Env, "KAFKA_HEAP=512m") // beside the plain test broker, on a small machine
+	}
 	var stdout bytes.Buffer
 	up.Stdout, up.Stderr = &stdout, os.Stderr
 	if err := up.Run(); err != nil {

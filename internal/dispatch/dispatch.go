@@ -263,7 +263,7 @@ func (p *producer) transact(ctx context.Context, recs []*kgo.Record) error {
 			if err != nil {
 				mu.Lock()
 				if first == nil {
-					first = fmt.Errorf("producing %s to %s[%d]: %w", r.Key, r.Topic, r.Partition, err)
+					first = fmt.Errorf("producing %s to %s[%d]: %w", r.Key, r.Topic, r.Partition, kafka.NeedACL(err, "Write", "topic", r.Topic))
 				}
 				mu.Unlock()
 			}

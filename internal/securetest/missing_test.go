@@ -84,3 +84,33 @@ func lastLine(out string) string {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	return lines[len(lines)-1]
 }
+
+// TestDescribeWithoutWrite gives the ticker Describe but not Write on the work topic: its start-up checks pass,
+// and the first transaction is refused. The ticker must stop with an error naming the missing Write, not
+// rejoin and retry for ever.
+func TestDescribeWithoutWrite(t *testing.T) {
+	t.Parallel()
+	b := secureBroker(t)
+	ns := b.namespace(t)
+	names := b.config(t, "admin", ns).Names()
+	var acls []acl
+	for _, a := range shippedACLs(t, ns, "") {
+		if a.role == "ticker" && a.name == names.Work {
+			a.ops = []string{"Describe"}
+		}
+		acls = append(acls, a)
+	}
+	b.grant(t, rolesOf(acls, "ticker", "operator"))
+	feed(t, b, ns)
+	tk := start(t, "ticker", append([]string{"run", "--metrics-addr", "", "--session-timeout", "3s"}, b.flags(t, "ticker", ns)...)...)
+	if code := tk.exited(20 * time.Second); code != 1 {
+		t.Fatalf("ticker run: exit %d within 20 s, want 1 (-1: still running)", code)
+	}
+	last := lastLine(tk.out.String())
+	for _, want := range []string{"TOPIC_AUTHORIZATION_FAILED", "this principal needs Write on topic " + names.Work} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the error does not say %q:\n%s", want, last)
+		}
+	}
+	t.Logf("%s", last)
+}

@@ -85,32 +85,47 @@ func lastLine(out string) string {
 	return lines[len(lines)-1]
 }
 
-// TestDescribeWithoutWrite gives the ticker Describe but not Write on the work topic: its start-up checks pass,
-// and the first transaction is refused. The ticker must stop with an error naming the missing Write, not
-// rejoin and retry for ever.
-func TestDescribeWithoutWrite(t *testing.T) {
+// TestReadWithoutWrite leaves out Write but keeps Read (so Describe) where the start-up checks cannot notice: the
+// ticker's Write on the work topic (its first transaction is refused) and the worker's Write on the results
+// topic (its claim of a partition in the ledger is refused). Each command must stop with an error naming the
+// missing Write, not retry for ever.
+func TestReadWithoutWrite(t *testing.T) {
 	t.Parallel()
 	b := secureBroker(t)
-	ns := b.namespace(t)
-	names := b.config(t, "admin", ns).Names()
-	var acls []acl
-	for _, a := range shippedACLs(t, ns, "") {
-		if a.role == "ticker" && a.name == names.Work {
-			a.ops = []string{"Describe"}
-		}
-		acls = append(acls, a)
+	for _, tc := range []struct {
+		role, topic string // the role and which of its topics keeps only Describe (ticker) or Read (worker)
+		ops         []string
+	}{
+		{"ticker", "work", []string{"Describe"}},
+		{"worker", "results", []string{"Read"}},
+	} {
+		t.Run(tc.role, func(t *testing.T) {
+			t.Parallel()
+			ns := b.namespace(t)
+			topic := ns + "." + tc.topic
+			var acls []acl
+			for _, a := range shippedACLs(t, ns, "") {
+				if a.role == tc.role && a.name == topic {
+					a.ops = tc.ops
+				}
+				acls = append(acls, a)
+			}
+			b.grant(t, rolesOf(acls, "ticker", "worker", "operator"))
+			feed(t, b, ns)
+			p := start(t, "ticker", append([]string{"run", "--metrics-addr", "", "--session-timeout", "3s"}, b.flags(t, "ticker", ns)...)...)
+			if tc.role == "worker" {
+				p = start(t, "worker", append([]string{"run", "--metrics-addr", "", "--exec", "true", "--start", "earliest"}, b.flags(t, "worker", ns)...)...)
+			}
+			if code := p.exited(20 * time.Second); code != 1 {
+				t.Fatalf("%s: exit %d within 20 s, want 1 (-1: still running)\n%s", p.name, code, p.out.String())
+			}
+			last := lastLine(p.out.String())
+			for _, want := range []string{"TOPIC_AUTHORIZATION_FAILED", "this principal needs Write on topic " + topic} {
+				if !strings.Contains(last, want) {
+					t.Errorf("the error does not say %q:\n%s", want, last)
+				}
+			}
+			t.Logf("%s", last)
+		})
 	}
-	b.grant(t, rolesOf(acls, "ticker", "operator"))
-	feed(t, b, ns)
-	tk := start(t, "ticker", append([]string{"run", "--metrics-addr", "", "--session-timeout", "3s"}, b.flags(t, "ticker", ns)...)...)
-	if code := tk.exited(20 * time.Second); code != 1 {
-		t.Fatalf("ticker run: exit %d within 20 s, want 1 (-1: still running)", code)
-	}
-	last := lastLine(tk.out.String())
-	for _, want := range []string{"TOPIC_AUTHORIZATION_FAILED", "this principal needs Write on topic " + names.Work} {
-		if !strings.Contains(last, want) {
-			t.Errorf("the error does not say %q:\n%s", want, last)
-		}
-	}
-	t.Logf("%s", last)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -66,6 +67,11 @@ func (l *lane) run() {
 			break
 		}
 		if l.ctx.Err() != nil {
+			return
+		}
+		if kafka.IsACLError(err) {
+			w.logger.Error("taking the partition over in the ledger", "partition", l.partition, "error", err)
+			w.fatal(fmt.Errorf("partition %d: %w", l.partition, err))
 			return
 		}
 		w.logger.Warn("taking the partition over in the ledger; retrying", "partition", l.partition, "try", try, "error", err)

@@ -62,8 +62,9 @@ type Worker struct {
 	resultParts int
 	dlqParts    int
 	sem         chan struct{}
-	hardCtx     context.Context // ends when the grace period runs out
-	draining    chan struct{}   // closed when shutdown begins: lanes stop before their next record
+	hardCtx     context.Context         // ends when the grace period runs out
+	stopPoll    context.CancelCauseFunc // ends the poll loop with a fatal cause (a missing ACL), see fatal
+	draining    chan struct{}           // closed when shutdown begins: lanes stop before their next record
 	commitWake  chan struct{}
 	assignedYet atomic.Bool
 
@@ -212,7 +213,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.committer(committerCtx)
 	}()
 
-	pollErr := w.poll(ctx, cl)
+	pollCtx, stopPoll := context.WithCancelCause(ctx)
+	defer stopPoll(nil)
+	w.stopPoll = stopPoll
+	pollErr := w.poll(pollCtx, cl)
 
 	w.logger.Info("stopping worker", "grace", w.cfg.Grace)
 	close(w.draining)
@@ -273,6 +277,9 @@ func (w *Worker) poll(ctx context.Context, cl *kgo.Client) error {
 		fetches := cl.PollRecords(ctx, 10_000)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			cl.AllowRebalance()
+			if cause := context.Cause(ctx); kafka.IsACLError(cause) {
+				return cause
+			}
 			return nil
 		}
 		var denied error
@@ -634,4 +641,12 @@ func (w *Worker) denied(topic string, err error) error {
 		return kafka.NeedACL(err, "Read", "topic", cmp.Or(topic, w.names.Work))
 	}
 	return nil
+}
+
+// fatal stops the worker with err, gracefully (in-flight handlers finish, offsets are committed): for what
+// retrying cannot cure, a missing ACL.
+func (w *Worker) fatal(err error) {
+	if w.stopPoll != nil {
+		w.stopPoll(err)
+	}
 }

@@ -10,10 +10,17 @@ LDFLAGS     := -s -w -X github.com/tickgroup/tickgroup/internal/admin.Version=$(
 KAFKA_PORT  ?= 9092
 # `make test` starts its own broker on this port when KAFKA_BROKERS is unset, and stops it afterwards.
 KAFKA_TEST_PORT ?= 19092
+# internal/securetest starts (and stops) its own secure broker on this port; so does `make kafka-up-secure`.
+KAFKA_SECURE_PORT ?= 19392
+export KAFKA_SECURE_PORT
 TEST_TIMEOUT ?= 15m
 # Test packages one at a time: the fault tests time failovers against bounds, and on two cores a second package
 # killing its own processes at the same moment only adds noise. The whole suite takes about four minutes.
 TEST_PARALLEL ?= 1
+# `make fuzz` runs each fuzz target (package:Name) this long.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := internal/tick:FuzzDecode internal/dispatch:FuzzDecodeState internal/worker:FuzzSplitArgs \
+	internal/schedule:FuzzParseFile internal/schedule:FuzzCompile internal/ledger:FuzzDecode internal/store:FuzzApply
 
 .PHONY: help
 help: ## List the targets.
@@ -37,6 +44,14 @@ test: ## Run every test, real-broker ones included (starts and stops a local Kaf
 test-short: ## Run the fast tests only (no broker needed).
 	$(GO) test -short -count=1 ./...
 
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (30s); not part of `make test` (which runs their seed corpora).
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*} name=$${t##*:}; \
+		echo "fuzz: $$name in ./$$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$pkg; \
+	done
+
 .PHONY: bench
 bench: ## Run the Go benchmarks and the load tool against a real broker (started if needed).
 	@scripts/with-kafka.sh scripts/bench.sh
@@ -52,6 +67,10 @@ lint: ## gofmt, go vet and golangci-lint (.golangci.yml; built from the module p
 .PHONY: kafka-up
 kafka-up: ## Start a local Apache Kafka 4.x (Java 17 + Maven) on 127.0.0.1:$(KAFKA_PORT).
 	@KAFKA_PORT=$(KAFKA_PORT) scripts/kafka-dev.sh up
+
+.PHONY: kafka-up-secure
+kafka-up-secure: ## Start a local Kafka with SASL_SSL, mutual TLS and ACLs on 127.0.0.1:$(KAFKA_SECURE_PORT).
+	@KAFKA_PORT=$(KAFKA_SECURE_PORT) scripts/kafka-dev.sh up --secure
 
 .PHONY: kafka-down
 kafka-down: ## Stop the local Apache Kafka started by kafka-up.

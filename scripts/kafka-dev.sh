@@ -2,14 +2,27 @@
 # kafka-dev.sh: a local, single-node Apache Kafka (KRaft, combined broker+controller) for tests, without Docker.
 #
 #   scripts/kafka-dev.sh up     resolve the broker jars with Maven (cached), format storage, start, wait until ready
+#   scripts/kafka-dev.sh up --secure
+#                               the same with security on: see "Secure mode" below
 #   scripts/kafka-dev.sh down   stop the broker started by `up` (by its PID file)
 #   scripts/kafka-dev.sh restart  stop it and start it again on the same data (a broker restart, for fault tests)
 #   scripts/kafka-dev.sh logs   print the tail of the broker log
 #
 # Settings come from the environment:
-#   KAFKA_PORT      client port on 127.0.0.1 (default 9092); the controller listens on KAFKA_PORT+1
+#   KAFKA_PORT      client port on 127.0.0.1 (default 9092); the controller listens on KAFKA_PORT+1 (and, in
+#                   secure mode, the inter-broker listener on KAFKA_PORT+2)
 #   KAFKA_DEV_DIR   working directory for jars, data and logs (default .kafka-dev in the repository)
 #   KAFKA_HEAP      JVM heap (default 1g)
+#
+# Secure mode (`up --secure`) makes the client listener SASL_SSL with SCRAM-SHA-512 and mutual TLS, and turns
+# authorization on (StandardAuthorizer, allow.everyone.if.no.acl.found=false), as a production cluster would be:
+#   - at start, keytool (it ships with Java) makes a CA, a broker certificate for 127.0.0.1 and localhost and a
+#     client certificate, under $run/tls: ca.pem, client.pem and client-key.pem are the files a client needs;
+#   - SCRAM-SHA-512 users admin, ticker, worker and operator are made at format time (kafka-storage format
+#     --add-scram), with random passwords in $run/users/NAME.password; admin is a super user;
+#   - the controller (KAFKA_PORT+1) and the inter-broker listener (KAFKA_PORT+2) are SSL with mutual TLS; the
+#     broker's certificate (User:CN=kafka-broker) is the other super user;
+#   - no ACLs are made: deploy/acls.sh (or the tests, from deploy/acls.txt) adds them.
 #
 # The broker is tuned for tests, not production: replication factor 1 for internal topics, no initial rebalance
 # delay, a 1 s minimum session timeout and a 1 s log-cleaner backoff so compaction can be observed quickly.
@@ -18,6 +31,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 port=${KAFKA_PORT:-9092}
 cport=$((port + 1))
+iport=$((port + 2)) # secure mode's inter-broker listener
 root=${KAFKA_DEV_DIR:-$here/.kafka-dev}
 heap=${KAFKA_HEAP:-1g}
 run="$root/run-$port"
@@ -41,15 +55,16 @@ fetch_jars() {
 
 write_config() {
 	mkdir -p "$run/data"
-	cat >"$run/server.properties" <<PROPS
+	if [[ ${1:-} == secure ]]; then
+		listeners_config secure >"$run/server.properties"
+	else
+		listeners_config >"$run/server.properties"
+	fi
+	cat >>"$run/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.bootstrap.servers=127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
 log.dirs=$run/data
 num.partitions=1
 auto.create.topics.enable=false
@@ -79,6 +94,90 @@ logger.cleaner.level=INFO
 PROPS
 }
 
+listeners_config() {
+	if [[ ${1:-} != secure ]]; then
+		cat <<PROPS
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+PROPS
+		return
+	fi
+	local tls=$run/tls sp
+	sp=$(cat "$tls/store.password")
+	# ssl.client.auth applies to the SSL listeners (controller, inter-broker); a SASL_SSL listener takes only the
+	# listener-prefixed setting.
+	cat <<PROPS
+listeners=SASL_SSL://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport,INTERNAL://127.0.0.1:$iport
+advertised.listeners=SASL_SSL://127.0.0.1:$port,INTERNAL://127.0.0.1:$iport
+inter.broker.listener.name=INTERNAL
+listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:SSL,INTERNAL:SSL
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.ssl.client.auth=required
+ssl.client.auth=required
+ssl.keystore.type=PKCS12
+ssl.keystore.location=$tls/broker.p12
+ssl.keystore.password=$sp
+ssl.key.password=$sp
+ssl.truststore.type=PKCS12
+ssl.truststore.location=$tls/truststore.p12
+ssl.truststore.password=$sp
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+allow.everyone.if.no.acl.found=false
+super.users=User:admin;User:CN=kafka-broker
+PROPS
+}
+
+# make_certs writes a CA, the broker's key store (CN=kafka-broker, SAN 127.0.0.1 and localhost), a trust store
+# with the CA, and a client certificate and key as PEM (CN=tickgroup-client), all with keytool. A Java source
+# file (run without a build step) writes the client key as PEM, which keytool cannot.
+make_certs() {
+	local tls=$run/tls
+	mkdir -p "$tls"
+	chmod 700 "$tls"
+	(umask 077 && random_secret >"$tls/store.password")
+	KAFKA_DEV_STOREPASS=$(cat "$tls/store.password")
+	export KAFKA_DEV_STOREPASS
+	kt() { keytool -noprompt -storetype PKCS12 -storepass:env KAFKA_DEV_STOREPASS -keypass:env KAFKA_DEV_STOREPASS "$@" 2>&1; }
+	kt -genkeypair -keystore "$tls/ca.p12" -alias ca -keyalg EC -groupname secp256r1 -validity 30 \
+		-dname "CN=tickgroup-dev-ca" -ext bc:c >/dev/null
+	kt -exportcert -keystore "$tls/ca.p12" -alias ca -rfc -file "$tls/ca.pem" >/dev/null
+	kt -importcert -keystore "$tls/truststore.p12" -alias ca -file "$tls/ca.pem" >/dev/null
+	local name cn ext
+	for name in broker client; do
+		if [[ $name == broker ]]; then
+			cn=kafka-broker ext=(-ext san=ip:127.0.0.1,dns:localhost -ext eku=serverAuth,clientAuth)
+		else
+			cn=tickgroup-client ext=(-ext eku=clientAuth)
+		fi
+		kt -genkeypair -keystore "$tls/$name.p12" -alias "$name" -keyalg EC -groupname secp256r1 -validity 30 \
+			-dname "CN=$cn" >/dev/null
+		kt -certreq -keystore "$tls/$name.p12" -alias "$name" -file "$tls/$name.csr" >/dev/null
+		kt -gencert -keystore "$tls/ca.p12" -alias ca -infile "$tls/$name.csr" -outfile "$tls/$name.pem" -rfc \
+			-validity 30 -ext ku=digitalSignature "${ext[@]}" >/dev/null
+		kt -importcert -keystore "$tls/$name.p12" -alias ca -file "$tls/ca.pem" >/dev/null
+		kt -importcert -keystore "$tls/$name.p12" -alias "$name" -file "$tls/$name.pem" >/dev/null
+	done
+	(umask 077 && java "$here/tools/kafka-dev/PemKey.java" "$tls/client.p12" client >"$tls/client-key.pem")
+	rm -f "$tls"/*.csr
+}
+
+random_secret() { head -c 18 /dev/urandom | base64 | tr -d '/+=\n'; }
+
+# scram_args prints the --add-scram arguments of format and writes each user's password to $run/users.
+scram_args() {
+	mkdir -p "$run/users"
+	chmod 700 "$run/users"
+	local user pass
+	for user in admin ticker worker operator; do
+		pass=$(random_secret)
+		(umask 077 && printf '%s\n' "$pass" >"$run/users/$user.password")
+		printf '%s\n' --add-scram "SCRAM-SHA-512=[name=$user,password=$pass]"
+	done
+}
+
 up() {
 	if running; then
 		echo "kafka-dev: already running (pid $(cat "$pidfile")) on 127.0.0.1:$port" >&2
@@ -95,11 +194,18 @@ up() {
 	fetch_jars
 	if [[ ${1:-fresh} == fresh ]]; then
 		rm -rf "$run"
-		write_config
+		mkdir -p "$run"
+		local scram=()
+		if [[ ${2:-} == secure ]]; then
+			command -v keytool >/dev/null || { echo "kafka-dev: keytool (from the JDK) is required for --secure" >&2; exit 1; }
+			make_certs
+			mapfile -t scram < <(scram_args)
+		fi
+		write_config "${2:-}"
 		local id
 		id=$(java -cp "$root/lib/*" kafka.tools.StorageTool random-uuid 2>/dev/null)
 		java "-Dlog4j2.configurationFile=$run/log4j2.properties" -cp "$root/lib/*" kafka.tools.StorageTool format \
-			-t "$id" -c "$run/server.properties" --standalone >"$run/format.log" 2>&1
+			-t "$id" -c "$run/server.properties" --standalone "${scram[@]}" >"$run/format.log" 2>&1
 	fi
 	launch "$start"
 }
@@ -148,12 +254,18 @@ down() {
 }
 
 case "${1:-}" in
-up) up fresh ;;
+up)
+	case "${2:-}" in
+	"") up fresh ;;
+	--secure) up fresh secure ;;
+	*) echo "usage: $0 up [--secure]" >&2; exit 2 ;;
+	esac
+	;;
 down) down ;;
 restart)
 	down
 	up keep
 	;;
 logs) tail -n "${2:-80}" "$logfile" ;;
-*) echo "usage: $0 up|down|logs" >&2; exit 2 ;;
+*) echo "usage: $0 up [--secure]|down|restart|logs" >&2; exit 2 ;;
 esac

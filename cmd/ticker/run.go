@@ -157,7 +157,9 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 		return append(opts[:len(opts):len(opts)], kafka.ClientMetrics(reg, role))
 	}
 
-	if err := ensureTopics(ctx, opts, names, topics.options()); err != nil {
+	o := topics.options()
+	o.Needs = names.TickerTopics() // the results topic is made when this principal may, but not needed
+	if err := ensureTopics(ctx, opts, names, o); err != nil {
 		return err
 	}
 

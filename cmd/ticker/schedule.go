@@ -154,7 +154,8 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 	}
 	defer cl.Close()
 	if sub == "put" || sub == "apply" {
-		if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), names, kafka.TopicOptions{}); err != nil {
+		// Only the schedules topic must exist: an operator's principal needs no permission on the others.
+		if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), names, kafka.TopicOptions{Needs: []string{names.Schedules}}); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
@@ -218,7 +216,7 @@ func splitList(s string) []string {
 	return out
 }
 
-// prepareTopics creates the namespace's topics (so a worker started before any ticker works) and the forward
+// prepareTopics creates the worker's topics of the namespace (so a worker started before any ticker works) and the forward
 // topic, with as many partitions as the work topic, when missing.
 func prepareTopics(ctx context.Context, cfg worker.Config, logger interface {
 	Info(string, ...any)
@@ -236,7 +234,8 @@ func prepareTopics(ctx context.Context, cfg worker.Config, logger interface {
 	tctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	names := cfg.Kafka.Names()
-	if err := kafka.EnsureTopics(tctx, adm, names, kafka.TopicOptions{}); err != nil {
+	// Only the worker's own topics: a worker needs no permission on the ticker and schedules topics.
+	if err := kafka.EnsureTopics(tctx, adm, names, kafka.TopicOptions{Needs: names.WorkerTopics()}); err != nil {
 		return fmt.Errorf("preparing topics: %w", err)
 	}
 	if cfg.Forward == "" {
@@ -246,16 +245,12 @@ func prepareTopics(ctx context.Context, cfg worker.Config, logger interface {
 	if err != nil {
 		return err
 	}
-	resp, err := adm.CreateTopic(tctx, int32(parts), -1, nil, cfg.Forward)
-	if err == nil {
-		err = resp.Err
+	created, err := kafka.EnsureTopic(tctx, adm, kafka.TopicSpec{Name: cfg.Forward, Partitions: int32(parts)}, -1)
+	if err != nil {
+		return fmt.Errorf("forward topic: %w", err)
 	}
-	switch {
-	case err == nil:
+	if created {
 		logger.Info("created forward topic", "topic", cfg.Forward, "partitions", parts)
-	case errors.Is(err, kerr.TopicAlreadyExists):
-	default:
-		return fmt.Errorf("creating forward topic %s: %w", cfg.Forward, err)
 	}
 	return nil
 }

@@ -85,7 +85,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("fencing earlier leaders (InitProducerID): %w", err)
+		return fmt.Errorf("fencing earlier leaders (InitProducerID): %w", kafka.NeedACL(err, "Write", "transactional ID", d.cfg.Names.TransactionalID))
 	}
 	t := term{producerID: pid, epoch: epoch}
 	logger = logger.With("producer_id", pid, "epoch", epoch)
@@ -327,7 +327,7 @@ func (p *producer) transact(ctx context.Context, recs []*kgo.Record) error {
 			if err != nil {
 				mu.Lock()
 				if first == nil {
-					first = fmt.Errorf("producing %s to %s[%d]: %w", r.Key, r.Topic, r.Partition, err)
+					first = fmt.Errorf("producing %s to %s[%d]: %w", r.Key, r.Topic, r.Partition, kafka.NeedACL(err, "Write", "topic", r.Topic))
 				}
 				mu.Unlock()
 			}

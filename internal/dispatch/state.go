@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
@@ -36,7 +37,7 @@ func EncodeState(s State) []byte {
 func DecodeState(b []byte) (State, error) {
 	var s State
 	if err := json.Unmarshal(b, &s); err != nil {
-		return State{}, fmt.Errorf("decoding ticker state: %w", err)
+		return State{}, fmt.Errorf("decoding ticker state: %w", errlimit.Wrap(err))
 	}
 	if s.V != 1 {
 		return State{}, fmt.Errorf("decoding ticker state: unknown version %d", s.V)

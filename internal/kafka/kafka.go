@@ -202,7 +202,7 @@ func (c Config) Opts(logger *slog.Logger) ([]kgo.Opt, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, kgo.DialTLSConfig(cfg))
+		opts = append(opts, kgo.Dialer(tlsDialer(cfg, c.TLS.CertFile != "")))
 	}
 	switch strings.ToLower(c.SASL.Mechanism) {
 	case "plain":

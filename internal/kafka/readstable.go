@@ -46,15 +46,15 @@ func ReadStableFrom(ctx context.Context, opts []kgo.Opt, topic string, partition
 
 	ends, err := adm.ListCommittedOffsets(ctx, topic)
 	if err != nil {
-		return 0, fmt.Errorf("reading %s[%d]: listing last stable offset: %w", topic, partition, err)
+		return 0, fmt.Errorf("reading %s[%d]: listing last stable offset: %w", topic, partition, NeedACL(err, "Read", "topic", topic))
 	}
 	end, ok := ends.Lookup(topic, partition)
 	if !ok || end.Err != nil {
-		return 0, fmt.Errorf("reading %s[%d]: last stable offset: %w", topic, partition, cmp.Or(end.Err, errors.New("partition not listed")))
+		return 0, fmt.Errorf("reading %s[%d]: last stable offset: %w", topic, partition, NeedACL(cmp.Or(end.Err, errors.New("partition not listed")), "Read", "topic", topic))
 	}
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
-		return 0, fmt.Errorf("reading %s[%d]: listing start offset: %w", topic, partition, err)
+		return 0, fmt.Errorf("reading %s[%d]: listing start offset: %w", topic, partition, NeedACL(err, "Read", "topic", topic))
 	}
 	if start, ok := starts.Lookup(topic, partition); ok && start.Err == nil && max(start.Offset, from) >= end.Offset {
 		return end.Offset, nil
@@ -68,7 +68,7 @@ func ReadStableFrom(ctx context.Context, opts []kgo.Opt, topic string, partition
 		var ferr error
 		fetches.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) {
-				ferr = errors.Join(ferr, fmt.Errorf("fetching %s[%d]: %w", t, p, err))
+				ferr = errors.Join(ferr, fmt.Errorf("fetching %s[%d]: %w", t, p, NeedACL(err, "Read", "topic", topic)))
 			}
 		})
 		if ferr != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -22,7 +23,22 @@ type TopicOptions struct {
 	WorkRetention time.Duration
 	// DLQRetention is how long dead letters are kept. Defaults to 14 days.
 	DLQRetention time.Duration
+	// Needs are the topics of the namespace the caller uses. EnsureTopics creates every missing topic it may
+	// create, but only these must exist in the end: a topic outside Needs that this principal may neither create
+	// nor see is passed over, so that a role needs no permission on the topics of the others (a worker has none
+	// on the ticker topic). Defaults to all of them.
+	Needs []string
 }
+
+func (o TopicOptions) needs(topic string) bool {
+	return len(o.Needs) == 0 || slices.Contains(o.Needs, topic)
+}
+
+// WorkerTopics are the topics a worker uses, for TopicOptions.Needs.
+func (n Names) WorkerTopics() []string { return []string{n.Work, n.Results, n.DLQ} }
+
+// TickerTopics are the topics `ticker run` uses, for TopicOptions.Needs.
+func (n Names) TickerTopics() []string { return []string{n.Ticker, n.Schedules, n.Work, n.DLQ} }
 
 // Defaults of TopicOptions.
 const (
@@ -75,21 +91,75 @@ func (n Names) Specs(o TopicOptions) []TopicSpec {
 
 // EnsureTopics creates the namespace's missing topics and checks the ones that exist: the ticker topic must have
 // exactly one partition. It is safe to run from every replica at once.
+//
+// A principal without Create permission (least privilege: an admin made the topics beforehand, with `ticker
+// init`) gets TOPIC_AUTHORIZATION_FAILED from CreateTopics even for a topic that exists, so such a refusal is
+// followed by a look at the topic: one that exists is all that is needed.
 func EnsureTopics(ctx context.Context, adm *kadm.Client, names Names, o TopicOptions) error {
 	rf := o.ReplicationFactor
 	if rf == 0 {
 		rf = -1
 	}
 	for _, spec := range names.Specs(o) {
-		resp, err := adm.CreateTopic(ctx, spec.Partitions, rf, spec.Configs, spec.Name)
-		if err == nil {
-			err = resp.Err
-		}
-		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			return fmt.Errorf("creating topic %s: %w", spec.Name, err)
+		if _, err := EnsureTopic(ctx, adm, spec, rf); err != nil {
+			if !o.needs(spec.Name) && errors.Is(err, kerr.TopicAuthorizationFailed) {
+				continue
+			}
+			return err
 		}
 	}
+	if !o.needs(names.Ticker) {
+		return nil
+	}
 	return CheckTickerTopic(ctx, adm, names.Ticker)
+}
+
+// EnsureTopic creates the topic of spec with replication factor rf (-1: the broker default) when it is missing,
+// and reports whether it did. A principal that may not create it but sees that it exists gets no error.
+func EnsureTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec, rf int16) (created bool, err error) {
+	resp, err := adm.CreateTopic(ctx, spec.Partitions, rf, spec.Configs, spec.Name)
+	if err == nil {
+		err = resp.Err
+	}
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		return false, nil
+	case errors.Is(err, kerr.TopicAuthorizationFailed):
+		return false, checkExists(ctx, adm, spec.Name)
+	default:
+		return false, fmt.Errorf("creating topic %s: %w", spec.Name, err)
+	}
+}
+
+// checkExists is EnsureTopics's check of a topic it may not create.
+func checkExists(ctx context.Context, adm *kadm.Client, topic string) error {
+	tds, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("describing topic %s: %w", topic, NeedACL(err, "Describe (or Create on the cluster)", "topic", topic))
+	}
+	td, ok := tds[topic]
+	switch {
+	case ok && td.Err == nil:
+		return nil
+	case ok && errors.Is(td.Err, kerr.TopicAuthorizationFailed):
+		return fmt.Errorf("describing topic %s: %w", topic, &ACLError{Op: "Describe (or Create on the cluster)", Resource: "topic", Name: topic, Err: td.Err})
+	default:
+		return fmt.Errorf("creating topic %s: %w: this principal may not create it (Create on the cluster or the topic) and it does not exist: create the topics first (ticker init as an admin)",
+			topic, kerr.TopicAuthorizationFailed)
+	}
+}
+
+// describeErr wraps the error of describing a topic; a refusal names the permission it lacks.
+func describeErr(topic string, err error) error {
+	if errors.Is(err, kerr.TopicAuthorizationFailed) {
+		return fmt.Errorf("describing topic %s: %w", topic, &ACLError{Op: "Describe (Read or Write imply it)", Resource: "topic", Name: topic, Err: err})
+	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("topic %s not found (create it with the ticker first): %w", topic, err)
+	}
+	return fmt.Errorf("describing topic %s: %w", topic, err)
 }
 
 // CheckTickerTopic fails unless topic exists with exactly one partition.
@@ -114,10 +184,12 @@ func WaitTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicD
 	for {
 		tds, err := adm.ListTopics(ctx, topic)
 		if err != nil {
-			return kadm.TopicDetail{}, fmt.Errorf("describing topic %s: %w", topic, err)
+			return kadm.TopicDetail{}, describeErr(topic, err)
 		}
 		td, ok := tds[topic]
 		switch {
+		case ok && errors.Is(td.Err, kerr.TopicAuthorizationFailed):
+			return kadm.TopicDetail{}, describeErr(topic, td.Err)
 		case !ok || td.Err != nil:
 			last = fmt.Errorf("topic %s not found (create it with `ticker init` or a ticker first): %w", topic, cmp.Or[error](td.Err, kerr.UnknownTopicOrPartition))
 		case len(td.Partitions) == 0:

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
 // Config configures an Elector.
@@ -157,6 +158,9 @@ func (e *Elector) Run(ctx context.Context) error {
 			e.logger.Error("fenced: another replica joined the group with this instance ID; stopping", "instance_id", e.cfg.InstanceID)
 			return err
 		}
+		if kafka.IsACLError(err) {
+			return fmt.Errorf("leader: %w", err) // rejoining will be refused again
+		}
 		e.logger.Warn("left the group after a failed term; rejoining", "err", err, "backoff", backoff)
 		select {
 		case <-ctx.Done():
@@ -231,6 +235,12 @@ func (e *Elector) member(ctx context.Context) error {
 					return
 				}
 				e.logger.Debug("group client poll error", "topic", t, "partition", p, "err", err)
+				if errors.Is(err, kerr.GroupAuthorizationFailed) {
+					select {
+					case failed <- kafka.NeedACL(err, "Read", "group", e.cfg.Group):
+					default:
+					}
+				}
 			})
 		}
 	}()

@@ -26,6 +26,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tickgroup/tickgroup/internal/errlimit"
 )
 
 // Version is the major version of ledger entries written by this build.
@@ -103,7 +105,7 @@ func Encode(e Entry) []byte {
 func Decode(b []byte) (Entry, error) {
 	var e Entry
 	if err := json.Unmarshal(b, &e); err != nil {
-		return Entry{}, fmt.Errorf("decoding ledger entry: %w", err)
+		return Entry{}, fmt.Errorf("decoding ledger entry: %w", errlimit.Wrap(err))
 	}
 	if e.Kind == "" && e.Status != "" {
 		e.Kind, e.V = KindOutcome, max(e.V, Version)

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tickgroup/tickgroup/internal/errlimit"
 )
 
 // Version is the major version of the stored form written by this build (field "v"). A record without "v" was
@@ -45,7 +47,7 @@ func Decode(b []byte) (Spec, error) {
 		Spec
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
-		return Spec{}, fmt.Errorf("decoding schedule: %w", err)
+		return Spec{}, fmt.Errorf("decoding schedule: %w", errlimit.Wrap(err))
 	}
 	if st.V != nil && *st.V != Version {
 		return Spec{}, fmt.Errorf("decoding schedule: version %d: %w", *st.V, ErrUnknownVersion)
@@ -98,7 +100,7 @@ func ParseFile(r io.Reader) ([]Spec, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("parsing schedules: the file is empty")
 		}
-		return nil, fmt.Errorf("parsing schedules: %w", err)
+		return nil, fmt.Errorf("parsing schedules: %w", errlimit.Wrap(err))
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -117,7 +119,7 @@ func ParseFile(r io.Reader) ([]Spec, error) {
 		for i := 0; i+1 < len(root.Content); i += 2 {
 			key := root.Content[i]
 			if key.Value != "schedules" {
-				return nil, fmt.Errorf("parsing schedules: line %d: unknown top-level field %q (want \"schedules\")", key.Line, key.Value)
+				return nil, fmt.Errorf("parsing schedules: line %d: unknown top-level field %s (want \"schedules\")", key.Line, errlimit.Quote(key.Value))
 			}
 			list = root.Content[i+1]
 		}
@@ -139,7 +141,7 @@ func ParseFile(r io.Reader) ([]Spec, error) {
 		where := fmt.Sprintf("%s[%d]", prefix, i)
 		s, err := decodeEntry(n)
 		if s.Name != "" {
-			where += fmt.Sprintf(" (%q)", s.Name)
+			where += " (" + errlimit.Quote(s.Name) + ")"
 		}
 		if err != nil {
 			for _, e := range split(err) {
@@ -154,7 +156,7 @@ func ParseFile(r io.Reader) ([]Spec, error) {
 			continue
 		}
 		if j, dup := seen[s.Name]; dup {
-			errs = append(errs, fmt.Errorf("%s: line %d: name %q is already used by %s[%d]", where, n.Line, s.Name, prefix, j))
+			errs = append(errs, fmt.Errorf("%s: line %d: name %s is already used by %s[%d]", where, n.Line, errlimit.Quote(s.Name), prefix, j))
 			continue
 		}
 		seen[s.Name] = i
@@ -181,13 +183,13 @@ func decodeEntry(n *yaml.Node) (Spec, error) {
 		idx, ok := yamlFields[key.Value]
 		switch {
 		case !ok:
-			errs = append(errs, fmt.Errorf("line %d: unknown field %q", key.Line, key.Value))
+			errs = append(errs, fmt.Errorf("line %d: unknown field %s", key.Line, errlimit.Quote(key.Value)))
 		case set[key.Value]:
-			errs = append(errs, fmt.Errorf("line %d: field %s is given twice", key.Line, key.Value))
+			errs = append(errs, fmt.Errorf("line %d: field %s is given twice", key.Line, key.Value)) // a known name: short
 		default:
 			set[key.Value] = true
 			if err := val.Decode(v.Field(idx).Addr().Interface()); err != nil {
-				errs = append(errs, fmt.Errorf("line %d: field %s: %w", val.Line, key.Value, err))
+				errs = append(errs, fmt.Errorf("line %d: field %s: %w", val.Line, key.Value, errlimit.Wrap(err)))
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tickgroup/tickgroup/internal/errlimit"
 )
 
 // Limits and defaults of a Spec. They bound what one schedule can cost the leader (payload bytes per tick, ticks
@@ -66,7 +68,7 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string like \"30s\", got %s", b)
+		return fmt.Errorf("duration must be a string like \"30s\", got %s", errlimit.Text(string(b)))
 	}
 	return d.parse(s)
 }
@@ -77,7 +79,7 @@ func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 // UnmarshalYAML reads a Go duration string.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
-		return fmt.Errorf("duration must be a string like \"30s\", got %q", n.Value)
+		return fmt.Errorf("duration must be a string like \"30s\", got %s", errlimit.Quote(n.Value))
 	}
 	return d.parse(n.Value)
 }
@@ -85,7 +87,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 func (d *Duration) parse(s string) error {
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("parsing duration: %w", err)
+		return fmt.Errorf("parsing duration: %w", errlimit.Wrap(err))
 	}
 	*d = Duration(v)
 	return nil
@@ -145,15 +147,15 @@ func (e *FieldError) Error() string {
 	var b strings.Builder
 	b.WriteString("schedule")
 	if e.Schedule != "" {
-		fmt.Fprintf(&b, " %q", e.Schedule)
+		b.WriteString(" " + errlimit.Quote(e.Schedule))
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Field)
 	if e.Value != "" {
-		fmt.Fprintf(&b, " %q", e.Value)
+		b.WriteString(" " + errlimit.Quote(e.Value))
 	}
 	b.WriteString(": ")
-	b.WriteString(e.Msg)
+	b.WriteString(errlimit.Text(e.Msg))
 	return b.String()
 }
 

@@ -84,6 +84,13 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 
 	// A group that never existed is no error: the report then says there is no leader.
 	groups, err := adm.DescribeGroups(ctx, names.TickerGroup)
+	if g, ok := groups[names.TickerGroup]; ok && kafka.Denied(g.Err) {
+		err = g.Err
+	}
+	if kafka.Denied(err) {
+		// A refusal is no partial report: the principal lacks a permission, and the error says which.
+		return nil, kafka.NeedACL(err, "Describe", "group", names.TickerGroup)
+	}
 	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("describing the ticker group %s: %v", names.TickerGroup, err))
 	}
@@ -146,6 +153,12 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	}
 
 	lags, err := adm.Lag(ctx, names.WorkerGroup)
+	if l, ok := lags[names.WorkerGroup]; ok && kafka.Denied(l.Error()) {
+		err = l.Error()
+	}
+	if kafka.Denied(err) {
+		return nil, kafka.NeedACL(err, "Describe", "group", names.WorkerGroup)
+	}
 	if err != nil {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("reading the workers' lag (group %s): %v", names.WorkerGroup, err))
 	} else {

@@ -84,8 +84,14 @@ func TestCollectSchedulesAndBrokenRecords(t *testing.T) {
 	}
 }
 
-// A part that cannot be read is reported, not dropped: the rest of the report is still there.
+// A part that cannot be read is reported, not dropped: the rest of the report is still there. A refusal by the
+// authorizer is an error naming the permission.
 func TestCollectReportsErrors(t *testing.T) {
+	t.Run("failure", func(t *testing.T) { collectWithDescribeError(t, kerr.UnknownServerError.Code) })
+	t.Run("refusal", func(t *testing.T) { collectWithDescribeError(t, kerr.GroupAuthorizationFailed.Code) })
+}
+
+func collectWithDescribeError(t *testing.T, code int16) {
 	b := setup(t)
 	v, _ := schedule.Encode(schedule.Spec{Name: "beat", Every: schedule.Duration(time.Second)})
 	b.put(t, "beat", v)
@@ -95,12 +101,18 @@ func TestCollectReportsErrors(t *testing.T) {
 		resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
 		for _, g := range r.Groups {
 			rg := kmsg.NewDescribeGroupsResponseGroup()
-			rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+			rg.Group, rg.ErrorCode = g, code
 			resp.Groups = append(resp.Groups, rg)
 		}
 		return resp, nil, true
 	})
 	rep, err := Collect(b.ctx, b.opts, b.names, "st")
+	if code == kerr.GroupAuthorizationFailed.Code {
+		if err == nil || !strings.Contains(err.Error(), "Describe") || !strings.Contains(err.Error(), "st.ticker") {
+			t.Fatalf("a refused describe: err = %v, want one naming Describe on the ticker group", err)
+		}
+		return
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +120,7 @@ func TestCollectReportsErrors(t *testing.T) {
 		t.Errorf("schedules = %+v, want beat", rep.Schedules)
 	}
 	joined := strings.Join(rep.Errors, "; ")
-	if !strings.Contains(joined, "ticker group") || !strings.Contains(joined, "GROUP_AUTHORIZATION_FAILED") {
-		t.Errorf("errors = %q, want the ticker group's authorization failure named", joined)
+	if !strings.Contains(joined, "ticker group") || !strings.Contains(joined, "UNKNOWN_SERVER_ERROR") {
+		t.Errorf("errors = %q, want the ticker group's failure named", joined)
 	}
 }

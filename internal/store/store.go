@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 )
@@ -117,14 +118,14 @@ func (f *fold) apply(r *kgo.Record) error {
 	}
 	spec, err := schedule.Decode(r.Value)
 	if err == nil && spec.Name != name {
-		err = fmt.Errorf("record key %q differs from the schedule name %q", clip(name), clip(spec.Name))
+		err = fmt.Errorf("record key %s differs from the schedule name %s", errlimit.Quote(name), errlimit.Quote(spec.Name))
 	}
 	var sched *schedule.Schedule
 	if err == nil {
 		sched, err = spec.Compile()
 	}
 	if err != nil {
-		err = fmt.Errorf("schedule record %q at offset %d: %w", clip(name), r.Offset, err)
+		err = fmt.Errorf("schedule record %s at offset %d: %w", errlimit.Quote(name), r.Offset, err)
 		var last *Entry
 		if e, ok := f.entries[name]; ok {
 			last = &e

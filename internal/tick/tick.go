@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tickgroup/tickgroup/internal/errlimit"
 )
 
 // Version is the major version of the tick encoding written by this build.
@@ -116,7 +118,7 @@ func Encode(t Tick) ([]byte, error) {
 func Decode(b []byte) (Tick, error) {
 	var t Tick
 	if err := json.Unmarshal(b, &t); err != nil {
-		return Tick{}, fmt.Errorf("decoding tick: %w", err)
+		return Tick{}, fmt.Errorf("decoding tick: %w", errlimit.Wrap(err))
 	}
 	if t.V != Version {
 		return Tick{}, fmt.Errorf("decoding tick: version %d: %w", t.V, ErrUnknownVersion)
@@ -129,7 +131,7 @@ func Decode(b []byte) (Tick, error) {
 	case t.Slot.IsZero():
 		return Tick{}, errors.New("decoding tick: missing slot")
 	case !strings.HasPrefix(t.ID, t.Schedule+"@"):
-		return Tick{}, fmt.Errorf("decoding tick: id %q does not belong to schedule %q", clip(t.ID), clip(t.Schedule))
+		return Tick{}, fmt.Errorf("decoding tick: id %s does not belong to schedule %s", errlimit.Quote(t.ID), errlimit.Quote(t.Schedule))
 	}
 	if t.Shards < 1 {
 		t.Shards = 1

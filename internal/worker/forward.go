@@ -94,6 +94,7 @@ func (f *forwarder) run(ctx context.Context) error {
 			w.logger.Info("stopping worker")
 			return nil
 		}
+		var denied error
 		fetches.EachError(func(topic string, p int32, err error) {
 			if errors.Is(err, kerr.FencedInstanceID) {
 				runErr = fmt.Errorf("worker %s: instance ID %q: %w", w.cfg.WorkerID, w.cfg.InstanceID, ErrFencedInstance)
@@ -102,16 +103,26 @@ func (f *forwarder) run(ctx context.Context) error {
 			if !errors.Is(err, context.Canceled) {
 				w.logger.Warn("fetch error", "topic", topic, "partition", p, "error", err)
 			}
+			denied = cmp.Or(denied, w.denied(topic, err))
 		})
 		if runErr != nil {
 			w.logger.Error("fenced: another worker joined the group with this instance ID; stopping", "instance_id", w.cfg.InstanceID)
 			return runErr
+		}
+		if denied != nil {
+			return fmt.Errorf("consuming: %w", denied)
 		}
 		recs := fetches.Records()
 		if len(recs) == 0 {
 			continue
 		}
 		if err := f.batch(ctx, sess, recs, fwdParts); err != nil {
+			if errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
+				return fmt.Errorf("forwarding: %w", kafka.NeedACL(err, "Write", "transactional ID", txnID+" (prefixed ACL "+w.names.WorkerGroup+".forward.)"))
+			}
+			if errors.Is(err, kerr.TopicAuthorizationFailed) {
+				return fmt.Errorf("forwarding: %w", kafka.NeedACL(err, "Write", "topic", w.cfg.Forward))
+			}
 			failures++
 			w.logger.Error("forwarding transaction failed", "records", len(recs), "failures_in_a_row", failures, "error", err)
 			if failures >= maxForwardFailures {

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -73,6 +74,11 @@ func (l *lane) run() {
 		if errors.Is(err, errFenced) {
 			w.logger.Warn("another worker claimed the partition after this one: leaving it to that worker", "partition", l.partition, "error", err)
 			l.cancel(errFenced)
+			return
+		}
+		if kafka.IsACLError(err) {
+			w.logger.Error("taking the partition over in the ledger", "partition", l.partition, "error", err)
+			w.fatal(fmt.Errorf("partition %d: %w", l.partition, err))
 			return
 		}
 		w.logger.Warn("taking the partition over in the ledger; retrying", "partition", l.partition, "try", try, "error", err)

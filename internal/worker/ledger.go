@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 )
 
@@ -336,7 +337,7 @@ func (w *Worker) ledgerStart(ctx context.Context, p int32) (from, fence int64, e
 func (w *Worker) writeLedger(ctx context.Context, p int32, key []byte, e ledger.Entry) (int64, error) {
 	r := &kgo.Record{Topic: w.names.Results, Partition: p, Key: key, Value: ledger.Encode(e)}
 	if err := w.prod.ProduceSync(ctx, r).FirstErr(); err != nil {
-		return 0, err
+		return 0, kafka.NeedACL(err, "Write", "topic", w.names.Results)
 	}
 	return r.Offset, nil
 }

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,8 +65,9 @@ type Worker struct {
 	resultParts int
 	dlqParts    int
 	sem         chan struct{}
-	hardCtx     context.Context // ends when the grace period runs out
-	draining    chan struct{}   // closed when shutdown begins: lanes stop before their next record
+	hardCtx     context.Context         // ends when the grace period runs out
+	stopPoll    context.CancelCauseFunc // ends the poll loop with a fatal cause (a missing ACL), see fatal
+	draining    chan struct{}           // closed when shutdown begins: lanes stop before their next record
 	commitWake  chan struct{}
 	assignedYet atomic.Bool
 
@@ -226,7 +228,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-sumDone
 	}()
 
-	pollErr := w.poll(ctx, cl)
+	pollCtx, stopPoll := context.WithCancelCause(ctx)
+	defer stopPoll(nil)
+	w.stopPoll = stopPoll
+	pollErr := w.poll(pollCtx, cl)
 	if w.ready != nil {
 		w.ready.Set(ReadinessCondition, false) // shutting down: not ready from the first moment
 	}
@@ -300,9 +305,13 @@ func (w *Worker) poll(ctx context.Context, cl *kgo.Client) error {
 		fetches := cl.PollRecords(ctx, 10_000)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			cl.AllowRebalance()
+			if cause := context.Cause(ctx); kafka.IsACLError(cause) {
+				return cause
+			}
 			return nil
 		}
 		fenced := false
+		var denied error
 		fetches.EachError(func(topic string, p int32, err error) {
 			if errors.Is(err, kerr.FencedInstanceID) {
 				fenced = true
@@ -311,11 +320,16 @@ func (w *Worker) poll(ctx context.Context, cl *kgo.Client) error {
 			if !errors.Is(err, context.Canceled) {
 				w.logger.Warn("fetch error", "topic", topic, "partition", p, "error", err)
 			}
+			denied = cmp.Or(denied, w.denied(topic, err))
 		})
 		if fenced {
 			cl.AllowRebalance()
 			w.logger.Error("fenced: another worker joined the group with this instance ID; stopping", "instance_id", w.cfg.InstanceID)
 			return fmt.Errorf("worker %s: instance ID %q: %w", w.cfg.WorkerID, w.cfg.InstanceID, ErrFencedInstance)
+		}
+		if denied != nil {
+			cl.AllowRebalance()
+			return fmt.Errorf("consuming: %w", denied)
 		}
 		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
 			if len(ftp.Records) == 0 || ftp.Topic != w.names.Work {
@@ -652,4 +666,24 @@ func commitErr(resp *kmsg.OffsetCommitResponse, err error) error {
 		}
 	}
 	return nil
+}
+
+// denied returns a refusal of the worker's group or of a topic it reads as an ACLError, and nil for any other
+// error: a missing ACL stops the worker instead of a fetch loop that logs the refusal forever.
+func (w *Worker) denied(topic string, err error) error {
+	switch {
+	case errors.Is(err, kerr.GroupAuthorizationFailed):
+		return kafka.NeedACL(err, "Read", "group", w.names.WorkerGroup)
+	case errors.Is(err, kerr.TopicAuthorizationFailed):
+		return kafka.NeedACL(err, "Read", "topic", cmp.Or(topic, w.names.Work))
+	}
+	return nil
+}
+
+// fatal stops the worker with err, gracefully (in-flight handlers finish, offsets are committed): for what
+// retrying cannot cure, a missing ACL.
+func (w *Worker) fatal(err error) {
+	if w.stopPoll != nil {
+		w.stopPoll(err)
+	}
 }

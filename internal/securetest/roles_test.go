@@ -1,0 +1,141 @@
+package securetest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestRolesWorkWithShippedACLs runs the whole pipeline with each role under its own user and exactly the ACLs of
+// deploy/acls.txt: the operator puts a schedule, a ticker leads and emits ticks transactionally (and copies an
+// undecodable schedule record to the dead-letter topic), a worker runs them and writes outcomes, and the
+// operator reads the status. Nothing on the way is refused.
+func TestRolesWorkWithShippedACLs(t *testing.T) {
+	t.Parallel()
+	b := secureBroker(t)
+	started := time.Now()
+	ns := b.namespace(t)
+	b.grant(t, rolesOf(shippedACLs(t, ns, ""), "ticker", "worker", "operator"))
+	feed(t, b, ns)
+
+	tk := start(t, "ticker", append([]string{"run", "--metrics-addr", "", "--session-timeout", "3s"}, b.flags(t, "ticker", ns)...)...)
+	wk := start(t, "worker", append([]string{"run", "--metrics-addr", "", "--exec", failOddSlots, "--max-attempts", "1",
+		"--start", "earliest"}, b.flags(t, "worker", ns)...)...)
+
+	names := b.config(t, "admin", ns).Names()
+	waitRecords(t, b, 60*time.Second, map[string]int{names.Results: 2, names.DLQ: 1})
+	poison(t, b, ns) // the leader has loaded the schedules: it copies this one to the dead-letter topic
+	waitRecords(t, b, 30*time.Second, map[string]int{names.DLQ + " broken": 1})
+
+	out, code := runCmd(t, "ticker", append([]string{"status"}, b.flags(t, "operator", ns)...)...)
+	if code != 0 {
+		t.Fatalf("ticker status as operator: exit %d:\n%s", code, out)
+	}
+	for _, p := range []*proc{wk, tk} {
+		if code := p.stop(); code != 0 {
+			t.Errorf("%s: exit %d after SIGTERM, want 0", p.name, code)
+		}
+		if out := p.out.String(); strings.Contains(out, "AUTHORIZATION_FAILED") {
+			t.Errorf("%s was refused something:\n%s", p.name, out)
+		}
+	}
+	t.Logf("pipeline under the shipped ACLs: %v", time.Since(started).Round(time.Millisecond))
+}
+
+// TestForwardWorkerWithShippedACLs runs a --forward worker with the worker and forward ACLs: each tick is
+// republished to the forward topic in a transaction under a transactional ID of the shipped prefix.
+func TestForwardWorkerWithShippedACLs(t *testing.T) {
+	t.Parallel()
+	b := secureBroker(t)
+	ns := b.namespace(t)
+	fwd := ns + ".fwd"
+	createTopic(t, b, fwd, 2)
+	b.grant(t, rolesOf(shippedACLs(t, ns, fwd), "ticker", "worker", "forward", "operator"))
+	feed(t, b, ns)
+
+	tk := start(t, "ticker", append([]string{"run", "--metrics-addr", "", "--session-timeout", "3s"}, b.flags(t, "ticker", ns)...)...)
+	wk := start(t, "worker", append([]string{"run", "--metrics-addr", "", "--forward", fwd, "--start", "earliest"}, b.flags(t, "worker", ns)...)...)
+	waitRecords(t, b, 60*time.Second, map[string]int{fwd: 2})
+	for _, p := range []*proc{wk, tk} {
+		if code := p.stop(); code != 0 {
+			t.Errorf("%s: exit %d after SIGTERM, want 0", p.name, code)
+		}
+		if out := p.out.String(); strings.Contains(out, "AUTHORIZATION_FAILED") {
+			t.Errorf("%s was refused something:\n%s", p.name, out)
+		}
+	}
+}
+
+// failOddSlots is an --exec handler that fails the ticks of odd seconds, so that a worker with --max-attempts 1
+// writes both outcomes and dead letters.
+const failOddSlots = `sh -c 'exit $(( TICK_SLOT_UNIX_MS / 1000 % 2 ))'`
+
+// feed puts a schedule that ticks every second, as the operator.
+func feed(t *testing.T, b *broker, ns string) {
+	t.Helper()
+	out, code := runCmd(t, "ticker", append([]string{"schedule", "put", "every-second", "--every", "1s"}, b.flags(t, "operator", ns)...)...)
+	if code != 0 {
+		t.Fatalf("ticker schedule put as operator: exit %d:\n%s", code, out)
+	}
+}
+
+// poison writes an undecodable schedule record, as the admin: a running ticker copies it to the dead-letter
+// topic.
+func poison(t *testing.T, b *broker, ns string) {
+	t.Helper()
+	cl := b.client(t, "admin", ns)
+	names := b.config(t, "admin", ns).Names()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: names.Schedules, Key: []byte("broken"), Value: []byte("{not json")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func createTopic(t *testing.T, b *broker, topic string, partitions int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	resp, err := b.admin(t).CreateTopic(ctx, partitions, -1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating %s: %v", topic, err)
+	}
+}
+
+// waitRecords reads the topics as the admin (read_committed) until each holds at least its count of records.
+// A key "TOPIC KEY" counts the records of TOPIC with that key.
+func waitRecords(t *testing.T, b *broker, d time.Duration, want map[string]int) {
+	t.Helper()
+	var topics []string
+	for topic := range want {
+		topics = append(topics, strings.Fields(topic)[0])
+	}
+	cl := b.client(t, "admin", "", kgo.ConsumeTopics(topics...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	got := map[string]int{}
+	for {
+		done := true
+		for topic, n := range want {
+			done = done && got[topic] >= n
+		}
+		if done {
+			return
+		}
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("after %v: records by topic %v, want at least %v", d, got, want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got[r.Topic]++
+			got[r.Topic+" "+string(r.Key)]++
+		})
+	}
+}

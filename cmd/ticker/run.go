@@ -225,15 +225,22 @@ func leadTerm(disp *dispatch.Dispatcher, lag *worklag.Monitor, logger *slog.Logg
 	return func(ctx context.Context, term leader.Term) error {
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
+		var lagErr error
 		go func() {
 			defer close(done)
-			if err := lag.Run(ctx); err != nil {
-				logger.Error("work lag monitor stopped", "err", err)
+			if lagErr = lag.Run(ctx); lagErr != nil {
+				logger.Error("work lag monitor stopped", "err", lagErr)
+				if kafka.IsACLError(lagErr) {
+					cancel() // a missing permission stops the ticker, as it does for the leader's own work
+				}
 			}
 		}()
 		err := disp.Lead(ctx, term)
 		cancel()
 		<-done
+		if err == nil && kafka.IsACLError(lagErr) {
+			return lagErr
+		}
 		return err
 	}
 }

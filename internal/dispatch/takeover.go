@@ -175,7 +175,7 @@ func (d *Dispatcher) newestSlots(ctx context.Context, want map[int32][]string, n
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("work-topic look-back: %w", err)
+			return nil, fmt.Errorf("work-topic look-back: %w", kafka.NeedACL(err, "Read", "topic", topic))
 		}
 	}
 	return found, nil

@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -121,6 +122,8 @@ func (m *Monitor) Run(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case kafka.IsACLError(err):
+			return fmt.Errorf("worklag: %w", err) // asking again will be refused again
 		case err != nil:
 			if !failing { // once per run of failures: a broker outage must not log every interval
 				m.logger.Warn("measuring the work lag", "err", err)
@@ -155,14 +158,14 @@ func (m *Monitor) export(parts []Partition) {
 func (m *Monitor) Measure(ctx context.Context, adm *kadm.Client) ([]Partition, error) {
 	ends, err := adm.ListCommittedOffsets(ctx, m.cfg.Topic)
 	if err != nil {
-		return nil, fmt.Errorf("listing the last stable offsets of %s: %w", m.cfg.Topic, err)
+		return nil, fmt.Errorf("listing the last stable offsets of %s: %w", m.cfg.Topic, kafka.NeedACL(err, "Describe", "topic", m.cfg.Topic))
 	}
 	if err := ends.Error(); err != nil {
-		return nil, fmt.Errorf("listing the last stable offsets of %s: %w", m.cfg.Topic, err)
+		return nil, fmt.Errorf("listing the last stable offsets of %s: %w", m.cfg.Topic, kafka.NeedACL(err, "Describe", "topic", m.cfg.Topic))
 	}
 	committed, err := adm.FetchOffsets(ctx, m.cfg.Group)
 	if err != nil {
-		return nil, fmt.Errorf("fetching the offsets of group %s: %w", m.cfg.Group, err)
+		return nil, fmt.Errorf("fetching the offsets of group %s: %w", m.cfg.Group, kafka.NeedACL(err, "Describe", "group", m.cfg.Group))
 	}
 	var parts []Partition
 	pending := map[int32]kgo.Offset{}
@@ -182,7 +185,7 @@ func (m *Monitor) Measure(ctx context.Context, adm *kadm.Client) ([]Partition, e
 	if len(pending) > 0 {
 		oldest, err := m.oldest(ctx, pending, pendingEnd)
 		if err != nil {
-			return nil, err
+			return nil, kafka.NeedACL(err, "Read", "topic", m.cfg.Topic)
 		}
 		now := m.cfg.Now()
 		for i := range parts {

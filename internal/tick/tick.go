@@ -138,12 +138,3 @@ func Decode(b []byte) (Tick, error) {
 	}
 	return t, nil
 }
-
-// clip shortens s for an error message: a hostile record must not turn into a megabyte log line.
-func clip(s string) string {
-	const n = 128
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}

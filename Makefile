@@ -13,7 +13,7 @@ KAFKA_TEST_PORT ?= 19092
 # internal/securetest starts (and stops) its own secure broker on this port; so does `make kafka-up-secure`.
 KAFKA_SECURE_PORT ?= 19392
 export KAFKA_SECURE_PORT
-TEST_TIMEOUT ?= 15m
+TEST_TIMEOUT ?= 25m
 # Test packages one at a time: the fault tests time failovers against bounds, and on two cores a second package
 # killing its own processes at the same moment only adds noise. The whole suite takes about four minutes.
 TEST_PARALLEL ?= 1

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/tick"
@@ -320,12 +319,12 @@ func readNamespace(t *testing.T, f *fleet) *indepLog {
 	t.Helper()
 	l := &indepLog{putAt: map[string]time.Time{}, emitted: map[string]int{}, slots: map[string]tick.Tick{}, outcomes: map[string]int{},
 		records: map[string]*kgo.Record{}}
-	for _, r := range readAll(t, f, f.ns+".schedules") {
+	for _, r := range readAll(t, strings.Split(f.brokers, ","), f.ns+".schedules") {
 		if _, ok := l.putAt[string(r.Key)]; !ok {
 			l.putAt[string(r.Key)] = r.Timestamp
 		}
 	}
-	for _, r := range readAll(t, f, f.ns+".work") {
+	for _, r := range readAll(t, strings.Split(f.brokers, ","), f.ns+".work") {
 		tk, err := tick.Decode(r.Value)
 		if err != nil || strings.Contains(tk.ID, "~trigger-") {
 			continue
@@ -336,7 +335,7 @@ func readNamespace(t *testing.T, f *fleet) *indepLog {
 			l.records[tk.ID] = r
 		}
 	}
-	recs := readAll(t, f, f.ns+".results")
+	recs := readAll(t, strings.Split(f.brokers, ","), f.ns+".results")
 	for _, r := range recs {
 		if r.Value == nil {
 			delete(l.outcomes, string(r.Key))
@@ -351,50 +350,6 @@ func readNamespace(t *testing.T, f *fleet) *indepLog {
 		}
 	}
 	return l
-}
-
-// readAll returns every committed record of topic, partition by partition (in order within each).
-func readAll(t *testing.T, f *fleet, topic string) []*kgo.Record {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(f.brokers, ",")...),
-		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), kgo.FetchMaxWait(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	left := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			left[o.Partition] = o.Offset
-		}
-	})
-	var out []*kgo.Record
-	for len(left) > 0 {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("reading %s: %v (partitions left: %v)", topic, ctx.Err(), left)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			end, ok := left[r.Partition]
-			if !ok || r.Offset >= end {
-				return
-			}
-			if !r.Attrs.IsControl() {
-				out = append(out, r)
-			}
-			if r.Offset >= end-1 {
-				delete(left, r.Partition)
-			}
-		})
-	}
-	return out
 }
 
 // produceTombstone deletes a tick's ledger entries: a record with a nil value on its key, in its results

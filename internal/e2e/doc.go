@@ -1,4 +1,8 @@
-// Package e2e holds the end-to-end tests of tickgroup: they build the real ticker and worker binaries once, run
-// them as separate processes against a real Kafka broker (kafkatest.Brokers), inject faults (kill -9, SIGSTOP
-// and SIGCONT, SIGTERM, a whole-fleet outage) and count every tick slot on the work topic, read_committed.
+// Package e2e holds the end-to-end tests of tickgroup, in one harness: they build the real ticker and worker
+// binaries (and the workers' test handler, testdata/handler) once, run them as separate processes against a
+// real Kafka broker (kafkatest.Brokers), inject faults (kill -9, SIGSTOP and SIGCONT, SIGTERM, a whole-fleet
+// outage, hostile records) and count every slot on the work topic and every execution in the handler's own log.
+//
+// The fleet (harness_test.go) starts processes and owns them; the worker tests (worker_*_test.go) add an env on
+// top of it: a namespace whose ticks they write themselves, as the leader would, and the handler's log.
 package e2e

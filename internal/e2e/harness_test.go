@@ -44,7 +44,11 @@ func built(t *testing.T, command string) string {
 	defer buildMu.Unlock()
 	path := filepath.Join(bin, command)
 	if !builtOK[command] {
-		out, err := exec.Command("go", "build", "-o", path, "github.com/tickgroup/tickgroup/cmd/"+command).CombinedOutput()
+		pkg := "github.com/tickgroup/tickgroup/cmd/" + command
+		if command == "handler" {
+			pkg = "./testdata/handler" // the workers' exec handler of these tests
+		}
+		out, err := exec.Command("go", "build", "-o", path, pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("building %s: %v\n%s", command, err, out)
 		}
@@ -135,11 +139,19 @@ func freeAddr(t *testing.T) string {
 // start runs binary (ticker or worker) with args plus the fleet's brokers, namespace and a free admin port.
 func (f *fleet) start(name, binary string, args ...string) *proc {
 	f.t.Helper()
+	return f.startEnv(name, binary, nil, args...)
+}
+
+// startEnv starts binary with args (a subcommand first), the fleet's connection flags and env added to this
+// process's environment. The fleet's flags go right after the subcommand, so the test's own flags win.
+func (f *fleet) startEnv(name, binary string, env []string, args ...string) *proc {
+	f.t.Helper()
 	p := &proc{fleet: f, name: name, admin: freeAddr(f.t), done: make(chan struct{})}
-	full := append(args, "--brokers", f.brokers, "--namespace", f.ns, "--metrics-addr", p.admin, "--log-level", "debug")
+	common := []string{"--brokers", f.brokers, "--namespace", f.ns, "--metrics-addr", p.admin, "--log-level", "debug"}
+	full := append(append(append([]string(nil), args[:1]...), common...), args[1:]...)
 	p.cmd = exec.Command(built(f.t, binary), full...)
 	p.cmd.Stdout, p.cmd.Stderr = p, p
-	p.cmd.Env = os.Environ()
+	p.cmd.Env = append(os.Environ(), env...)
 	if err := p.cmd.Start(); err != nil {
 		f.t.Fatalf("starting %s: %v", name, err)
 	}

@@ -125,7 +125,7 @@ func TestScheduleRecordRepaired(t *testing.T) {
 	}
 	settleAndCheck(t, ticks)
 	dead := 0
-	for _, r := range readTopic(t, f, f.ns+".dlq") {
+	for _, r := range readAll(t, strings.Split(f.brokers, ","), f.ns+".dlq") {
 		if string(r.Key) == "beat" {
 			dead++
 		}
@@ -133,21 +133,4 @@ func TestScheduleRecordRepaired(t *testing.T) {
 	if dead != 1 {
 		t.Errorf("the garbage record was dead-lettered %d times by a fleet of 3, want once", dead)
 	}
-}
-
-// readTopic reads every committed record of topic (one-partition or not) up to its last stable offset.
-func readTopic(t *testing.T, f *fleet, topic string) []*kgo.Record {
-	t.Helper()
-	opts, err := kafka.Config{Brokers: strings.Split(f.brokers, ","), Namespace: f.ns}.Opts(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []*kgo.Record
-	if _, err := kafka.ReadStable(context.Background(), opts, topic, 0, func(r *kgo.Record) error {
-		recs = append(recs, r)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return recs
 }

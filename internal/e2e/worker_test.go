@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bufio"
@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,58 +24,34 @@ import (
 	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
-var workerBin, handlerBin string
+// handlerBin is the workers' exec handler (testdata/handler), built by setup.
+var handlerBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "worker-e2e")
-	if err != nil {
-		panic(err)
-	}
-	workerBin, handlerBin = filepath.Join(dir, "worker"), filepath.Join(dir, "handler")
-	for bin, pkg := range map[string]string{workerBin: ".", handlerBin: "./testdata/handler"} {
-		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
-			os.Exit(1)
-		}
-	}
-	defer os.RemoveAll(dir)
-	kafkatest.Main(m)
-}
-
-// env is one e2e test's namespace, handler log and worker processes.
+// env is one worker test's namespace, handler log and worker processes, on top of the fleet harness: the
+// processes are the fleet's (stopped and, on failure, their logs printed by it).
 type env struct {
 	t       *testing.T
+	f       *fleet
 	ns      string
 	brokers []string
 	names   kafka.Names
 	parts   int
 	log     string
-	dir     string
 
 	mu      sync.Mutex
-	procs   []*proc
 	killed  map[string]bool      // worker IDs killed with SIGKILL
 	killAt  map[string]time.Time // when
 	started int
 }
 
-type proc struct {
-	id     string // its --worker-id
-	cmd    *exec.Cmd
-	stderr string
-	done   chan struct{}
-}
-
 func setup(t *testing.T) *env {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("e2e: skipped in -short mode")
-	}
-	brokers := kafkatest.Brokers(t)
-	ns := kafkatest.NewNamespace(t)
-	cfg := kafka.Config{Brokers: brokers, Namespace: ns}
-	e := &env{t: t, ns: ns, brokers: brokers, names: cfg.Names(), dir: t.TempDir(), killed: map[string]bool{}, killAt: map[string]time.Time{}}
-	e.log = filepath.Join(e.dir, "handler.log")
+	f := newFleet(t)
+	handlerBin = built(t, "handler")
+	brokers := strings.Split(f.brokers, ",")
+	cfg := kafka.Config{Brokers: brokers, Namespace: f.ns}
+	e := &env{t: t, f: f, ns: f.ns, brokers: brokers, names: cfg.Names(), killed: map[string]bool{}, killAt: map[string]time.Time{}}
+	e.log = filepath.Join(t.TempDir(), "handler.log")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	adm := kafkatest.Admin(t)
@@ -93,62 +68,25 @@ func setup(t *testing.T) *env {
 		}
 	}
 	e.parts = len(td.Partitions)
-	t.Cleanup(func() {
-		e.mu.Lock()
-		procs := e.procs
-		e.mu.Unlock()
-		for _, p := range procs {
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			for i, p := range procs {
-				b, _ := os.ReadFile(p.stderr)
-				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-				t.Logf("worker %d (pid %d) log tail:\n%s", i, p.cmd.Process.Pid, strings.Join(lines[max(0, len(lines)-25):], "\n"))
-			}
-		}
-	})
 	return e
 }
 
-// start runs a worker process with the common flags plus extra.
+// start runs a worker process (named w<n>, its --worker-id) with the common flags plus extra.
 func (e *env) start(handlerEnv []string, extra ...string) *proc {
 	e.t.Helper()
 	e.mu.Lock()
 	e.started++
 	n := e.started
 	e.mu.Unlock()
-	args := append([]string{"run", "--brokers", strings.Join(e.brokers, ","), "--namespace", e.ns,
-		"--metrics-addr", "", "--start", "earliest", "--session-timeout", "6s", "--log-level", "info",
-		"--worker-id", "w" + strconv.Itoa(n)}, extra...)
-	cmd := exec.Command(workerBin, args...)
-	cmd.Env = append(append(os.Environ(), "HANDLER_LOG="+e.log), handlerEnv...)
-	errPath := filepath.Join(e.dir, fmt.Sprintf("worker-%d.log", n))
-	f, err := os.Create(errPath)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	p := &proc{id: "w" + strconv.Itoa(n), cmd: cmd, stderr: errPath, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	e.mu.Lock()
-	e.procs = append(e.procs, p)
-	e.mu.Unlock()
-	return p
+	id := "w" + strconv.Itoa(n)
+	args := append([]string{"run", "--start", "earliest", "--session-timeout", "6s", "--log-level", "info", "--worker-id", id}, extra...)
+	return e.f.startEnv(id, "worker", append([]string{"HANDLER_LOG=" + e.log}, handlerEnv...), args...)
 }
 
 func (e *env) kill9(p *proc) {
 	e.mu.Lock()
-	e.killed[p.id] = true
-	e.killAt[p.id] = time.Now()
+	e.killed[p.name] = true
+	e.killAt[p.name] = time.Now()
 	e.mu.Unlock()
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
@@ -161,10 +99,10 @@ func (e *env) stop(p *proc) {
 	select {
 	case <-p.done:
 	case <-time.After(45 * time.Second):
-		e.t.Fatalf("worker %d did not stop within 45s of SIGTERM", p.cmd.Process.Pid)
+		e.t.Fatalf("worker %s did not stop within 45s of SIGTERM", p.name)
 	}
-	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
-		e.t.Errorf("worker %d exited with %d after SIGTERM, want 0", p.cmd.Process.Pid, code)
+	if code := exitCode(p.exitErr); code != 0 {
+		e.t.Errorf("worker %s exited with %d after SIGTERM, want 0", p.name, code)
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -193,8 +193,8 @@ func TestE2EInterruptedRerunAndSkip(t *testing.T) {
 	started(x.ID, 2)
 	e.waitAllOK([]string{x.ID}, 40*time.Second)
 	xs := e.executions()[x.ID]
-	if second := xs[1]; second.attempt != "2" || second.interrupted != "1" || second.worker != b.id {
-		t.Errorf("re-run of %s: attempt %s interrupted %s on %s, want 2, 1 on %s", x.ID, second.attempt, second.interrupted, second.worker, b.id)
+	if second := xs[1]; second.attempt != "2" || second.interrupted != "1" || second.worker != b.name {
+		t.Errorf("re-run of %s: attempt %s interrupted %s on %s, want 2, 1 on %s", x.ID, second.attempt, second.interrupted, second.worker, b.name)
 	}
 	if !xs[0].last.Before(xs[1].start) {
 		t.Errorf("runs of %s overlapped: first lived until %s, second started %s", x.ID, xs[0].last, xs[1].start)
@@ -217,8 +217,8 @@ func TestE2EInterruptedRerunAndSkip(t *testing.T) {
 		}
 		return out.Status != "", "no outcome yet"
 	})
-	if out.Status != worker.StatusInterrupted || out.Worker != c.id || !out.Interrupted {
-		t.Errorf("outcome of %s = %+v, want interrupted by %s", y.ID, out, c.id)
+	if out.Status != worker.StatusInterrupted || out.Worker != c.name || !out.Interrupted {
+		t.Errorf("outcome of %s = %+v, want interrupted by %s", y.ID, out, c.name)
 	}
 	time.Sleep(2 * time.Second)
 	if n := len(e.executions()[y.ID]); n != 1 {
@@ -276,8 +276,8 @@ func TestE2EFrozenWorker(t *testing.T) {
 	ex := e.waitAllOK([]string{x.ID}, 60*time.Second)
 	xs := ex[x.ID]
 	first, second := xs[0], xs[1]
-	if first.worker != a.id || second.worker != b.id {
-		t.Fatalf("runs by %s then %s, want %s then %s", first.worker, second.worker, a.id, b.id)
+	if first.worker != a.name || second.worker != b.name {
+		t.Fatalf("runs by %s then %s, want %s then %s", first.worker, second.worker, a.name, b.name)
 	}
 	if first.done {
 		t.Errorf("the frozen worker's run finished; want it killed when its lease ran out")

@@ -1,9 +1,7 @@
-package main
+package e2e
 
 import (
 	"context"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -58,12 +56,12 @@ func TestE2EStaticMembership(t *testing.T) {
 	}
 
 	a := e.start(nil, append(flags, "--instance-id", "static-1")...)
-	waitFor(t, 40*time.Second, "the static worker running ticks", func() (bool, string) { return ranBy(a.id, time.Time{}), "" })
+	waitFor(t, 40*time.Second, "the static worker running ticks", func() (bool, string) { return ranBy(a.name, time.Time{}), "" })
 	e.kill9(a)
 	restarted := time.Now()
 	a2 := e.start(nil, append(flags, "--instance-id", "static-1")...)
 	waitFor(t, 15*time.Second, "the restarted static worker running ticks (well within the 20s session)", func() (bool, string) {
-		return ranBy(a2.id, restarted), ""
+		return ranBy(a2.name, restarted), ""
 	})
 	back := time.Since(restarted)
 	t.Logf("restarted static member ran a tick %s after its restart (session timeout 20s)", back.Round(time.Millisecond))
@@ -75,14 +73,14 @@ func TestE2EStaticMembership(t *testing.T) {
 	case <-time.After(40 * time.Second):
 		t.Fatalf("the older static-1 process still runs 40s after a second one joined with its instance ID")
 	}
-	if code := a2.cmd.ProcessState.ExitCode(); code != 1 {
+	if code := exitCode(a2.exitErr); code != 1 {
 		t.Errorf("fenced worker exited with %d, want 1", code)
 	}
-	if b, _ := os.ReadFile(a2.stderr); !strings.Contains(string(b), "fenced") {
+	if !a2.logContains("fenced") {
 		t.Errorf("fenced worker's log does not say it was fenced")
 	}
 	fencedAt := time.Now()
-	waitFor(t, 30*time.Second, "the newer static-1 process running ticks", func() (bool, string) { return ranBy(dup.id, fencedAt), "" })
+	waitFor(t, 30*time.Second, "the newer static-1 process running ticks", func() (bool, string) { return ranBy(dup.name, fencedAt), "" })
 
 	// A graceful stop of a static member leaves the group: a plain worker takes over at once.
 	plain := e.start(nil, flags...)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -75,7 +76,7 @@ func TestAuditAgreesWithTheLog(t *testing.T) {
 	tickers := []*proc{f.ticker("a"), f.ticker("b")}
 	leaderOf(t, 30*time.Second, tickers...)
 	ticks := f.collect()
-	eventually(t, 30*time.Second, "10 slots of beat", func() bool { return len(ticks.of("beat")) >= 20 })
+	kafkatest.Eventually(t, 30*time.Second, "10 slots of beat", func() bool { return len(ticks.of("beat")) >= 20 })
 	f.cli("schedule", "trigger", "beat")
 
 	// A whole-fleet outage of 8 s: beat (catchup all) catches every slot up, slow (latest) passes over all but
@@ -93,7 +94,7 @@ func TestAuditAgreesWithTheLog(t *testing.T) {
 	restarted := time.Now()
 	tickers = []*proc{f.ticker("c"), f.ticker("d")}
 	leaderOf(t, 30*time.Second, tickers...)
-	eventually(t, 30*time.Second, "4 slots of beat after the restart", func() bool {
+	kafkatest.Eventually(t, 30*time.Second, "4 slots of beat after the restart", func() bool {
 		n := 0
 		for _, s := range ticks.of("beat") {
 			if s.tick.Slot.After(restarted.Add(5 * time.Second)) {
@@ -109,7 +110,7 @@ func TestAuditAgreesWithTheLog(t *testing.T) {
 
 	// The independent count: every record of the work and results topics, read_committed.
 	var lg *indepLog
-	eventually(t, 60*time.Second, "every emitted tick to have an outcome", func() bool {
+	kafkatest.Eventually(t, 60*time.Second, "every emitted tick to have an outcome", func() bool {
 		lg = readNamespace(t, f)
 		for id := range lg.emitted {
 			if lg.outcomes[id] == 0 {

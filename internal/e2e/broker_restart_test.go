@@ -72,13 +72,13 @@ func TestTickerBrokerRestart(t *testing.T) {
 	ticks := f.collect()
 	fleet := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
 	leaderOf(t, 30*time.Second, fleet...)
-	eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
+	kafkatest.Eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
 
 	down := time.Now()
 	restart()
 	back := time.Now()
 	t.Logf("broker restarted: down for %v", back.Sub(down).Round(time.Millisecond))
-	eventually(t, 90*time.Second, "ticks emitted after the restart", func() bool { return emittedAfter(ticks.of("beat"), back) >= 5 })
+	kafkatest.Eventually(t, 90*time.Second, "ticks emitted after the restart", func() bool { return emittedAfter(ticks.of("beat"), back) >= 5 })
 	var resumed time.Time
 	for _, s := range ticks.of("beat") {
 		if s.tick.EmittedAt.After(back) && (resumed.IsZero() || s.tick.EmittedAt.Before(resumed)) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
 
 // TestTickerOutageCatchup: every replica down for more than 10 s; on restart each catch-up policy does what it
@@ -29,7 +30,7 @@ func TestTickerOutageCatchup(t *testing.T) {
 	// Stop the fleet just after a 10 s slot B was emitted, restart it at B+13 s: slot B+10 falls in the outage
 	// and is at least 3 s late when the new leader plans it (more than skip's 2 s grace).
 	var b time.Time
-	eventually(t, 30*time.Second, "a 10 s slot", func() bool {
+	kafkatest.Eventually(t, 30*time.Second, "a 10 s slot", func() bool {
 		s := ticks.of("skip10")
 		if len(s) == 0 {
 			return false
@@ -37,7 +38,7 @@ func TestTickerOutageCatchup(t *testing.T) {
 		b = s[len(s)-1].tick.Slot
 		return time.Since(b) < 2*time.Second
 	})
-	eventually(t, 5*time.Second, "slot B of latest10", func() bool { return len(ticks.of("latest10")) > 0 })
+	kafkatest.Eventually(t, 5*time.Second, "slot B of latest10", func() bool { return len(ticks.of("latest10")) > 0 })
 	for _, p := range fleet {
 		p.signal(syscall.SIGTERM)
 	}
@@ -51,7 +52,7 @@ func TestTickerOutageCatchup(t *testing.T) {
 	t.Logf("fleet down from %s to %s (slot B = %s)", down.Format(time.TimeOnly), time.Now().Format(time.TimeOnly), b.Format(time.TimeOnly))
 	fleet = []*proc{f.ticker("a2"), f.ticker("b2"), f.ticker("c2")}
 	leaderOf(t, 30*time.Second, fleet...)
-	eventually(t, 30*time.Second, "slot B+20 of both 10 s schedules", func() bool {
+	kafkatest.Eventually(t, 30*time.Second, "slot B+20 of both 10 s schedules", func() bool {
 		return hasSlot(ticks.of("skip10"), b.Add(20*time.Second)) && hasSlot(ticks.of("latest10"), b.Add(20*time.Second))
 	})
 
@@ -100,13 +101,13 @@ func TestTickerFollowsScheduleChanges(t *testing.T) {
 	ticks := f.collect()
 	fleet := []*proc{f.ticker("a"), f.ticker("b")}
 	leaderOf(t, 30*time.Second, fleet...)
-	eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("chg")) >= 3 })
+	kafkatest.Eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("chg")) >= 3 })
 
 	// Change: every 1s -> every 2s with a payload.
 	f.cli("schedule", "put", "chg", "--every", "2s", "--payload", "v2")
 	changed := time.Now()
 	version := scheduleVersion(t, f, "chg")
-	eventually(t, 10*time.Second, "a tick of the new version", func() bool {
+	kafkatest.Eventually(t, 10*time.Second, "a tick of the new version", func() bool {
 		for _, s := range ticks.of("chg") {
 			if s.tick.ScheduleVersion == version {
 				return true
@@ -135,7 +136,7 @@ func TestTickerFollowsScheduleChanges(t *testing.T) {
 		}
 	}
 	// Resume: ticks again, and none for the slots of the pause.
-	eventually(t, 10*time.Second, "a tick after the resume", func() bool {
+	kafkatest.Eventually(t, 10*time.Second, "a tick after the resume", func() bool {
 		for _, s := range ticks.of("chg") {
 			if s.tick.EmittedAt.After(resumed) {
 				return true
@@ -159,7 +160,7 @@ func TestTickerFollowsScheduleChanges(t *testing.T) {
 		}
 	}
 	// The leader also deleted the schedule's state from the ticker topic (a tombstone), so compaction drops it.
-	eventually(t, 10*time.Second, "the state of chg to be tombstoned", func() bool { return !tickerStateHas(t, f, "chg") })
+	kafkatest.Eventually(t, 10*time.Second, "the state of chg to be tombstoned", func() bool { return !tickerStateHas(t, f, "chg") })
 	for id, n := range slotCounts(ticks.of("chg")) {
 		if n != 1 {
 			t.Errorf("%s emitted %d times", id, n)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
 
 // TestScheduleApplyAndTrigger: apply a YAML file (dry run first, then for real, then pruned), and trigger a
@@ -61,7 +63,7 @@ func TestScheduleApplyAndTrigger(t *testing.T) {
 	if strings.Count(trig, "~trigger-") != 3 {
 		t.Fatalf("trigger output:\n%s", trig)
 	}
-	eventually(t, 10*time.Second, "3 triggered ticks", func() bool { return len(ticks.of("scan")) == 3 })
+	kafkatest.Eventually(t, 10*time.Second, "3 triggered ticks", func() bool { return len(ticks.of("scan")) == 3 })
 	for _, s := range ticks.of("scan") {
 		if !s.tick.Trigger || s.tick.Payload != "table-a" || !strings.Contains(s.tick.ID, "~trigger-") {
 			t.Errorf("triggered tick %+v", s.tick)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
 
 // TestTickerKillLeaderDefaultCatchup: a schedule put without --catchup (the default, all) loses no slot when
@@ -19,12 +20,12 @@ func TestTickerKillLeaderDefaultCatchup(t *testing.T) {
 	ticks := f.collect()
 	replicas := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
 	lead := leaderOf(t, 30*time.Second, replicas...)
-	eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
+	kafkatest.Eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
 
 	killed := time.Now()
 	lead.signal(syscall.SIGKILL)
 	next := leaderOf(t, 20*time.Second, without(replicas, lead)...)
-	eventually(t, 20*time.Second, "3 ticks emitted after the kill", func() bool { return emittedAfter(ticks.of("beat"), killed) >= 3 })
+	kafkatest.Eventually(t, 20*time.Second, "3 ticks emitted after the kill", func() bool { return emittedAfter(ticks.of("beat"), killed) >= 3 })
 	late := time.Duration(0)
 	for _, s := range ticks.of("beat") {
 		if s.tick.EmittedAt.After(killed) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -48,7 +49,7 @@ func TestFirstStartLosesNoTick(t *testing.T) {
 	tickers := []*proc{f.ticker("a", "--work-lag-interval", "500ms"), f.ticker("b", "--work-lag-interval", "500ms")}
 	started := time.Now()
 	lead := leaderOf(t, 30*time.Second, tickers...)
-	eventually(t, 20*time.Second, "3 ticks before any worker", func() bool { return len(ticks.of("beat")) >= 3 })
+	kafkatest.Eventually(t, 20*time.Second, "3 ticks before any worker", func() bool { return len(ticks.of("beat")) >= 3 })
 	waitUntil(started.Add(5 * time.Second)) // the scenario: workers start 5 s after the tickers
 
 	log := filepath.Join(t.TempDir(), "executions.log")
@@ -58,12 +59,12 @@ func TestFirstStartLosesNoTick(t *testing.T) {
 	for _, name := range []string{"w1", "w2"} {
 		f.start(name, "worker", "run", "--exec", handler, "--worker-id", name, "--session-timeout", "3s") // default --start
 	}
-	eventually(t, 30*time.Second, "5 ticks emitted after the workers started", func() bool { return emittedAfter(ticks.of("beat"), workersAt) >= 5 })
+	kafkatest.Eventually(t, 30*time.Second, "5 ticks emitted after the workers started", func() bool { return emittedAfter(ticks.of("beat"), workersAt) >= 5 })
 
 	// The leader measures the workers' lag for the fleet: one series per work partition (the workers pinned a
 	// start offset on all four), and small once they have caught up.
 	var lag map[string]float64
-	eventually(t, 20*time.Second, "the leader's work lag: 4 partitions, each under 5 s", func() bool {
+	kafkatest.Eventually(t, 20*time.Second, "the leader's work lag: 4 partitions, each under 5 s", func() bool {
 		lag = lead.series("tickgroup_work_lag_seconds")
 		if len(lag) != 4 {
 			return false
@@ -88,7 +89,7 @@ func TestFirstStartLosesNoTick(t *testing.T) {
 	}
 	time.Sleep(time.Second) // the last commit's markers reach the collector
 	emitted := ticks.of("beat")
-	eventually(t, 60*time.Second, "every emitted tick executed", func() bool {
+	kafkatest.Eventually(t, 60*time.Second, "every emitted tick executed", func() bool {
 		ran := executions(t, log)
 		for _, s := range emitted {
 			if ran[s.tick.ID] == 0 {

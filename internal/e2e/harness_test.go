@@ -233,23 +233,11 @@ func (p *proc) scrape() (admin.Samples, error) {
 	return admin.Scrape(ctx, http.DefaultClient, "http://"+p.admin+"/metrics")
 }
 
-// eventually polls cond every 50 ms until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // leaderOf waits until exactly one of procs reports tickgroup_leader 1 and returns it.
 func leaderOf(t *testing.T, d time.Duration, procs ...*proc) *proc {
 	t.Helper()
 	var found *proc
-	eventually(t, d, "exactly one leader", func() bool {
+	kafkatest.Eventually(t, d, "exactly one leader", func() bool {
 		found = nil
 		n := 0
 		for _, p := range procs {

@@ -3,6 +3,8 @@ package e2e
 import (
 	"testing"
 	"time"
+
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
 
 // TestTickerStandbysJoining: standbys joining the group do not move leadership (cooperative-sticky keeps
@@ -14,10 +16,10 @@ func TestTickerStandbysJoining(t *testing.T) {
 	ticks := f.collect()
 	a := f.ticker("a")
 	leaderOf(t, 30*time.Second, a)
-	eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
+	kafkatest.Eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
 	joined := time.Now()
 	standbys := []*proc{f.ticker("b"), f.ticker("c")}
-	eventually(t, 20*time.Second, "5 ticks after the standbys joined", func() bool { return emittedAfter(ticks.of("beat"), joined) >= 5 })
+	kafkatest.Eventually(t, 20*time.Second, "5 ticks after the standbys joined", func() bool { return emittedAfter(ticks.of("beat"), joined) >= 5 })
 	if leaderOf(t, 10*time.Second, append(standbys, a)...) != a {
 		t.Error("leadership moved when standbys joined")
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
 
 // scrapeAll returns the text of p's /metrics.
@@ -41,18 +43,18 @@ func TestOperateMetricsHealthStatus(t *testing.T) {
 	a := f.ticker("a")
 	w := f.start("w1", "worker", "run", "--exec", "true", "--worker-id", "w1", "--start", "earliest")
 
-	eventually(t, 30*time.Second, "the ticker to be ready", func() bool { return httpStatus(a, "/-/ready") == 200 })
-	eventually(t, 30*time.Second, "the worker to be ready", func() bool { return httpStatus(w, "/-/ready") == 200 })
+	kafkatest.Eventually(t, 30*time.Second, "the ticker to be ready", func() bool { return httpStatus(a, "/-/ready") == 200 })
+	kafkatest.Eventually(t, 30*time.Second, "the worker to be ready", func() bool { return httpStatus(w, "/-/ready") == 200 })
 	if httpStatus(a, "/-/healthy") != 200 || httpStatus(w, "/-/healthy") != 200 {
 		t.Fatal("/-/healthy is not 200")
 	}
 	leaderOf(t, 20*time.Second, a)
 
 	first := a.metric("tickgroup_ticks_emitted_total")
-	eventually(t, 20*time.Second, "tickgroup_ticks_emitted_total to grow by 4", func() bool {
+	kafkatest.Eventually(t, 20*time.Second, "tickgroup_ticks_emitted_total to grow by 4", func() bool {
 		return a.metric("tickgroup_ticks_emitted_total") >= first+4
 	})
-	eventually(t, 30*time.Second, "the worker to run ticks", func() bool {
+	kafkatest.Eventually(t, 30*time.Second, "the worker to run ticks", func() bool {
 		return strings.Contains(scrapeAll(t, w), `tickgroup_worker_ticks_total{result="ok"}`) &&
 			metricAtLeast(scrapeAll(t, w), `tickgroup_worker_ticks_total{result="ok"}`, 4)
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -30,14 +31,14 @@ func TestPipelineUnderKills(t *testing.T) {
 	workers := []*proc{startWorker("w1"), startWorker("w2")}
 	tickers := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
 	lead := leaderOf(t, 30*time.Second, tickers...)
-	eventually(t, 30*time.Second, "6 ticks executed", func() bool { return len(executions(t, log)) >= 6 })
+	kafkatest.Eventually(t, 30*time.Second, "6 ticks executed", func() bool { return len(executions(t, log)) >= 6 })
 
 	lead.signal(syscall.SIGKILL)
 	workers[0].signal(syscall.SIGKILL)
 	killed := time.Now()
 	leaderOf(t, 20*time.Second, without(tickers, lead)...)
 	startWorker("w1-restarted")
-	eventually(t, 30*time.Second, "16 ticks emitted after the kills", func() bool { return emittedAfter(ticks.of("scan"), killed) >= 16 })
+	kafkatest.Eventually(t, 30*time.Second, "16 ticks emitted after the kills", func() bool { return emittedAfter(ticks.of("scan"), killed) >= 16 })
 
 	// Stop emitting, then wait until every emitted tick ran.
 	for _, p := range tickers {
@@ -48,7 +49,7 @@ func TestPipelineUnderKills(t *testing.T) {
 	}
 	time.Sleep(time.Second) // the last commit's markers reach the collector
 	emitted := ticks.of("scan")
-	eventually(t, 60*time.Second, "every emitted tick executed", func() bool {
+	kafkatest.Eventually(t, 60*time.Second, "every emitted tick executed", func() bool {
 		ran := executions(t, log)
 		for _, s := range emitted {
 			if ran[s.tick.ID] == 0 {

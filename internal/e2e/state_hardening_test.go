@@ -11,6 +11,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/store"
 )
 
@@ -83,7 +84,7 @@ func TestStateForeignOpenTransaction(t *testing.T) {
 	time.Sleep(3 * time.Second) // the leader commits newer state above the open transaction
 	lead.signal(syscall.SIGKILL)
 	next := leaderOf(t, 40*time.Second, without(replicas, lead)...)
-	eventually(t, 30*time.Second, "the new leader to report the wait", func() bool {
+	kafkatest.Eventually(t, 30*time.Second, "the new leader to report the wait", func() bool {
 		return next.logContains("open transaction of another producer")
 	})
 	settleAndCheck(t, ticks)
@@ -113,13 +114,13 @@ func TestScheduleRecordRepaired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the leader's repair", func() bool {
+	kafkatest.Eventually(t, 20*time.Second, "the leader's repair", func() bool {
 		entries, broken, err := store.Load(ctx, opts, f.ns+".schedules")
 		_, ok := entries["beat"]
 		return err == nil && ok && len(broken) == 0
 	})
 	late := f.ticker("late") // a replica that reads the repaired topic from scratch
-	eventually(t, 20*time.Second, "the new replica loaded", func() bool { return late.metric("tickgroup_schedules") == 1 })
+	kafkatest.Eventually(t, 20*time.Second, "the new replica loaded", func() bool { return late.metric("tickgroup_schedules") == 1 })
 	if out := f.cli("schedule", "get", "beat"); !strings.Contains(out, `"every": "1s"`) && !strings.Contains(out, `"every":"1s"`) {
 		t.Errorf("schedule get beat after the repair = %s", out)
 	}

@@ -4,6 +4,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
 
 // Static membership of the ticker group (--instance-id): a leader killed with kill -9 and restarted with the same
@@ -21,7 +23,7 @@ func TestTickerStaticMembership(t *testing.T) {
 	a := static("a")
 	leaderOf(t, 30*time.Second, a)
 	b := f.ticker("b", "--session-timeout", "20s")
-	eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
+	kafkatest.Eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
 
 	a.signal(syscall.SIGKILL)
 	killed := time.Now()
@@ -30,7 +32,7 @@ func TestTickerStaticMembership(t *testing.T) {
 		t.Fatalf("after the restart %s leads, want the restarted static member a2", l.name)
 	}
 	var first time.Time
-	eventually(t, 15*time.Second, "a tick after the restart", func() bool {
+	kafkatest.Eventually(t, 15*time.Second, "a tick after the restart", func() bool {
 		for _, s := range ticks.of("beat") {
 			if s.tick.EmittedAt.After(killed) {
 				first = s.tick.EmittedAt

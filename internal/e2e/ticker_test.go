@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
 
 // TestTickerKillLeader: kill -9 the leader of three replicas. A new leader emits within the session timeout
@@ -17,7 +19,7 @@ func TestTickerKillLeader(t *testing.T) {
 	survivors := without(replicas, lead)
 	next := leaderOf(t, 20*time.Second, survivors...)
 	var firstAfter time.Time
-	eventually(t, 20*time.Second, "a tick emitted after the kill", func() bool {
+	kafkatest.Eventually(t, 20*time.Second, "a tick emitted after the kill", func() bool {
 		for _, s := range ticks.of("beat") {
 			if s.tick.EmittedAt.After(killed) {
 				firstAfter = s.tick.EmittedAt
@@ -42,12 +44,12 @@ func TestTickerFrozenLeader(t *testing.T) {
 	lead.signal(syscall.SIGSTOP)
 	frozen := time.Now()
 	next := leaderOf(t, 20*time.Second, without(replicas, lead)...)
-	eventually(t, 20*time.Second, "ticks from the new leader", func() bool { return emittedAfter(ticks.of("beat"), frozen) >= 3 })
+	kafkatest.Eventually(t, 20*time.Second, "ticks from the new leader", func() bool { return emittedAfter(ticks.of("beat"), frozen) >= 3 })
 	time.Sleep(2 * time.Second) // keep it frozen well past its session timeout while the new leader emits
 	lead.signal(syscall.SIGCONT)
 	t.Logf("%s frozen for %v; %s led meanwhile", lead.name, time.Since(frozen).Round(time.Millisecond), next.name)
 
-	eventually(t, 15*time.Second, "the woken replica to step down", func() bool {
+	kafkatest.Eventually(t, 15*time.Second, "the woken replica to step down", func() bool {
 		return lead.metric("tickgroup_leader") == 0 && lead.logContains("stepping down")
 	})
 	fenced := lead.metric("tickgroup_fenced_total")
@@ -72,7 +74,7 @@ func TestTickerGracefulHandoff(t *testing.T) {
 	if err := lead.wait(t, 30*time.Second); err != nil {
 		t.Errorf("graceful stop exited with %v", err)
 	}
-	eventually(t, 20*time.Second, "4 ticks after the stop", func() bool {
+	kafkatest.Eventually(t, 20*time.Second, "4 ticks after the stop", func() bool {
 		n := 0
 		for _, s := range ticks.of("beat") {
 			if s.tick.Slot.After(stopped) {
@@ -105,7 +107,7 @@ func beatFleet(t *testing.T, n int) (*collector, []*proc, *proc) {
 	ticks := f.collect()
 	replicas := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
 	lead := leaderOf(t, 30*time.Second, replicas...)
-	eventually(t, 20*time.Second, fmt.Sprintf("%d ticks", n), func() bool { return len(ticks.of("beat")) >= n })
+	kafkatest.Eventually(t, 20*time.Second, fmt.Sprintf("%d ticks", n), func() bool { return len(ticks.of("beat")) >= n })
 	return ticks, replicas, lead
 }
 
@@ -113,7 +115,7 @@ func beatFleet(t *testing.T, n int) (*collector, []*proc, *proc) {
 func settleAndCheck(t *testing.T, ticks *collector) {
 	t.Helper()
 	settle := len(ticks.of("beat")) + 3
-	eventually(t, 20*time.Second, "3 more ticks", func() bool { return len(ticks.of("beat")) >= settle })
+	kafkatest.Eventually(t, 20*time.Second, "3 more ticks", func() bool { return len(ticks.of("beat")) >= settle })
 	checkSequence(t, ticks.of("beat"), time.Second)
 }
 

@@ -174,3 +174,19 @@ func NewNamespace(t testing.TB) string {
 	})
 	return ns
 }
+
+// Eventually waits until cond holds, checking it every few milliseconds at first and every 50 ms later, and
+// fails the test with what when d passes first. It is the one polling helper of the project's tests: they wait
+// on conditions, never on bare sleeps.
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	pause := 5 * time.Millisecond
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/leader"
 )
 
@@ -57,18 +58,6 @@ func setup(t *testing.T) *testBundle {
 	}
 	t.Cleanup(cl.Close)
 	return &testBundle{cluster: c, opts: opts, cl: cl, adm: kadm.NewClient(cl)}
-}
-
-// eventually waits until cond holds, checking every few milliseconds, and fails the test after waitFor.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitFor, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // received is a condition for eventually: a value arrived on ch (and is stored in *v).
@@ -151,7 +140,7 @@ func (s *script) lead(ctx context.Context, term leader.Term) error {
 func (s *script) next(t *testing.T) *termRun {
 	t.Helper()
 	var r *termRun
-	eventually(t, s.name+" to start a term", received(s.started, &r))
+	kafkatest.Eventually(t, waitFor, s.name+" to start a term", received(s.started, &r))
 	return r
 }
 
@@ -204,7 +193,7 @@ func (b *testBundle) start(t *testing.T, s *script) *replica {
 func (r *replica) stopped(t *testing.T) {
 	t.Helper()
 	var err error
-	eventually(t, "Run to return", received(r.done, &err))
+	kafkatest.Eventually(t, waitFor, "Run to return", received(r.done, &err))
 	if err != nil {
 		t.Fatalf("Run returned %v, want nil", err)
 	}
@@ -308,14 +297,14 @@ func TestRevokeCancelsAndAwaitsTermBeforeHandover(t *testing.T) {
 	a := b.start(t, sa)
 	ra := sa.next(t)
 	bb := b.start(t, sb)
-	eventually(t, "b to join the group", closed(bb.e.Joined()))
+	kafkatest.Eventually(t, waitFor, "b to join the group", closed(bb.e.Joined()))
 
 	a.stop() // a graceful stop: Close revokes partition 0 first
-	eventually(t, "a's term context to end", closed(ra.ctx.Done()))
+	kafkatest.Eventually(t, waitFor, "a's term context to end", closed(ra.ctx.Done()))
 	if cause := context.Cause(ra.ctx); !errors.Is(cause, leader.ErrPartitionRevoked) {
 		t.Fatalf("a's term cause = %v, want ErrPartitionRevoked", cause)
 	}
-	eventually(t, "a to turn not ready as its shutdown began", func() bool { return !a.isReady() })
+	kafkatest.Eventually(t, waitFor, "a to turn not ready as its shutdown began", func() bool { return !a.isReady() })
 	// The revocation callback waits for the held term, so a keeps partition 0: b cannot lead, a cannot leave.
 	// (Well within the 1s session timeout, which is what bounds that wait on a real broker too.)
 	stays(t, sb.started, 300*time.Millisecond, "b started a term while a's revoked term still ran")
@@ -324,7 +313,7 @@ func TestRevokeCancelsAndAwaitsTermBeforeHandover(t *testing.T) {
 	}
 
 	close(sa.hold[1])
-	eventually(t, "a's term to return", closed(ra.ended))
+	kafkatest.Eventually(t, waitFor, "a's term to return", closed(ra.ended))
 	a.stopped(t)
 	rb := sb.next(t)
 	if rb.term.Number != 1 {
@@ -357,7 +346,7 @@ func TestLostTermIsNotAwaitedByCallbackButByRun(t *testing.T) {
 	r1 := s.next(t)
 
 	b.loseNextHeartbeat()
-	eventually(t, "the lost term's context to end", closed(r1.ctx.Done()))
+	kafkatest.Eventually(t, waitFor, "the lost term's context to end", closed(r1.ctx.Done()))
 	if cause := context.Cause(r1.ctx); !errors.Is(cause, leader.ErrPartitionLost) {
 		t.Fatalf("term cause = %v, want ErrPartitionLost", cause)
 	}
@@ -371,7 +360,7 @@ func TestLostTermIsNotAwaitedByCallbackButByRun(t *testing.T) {
 	}
 
 	a.stop()
-	eventually(t, "term 2 to return", closed(r2.ended))
+	kafkatest.Eventually(t, waitFor, "term 2 to return", closed(r2.ended))
 	stays(t, a.done, 300*time.Millisecond, "Run returned while the lost term still ran")
 	close(s.hold[1])
 	a.stopped(t)
@@ -412,11 +401,11 @@ func TestTwoElectorsOneLeaderAndFailover(t *testing.T) {
 	sa, sb := newScript("a"), newScript("b")
 	sb.running, sb.max = sa.running, sa.max
 	a, bb := b.start(t, sa), b.start(t, sb)
-	eventually(t, "both to join", func() bool { return closed(a.e.Joined())() && closed(bb.e.Joined())() })
+	kafkatest.Eventually(t, waitFor, "both to join", func() bool { return closed(a.e.Joined())() && closed(bb.e.Joined())() })
 
 	var first *termRun
 	leaderRep, follower, fs := a, bb, sb
-	eventually(t, "one of them to lead", func() bool {
+	kafkatest.Eventually(t, waitFor, "one of them to lead", func() bool {
 		if received(sb.started, &first)() {
 			leaderRep, follower, fs = bb, a, sa
 			return true
@@ -427,7 +416,7 @@ func TestTwoElectorsOneLeaderAndFailover(t *testing.T) {
 		t.Fatalf("leading: a=%v b=%v, want exactly one", a.e.Leading(), bb.e.Leading())
 	}
 	// The group settles with both members (the second join rebalances): the leader keeps partition 0.
-	eventually(t, "the group to have both members", func() bool {
+	kafkatest.Eventually(t, waitFor, "the group to have both members", func() bool {
 		owner, n := b.owner(t)
 		return n == 2 && owner == first.term.MemberID
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
 )
@@ -54,18 +55,6 @@ func setup(t *testing.T) *testBundle {
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	t.Cleanup(cancel)
 	return &testBundle{opts: opts, cl: cl, reg: prometheus.NewRegistry(), ctx: ctx}
-}
-
-// eventually waits until cond holds, checking every few milliseconds, and fails the test after waitFor.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitFor, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // signalled is a condition for eventually: ch has been closed (or signalled).
@@ -131,7 +120,7 @@ func (b *testBundle) run(t *testing.T) *store.View {
 			t.Error("View.Run did not return")
 		}
 	})
-	eventually(t, "the View to load", signalled(v.Loaded()))
+	kafkatest.Eventually(t, waitFor, "the View to load", signalled(v.Loaded()))
 	return v
 }
 
@@ -140,7 +129,7 @@ func (b *testBundle) run(t *testing.T) *store.View {
 func waitChanged(t *testing.T, v *store.View, want ...string) {
 	t.Helper()
 	got := map[string]bool{}
-	eventually(t, fmt.Sprintf("changes of %v", want), func() bool {
+	kafkatest.Eventually(t, waitFor, fmt.Sprintf("changes of %v", want), func() bool {
 		for _, n := range v.TakeChanged() {
 			got[n] = true
 		}
@@ -283,7 +272,7 @@ func TestViewBadRecordKeepsPreviousDefinitionInMemory(t *testing.T) {
 	}
 	b.produce(t, rep) // offset 2
 	waitChanged(t, v, "a")
-	eventually(t, "the repair", func() bool { return len(v.Broken()) == 0 })
+	kafkatest.Eventually(t, waitFor, "the repair", func() bool { return len(v.Broken()) == 0 })
 	if got := versions(v); !equal(got, wantAfterBad) {
 		t.Errorf("after the repair: versions = %v, want %v (a restatement is not a change)", got, wantAfterBad)
 	}
@@ -296,7 +285,7 @@ func TestViewBadRecordKeepsPreviousDefinitionInMemory(t *testing.T) {
 	}
 	b.put(t, every("a", 2*time.Minute)) // offset 4: the operator's new definition
 	b.produce(t, late)                  // offset 5: the repair of offset 3, now stale
-	eventually(t, "the stale repair reported", func() bool {
+	kafkatest.Eventually(t, waitFor, "the stale repair reported", func() bool {
 		bs := v.Broken()
 		return len(bs) == 1 && bs[0].Invalid == nil && bs[0].Last != nil && bs[0].Last.Version == 4
 	})
@@ -319,7 +308,7 @@ func TestViewBadRecordDuringLoadIsSkippedNotDeadLettered(t *testing.T) {
 	// The View dead-letters a batch's bad records before it polls again, so once a later record is visible,
 	// any dead letter of the load has been written.
 	b.put(t, every("z", time.Minute)) // offset 2
-	eventually(t, "a later record", func() bool { _, ok := v.Get("z"); return ok })
+	kafkatest.Eventually(t, waitFor, "a later record", func() bool { _, ok := v.Get("z"); return ok })
 	if got := metric(t, b.reg, "tickgroup_invalid_schedule_records_total"); got != 1 {
 		t.Errorf("invalid records counted = %v, want 1", got)
 	}

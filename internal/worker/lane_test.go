@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -59,7 +60,7 @@ func TestLaneRunsPartitionInOrder(t *testing.T) {
 		return nil
 	}), Deps{})
 
-	eventually(t, 20*time.Second, "every tick to run", func() bool { return rec.count() >= testParts*n })
+	kafkatest.Eventually(t, 20*time.Second, "every tick to run", func() bool { return rec.count() >= testParts*n })
 	if c := overlaps.Load(); c != 0 {
 		t.Errorf("%d calls overlapped another call of the same partition", c)
 	}
@@ -95,7 +96,7 @@ func finishedTicksCase(t *testing.T, prepare func(b *testBundle)) {
 	rec := newRecorder()
 	b.start(t, b.config("w1"), rec.handler(nil), Deps{})
 
-	eventually(t, 10*time.Second, "the commit to pass all five ticks", func() bool { return b.committed(t, 0).At == offsets[4]+1 })
+	kafkatest.Eventually(t, 10*time.Second, "the commit to pass all five ticks", func() bool { return b.committed(t, 0).At == offsets[4]+1 })
 	calls := rec.snapshot()
 	var want []string
 	for _, tk := range ticks {
@@ -186,7 +187,7 @@ func TestLaneRerunsInterruptedTickAfterLease(t *testing.T) {
 	cfg.MaxClockSkew = 200 * time.Millisecond
 	rec := newRecorder()
 	b.start(t, cfg, rec.handler(nil), Deps{})
-	eventually(t, 10*time.Second, "the three ticks to run", func() bool { return rec.count() >= 3 })
+	kafkatest.Eventually(t, 10*time.Second, "the three ticks to run", func() bool { return rec.count() >= 3 })
 
 	calls := rec.snapshot()
 	if got, want := ids(calls), ticks[0].ID+" "+ticks[1].ID+" "+ticks[2].ID; got != want {
@@ -206,7 +207,7 @@ func TestLaneRerunsInterruptedTickAfterLease(t *testing.T) {
 		t.Errorf("interrupted tick ran %s after the new claim was sent; want at least lease %s + skew %s",
 			waited, max(oldLease, cfg.Lease), cfg.MaxClockSkew)
 	}
-	eventually(t, 10*time.Second, "the commit to pass the three ticks", func() bool { return b.committed(t, 0).At == offsets[2]+1 })
+	kafkatest.Eventually(t, 10*time.Second, "the commit to pass the three ticks", func() bool { return b.committed(t, 0).At == offsets[2]+1 })
 	if o := b.outcomesOf(t, 0, ticks[0].ID, "w1"); len(o) != 1 || o[0].Status != StatusOK || !o[0].Interrupted || o[0].Attempts != 3 {
 		t.Errorf("outcomes of the interrupted tick: %+v, want one ok, interrupted, 3 attempts", o)
 	}
@@ -226,7 +227,7 @@ func TestLaneSkipsInterruptedTick(t *testing.T) {
 	cfg.MaxClockSkew = 200 * time.Millisecond
 	rec := newRecorder()
 	b.start(t, cfg, rec.handler(nil), Deps{})
-	eventually(t, 10*time.Second, "the commit to pass both ticks", func() bool { return b.committed(t, 0).At == offsets[1]+1 })
+	kafkatest.Eventually(t, 10*time.Second, "the commit to pass both ticks", func() bool { return b.committed(t, 0).At == offsets[1]+1 })
 
 	if got := ids(rec.snapshot()); got != ticks[1].ID {
 		t.Fatalf("handler ran %q, want only %q", got, ticks[1].ID)
@@ -258,7 +259,7 @@ func TestLaneRerunsReleasedTickAtOnce(t *testing.T) {
 
 	rec := newRecorder()
 	b.start(t, cfg, rec.handler(nil), Deps{})
-	eventually(t, 10*time.Second, "the released tick to run", func() bool { return rec.count() >= 1 })
+	kafkatest.Eventually(t, 10*time.Second, "the released tick to run", func() bool { return rec.count() >= 1 })
 	c := rec.snapshot()[0]
 	if c.Attempt.N != 2 || !c.Attempt.Interrupted {
 		t.Errorf("released tick ran with %+v, want N 2, Interrupted", c.Attempt)
@@ -267,7 +268,7 @@ func TestLaneRerunsReleasedTickAtOnce(t *testing.T) {
 	if waited := c.Start.Sub(claim.At); waited >= cfg.Lease+cfg.MaxClockSkew {
 		t.Errorf("released tick ran %s after the new claim: it waited for the lease", waited)
 	}
-	eventually(t, 10*time.Second, "the commit to pass the tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	kafkatest.Eventually(t, 10*time.Second, "the commit to pass the tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
 }
 
 // laneFence returns the fencing token of w's lane of partition p (0 without a lane or before its claim).
@@ -305,8 +306,8 @@ func TestLaneFenceIncreasesAcrossOwners(t *testing.T) {
 		rec := newRecorder()
 		tw := b.start(t, b.config(id), rec.handler(nil), Deps{})
 		_, offsets := b.produceTicks(t, 0, "fence"+id, 1)
-		eventually(t, 10*time.Second, id+" to run its tick", func() bool { return rec.count() >= 1 })
-		eventually(t, 10*time.Second, id+"'s commit of its tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+		kafkatest.Eventually(t, 10*time.Second, id+" to run its tick", func() bool { return rec.count() >= 1 })
+		kafkatest.Eventually(t, 10*time.Second, id+"'s commit of its tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
 		a := rec.snapshot()[0].Attempt
 		if lf := laneFence(tw.w, 0); a.Fence != lf {
 			t.Errorf("%s: Attempt.Fence %d, lane's token %d", id, a.Fence, lf)
@@ -338,7 +339,7 @@ func TestLaneFenceOfNewGroupAboveLedger(t *testing.T) {
 	rec := newRecorder()
 	b.start(t, b.config("w1"), rec.handler(nil), Deps{})
 	b.produceTicks(t, 0, "newgroup", 1)
-	eventually(t, 10*time.Second, "the tick to run", func() bool { return rec.count() >= 1 })
+	kafkatest.Eventually(t, 10*time.Second, "the tick to run", func() bool { return rec.count() >= 1 })
 	if f := rec.snapshot()[0].Attempt.Fence; f <= 5 {
 		t.Errorf("Attempt.Fence %d, want above the ledger's last token 5", f)
 	}
@@ -387,7 +388,7 @@ func TestLaneShutdownCancelsAndReleases(t *testing.T) {
 	cfg2.Lease, cfg2.MaxClockSkew = 3*time.Second, time.Second // a lease wait would be 4s
 	rec2 := newRecorder()
 	b.start(t, cfg2, rec2.handler(nil), Deps{})
-	eventually(t, 10*time.Second, "the next owner to rerun the tick", func() bool { return rec2.count() >= 1 })
+	kafkatest.Eventually(t, 10*time.Second, "the next owner to rerun the tick", func() bool { return rec2.count() >= 1 })
 	c := rec2.snapshot()[0]
 	if c.ID != ticks[0].ID || c.Attempt.N != 2 || !c.Attempt.Interrupted {
 		t.Errorf("next owner ran %s with %+v, want %s as attempt 2, interrupted", c.ID, c.Attempt, ticks[0].ID)
@@ -428,7 +429,7 @@ func TestLaneRevokedMidRun(t *testing.T) {
 	cfg2.Lease, cfg2.MaxClockSkew = cfg.Lease, cfg.MaxClockSkew
 	rec2 := newRecorder()
 	b.start(t, cfg2, rec2.handler(nil), Deps{})
-	eventually(t, 20*time.Second, "w2 to rerun the tick of the partition it got", func() bool { return rec2.count() >= 1 })
+	kafkatest.Eventually(t, 20*time.Second, "w2 to rerun the tick of the partition it got", func() bool { return rec2.count() >= 1 })
 	c := rec2.snapshot()[0]
 	p := int32(-1)
 	for i, tk := range ticks {
@@ -471,7 +472,7 @@ func TestLaneCommitsEveryFinishedOffset(t *testing.T) {
 	}
 	for p := range int32(testParts) {
 		end := b.endOffset(t, b.names.Work, p)
-		eventually(t, 20*time.Second, "the commit to reach the end", func() bool { return b.committed(t, p).At == end })
+		kafkatest.Eventually(t, 20*time.Second, "the commit to reach the end", func() bool { return b.committed(t, p).At == end })
 	}
 	if got := rec.count(); got != testParts*n {
 		t.Errorf("%d handler calls, want %d", got, testParts*n)
@@ -491,7 +492,7 @@ func TestLaneIgnoresBadLedgerEntries(t *testing.T) {
 	rec := newRecorder()
 	b.start(t, b.config("w1"), rec.handler(nil), Deps{Registerer: reg})
 	_, offsets := b.produceTicks(t, 0, "bad", 2)
-	eventually(t, 10*time.Second, "the commit to pass both ticks", func() bool { return b.committed(t, 0).At == offsets[1]+1 })
+	kafkatest.Eventually(t, 10*time.Second, "the commit to pass both ticks", func() bool { return b.committed(t, 0).At == offsets[1]+1 })
 	if got := rec.count(); got != 2 {
 		t.Errorf("%d handler calls, want 2", got)
 	}
@@ -581,7 +582,7 @@ func TestLaneTakeoverRetryKeepsLedger(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the first claim was not written within 10s")
 	}
-	eventually(t, 10*time.Second, "the commit to pass both ticks", func() bool { return b.committed(t, 0).At == offsets[1]+1 })
+	kafkatest.Eventually(t, 10*time.Second, "the commit to pass both ticks", func() bool { return b.committed(t, 0).At == offsets[1]+1 })
 	if got := ids(rec.snapshot()); got != ticks[1].ID {
 		t.Fatalf("handler ran %q, want only %q: the finished tick ran again", got, ticks[1].ID)
 	}
@@ -625,8 +626,8 @@ func TestLaneNextOwnerAfterRefusedCommits(t *testing.T) {
 	rec1 := newRecorder()
 	w1 := b.start(t, b.config("w1"), rec1.handler(nil), Deps{})
 	ticks, _ := b.produceTicks(t, 0, "refused", 3)
-	eventually(t, 10*time.Second, "w1 to run the three ticks", func() bool { return rec1.count() >= 3 })
-	eventually(t, 10*time.Second, "w1's outcomes", func() bool { return len(b.entries(t, 0, ledger.KindOutcome, "")) >= 3 })
+	kafkatest.Eventually(t, 10*time.Second, "w1 to run the three ticks", func() bool { return rec1.count() >= 3 })
+	kafkatest.Eventually(t, 10*time.Second, "w1's outcomes", func() bool { return len(b.entries(t, 0, ledger.KindOutcome, "")) >= 3 })
 	w1.stop(t)
 	if c := b.committed(t, 0); c.At >= 0 {
 		t.Fatalf("partition 0 has a commit at %d although every commit was refused", c.At)
@@ -636,8 +637,8 @@ func TestLaneNextOwnerAfterRefusedCommits(t *testing.T) {
 	rec2 := newRecorder()
 	b.start(t, b.config("w2"), rec2.handler(nil), Deps{})
 	more, offsets := b.produceTicks(t, 0, "refused-more", 1)
-	eventually(t, 10*time.Second, "w2 to run the new tick", func() bool { return rec2.count() >= 1 })
-	eventually(t, 10*time.Second, "w2's commit past the new tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	kafkatest.Eventually(t, 10*time.Second, "w2 to run the new tick", func() bool { return rec2.count() >= 1 })
+	kafkatest.Eventually(t, 10*time.Second, "w2's commit past the new tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
 	if f1, f2 := rec1.snapshot()[0].Attempt.Fence, rec2.snapshot()[0].Attempt.Fence; f2 <= f1 {
 		t.Errorf("w2's Attempt.Fence %d is not above w1's %d", f2, f1)
 	}
@@ -663,7 +664,7 @@ func TestLaneInterruptedWaitEndsWithFormerOwnersEntry(t *testing.T) {
 			b.writeLedger(t, 0, startedEntry(ledger.KindStarted, ticks[0], 0, offsets[0], 1))
 			rec := newRecorder()
 			b.start(t, cfg, rec.handler(nil), Deps{})
-			eventually(t, 10*time.Second, "w1's claim", func() bool {
+			kafkatest.Eventually(t, 10*time.Second, "w1's claim", func() bool {
 				for _, r := range b.entries(t, 0, ledger.KindClaim, "") {
 					if r.Entry.Worker == "w1" {
 						return true
@@ -677,7 +678,7 @@ func TestLaneInterruptedWaitEndsWithFormerOwnersEntry(t *testing.T) {
 			}
 			b.writeLedger(t, 0, e)
 			claim := b.claimOf(t, 0, "w1")
-			eventually(t, 10*time.Second, "the commit to pass the tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+			kafkatest.Eventually(t, 10*time.Second, "the commit to pass the tick", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
 			if waited := time.Since(claim.At); waited >= cfg.Lease+cfg.MaxClockSkew {
 				t.Errorf("the tick was decided %s after the new claim: the former owner's %s did not end the wait", waited, kind)
 			}
@@ -707,7 +708,7 @@ func TestLaneClaimsAboveHighestTokenInLedger(t *testing.T) {
 	rec := newRecorder()
 	b.start(t, b.config("w1"), rec.handler(nil), Deps{})
 	b.produceTicks(t, 0, "above", 1)
-	eventually(t, 10*time.Second, "the tick to run", func() bool { return rec.count() >= 1 })
+	kafkatest.Eventually(t, 10*time.Second, "the tick to run", func() bool { return rec.count() >= 1 })
 	if f := rec.snapshot()[0].Attempt.Fence; f != 5 {
 		t.Errorf("Attempt.Fence %d, want 5: one above the highest claim in the ledger", f)
 	}
@@ -721,13 +722,13 @@ func TestLaneFencedByForeignClaim(t *testing.T) {
 	rec := newRecorder()
 	tw := b.start(t, b.config("w1"), rec.handler(nil), Deps{})
 	b.produceTicks(t, 0, "before", 1)
-	eventually(t, 10*time.Second, "the first tick to run", func() bool { return rec.count() >= 1 })
+	kafkatest.Eventually(t, 10*time.Second, "the first tick to run", func() bool { return rec.count() >= 1 })
 	f := rec.snapshot()[0].Attempt.Fence
 	b.writeLedger(t, 0, ledger.Entry{Kind: ledger.KindClaim, Partition: 0, Fence: f + 1, Worker: "usurper",
 		At: time.Now().UTC(), LeaseMS: 300})
 
 	ticks, _ := b.produceTicks(t, 0, "after", 1)
-	eventually(t, 10*time.Second, "w1's started entry of the second tick", func() bool {
+	kafkatest.Eventually(t, 10*time.Second, "w1's started entry of the second tick", func() bool {
 		return len(b.entries(t, 0, ledger.KindStarted, ticks[0].ID)) > 0
 	})
 	tw.w.mu.Lock()
@@ -777,7 +778,7 @@ func TestLaneLeaseRenewedWhileHandlerRuns(t *testing.T) {
 		return nil
 	}), Deps{})
 	_, offsets := b.produceTicks(t, 0, "long", 1)
-	eventually(t, 10*time.Second, "the long tick's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	kafkatest.Eventually(t, 10*time.Second, "the long tick's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
 	calls := rec.snapshot()
 	if len(calls) != 1 || calls[0].Cause != nil {
 		t.Fatalf("calls %+v, want one, never cancelled", calls)
@@ -821,7 +822,7 @@ func TestLaneLeaseExpiresWhenOwnershipCannotBeProven(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no renewal within 10s")
 	}
-	eventually(t, 10*time.Second, "the first attempt to be cut off", func() bool { return rec.count() >= 1 })
+	kafkatest.Eventually(t, 10*time.Second, "the first attempt to be cut off", func() bool { return rec.count() >= 1 })
 	allow()
 	c := rec.snapshot()[0]
 	if !errors.Is(c.Cause, errLeaseExpired) {
@@ -831,7 +832,7 @@ func TestLaneLeaseExpiresWhenOwnershipCannotBeProven(t *testing.T) {
 	if over := c.End.Sub(refusedAt); over > cfg.Lease+cfg.Lease/2 {
 		t.Errorf("first attempt ran on %s after the first refused renewal; its lease is %s", over, cfg.Lease)
 	}
-	eventually(t, 10*time.Second, "the retry's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	kafkatest.Eventually(t, 10*time.Second, "the retry's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
 	calls2 := rec.snapshot()
 	if len(calls2) != 2 || calls2[1].Attempt.N != 2 {
 		t.Fatalf("calls %+v, want two, the second attempt 2", calls2)
@@ -866,7 +867,7 @@ func TestLaneConcurrencyBoundsHandlers(t *testing.T) {
 	for p := range int32(testParts) {
 		b.produceTicks(t, p, fmt.Sprintf("conc%d", p), n)
 	}
-	eventually(t, 10*time.Second, "every tick to run", func() bool { return rec.count() >= testParts*n })
+	kafkatest.Eventually(t, 10*time.Second, "every tick to run", func() bool { return rec.count() >= testParts*n })
 	if got := peak.Load(); got != 1 {
 		t.Errorf("%d handlers ran at once, want at most Concurrency 1", got)
 	}

@@ -120,18 +120,6 @@ func (tw *testWorker) stop(t *testing.T) {
 	}
 }
 
-// eventually waits up to d for cond, checking it every 10ms, and fails the test with what when it never holds.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // produceTicks writes n ticks of a schedule to work partition p and returns them with their work offsets.
 func (b *testBundle) produceTicks(t *testing.T, p int32, schedule string, n int) ([]tick.Tick, []int64) {
 	t.Helper()

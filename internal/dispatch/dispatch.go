@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leader"
 	"github.com/tickgroup/tickgroup/internal/store"
@@ -284,23 +285,15 @@ func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record
 func (d *Dispatcher) readState(ctx context.Context) (map[string]State, map[string]*kgo.Record, error) {
 	bad := map[string]*kgo.Record{}
 	state, err := ReadState(ctx, d.opts, d.cfg.Names.Ticker, func(r *kgo.Record, err error) {
-		d.logger.Error("skipping an undecodable ticker-topic record", "schedule", clip(string(r.Key)), "offset", r.Offset, "err", err)
+		d.logger.Error("skipping an undecodable ticker-topic record", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", err)
 		d.metrics.invalidState.Inc()
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: "tickgroup-error", Value: []byte(clip(err.Error()))})
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: "tickgroup-error", Value: []byte(errlimit.Text(err.Error()))})
 		bad[string(r.Key)] = r
 	})
 	for name := range state {
 		delete(bad, name) // a valid record followed the bad one
 	}
 	return state, bad, err
-}
-
-// clip shortens s for a log line or header.
-func clip(s string) string {
-	if len(s) <= 256 {
-		return s
-	}
-	return s[:256] + "..."
 }
 
 // producer runs the term's transactions.

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/store"
 	"github.com/tickgroup/tickgroup/internal/tick"
@@ -246,16 +247,16 @@ func (d *Dispatcher) repairSchedules(ctx context.Context, p *producer, logger *s
 		}
 		rep, err := store.Repair(b, d.cfg.Names.Schedules)
 		if err != nil {
-			logger.Error("cannot repair a schedule record", "schedule", clip(b.Name), "err", err)
+			logger.Error("cannot repair a schedule record", "schedule", errlimit.Text(b.Name), "err", err)
 			continue
 		}
 		recs = append(recs, rep)
 		if b.Invalid != nil {
 			recs = append(recs, store.DeadLetter(b.Record, d.cfg.Names.DLQ, b.Invalid))
 			logger.Warn("invalid schedule record: restating the last valid definition and dead-lettering the record",
-				"schedule", clip(b.Name), "offset", b.Record.Offset, "had_valid_definition", b.Last != nil, "err", b.Invalid)
+				"schedule", errlimit.Text(b.Name), "offset", b.Record.Offset, "had_valid_definition", b.Last != nil, "err", b.Invalid)
 		} else {
-			logger.Warn("a repair arrived after a newer definition: restating the newer one", "schedule", clip(b.Name), "offset", b.Record.Offset)
+			logger.Warn("a repair arrived after a newer definition: restating the newer one", "schedule", errlimit.Text(b.Name), "offset", b.Record.Offset)
 		}
 		d.metrics.schedulesRepaired.Inc()
 	}

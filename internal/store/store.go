@@ -156,13 +156,6 @@ func repairTarget(r *kgo.Record) (int64, bool) {
 	return 0, false
 }
 
-func clip(s string) string {
-	if len(s) <= 128 {
-		return s
-	}
-	return s[:128] + "..."
-}
-
 // Load reads the whole schedules topic once (to its last stable offset) and returns the live schedules by name
 // and the keys whose newest record is broken (their last valid definition is kept in the entries).
 func Load(ctx context.Context, opts []kgo.Opt, topic string) (map[string]Entry, []Broken, error) {
@@ -197,7 +190,7 @@ func Repair(b Broken, topic string) (*kgo.Record, error) {
 	if b.Last != nil {
 		v, err := schedule.Encode(b.Last.Spec())
 		if err != nil {
-			return nil, fmt.Errorf("restating schedule %s: %w", clip(b.Name), err)
+			return nil, fmt.Errorf("restating schedule %s: %w", errlimit.Text(b.Name), err)
 		}
 		r.Value = v
 	}
@@ -319,7 +312,7 @@ func (v *View) Run(ctx context.Context) error {
 			if bad := v.fold.apply(r); bad != nil {
 				v.metrics.invalid.Inc()
 				// Every replica sees it; the leader repairs it and dead-letters it, once, and logs it at warn.
-				v.logger.Debug("invalid schedule record: keeping the last valid definition until the leader repairs it", "schedule", clip(string(r.Key)), "offset", r.Offset, "err", bad)
+				v.logger.Debug("invalid schedule record: keeping the last valid definition until the leader repairs it", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", bad)
 			}
 			v.changed[string(r.Key)] = struct{}{}
 			if r.Offset >= end-1 {

@@ -273,9 +273,7 @@ func (l *lane) takeover(ctx context.Context) error {
 		if try == 5 {
 			return fmt.Errorf("claiming partition %d: other claims kept winning", l.partition)
 		}
-		claim := ledger.Entry{Kind: ledger.KindClaim, Partition: l.partition, Fence: next, Worker: w.cfg.WorkerID,
-			At: w.cfg.Now().UTC(), LeaseMS: w.cfg.Lease.Milliseconds()}
-		o, err := w.writeLedger(ctx, l.partition, ledger.ClaimKey(l.partition), claim)
+		o, err := w.writeLedger(ctx, l.partition, ledger.ClaimKey(l.partition), l.claim(next))
 		if err != nil {
 			return fmt.Errorf("claiming partition %d: %w", l.partition, err)
 		}
@@ -360,13 +358,18 @@ func (l *lane) confirm(ctx context.Context, e ledger.Entry) (time.Time, error) {
 	return sent.Add(w.cfg.Lease), nil
 }
 
+// claim is this lane's claim entry with token fence (a renewal repeats the lane's own token).
+func (l *lane) claim(fence int64) ledger.Entry {
+	w := l.w
+	return ledger.Entry{Kind: ledger.KindClaim, Partition: l.partition, Fence: fence, Worker: w.cfg.WorkerID,
+		At: w.cfg.Now().UTC(), LeaseMS: w.cfg.Lease.Milliseconds()}
+}
+
 // renew proves, by writing a claim renewal and reading it back, that this lane still owns its partition.
 func (l *lane) renew(ctx context.Context) (time.Time, error) {
 	w := l.w
-	e := ledger.Entry{Kind: ledger.KindClaim, Partition: l.partition, Fence: l.ledger.fence, Worker: w.cfg.WorkerID,
-		At: w.cfg.Now().UTC(), LeaseMS: w.cfg.Lease.Milliseconds()}
 	sent := time.Now()
-	o, err := w.writeLedger(ctx, l.partition, ledger.ClaimKey(l.partition), e)
+	o, err := w.writeLedger(ctx, l.partition, ledger.ClaimKey(l.partition), l.claim(l.ledger.fence))
 	if err != nil {
 		return time.Time{}, err
 	}

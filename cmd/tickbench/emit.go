@@ -40,6 +40,7 @@ func runEmitBench(ctx context.Context, args []string, getenv func(string) string
 	rounds := fs.Int("rounds", 2, "slots to measure per schedule")
 	parts := fs.Int("partitions", 12, "partitions of the work topic")
 	tickerBin := fs.String("ticker", "", "path of the ticker binary (default: go build ./cmd/ticker into a temp dir)")
+	profileDir := fs.String("profile-dir", "", "write the leader's heap profiles to this directory: heap-peak.pb.gz whenever its RSS reaches a new peak (at most every 2s), heap-end.pb.gz at the end")
 	fs.Usage = cli.Usage(fs, `Usage: tickbench emit [flags]
 
 Loads --schedules interval schedules into a fresh namespace, measures raw transactional produce throughput of
@@ -101,7 +102,11 @@ throughput against the baseline, and the leader's peak memory (RSS and Go heap f
 	}
 	metricsAddr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(bin, "run", "--brokers", *brokers, "--namespace", kcfg.Namespace, "--metrics-addr", metricsAddr, "--log-level", "warn")
+	targs := []string{"run", "--brokers", *brokers, "--namespace", kcfg.Namespace, "--metrics-addr", metricsAddr, "--log-level", "warn"}
+	if *profileDir != "" {
+		targs = append(targs, "--pprof")
+	}
+	cmd := exec.Command(bin, targs...)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		return err
@@ -153,8 +158,13 @@ throughput against the baseline, and the leader's peak memory (RSS and Go heap f
 
 	// Peak memory, sampled every 250 ms.
 	var peakRSS, peakHeap float64
+	var profiled time.Time
 	sample := func() {
 		m := scrape(metricsAddr)
+		if rss := m["process_resident_memory_bytes"]; rss > peakRSS && *profileDir != "" && time.Since(profiled) > 2*time.Second {
+			profiled = time.Now()
+			saveProfile(metricsAddr, filepath.Join(*profileDir, "heap-peak.pb.gz"))
+		}
 		peakRSS = max(peakRSS, m["process_resident_memory_bytes"])
 		peakHeap = max(peakHeap, m["go_memstats_heap_inuse_bytes"])
 	}
@@ -181,6 +191,9 @@ throughput against the baseline, and the leader's peak memory (RSS and Go heap f
 	stopConsume()
 	<-consumed
 	final := scrape(metricsAddr)
+	if *profileDir != "" {
+		saveProfile(metricsAddr, filepath.Join(*profileDir, "heap-end.pb.gz"))
+	}
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -261,4 +274,24 @@ func scrape(addr string) admin.Samples {
 		return admin.Samples{}
 	}
 	return m
+}
+
+// saveProfile writes the heap profile served at addr to path (nothing when it cannot be read).
+func saveProfile(addr, path string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/pprof/heap", nil)
+	if err != nil {
+		return
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return
+	}
+	_ = os.WriteFile(path, b, 0o644)
 }

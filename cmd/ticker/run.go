@@ -117,6 +117,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 		lagInterval        time.Duration
 		instance           string
 		instanceID         string
+		profiles           bool
 	)
 	common.Register(fs, "127.0.0.1:9090")
 	topics.register(fs)
@@ -124,6 +125,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&heartbeatInterval, "heartbeat-interval", time.Second, "group heartbeat interval (a graceful handoff takes about one)")
 	fs.DurationVar(&transactionTimeout, "transaction-timeout", 10*time.Second, "how long the broker keeps a dead leader's open transaction before aborting it")
 	fs.DurationVar(&lagInterval, "work-lag-interval", 15*time.Second, "while leading, how often to measure the workers' lag on the work topic (tickgroup_work_lag_*)")
+	fs.BoolVar(&profiles, "pprof", false, "also serve the Go runtime profiles (net/http/pprof) under /debug/pprof/ on the admin address")
 	host, _ := os.Hostname()
 	fs.StringVar(&instance, "instance", fmt.Sprintf("%s-%d", host, os.Getpid()), "name of this replica in logs and in the group (client ID)")
 	fs.StringVar(&instanceID, "instance-id", "", "static group membership: a replica restarted with the same ID within the session timeout takes its leadership back at once (no rebalance); never give two running replicas the same ID (the older one is fenced and exits 1); off by default")
@@ -197,6 +199,9 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 		srv, err := admin.NewServer(common.MetricsAddr, reg, &ready, logger)
 		if err != nil {
 			return err
+		}
+		if profiles {
+			srv.ServeProfiles()
 		}
 		g.Go(func() error { return srv.Run(gctx) })
 	}

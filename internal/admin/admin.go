@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"runtime"
 	"sync"
 	"time"
@@ -74,6 +75,7 @@ type Server struct {
 	logger *slog.Logger
 	srv    *http.Server
 	ln     net.Listener
+	mux    *http.ServeMux
 }
 
 // NewServer listens on addr (host:port; port 0 picks one) and serves reg and ready. Listening happens here so
@@ -101,7 +103,19 @@ func NewServer(addr string, reg *prometheus.Registry, ready *Readiness, logger *
 		logger: logger.With("component", "admin"),
 		srv:    &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second},
 		ln:     ln,
+		mux:    mux,
 	}, nil
+}
+
+// ServeProfiles adds the runtime profiles (net/http/pprof) under /debug/pprof/. Off unless asked for: a heap
+// profile names the code that holds memory, and a CPU profile costs the process while it runs. Call it before
+// Run.
+func (s *Server) ServeProfiles() {
+	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
+	s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
 // Addr is the address the server listens on.

@@ -115,6 +115,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 		heartbeatInterval  time.Duration
 		transactionTimeout time.Duration
 		lagInterval        time.Duration
+		lead               time.Duration
 		instance           string
 		instanceID         string
 		profiles           bool
@@ -124,6 +125,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&sessionTimeout, "session-timeout", 6*time.Second, "how long the group waits for a silent replica before another leads (crash failover time; within the broker's group.min/max.session.timeout.ms)")
 	fs.DurationVar(&heartbeatInterval, "heartbeat-interval", time.Second, "group heartbeat interval (a graceful handoff takes about one)")
 	fs.DurationVar(&transactionTimeout, "transaction-timeout", 10*time.Second, "how long the broker keeps a dead leader's open transaction before aborting it")
+	fs.DurationVar(&lead, "lead", dispatch.DefaultLead, fmt.Sprintf("commit each slot's ticks this long before the slot is due; workers hold them and start each on its instant, so a leader failover shorter than this delays no slot (0: emit when due; at most %s)", dispatch.MaxLead))
 	fs.DurationVar(&lagInterval, "work-lag-interval", 15*time.Second, "while leading, how often to measure the workers' lag on the work topic (tickgroup_work_lag_*)")
 	fs.BoolVar(&profiles, "pprof", false, "also serve the Go runtime profiles (net/http/pprof) under /debug/pprof/ on the admin address")
 	host, _ := os.Hostname()
@@ -132,8 +134,8 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.Usage = cli.Usage(fs, `Usage: ticker run [flags]
 
 Join the ticker group; while this replica owns partition 0 of <ns>.ticker it leads: it fences earlier leaders,
-reads the last emitted slot of each schedule and emits every due slot as tick records on <ns>.work, each slot
-exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits 0.`)
+reads the last emitted slot of each schedule and emits every slot as tick records on <ns>.work, each slot
+exactly once, --lead before it is due (workers start each tick on its instant). Runs until SIGINT or SIGTERM, then hands leadership over and exits 0.`)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -145,6 +147,9 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	}
 	if lagInterval <= 0 {
 		return cli.Usagef("--work-lag-interval %s: want a positive duration", lagInterval)
+	}
+	if lead < 0 || lead > dispatch.MaxLead {
+		return cli.Usagef("--lead %s: want a duration between 0 and %s", lead, dispatch.MaxLead)
 	}
 	logger := common.Logger(stderr).With("instance", instance)
 	common.Kafka.ClientID = "tickgroup-ticker-" + instance
@@ -172,6 +177,7 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	disp, err := dispatch.New(dispatch.Config{
 		Names:              names,
 		TransactionTimeout: transactionTimeout,
+		Lead:               lead,
 		ProducerOpts:       []kgo.Opt{kafka.ClientMetrics(reg, "leader")},
 	}, opts, view, logger, reg)
 	if err != nil {

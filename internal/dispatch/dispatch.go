@@ -14,10 +14,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/cancel"
 	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leader"
 	"github.com/tickgroup/tickgroup/internal/store"
+	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
 // Config configures a Dispatcher.
@@ -29,11 +31,23 @@ type Config struct {
 	TransactionTimeout time.Duration
 	// MaxBatch caps the schedules emitted in one transaction. Defaults to 5000.
 	MaxBatch int
+	// Lead is how long before its due instant each slot's ticks are committed (the ticks carry the instant, and
+	// workers hold them until then). Zero emits each slot when it falls due. At most MaxLead. `ticker run`
+	// defaults it to DefaultLead.
+	Lead time.Duration
 	// ProducerOpts are extra options of the leader's producer only (its metrics hooks, for example).
 	ProducerOpts []kgo.Opt
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
+
+// DefaultLead is `ticker run --lead`: longer than a leader failover with the default 6 s session timeout (the
+// session timeout, then the rebalance, the new leader's fencing and its state read), so that the ticks of every
+// slot due during a failover are committed before it began.
+const DefaultLead = 10 * time.Second
+
+// MaxLead bounds Config.Lead. It stays well under FutureStateLimit: a state that far ahead is taken as corrupt.
+const MaxLead = 5 * time.Minute
 
 // Dispatcher runs leader terms: Lead is a leader.LeadFunc.
 type Dispatcher struct {
@@ -48,6 +62,9 @@ type Dispatcher struct {
 func New(cfg Config, opts []kgo.Opt, view *store.View, logger *slog.Logger, reg prometheus.Registerer) (*Dispatcher, error) {
 	if cfg.Names.Work == "" || cfg.Names.Ticker == "" || cfg.Names.TransactionalID == "" {
 		return nil, errors.New("dispatch: topic names and transactional ID are required")
+	}
+	if cfg.Lead < 0 || cfg.Lead > MaxLead {
+		return nil, fmt.Errorf("dispatch: lead %s out of range [0, %s]", cfg.Lead, MaxLead)
 	}
 	cfg.TransactionTimeout = cmp.Or(cfg.TransactionTimeout, 10*time.Second)
 	cfg.MaxBatch = cmp.Or(cfg.MaxBatch, 5000)
@@ -140,13 +157,31 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 		return err
 	}
-	pl := newPlanner(entries, state)
-	// State of schedules deleted while no leader ran: tombstone it so compaction drops it.
+	pl := newPlanner(entries, state, d.cfg.Lead)
+	// State of schedules deleted while no leader ran: tombstone it so compaction drops it, unless slots of it
+	// were emitted ahead that are not due yet (it is kept until they are; see planner). Those, and the ticks
+	// ahead of schedules paused meanwhile, are cancelled again here: the command that paused or deleted them
+	// wrote its own cancellation, but it may have failed.
+	now := d.cfg.Now()
 	var orphans []string
-	for name := range state {
-		if _, ok := entries[name]; !ok {
+	var cancels []tick.Cancel
+	for name, st := range state {
+		e, ok := entries[name]
+		switch {
+		case !ok && st.LastSlot.After(now):
+			pl.grave(name, st.LastSlot)
+			cancels = append(cancels, tick.Cancel{Schedule: name, Before: st.ScheduleVersion + 1, After: now, Reason: tick.ReasonDeleted})
+		case !ok:
 			orphans = append(orphans, name)
+		case e.Spec().Paused && st.LastSlot.After(now) && st.ScheduleVersion < e.Version:
+			cancels = append(cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
 		}
+	}
+	if err := d.cancel(ctx, p, partitions, cancels); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
 	}
 	if err := d.tombstone(ctx, p, orphans); err != nil {
 		if ctx.Err() != nil {
@@ -190,9 +225,21 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			}
 		}
 
+		if gone := pl.buried(now); len(gone) > 0 {
+			if err := d.tombstone(ctx, p, gone); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
+
 		wait := time.Hour
 		if at, ok := pl.nextWake(); ok {
 			wait = max(at.Sub(d.cfg.Now()), 0)
+		}
+		if at, ok := pl.nextGrave(); ok {
+			wait = min(wait, max(at.Sub(d.cfg.Now()), 0))
 		}
 		timer.Reset(wait)
 		select {
@@ -207,22 +254,40 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 				}
 				return err
 			}
+			now := d.cfg.Now()
+			var cancels []tick.Cancel
+			var gone []string
 			for _, name := range d.view.TakeChanged() {
+				old, known := pl.entries[name]
 				if e, ok := d.view.Get(name); ok {
+					if known && e.Spec().Paused && !old.Spec().Paused && pl.ahead(name, now) {
+						cancels = append(cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
+					}
 					pl.set(name, e, time.Time{})
 					d.metrics.next(name, e, pl.base[name])
 					logger.Info("schedule changed", "schedule", name, "version", e.Version, "paused", e.Spec().Paused)
-				} else if _, known := pl.entries[name]; known {
-					pl.remove(name)
+				} else if known {
+					if pl.remove(name, now) {
+						// Its ticks ahead are cancelled; its state stays until they are past (planner.graves).
+						cancels = append(cancels, tick.Cancel{Schedule: name, Before: old.Version + 1, After: now, Reason: tick.ReasonDeleted})
+					} else {
+						gone = append(gone, name)
+					}
 					d.metrics.forget(name)
 					logger.Info("schedule deleted", "schedule", name)
-					if err := d.tombstone(ctx, p, []string{name}); err != nil {
-						if ctx.Err() != nil {
-							return nil
-						}
-						return err
-					}
 				}
+			}
+			if err := d.cancel(ctx, p, partitions, cancels); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			if err := d.tombstone(ctx, p, gone); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
 			}
 			d.metrics.scheduleSeries(pl.entries)
 		}
@@ -235,13 +300,33 @@ func (d *Dispatcher) observe(ems []emission, committed time.Time) {
 		d.metrics.emitted.Add(float64(len(em.slots) * shards))
 		d.metrics.missed.Add(float64(em.missed))
 		for _, s := range em.slots {
-			d.metrics.emitLag.Observe(committed.Sub(s).Seconds())
+			due := em.entry.Schedule.Due(s)
+			d.metrics.emitLag.Observe(max(committed.Sub(due.Add(-d.cfg.Lead)), 0).Seconds())
+			if committed.After(due) {
+				d.metrics.emittedLate.Add(float64(shards))
+			}
 		}
 		if em.entry.Spec().Metrics && len(em.slots) > 0 {
 			d.metrics.lastSlot.WithLabelValues(em.name).Set(float64(em.slots[len(em.slots)-1].Unix()))
 			d.metrics.opted[em.name] = true
 		}
 	}
+}
+
+// cancel writes cancels to every work partition, in one transaction of the term.
+func (d *Dispatcher) cancel(ctx context.Context, p *producer, partitions int, cancels []tick.Cancel) error {
+	if len(cancels) == 0 {
+		return nil
+	}
+	var recs []*kgo.Record
+	for _, c := range cancels {
+		recs = append(recs, cancel.Records(c, d.cfg.Names.Work, partitions)...)
+	}
+	if err := d.commit(ctx, p, recs); err != nil {
+		return fmt.Errorf("cancelling the ticks ahead of %d paused or deleted schedule(s): %w", len(cancels), err)
+	}
+	d.metrics.cancels.Add(float64(len(cancels)))
+	return nil
 }
 
 // tombstone deletes the ticker-topic state of deleted schedules, in one transaction of the term.

@@ -11,6 +11,8 @@ import (
 type metrics struct {
 	emitted           prometheus.Counter
 	emitLag           prometheus.Histogram
+	emittedLate       prometheus.Counter
+	cancels           prometheus.Counter
 	missed            prometheus.Counter
 	fenced            prometheus.Counter
 	transactions      *prometheus.CounterVec
@@ -36,8 +38,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		emitLag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tickgroup_emit_lag_seconds",
-			Help:    "Time from a slot's scheduled instant to the commit of its tick.",
+			Help:    "Time from a slot's planned emission (its due instant minus --lead) to the commit of its tick: how late the leader is against its plan.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}),
+		emittedLate: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_ticks_emitted_late_total",
+			Help: "Tick records committed after the instant they were due to start (a worker starts them late): slots caught up, or a leader that fell more than --lead behind.",
+		}),
+		cancels: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_cancels_total",
+			Help: "Cancellations the leader wrote to the work topic for ticks emitted ahead of a schedule that was paused or deleted.",
 		}),
 		missed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tickgroup_slots_missed_total",
@@ -89,7 +99,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.transactions.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.emitted, m.emitLag, m.missed, m.fenced, m.transactions, m.invalidState, m.lastSlot, m.nextDue, m.period,
+		reg.MustRegister(m.emitted, m.emitLag, m.emittedLate, m.cancels, m.missed, m.fenced, m.transactions, m.invalidState, m.lastSlot, m.nextDue, m.period,
 			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired)
 	}
 	m.stateRefused.WithLabelValues("future")

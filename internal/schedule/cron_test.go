@@ -235,11 +235,11 @@ func TestNextCronIncreasingYear(t *testing.T) {
 				local := next.In(loc)
 				civil := time.Date(local.Year(), local.Month(), local.Day(), local.Hour(), local.Minute(), local.Second(), 0, time.UTC).Unix()
 				matches := false
-				if m, ok := sch.cron.nextCivil(civil - 1); ok && m == civil {
+				if m, ok := sch.cron().nextCivil(civil - 1); ok && m == civil {
 					matches = true
 				}
 				start, _ := local.ZoneBounds()
-				if !matches && !(start.Equal(next) && !sch.cron.realTime) {
+				if !matches && !(start.Equal(next) && !sch.cron().realTime) {
 					t.Fatalf("slot %s (%s) neither matches %q nor is a transition", next, local, tt.cron)
 				}
 				prev, n = next, n+1

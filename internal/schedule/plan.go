@@ -35,7 +35,7 @@ type Plan struct {
 // between are counted by the slot density seen around them, so Missed is an estimate then (exact for evenly
 // spread expressions such as "*/5 * * * *"; for uneven ones such as "* * 1 * *" it can be off by a large factor).
 func (s *Schedule) Plan(base, now time.Time) Plan {
-	if s.spec.Paused {
+	if s.paused {
 		return Plan{}
 	}
 	first := s.Next(base)
@@ -88,17 +88,17 @@ func (s *Schedule) PlanAhead(base, now, horizon time.Time) Plan {
 
 // Catchup returns the schedule's catch-up policy: the Spec's, or DefaultCatchup when it has none.
 func (s *Schedule) Catchup() string {
-	if s.spec.Catchup == "" {
+	if s.catchup == 0 {
 		return DefaultCatchup
 	}
-	return s.spec.Catchup
+	return catchups[s.catchup]
 }
 
 func (s *Schedule) catchupMax() int {
-	if s.spec.CatchupMax == 0 {
+	if s.catchupCap == 0 {
 		return DefaultCatchupMax
 	}
-	return s.spec.CatchupMax
+	return int(s.catchupCap)
 }
 
 // candidatesEvery counts the candidates from first (which is due) and returns the latest min(k, need) of them.
@@ -106,8 +106,8 @@ func (s *Schedule) catchupMax() int {
 func (s *Schedule) candidatesEvery(first, now time.Time, need int) ([]time.Time, int64) {
 	e, f := s.every, first.Unix()
 	last := f + floorDiv(now.Unix()-f, e)*e // the last slot <= now; slots are whole seconds, Unix() floors
-	if s.spec.End != nil {
-		last = min(last, f+floorDiv(s.spec.End.Unix()-f, e)*e)
+	if end := s.end(); end != nil {
+		last = min(last, f+floorDiv(end.Unix()-f, e)*e)
 	}
 	if s.Due(time.Unix(last, 0)).After(now) {
 		// Due(last-e) < last <= now, and last > f because first is due.
@@ -126,7 +126,7 @@ func (s *Schedule) candidatesEvery(first, now time.Time, need int) ([]time.Time,
 // them and k. Past cronScanLimit it jumps, and k is estimated (see Plan).
 func (s *Schedule) candidatesCron(first, now time.Time, need int) ([]time.Time, int64) {
 	// Every slot at or before q is due (jitter < Jitter), so only slots after q need Due checked for the cut-off.
-	q := now.Add(-time.Duration(s.spec.Jitter))
+	q := now.Add(-time.Duration(s.jitter))
 	ring := make([]time.Time, need) // the latest need candidates; candidate i is at i % need
 	var count int64
 	t, prev := first, time.Time{}

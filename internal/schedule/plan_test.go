@@ -9,7 +9,7 @@ import (
 
 // naivePlan is Plan as the contract states it, slot by slot. Plan must agree with it wherever it is exact.
 func naivePlan(s *Schedule, base, now time.Time) Plan {
-	if s.spec.Paused {
+	if s.paused {
 		return Plan{}
 	}
 	var cands []time.Time

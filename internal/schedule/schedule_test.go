@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,32 @@ func TestJitter(t *testing.T) {
 	}
 	if len(distinct) < 10 {
 		t.Errorf("jitter uses only %d of the 10 whole seconds available", len(distinct))
+	}
+}
+
+// The compact form keeps every field: Spec restates exactly what was compiled, defaults left as written.
+func TestSpecRoundTrip(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	end := start.Add(48 * time.Hour)
+	specs := []Spec{
+		{Name: "plain", Every: Duration(time.Minute)},
+		{Name: "full-every", Every: Duration(time.Hour), Offset: Duration(5 * time.Minute), Jitter: Duration(time.Second),
+			Shards: 7, Payload: "p", Catchup: CatchupAll, CatchupMax: 12, Deadline: Duration(time.Minute), Overlap: OverlapSkip,
+			Start: &start, End: &end, Paused: true, Metrics: true},
+		{Name: "cron", Cron: "0 6 * * MON-FRI", TZ: "Europe/Berlin", Catchup: CatchupSkip, Overlap: OverlapQueue},
+		{Name: "cron-utc", Cron: "@hourly", Catchup: CatchupLatest},
+	}
+	for _, s := range specs {
+		sch, err := s.Compile()
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		if got := sch.Spec(); !reflect.DeepEqual(got, s) {
+			t.Errorf("%s: Spec() = %+v, want %+v", s.Name, got, s)
+		}
+		if got := sch.Spec(); got.Start != nil && got.Start == s.Start {
+			t.Errorf("%s: Spec() shares its Start with the compiled spec", s.Name)
+		}
 	}
 }

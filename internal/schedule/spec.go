@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -207,7 +208,11 @@ func (s Spec) compile() (*Schedule, error) {
 		v.fail("name", s.Name, "must be 1 to %d characters of a-z, 0-9, '.', '_' and '-'", MaxNameLen)
 	}
 
-	sch := &Schedule{spec: s.clone()}
+	sch := &Schedule{name: s.Name, payload: s.Payload, jitter: s.Jitter, deadline: s.Deadline, paused: s.Paused, metrics: s.Metrics}
+	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil {
+		c := s.clone()
+		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End}
+	}
 	every, offset, jitter := time.Duration(s.Every), time.Duration(s.Offset), time.Duration(s.Jitter)
 	switch {
 	case s.Every != 0 && s.Cron != "":
@@ -256,7 +261,9 @@ func (s Spec) compile() (*Schedule, error) {
 		if err != nil {
 			v.fail("cron", s.Cron, "%v", err)
 		}
-		sch.cron = c
+		if sch.x != nil {
+			sch.x.cron = c
+		}
 	}
 
 	if s.Shards < 0 || s.Shards > MaxShards {
@@ -290,6 +297,9 @@ func (s Spec) compile() (*Schedule, error) {
 	if err := v.err(); err != nil {
 		return nil, err
 	}
+	sch.shards, sch.catchupCap = int32(s.Shards), int32(s.CatchupMax)
+	sch.catchup = uint8(slices.Index(catchups[:], s.Catchup))
+	sch.overlap = uint8(slices.Index(overlaps[:], s.Overlap))
 	return sch, nil
 }
 

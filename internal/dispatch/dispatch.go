@@ -128,8 +128,8 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		return nil
 	case <-d.view.Loaded():
 	}
-	d.view.TakeChanged() // the snapshot below includes them
-	entries := d.view.Snapshot()
+	d.view.TakeChanged() // the planner below starts from them
+	pl := newPlannerFrom(d.view.Len(), d.view.All(), state, d.cfg.Lead)
 	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(cl), d.cfg.Names.Work)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -137,7 +137,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 		return err
 	}
-	recovered, err := d.checkState(ctx, state, entries, partitions, d.cfg.Now(), logger)
+	recovered, err := d.checkState(ctx, state, pl, partitions, d.cfg.Now(), logger)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -157,7 +157,6 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 		return err
 	}
-	pl := newPlanner(entries, state, d.cfg.Lead)
 	// State of schedules deleted while no leader ran: tombstone it so compaction drops it, unless slots of it
 	// were emitted ahead that are not due yet (it is kept until they are; see planner). Those, and the ticks
 	// ahead of schedules paused meanwhile, are cancelled again here: the command that paused or deleted them
@@ -166,7 +165,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	var orphans []string
 	var cancels []tick.Cancel
 	for name, st := range state {
-		e, ok := entries[name]
+		e, ok := pl.entry(name)
 		switch {
 		case !ok && st.LastSlot.After(now):
 			pl.grave(name, st.LastSlot)
@@ -190,12 +189,12 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		return err
 	}
 	defer d.metrics.endTerm()
-	for name, e := range pl.entries {
-		if e.Spec().Metrics {
-			d.metrics.next(name, e, pl.base[name])
+	for name, it := range pl.items {
+		if it.entry.Spec().Metrics {
+			d.metrics.next(name, it.entry, it.base)
 		}
 	}
-	logger.Info("leader term ready", "schedules", len(entries), "states", len(state), "work_partitions", partitions,
+	logger.Info("leader term ready", "schedules", pl.len(), "states", len(state), "work_partitions", partitions,
 		"took", time.Since(start).Round(time.Millisecond))
 
 	// 3. The loop: one timer, woken early by schedule changes.
@@ -220,7 +219,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			d.observe(ems, d.cfg.Now())
 			for _, em := range ems {
 				if em.entry.Spec().Metrics {
-					d.metrics.next(em.name, em.entry, pl.base[em.name])
+					d.metrics.next(em.name, em.entry, pl.base(em.name))
 				}
 			}
 		}
@@ -258,13 +257,13 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			var cancels []tick.Cancel
 			var gone []string
 			for _, name := range d.view.TakeChanged() {
-				old, known := pl.entries[name]
+				old, known := pl.entry(name)
 				if e, ok := d.view.Get(name); ok {
 					if known && e.Spec().Paused && !old.Spec().Paused && pl.ahead(name, now) {
 						cancels = append(cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
 					}
 					pl.set(name, e, time.Time{})
-					d.metrics.next(name, e, pl.base[name])
+					d.metrics.next(name, e, pl.base(name))
 					logger.Info("schedule changed", "schedule", name, "version", e.Version, "paused", e.Spec().Paused)
 				} else if known {
 					if pl.remove(name, now) {
@@ -289,7 +288,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 				}
 				return err
 			}
-			d.metrics.scheduleSeries(pl.entries)
+			d.metrics.scheduleSeries(pl.entry)
 		}
 	}
 }
@@ -367,9 +366,9 @@ func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record
 //
 // It also returns the undecodable records that are still the newest of their key: the term dead-letters them
 // when it rewrites their schedules' state (checkState, rewriteState), so each is dead-lettered once.
-func (d *Dispatcher) readState(ctx context.Context) (map[string]State, map[string]*kgo.Record, error) {
+func (d *Dispatcher) readState(ctx context.Context) (map[string]stored, map[string]*kgo.Record, error) {
 	bad := map[string]*kgo.Record{}
-	state, err := ReadState(ctx, d.opts, d.cfg.Names.Ticker, func(r *kgo.Record, err error) {
+	state, err := readStored(ctx, d.opts, d.cfg.Names.Ticker, func(r *kgo.Record, err error) {
 		d.logger.Error("skipping an undecodable ticker-topic record", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", err)
 		d.metrics.invalidState.Inc()
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: "tickgroup-error", Value: []byte(errlimit.Text(err.Error()))})

@@ -107,9 +107,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 // scheduleSeries drops the per-schedule series of schedules that no longer opt in.
-func (m *metrics) scheduleSeries(entries map[string]store.Entry) {
+func (m *metrics) scheduleSeries(entry func(name string) (store.Entry, bool)) {
 	for name := range m.opted {
-		if e, ok := entries[name]; !ok || !e.Spec().Metrics {
+		if e, ok := entry(name); !ok || !e.Spec().Metrics {
 			m.lastSlot.DeleteLabelValues(name)
 			delete(m.opted, name)
 		}

@@ -41,7 +41,7 @@ func TestPlannerEmitsEachSlotOnce(t *testing.T) {
 		}
 	}
 	// A new term restarts from the stored state, 5 s later: catch-up all emits the 5 missed slots.
-	state := map[string]State{"a": {LastSlot: got[len(got)-1]}}
+	state := map[string]stored{"a": {LastSlot: got[len(got)-1]}}
 	p = newPlanner(entries, state, 0)
 	for _, em := range p.collect(now.Add(5*time.Second), 100) {
 		got = append(got, em.slots...)

@@ -74,3 +74,34 @@ func ReadState(ctx context.Context, opts []kgo.Opt, topic string, invalid func(*
 	}
 	return state, nil
 }
+
+// stored is what a term keeps of a schedule's State: 32 bytes where a State takes 80, for a map that holds one
+// per schedule while the term starts.
+type stored struct {
+	LastSlot        time.Time
+	ScheduleVersion int64
+}
+
+// readStored is ReadState keeping only what a term needs of each state.
+func readStored(ctx context.Context, opts []kgo.Opt, topic string, invalid func(*kgo.Record, error)) (map[string]stored, error) {
+	state := map[string]stored{}
+	_, err := kafka.ReadStable(ctx, opts, topic, 0, func(r *kgo.Record) error {
+		if r.Value == nil {
+			delete(state, string(r.Key))
+			return nil
+		}
+		s, err := DecodeState(r.Value)
+		if err != nil {
+			if invalid != nil {
+				invalid(r, err)
+			}
+			return nil
+		}
+		state[string(r.Key)] = stored{LastSlot: s.LastSlot, ScheduleVersion: s.ScheduleVersion}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the leader state from %s: %w", topic, err)
+	}
+	return state, nil
+}

@@ -84,7 +84,7 @@ func (d *Dispatcher) waitStable(ctx context.Context, adm *kadm.Client, logger *s
 // checkState refuses state from the future and recovers the last slot of every schedule whose state is missing
 // although it should have emitted by now, from its work partitions. It returns the names whose state it
 // recovered (their state records are rewritten, so the repair is made once).
-func (d *Dispatcher) checkState(ctx context.Context, state map[string]State, entries map[string]store.Entry, partitions int, now time.Time, logger *slog.Logger) ([]string, error) {
+func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl *planner, partitions int, now time.Time, logger *slog.Logger) ([]string, error) {
 	for name, s := range state {
 		if s.LastSlot.After(now.Add(FutureStateLimit)) {
 			logger.Error("refusing a state from the future", "schedule", name, "last_slot", s.LastSlot, "limit", FutureStateLimit)
@@ -94,8 +94,9 @@ func (d *Dispatcher) checkState(ctx context.Context, state map[string]State, ent
 	}
 	want := map[int32][]string{} // work partition -> schedules to look for
 	var missing []string
-	for name, e := range entries {
-		if _, ok := state[name]; ok || e.Spec().Paused {
+	for name, it := range pl.items {
+		e := it.entry
+		if _, ok := state[name]; ok || e.Schedule.Paused() {
 			continue
 		}
 		if first := e.Schedule.Next(e.UpdatedAt); first.IsZero() || first.After(now) {
@@ -121,7 +122,9 @@ func (d *Dispatcher) checkState(ctx context.Context, state map[string]State, ent
 		if !ok {
 			continue // nothing emitted within the look-back: the schedule starts from its change time
 		}
-		state[name] = State{LastSlot: t.Slot, ScheduleVersion: t.ScheduleVersion, LeaderEpoch: t.LeaderEpoch, EmittedAt: t.EmittedAt}
+		state[name] = stored{LastSlot: t.Slot, ScheduleVersion: t.ScheduleVersion}
+		e, _ := pl.entry(name)
+		pl.set(name, e, t.Slot)
 		recovered = append(recovered, name)
 		d.metrics.stateRecovered.Inc()
 		logger.Warn("state missing for a schedule that has emitted before: recovered its last slot from the work topic",
@@ -188,7 +191,7 @@ func (d *Dispatcher) newestSlots(ctx context.Context, want map[int32][]string, n
 // Undecodable state records (bad) are dead-lettered in the same transaction: those of recovered schedules are
 // superseded by it, and the others (schedules that no longer exist or have nothing to recover) get a tombstone,
 // so no later leader dead-letters them again.
-func (d *Dispatcher) rewriteState(ctx context.Context, p *producer, t term, state map[string]State, names []string, bad map[string]*kgo.Record) error {
+func (d *Dispatcher) rewriteState(ctx context.Context, p *producer, t term, state map[string]stored, names []string, bad map[string]*kgo.Record) error {
 	if len(names) == 0 && len(bad) == 0 {
 		return nil
 	}
@@ -204,8 +207,8 @@ func (d *Dispatcher) rewriteState(ctx context.Context, p *producer, t term, stat
 		}
 	}
 	for _, name := range names {
-		s := state[name]
-		s.ProducerID, s.LeaderEpoch, s.EmittedAt = t.producerID, int64(t.epoch), d.cfg.Now().UTC()
+		st := state[name]
+		s := State{LastSlot: st.LastSlot, ScheduleVersion: st.ScheduleVersion, ProducerID: t.producerID, LeaderEpoch: int64(t.epoch), EmittedAt: d.cfg.Now().UTC()}
 		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: 0, Key: []byte(name), Value: EncodeState(s)})
 	}
 	return d.commit(ctx, p, recs)

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"sort"
 	"sync"
@@ -122,6 +123,7 @@ func (f *fold) apply(r *kgo.Record) error {
 	}
 	var sched *schedule.Schedule
 	if err == nil {
+		spec.Name = name // the same text: the schedule keeps the map key's copy rather than a second one
 		sched, err = spec.Compile()
 	}
 	if err != nil {
@@ -277,6 +279,28 @@ func (v *View) Snapshot() map[string]Entry {
 		out[k] = e
 	}
 	return out
+}
+
+// Len returns the number of schedules.
+func (v *View) Len() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.fold.entries)
+}
+
+// All returns the schedules, read in place rather than copied (a leader's term starts from a million of them).
+// The View is locked while the loop runs: its body must not call the View, and it holds back the View's
+// reading of the topic.
+func (v *View) All() iter.Seq2[string, Entry] {
+	return func(yield func(string, Entry) bool) {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		for k, e := range v.fold.entries {
+			if !yield(k, e) {
+				return
+			}
+		}
+	}
 }
 
 // Run follows the topic until ctx ends.

@@ -5,14 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -40,6 +41,8 @@ func runEmitBench(ctx context.Context, args []string, getenv func(string) string
 	rounds := fs.Int("rounds", 2, "slots to measure per schedule")
 	parts := fs.Int("partitions", 12, "partitions of the work topic")
 	tickerBin := fs.String("ticker", "", "path of the ticker binary (default: go build ./cmd/ticker into a temp dir)")
+	takeover := fs.Bool("takeover", false, "run a standby ticker beside the leader and SIGKILL the leader halfway through the run; report the takeover time, the state rebuild, the lag around it and every slot missing or doubled")
+	lead := fs.Duration("lead", -1, "the tickers' --lead (default: theirs)")
 	profileDir := fs.String("profile-dir", "", "write the leader's heap profiles to this directory: heap-peak.pb.gz whenever its RSS reaches a new peak (at most every 2s), heap-end.pb.gz at the end")
 	fs.Usage = cli.Usage(fs, `Usage: tickbench emit [flags]
 
@@ -96,31 +99,20 @@ throughput against the baseline, and the leader's peak memory (RSS and Go heap f
 			return fmt.Errorf("building the ticker: %w\n%s", err, out)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	extra := []string{}
+	if *lead >= 0 {
+		extra = append(extra, "--lead", lead.String())
+	}
+	if *profileDir != "" {
+		extra = append(extra, "--pprof")
+	}
+	leaderProc, err := startTicker(bin, *brokers, kcfg.Namespace, "leader", extra, stderr)
 	if err != nil {
 		return err
 	}
-	metricsAddr := ln.Addr().String()
-	ln.Close()
-	targs := []string{"run", "--brokers", *brokers, "--namespace", kcfg.Namespace, "--metrics-addr", metricsAddr, "--log-level", "warn"}
-	if *profileDir != "" {
-		targs = append(targs, "--pprof")
-	}
-	cmd := exec.Command(bin, targs...)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	}()
+	defer leaderProc.stop()
 
 	// Tick arrivals, read_committed.
-	type arrival struct {
-		slot time.Time
-		seen time.Time
-	}
 	var (
 		mu       sync.Mutex
 		arrivals []arrival
@@ -145,41 +137,68 @@ throughput against the baseline, and the leader's peak memory (RSS and Go heap f
 			if cctx.Err() != nil {
 				return
 			}
-			now := time.Now()
+			now := time.Now().UnixNano()
 			mu.Lock()
 			fetches.EachRecord(func(r *kgo.Record) {
-				if t, err := tick.Decode(r.Value); err == nil {
-					arrivals = append(arrivals, arrival{t.Slot, now})
+				t, err := tick.Decode(r.Value)
+				if err != nil || t.Trigger {
+					return
 				}
+				var i int32 = -1
+				if v, err := strconv.Atoi(strings.TrimPrefix(t.Schedule, "load-")); err == nil {
+					i = int32(v)
+				}
+				arrivals = append(arrivals, arrival{slot: t.Slot.Unix(), seen: now, epoch: int32(t.LeaderEpoch), sched: i})
 			})
 			mu.Unlock()
 		}
 	}()
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(arrivals)
+	}
 
-	// Peak memory, sampled every 250 ms.
-	var peakRSS, peakHeap float64
-	var profiled time.Time
+	// Peak memory of each process, sampled every 250 ms; the standby's takeover comes halfway through the run.
+	var standby *tickerProc
+	var killedAt time.Time
+	var standbyRSS, takeoverRSS float64
 	sample := func() {
-		m := scrape(metricsAddr)
-		if rss := m["process_resident_memory_bytes"]; rss > peakRSS && *profileDir != "" && time.Since(profiled) > 2*time.Second {
-			profiled = time.Now()
-			saveProfile(metricsAddr, filepath.Join(*profileDir, "heap-peak.pb.gz"))
+		leaderProc.sample(*profileDir)
+		if standby != nil {
+			rss := standby.sample("")
+			if killedAt.IsZero() {
+				standbyRSS = max(standbyRSS, rss)
+			} else {
+				takeoverRSS = max(takeoverRSS, rss)
+			}
 		}
-		peakRSS = max(peakRSS, m["process_resident_memory_bytes"])
-		peakHeap = max(peakHeap, m["go_memstats_heap_inuse_bytes"])
 	}
 	want := *n * *rounds
-	deadline := time.Now().Add(time.Duration(*rounds+1)**every + 2*time.Minute)
+	deadline := time.Now().Add(time.Duration(*rounds+1)**every + 3*time.Minute)
 	for {
 		sample()
-		mu.Lock()
-		got := len(arrivals)
-		mu.Unlock()
+		got := count()
 		if got >= want {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d ticks after %v", got, want, time.Until(deadline))
+			return fmt.Errorf("only %d of %d ticks after the deadline", got, want)
+		}
+		if *takeover && standby == nil && got > 0 {
+			// The first leader emits: start the standby beside it.
+			if standby, err = startTicker(bin, *brokers, kcfg.Namespace, "standby", extra, stderr); err != nil {
+				return err
+			}
+			defer standby.stop()
+		}
+		if standby != nil && killedAt.IsZero() && got >= want/2 && standby.ready() {
+			killedAt = time.Now()
+			if err := leaderProc.kill(); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "takeover: SIGKILL to the leader at %s (%d of %d ticks seen); standby peak RSS so far %.0f MiB\n",
+				killedAt.Format("15:04:05.000"), got, want, standbyRSS/(1<<20))
 		}
 		select {
 		case <-ctx.Done():
@@ -190,41 +209,133 @@ throughput against the baseline, and the leader's peak memory (RSS and Go heap f
 	sample()
 	stopConsume()
 	<-consumed
-	final := scrape(metricsAddr)
-	if *profileDir != "" {
-		saveProfile(metricsAddr, filepath.Join(*profileDir, "heap-end.pb.gz"))
+	final := leaderProc.scrape()
+	if *profileDir != "" && !leaderProc.killed {
+		saveProfile(leaderProc.addr, filepath.Join(*profileDir, "heap-end.pb.gz"))
 	}
 
 	mu.Lock()
 	defer mu.Unlock()
 	lags := make([]time.Duration, 0, len(arrivals))
-	bySlot := map[time.Time][]time.Time{}
+	bySlot := map[int64][]int64{}
+	late := 0
 	for _, a := range arrivals {
-		lags = append(lags, a.seen.Sub(a.slot))
+		lag := a.lag()
+		lags = append(lags, lag)
+		if lag > 0 {
+			late++
+		}
 		bySlot[a.slot] = append(bySlot[a.slot], a.seen)
 	}
-	slices.Sort(lags)
-	q := func(p float64) time.Duration { return lags[min(len(lags)-1, int(p*float64(len(lags))))] }
-	fmt.Fprintf(stdout, "emitted: %d ticks over %d slots; emission lag (slot -> visible read_committed): p50 %v  p99 %v  max %v\n",
-		len(arrivals), len(bySlot), q(0.50).Round(time.Millisecond), q(0.99).Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond))
+	fmt.Fprintf(stdout, "emitted: %d ticks over %d slots; emission lag (slot -> visible read_committed; negative: committed ahead of its slot): %s; visible after their slot: %.2f%%\n",
+		len(arrivals), len(bySlot), quantiles(lags), 100*float64(late)/float64(len(lags)))
 	if !*spread {
-		slots := make([]time.Time, 0, len(bySlot))
-		for s := range bySlot {
-			slots = append(slots, s)
-		}
-		slices.SortFunc(slots, func(a, b time.Time) int { return a.Compare(b) })
+		slots := slices.Sorted(maps.Keys(bySlot))
 		for _, s := range slots {
 			seen := bySlot[s]
-			last := slices.MaxFunc(seen, func(a, b time.Time) int { return a.Compare(b) })
-			took := last.Sub(s)
-			rate := float64(2*len(seen)) / took.Seconds()
-			fmt.Fprintf(stdout, "slot %s: %d ticks, last visible %v after the slot: %.0f records/s (%.2f of the raw baseline)\n",
-				s.Format(time.TimeOnly), len(seen), took.Round(time.Millisecond), rate, rate/rawRate)
+			first, last := time.Unix(0, slices.Min(seen)), time.Unix(0, slices.Max(seen))
+			span := max(last.Sub(first), time.Millisecond)
+			rate := float64(2*len(seen)) / span.Seconds()
+			fmt.Fprintf(stdout, "slot %s: %d ticks, first visible %v and last %v after the slot: %.0f records/s over the span (%.2f of the raw baseline)\n",
+				time.Unix(s, 0).UTC().Format(time.TimeOnly), len(seen), first.Sub(time.Unix(s, 0)).Round(time.Millisecond),
+				last.Sub(time.Unix(s, 0)).Round(time.Millisecond), rate, rate/rawRate)
 		}
 	}
-	fmt.Fprintf(stdout, "leader memory: peak RSS %.0f MiB, peak Go heap in use %.0f MiB; transactions committed %.0f, ticks emitted %.0f\n",
-		peakRSS/(1<<20), peakHeap/(1<<20), final[`tickgroup_transactions_total{result="committed"}`], final["tickgroup_ticks_emitted_total"])
+	fmt.Fprintf(stdout, "leader memory: peak RSS %.0f MiB (%.0f B a schedule), peak Go heap in use %.0f MiB; transactions committed %.0f, ticks emitted %.0f\n",
+		leaderProc.peakRSS/(1<<20), leaderProc.peakRSS/float64(*n), leaderProc.peakHeap/(1<<20), final[`tickgroup_transactions_total{result="committed"}`], final["tickgroup_ticks_emitted_total"])
+	if ts := leaderProc.termStart(); ts != "" {
+		fmt.Fprintf(stdout, "leader term start: %s\n", ts)
+	}
+	if standby != nil {
+		reportTakeover(stdout, arrivals, killedAt, standby, standbyRSS, takeoverRSS, *every)
+	}
 	return nil
+}
+
+// arrival is one tick as the benchmark's consumer saw it.
+type arrival struct {
+	slot  int64 // Unix seconds
+	seen  int64 // Unix nanoseconds
+	epoch int32
+	sched int32 // the N of load-N, -1 for another name
+}
+
+func (a arrival) lag() time.Duration { return time.Duration(a.seen - a.slot*int64(time.Second)) }
+
+// quantiles formats p50, p99 and max of ds (sorted in place).
+func quantiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "no samples"
+	}
+	slices.Sort(ds)
+	q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
+	return fmt.Sprintf("p50 %v  p99 %v  max %v", q(0.50).Round(time.Millisecond), q(0.99).Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+}
+
+// reportTakeover prints the takeover's figures: the time from the SIGKILL to the first tick of the new term,
+// the new leader's state rebuild (its log), the lag of the slots around the kill, and every slot missing or
+// doubled (a gap in a schedule's slots between its first and last seen, or a slot seen twice).
+func reportTakeover(w io.Writer, arrivals []arrival, killedAt time.Time, standby *tickerProc, standbyRSS, takeoverRSS float64, every time.Duration) {
+	if killedAt.IsZero() {
+		fmt.Fprintln(w, "takeover: the leader was never killed (the standby was not ready before the run ended)")
+		return
+	}
+	var oldEpoch int32
+	kill := killedAt.UnixNano()
+	for _, a := range arrivals {
+		if a.seen < kill {
+			oldEpoch = max(oldEpoch, a.epoch)
+		}
+	}
+	var first int64
+	for _, a := range arrivals {
+		if a.epoch > oldEpoch && (first == 0 || a.seen < first) {
+			first = a.seen
+		}
+	}
+	takeover := time.Duration(first - kill)
+	if first == 0 {
+		takeover = -1
+	}
+	// The slots around the kill: from 10 s before it to 10 s after the new term's first tick.
+	var around []time.Duration
+	lo, hi := kill/int64(time.Second)-10, (max(first, kill)/int64(time.Second))+10
+	for _, a := range arrivals {
+		if a.slot >= lo && a.slot <= hi {
+			around = append(around, a.lag())
+		}
+	}
+	type span struct {
+		min, max int64
+		n        int
+	}
+	seen := make(map[uint64]uint8, len(arrivals))
+	spans := map[int32]*span{}
+	doubled := 0
+	for _, a := range arrivals {
+		k := uint64(uint32(a.sched))<<32 | uint64(uint32(a.slot))
+		if seen[k]++; seen[k] > 1 {
+			doubled++
+			continue
+		}
+		sp, ok := spans[a.sched]
+		if !ok {
+			sp = &span{min: a.slot, max: a.slot}
+			spans[a.sched] = sp
+		}
+		sp.min, sp.max = min(sp.min, a.slot), max(sp.max, a.slot)
+		sp.n++
+	}
+	missing := 0
+	step := int64(every / time.Second)
+	for _, sp := range spans {
+		missing += int((sp.max-sp.min)/step+1) - sp.n
+	}
+	fmt.Fprintf(w, "takeover: kill -> first tick of the new term (epoch > %d) visible: %v; new leader's term start: %s\n",
+		oldEpoch, takeover.Round(time.Millisecond), standby.termStart())
+	fmt.Fprintf(w, "takeover: lag of the %d ticks of the slots around it (slot -> visible): %s\n", len(around), quantiles(around))
+	fmt.Fprintf(w, "takeover: %d slots missing, %d doubled, over %d schedules\n", missing, doubled, len(spans))
+	fmt.Fprintf(w, "takeover: standby peak RSS %.0f MiB while it waited; peak RSS %.0f MiB as the new leader\n", standbyRSS/(1<<20), takeoverRSS/(1<<20))
 }
 
 func loadSchedules(ctx context.Context, base []kgo.Opt, topic string, n int, every time.Duration, spread bool) error {

@@ -107,6 +107,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	}
 	t := term{producerID: pid, epoch: epoch}
 	logger = logger.With("producer_id", pid, "epoch", epoch)
+	fenced := time.Now()
 
 	// 2. The state every earlier leader committed, once no other producer's transaction holds it back, and the
 	// schedules.
@@ -123,13 +124,16 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 		return err
 	}
+	stateRead := time.Now()
 	select {
 	case <-ctx.Done():
 		return nil
 	case <-d.view.Loaded():
 	}
 	d.view.TakeChanged() // the planner below starts from them
+	loaded := time.Now()
 	pl := newPlannerFrom(d.view.Len(), d.view.All(), state, d.cfg.Lead)
+	planned := time.Now()
 	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(cl), d.cfg.Names.Work)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -194,8 +198,13 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			d.metrics.next(name, it.entry, it.base)
 		}
 	}
+	// took is from the term's start, rebuild from the fencing (the state read, the checks and the planner); the
+	// phases say where a slow start goes.
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	logger.Info("leader term ready", "schedules", pl.len(), "states", len(state), "work_partitions", partitions,
-		"took", time.Since(start).Round(time.Millisecond))
+		"took", ms(time.Since(start)), "rebuild", ms(time.Since(fenced)), "fence", ms(fenced.Sub(start)),
+		"state_read", ms(stateRead.Sub(fenced)), "schedules_wait", ms(loaded.Sub(stateRead)), "plan", ms(planned.Sub(loaded)),
+		"checks", ms(time.Since(planned)))
 
 	// 3. The loop: one timer, woken early by schedule changes.
 	topics := recordTopics{work: d.cfg.Names.Work, ticker: d.cfg.Names.Ticker}

@@ -64,7 +64,7 @@ func newPlanner(entries map[string]store.Entry, state map[string]stored, lead ti
 func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[string]stored, lead time.Duration) *planner {
 	p := &planner{
 		lead:   lead,
-		items:  make(map[string]*item, n),
+		items:  map[string]*item{}, // a hint of n would size the table for 2n: it grows as needed instead
 		graves: map[string]time.Time{},
 		heap:   make(dueHeap, 0, n),
 	}

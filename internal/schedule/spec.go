@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,6 +68,11 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()
 
 // UnmarshalJSON reads a Go duration string.
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && !bytes.ContainsAny(b[1:n-1], "\\\"") {
+		// A plain string, the form Encode writes: parsed without a second pass of the JSON decoder (a leader
+		// decodes a million schedules at start-up).
+		return d.parse(string(b[1 : n-1]))
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration must be a string like \"30s\", got %s", errlimit.Text(string(b)))

@@ -25,7 +25,6 @@ func FuzzApply(f *testing.F) {
 	f.Add([]byte("a"), []byte(nil))
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		fo := newFold()
-		entries := fo.entries
 		if value == nil {
 			value = []byte{} // nil is a tombstone; the fuzzer's empty value is a record
 		}
@@ -34,25 +33,25 @@ func FuzzApply(f *testing.F) {
 			if len(err.Error()) > 1024 {
 				t.Fatalf("error of %d bytes for a %d+%d-byte record: %.200s...", len(err.Error()), len(key), len(value), err)
 			}
-			if len(entries) != 0 {
+			if len(fo.entries) != 0 {
 				t.Fatal("a refused record was stored")
 			}
 			return
 		}
-		e, ok := entries[string(key)]
-		if !ok || len(entries) != 1 || e.Version != 42 {
-			t.Fatalf("accepted record not stored under its key: %v", entries)
+		e, ok := fo.get(string(key))
+		if !ok || len(fo.entries) != 1 || e.Version != 42 {
+			t.Fatalf("accepted record not stored under its key: %v", fo.entries)
 		}
 		enc, err := schedule.Encode(e.Spec())
 		if err != nil {
 			t.Fatalf("Encode of an accepted schedule: %v", err)
 		}
 		g := newFold()
-		again := g.entries
 		if err := g.apply(&kgo.Record{Key: key, Value: enc, Offset: 43}); err != nil {
 			t.Fatalf("the re-encoded schedule %s is refused: %v", enc, err)
 		}
-		if enc2, _ := schedule.Encode(again[string(key)].Spec()); !bytes.Equal(enc, enc2) {
+		again, _ := g.get(string(key))
+		if enc2, _ := schedule.Encode(again.Spec()); !bytes.Equal(enc, enc2) {
 			t.Fatalf("round trip changed the schedule:\n%s\n%s", enc, enc2)
 		}
 	})

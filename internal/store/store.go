@@ -84,14 +84,57 @@ type Broken struct {
 }
 
 // fold is the state of the schedules topic as its records, applied in order, make it.
+//
+// Every replica holds one, with a million schedules on a large fleet, so a schedule is one map slot of 48
+// bytes (its key, and a slot that keeps the record's timestamp as Unix nanoseconds and the offset of the
+// key's newest valid record beside its Entry) and its compiled Schedule.
 type fold struct {
-	entries map[string]Entry
+	entries map[string]slot
 	broken  map[string]Broken
-	valid   map[string]int64 // the offset of each key's newest valid (non-repair) record
+	// gone holds the offset of the tombstone of each deleted key (its newest valid record): a repair written
+	// before it must not bring the schedule back.
+	gone map[string]int64
+}
+
+// slot is one live schedule of a fold.
+type slot struct {
+	sched   *schedule.Schedule
+	version int64
+	updated int64 // the record's timestamp, Unix nanoseconds
+	valid   int64 // the offset of the key's newest valid (non-repair) record
+}
+
+func (s slot) entry() Entry {
+	return Entry{Schedule: s.sched, Version: s.version, UpdatedAt: time.Unix(0, s.updated).UTC()}
 }
 
 func newFold() *fold {
-	return &fold{entries: map[string]Entry{}, broken: map[string]Broken{}, valid: map[string]int64{}}
+	return &fold{entries: map[string]slot{}, broken: map[string]Broken{}, gone: map[string]int64{}}
+}
+
+// get returns the live schedule called name.
+func (f *fold) get(name string) (Entry, bool) {
+	s, ok := f.entries[name]
+	if !ok {
+		return Entry{}, false
+	}
+	return s.entry(), true
+}
+
+// valid returns the offset of the newest valid (non-repair) record of name, 0 when it has none.
+func (f *fold) valid(name string) int64 {
+	if s, ok := f.entries[name]; ok {
+		return s.valid
+	}
+	return f.gone[name]
+}
+
+// last returns the last valid definition of name, nil when it has none.
+func (f *fold) last(name string) *Entry {
+	if e, ok := f.get(name); ok {
+		return &e
+	}
+	return nil
 }
 
 // apply folds one record in. It returns the decoding error of an invalid record: the key keeps its last valid
@@ -99,21 +142,21 @@ func newFold() *fold {
 func (f *fold) apply(r *kgo.Record) error {
 	name := string(r.Key)
 	repairOf, isRepair := repairTarget(r)
-	if isRepair && repairOf < f.valid[name] {
+	if isRepair && repairOf < f.valid(name) {
 		// A repair written before the leader saw a newer valid definition: not applied, and the key needs a
 		// fresh restatement of that newer definition (compaction keeps only the newest record).
-		var last *Entry
-		if e, ok := f.entries[name]; ok {
-			last = &e
-		}
-		f.broken[name] = Broken{Name: name, Record: r, Last: last}
+		f.broken[name] = Broken{Name: name, Record: r, Last: f.last(name)}
 		return nil
 	}
 	if r.Value == nil {
+		valid := f.valid(name)
 		delete(f.entries, name)
 		delete(f.broken, name)
 		if !isRepair {
-			f.valid[name] = r.Offset
+			valid = r.Offset
+		}
+		if valid != 0 {
+			f.gone[name] = valid
 		}
 		return nil
 	}
@@ -128,21 +171,21 @@ func (f *fold) apply(r *kgo.Record) error {
 	}
 	if err != nil {
 		err = fmt.Errorf("schedule record %s at offset %d: %w", errlimit.Quote(name), r.Offset, err)
-		var last *Entry
-		if e, ok := f.entries[name]; ok {
-			last = &e
-		}
-		f.broken[name] = Broken{Name: name, Record: r, Invalid: err, Last: last}
+		f.broken[name] = Broken{Name: name, Record: r, Invalid: err, Last: f.last(name)}
 		return err
 	}
 	delete(f.broken, name)
+	valid := f.valid(name)
 	if !isRepair {
-		f.valid[name] = r.Offset
+		valid = r.Offset
 	}
-	if old, ok := f.entries[name]; ok && SameSpec(old.Spec(), spec) {
+	if old, ok := f.entries[name]; ok && SameSpec(old.sched.Spec(), spec) {
+		old.valid = valid
+		f.entries[name] = old
 		return nil // a restatement (a repair, or a put of the same definition): not a change
 	}
-	f.entries[name] = Entry{Schedule: sched, Version: r.Offset, UpdatedAt: r.Timestamp.UTC()}
+	delete(f.gone, name)
+	f.entries[name] = slot{sched: sched, version: r.Offset, updated: r.Timestamp.UnixNano(), valid: valid}
 	return nil
 }
 
@@ -171,7 +214,11 @@ func Load(ctx context.Context, opts []kgo.Opt, topic string) (map[string]Entry, 
 		broken = append(broken, b)
 	}
 	sort.Slice(broken, func(i, j int) bool { return broken[i].Name < broken[j].Name })
-	return f.entries, broken, err
+	entries := make(map[string]Entry, len(f.entries))
+	for k, s := range f.entries {
+		entries[k] = s.entry()
+	}
+	return entries, broken, err
 }
 
 // Sorted returns the entries ordered by name.
@@ -223,9 +270,14 @@ type View struct {
 	mu      sync.Mutex
 	fold    *fold
 	changed map[string]struct{}
-	notify  chan struct{}
-	loaded  chan struct{}
-	once    sync.Once
+	// loading is true until the View has loaded: every key read until then counts as changed, and rather than
+	// a set of them all (a million names on a standby that never takes them), TakeChanged lists the fold's keys.
+	loading bool
+	// loadChanged is set when the load ends and cleared by the first TakeChanged after it.
+	loadChanged bool
+	notify      chan struct{}
+	loaded      chan struct{}
+	once        sync.Once
 }
 
 // NewView returns a View of topic. Undecodable records are logged, counted and skipped; those written while
@@ -239,6 +291,7 @@ func NewView(opts []kgo.Opt, topic, dlq string, logger *slog.Logger, reg prometh
 		metrics: newMetrics(reg),
 		fold:    newFold(),
 		changed: map[string]struct{}{},
+		loading: true,
 		notify:  make(chan struct{}, 1),
 		loaded:  make(chan struct{}),
 	}
@@ -254,6 +307,18 @@ func (v *View) Changed() <-chan struct{} { return v.notify }
 func (v *View) TakeChanged() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.loading || v.loadChanged {
+		v.loadChanged = false
+		for n := range v.fold.entries {
+			v.changed[n] = struct{}{}
+		}
+		for n := range v.fold.gone {
+			v.changed[n] = struct{}{}
+		}
+		for n := range v.fold.broken {
+			v.changed[n] = struct{}{}
+		}
+	}
 	names := make([]string, 0, len(v.changed))
 	for n := range v.changed {
 		names = append(names, n)
@@ -266,8 +331,7 @@ func (v *View) TakeChanged() []string {
 func (v *View) Get(name string) (Entry, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	e, ok := v.fold.entries[name]
-	return e, ok
+	return v.fold.get(name)
 }
 
 // Snapshot returns a copy of all schedules.
@@ -275,8 +339,8 @@ func (v *View) Snapshot() map[string]Entry {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	out := make(map[string]Entry, len(v.fold.entries))
-	for k, e := range v.fold.entries {
-		out[k] = e
+	for k, s := range v.fold.entries {
+		out[k] = s.entry()
 	}
 	return out
 }
@@ -295,8 +359,8 @@ func (v *View) All() iter.Seq2[string, Entry] {
 	return func(yield func(string, Entry) bool) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		for k, e := range v.fold.entries {
-			if !yield(k, e) {
+		for k, s := range v.fold.entries {
+			if !yield(k, s.entry()) {
 				return
 			}
 		}
@@ -320,7 +384,9 @@ func (v *View) Run(ctx context.Context) error {
 		return err
 	}
 	if end == 0 {
+		v.mu.Lock()
 		v.markLoaded()
+		v.mu.Unlock()
 	}
 	for {
 		fetches := cl.PollFetches(ctx)
@@ -338,7 +404,9 @@ func (v *View) Run(ctx context.Context) error {
 				// Every replica sees it; the leader repairs it and dead-letters it, once, and logs it at warn.
 				v.logger.Debug("invalid schedule record: keeping the last valid definition until the leader repairs it", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", bad)
 			}
-			v.changed[string(r.Key)] = struct{}{}
+			if !v.loading {
+				v.changed[string(r.Key)] = struct{}{}
+			}
 			if r.Offset >= end-1 {
 				v.markLoaded()
 			}
@@ -346,6 +414,9 @@ func (v *View) Run(ctx context.Context) error {
 		v.metrics.schedules.Set(float64(len(v.fold.entries)))
 		v.metrics.broken.Set(float64(len(v.fold.broken)))
 		n := len(v.changed)
+		if v.loadChanged {
+			n++
+		}
 		v.mu.Unlock()
 		if n > 0 {
 			select {
@@ -368,8 +439,12 @@ func (v *View) Broken() []Broken {
 	return out
 }
 
+// markLoaded is called with v.mu held, or before Run reads.
 func (v *View) markLoaded() {
 	v.once.Do(func() {
+		if v.loading {
+			v.loading, v.loadChanged = false, true
+		}
 		v.logger.Info("schedules loaded", "schedules", len(v.fold.entries))
 		close(v.loaded)
 	})

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tickgroup/tickgroup/internal/admin"
+)
+
+// tickerProc is one `ticker run` process of a benchmark, with its admin address, its peak memory and the
+// phases of its leader term start (from its log).
+type tickerProc struct {
+	name     string
+	addr     string
+	cmd      *exec.Cmd
+	logs     sync.WaitGroup
+	killed   bool
+	peakRSS  float64
+	peakHeap float64
+	profiled time.Time
+
+	mu        sync.Mutex
+	termReady string // the fields of its "leader term ready" log line
+}
+
+// startTicker starts `ticker run` in namespace ns with JSON logs at info: its warnings and errors go to stderr,
+// and its "leader term ready" line is kept.
+func startTicker(bin, brokers, ns, name string, extra []string, stderr io.Writer) (*tickerProc, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := append([]string{"run", "--brokers", brokers, "--namespace", ns, "--metrics-addr", addr,
+		"--log-level", "info", "--log-format", "json", "--instance", name}, extra...)
+	t := &tickerProc{name: name, addr: addr, cmd: exec.Command(bin, args...)}
+	out, err := t.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the %s ticker: %w", name, err)
+	}
+	t.logs.Add(1)
+	go func() {
+		defer t.logs.Done()
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var line map[string]any
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				fmt.Fprintf(stderr, "%s: %s\n", name, sc.Bytes())
+				continue
+			}
+			switch {
+			case line["msg"] == "leader term ready":
+				var b strings.Builder
+				for _, k := range []string{"took", "rebuild", "fence", "state_read", "schedules_wait", "plan", "checks", "states", "schedules"} {
+					if v, ok := line[k]; ok {
+						fmt.Fprintf(&b, "%s=%v ", k, v)
+					}
+				}
+				t.mu.Lock()
+				t.termReady = strings.TrimSpace(b.String())
+				t.mu.Unlock()
+			case line["level"] == "WARN" || line["level"] == "ERROR":
+				fmt.Fprintf(stderr, "%s: %s\n", name, sc.Bytes())
+			}
+		}
+	}()
+	return t, nil
+}
+
+// sample reads the process's memory, keeps its peaks, and (with dir) saves a heap profile at a new RSS peak,
+// at most every 2 s. It returns the RSS.
+func (t *tickerProc) sample(dir string) float64 {
+	if t.killed {
+		return 0
+	}
+	m := t.scrape()
+	rss := m["process_resident_memory_bytes"]
+	if rss > t.peakRSS && dir != "" && time.Since(t.profiled) > 2*time.Second {
+		t.profiled = time.Now()
+		saveProfile(t.addr, filepath.Join(dir, "heap-peak.pb.gz"))
+	}
+	t.peakRSS = max(t.peakRSS, rss)
+	t.peakHeap = max(t.peakHeap, m["go_memstats_heap_inuse_bytes"])
+	return rss
+}
+
+func (t *tickerProc) scrape() admin.Samples {
+	if t.killed {
+		return admin.Samples{}
+	}
+	return scrape(t.addr)
+}
+
+// termStart returns the fields of the process's last "leader term ready" log line ("" before one).
+func (t *tickerProc) termStart() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.termReady
+}
+
+// ready reports whether the process answers /-/ready with 200 (joined the group, schedules loaded).
+func (t *tickerProc) ready() bool {
+	resp, err := http.Get("http://" + t.addr + "/-/ready")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// kill sends SIGKILL and waits for the process.
+func (t *tickerProc) kill() error {
+	t.killed = true
+	if err := t.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing the %s ticker: %w", t.name, err)
+	}
+	_ = t.cmd.Wait()
+	t.logs.Wait()
+	return nil
+}
+
+// stop sends SIGTERM (unless killed) and waits for the process.
+func (t *tickerProc) stop() {
+	if t.killed {
+		return
+	}
+	_ = t.cmd.Process.Signal(syscall.SIGTERM)
+	_ = t.cmd.Wait()
+	t.logs.Wait()
+	t.killed = true
+}

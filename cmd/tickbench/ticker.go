@@ -67,7 +67,11 @@ func startTicker(bin, brokers, ns, name string, extra []string, stderr io.Writer
 			case line["msg"] == "leader term ready":
 				var b strings.Builder
 				for _, k := range []string{"took", "rebuild", "fence", "state_read", "schedules_wait", "plan", "checks", "states", "schedules"} {
-					if v, ok := line[k]; ok {
+					v, ok := line[k]
+					if f, isNum := v.(float64); isNum && k != "states" && k != "schedules" {
+						v = time.Duration(f).Round(time.Millisecond) // JSON logs write durations in nanoseconds
+					}
+					if ok {
 						fmt.Fprintf(&b, "%s=%v ", k, v)
 					}
 				}

@@ -176,7 +176,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			cancels = append(cancels, tick.Cancel{Schedule: name, Before: st.ScheduleVersion + 1, After: now, Reason: tick.ReasonDeleted})
 		case !ok:
 			orphans = append(orphans, name)
-		case e.Spec().Paused && st.LastSlot.After(now) && st.ScheduleVersion < e.Version:
+		case e.Schedule.Paused() && st.LastSlot.After(now) && st.ScheduleVersion < e.Version:
 			cancels = append(cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
 		}
 	}
@@ -194,7 +194,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	}
 	defer d.metrics.endTerm()
 	for name, it := range pl.items {
-		if it.entry.Spec().Metrics {
+		if it.entry.Schedule.Metrics() {
 			d.metrics.next(name, it.entry, it.base)
 		}
 	}
@@ -227,7 +227,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			}
 			d.observe(ems, d.cfg.Now())
 			for _, em := range ems {
-				if em.entry.Spec().Metrics {
+				if em.entry.Schedule.Metrics() {
 					d.metrics.next(em.name, em.entry, pl.base(em.name))
 				}
 			}
@@ -314,7 +314,7 @@ func (d *Dispatcher) observe(ems []emission, committed time.Time) {
 				d.metrics.emittedLate.Add(float64(shards))
 			}
 		}
-		if em.entry.Spec().Metrics && len(em.slots) > 0 {
+		if em.entry.Schedule.Metrics() && len(em.slots) > 0 {
 			d.metrics.lastSlot.WithLabelValues(em.name).Set(float64(em.slots[len(em.slots)-1].Unix()))
 			d.metrics.opted[em.name] = true
 		}

@@ -30,6 +30,8 @@ type planner struct {
 	items  map[string]*item
 	graves map[string]time.Time // deleted schedules whose emitted slots are not all past: name -> base
 	heap   dueHeap
+	// bulk is set while newPlannerFrom fills the heap: entries are appended and ordered once at the end.
+	bulk bool
 }
 
 // item is one schedule of the planner.
@@ -67,10 +69,13 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 		items:  map[string]*item{}, // a hint of n would size the table for 2n: it grows as needed instead
 		graves: map[string]time.Time{},
 		heap:   make(dueHeap, 0, n),
+		bulk:   true,
 	}
 	for name, e := range entries {
 		p.set(name, e, state[name].LastSlot)
 	}
+	p.bulk = false
+	p.heap.init()
 	return p
 }
 
@@ -177,7 +182,12 @@ func (p *planner) arm(it *item) {
 	if next.IsZero() {
 		return // past its end
 	}
-	p.heap.push(due{at: e.Schedule.Due(next).Add(-p.lead).UnixNano(), it: it, gen: it.gen})
+	d := due{at: e.Schedule.Due(next).Add(-p.lead).UnixNano(), it: it, gen: it.gen}
+	if p.bulk {
+		p.heap = append(p.heap, d)
+		return
+	}
+	p.heap.push(d)
 }
 
 // nextWake is when the earliest schedule is due.

@@ -13,13 +13,13 @@ import (
 // Schedule is a validated, compiled Spec. It is immutable and safe for concurrent use.
 //
 // A leader holds one per schedule, a million of them on a large fleet, so it keeps the Spec's fields in compact
-// form (96 bytes where the Spec alone takes 168): the enumerations as small integers, and the fields an interval
-// schedule never sets (cron, zone, start, end) behind one pointer, nil when none is set. Spec rebuilds the Spec.
+// form (80 bytes where the Spec alone takes 168): the enumerations as small integers, and the fields an interval
+// schedule rarely sets (cron, zone, start, end, deadline) behind one pointer, nil when none is set. Spec rebuilds the Spec.
 type Schedule struct {
 	name, payload string
 	// Interval schedules: slots are offset + k*every Unix seconds. every is 0 for cron schedules.
 	every, offset    int64
-	jitter, deadline Duration
+	jitter           Duration
 	shards           int32 // at most MaxShards
 	catchupCap       int32 // CatchupMax, at most MaxCatchupMax
 	catchup, overlap uint8 // indexes of catchups and overlaps
@@ -29,6 +29,7 @@ type Schedule struct {
 
 // rare holds the fields of a Spec that a plain interval schedule leaves unset.
 type rare struct {
+	deadline     Duration
 	cronExpr, tz string
 	cron         *cronSched
 	start, end   *time.Time
@@ -77,13 +78,12 @@ func (s *Schedule) Spec() Spec {
 		Payload:    s.payload,
 		Catchup:    catchups[s.catchup],
 		CatchupMax: int(s.catchupCap),
-		Deadline:   s.deadline,
 		Overlap:    overlaps[s.overlap],
 		Paused:     s.paused,
 		Metrics:    s.metrics,
 	}
 	if s.x != nil {
-		sp.Cron, sp.TZ, sp.Start, sp.End = s.x.cronExpr, s.x.tz, s.x.start, s.x.end
+		sp.Cron, sp.TZ, sp.Start, sp.End, sp.Deadline = s.x.cronExpr, s.x.tz, s.x.start, s.x.end, s.x.deadline
 	}
 	return sp.clone()
 }
@@ -93,6 +93,9 @@ func (s *Schedule) Name() string { return s.name }
 
 // Paused reports Spec().Paused without the copy.
 func (s *Schedule) Paused() bool { return s.paused }
+
+// Metrics reports Spec().Metrics without the copy.
+func (s *Schedule) Metrics() bool { return s.metrics }
 
 // Next returns the first slot strictly after `after`, in UTC, or the zero time if there is none (past End).
 // Slots are whole seconds, never before Start and never after End.

@@ -214,10 +214,10 @@ func (s Spec) compile() (*Schedule, error) {
 		v.fail("name", s.Name, "must be 1 to %d characters of a-z, 0-9, '.', '_' and '-'", MaxNameLen)
 	}
 
-	sch := &Schedule{name: s.Name, payload: s.Payload, jitter: s.Jitter, deadline: s.Deadline, paused: s.Paused, metrics: s.Metrics}
-	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil {
+	sch := &Schedule{name: s.Name, payload: s.Payload, jitter: s.Jitter, paused: s.Paused, metrics: s.Metrics}
+	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil || s.Deadline != 0 {
 		c := s.clone()
-		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End}
+		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End, deadline: s.Deadline}
 	}
 	every, offset, jitter := time.Duration(s.Every), time.Duration(s.Offset), time.Duration(s.Jitter)
 	switch {

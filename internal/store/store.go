@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -307,23 +309,38 @@ func (v *View) Changed() <-chan struct{} { return v.notify }
 func (v *View) TakeChanged() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	var names []string
 	if v.loading || v.loadChanged {
+		// Every key read so far: listed from the fold (live and deleted keys are disjoint; a broken key may be
+		// either or neither), not gathered in a set first.
 		v.loadChanged = false
-		for n := range v.fold.entries {
-			v.changed[n] = struct{}{}
+		f := v.fold
+		names = make([]string, 0, len(f.entries)+len(f.gone))
+		names = slices.AppendSeq(names, maps.Keys(f.entries))
+		names = slices.AppendSeq(names, maps.Keys(f.gone))
+		known := func(n string) bool {
+			_, live := f.entries[n]
+			_, gone := f.gone[n]
+			return live || gone
 		}
-		for n := range v.fold.gone {
-			v.changed[n] = struct{}{}
+		for n := range f.broken {
+			if !known(n) {
+				names = append(names, n)
+			}
 		}
-		for n := range v.fold.broken {
-			v.changed[n] = struct{}{}
+		for n := range v.changed {
+			if _, broken := f.broken[n]; !known(n) && !broken {
+				names = append(names, n)
+			}
 		}
+	} else {
+		names = slices.AppendSeq(make([]string, 0, len(v.changed)), maps.Keys(v.changed))
 	}
-	names := make([]string, 0, len(v.changed))
-	for n := range v.changed {
-		names = append(names, n)
+	if len(v.changed) > 1024 {
+		v.changed = map[string]struct{}{} // clear would keep the large table
+	} else {
+		clear(v.changed)
 	}
-	clear(v.changed)
 	return names
 }
 

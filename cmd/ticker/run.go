@@ -212,6 +212,7 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 		g.Go(func() error { return srv.Run(gctx) })
 	}
 	g.Go(func() error { return view.Run(gctx) })
+	g.Go(func() error { return disp.Follow(gctx) })
 	g.Go(func() error { return elector.Run(gctx) })
 	g.Go(func() error {
 		select {

@@ -56,6 +56,7 @@ type Dispatcher struct {
 	view    *store.View
 	logger  *slog.Logger
 	metrics *metrics
+	warm    *warmState
 }
 
 // New returns a Dispatcher. opts are the connection options (kafka.Config.Opts); view follows the schedules.
@@ -71,13 +72,15 @@ func New(cfg Config, opts []kgo.Opt, view *store.View, logger *slog.Logger, reg 
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Dispatcher{
+	d := &Dispatcher{
 		cfg:     cfg,
 		opts:    opts,
 		view:    view,
 		logger:  logger.With("component", "dispatch"),
 		metrics: newMetrics(reg),
-	}, nil
+	}
+	d.warm = newWarmState(opts, cfg.Names.Ticker, d.logger, d.invalidState)
+	return d, nil
 }
 
 // Lead runs one leader term until ctx ends (nil) or the producer fails (the error).
@@ -118,6 +121,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		return err
 	}
 	state, bad, err := d.readState(ctx)
+	defer d.warm.release()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -371,22 +375,43 @@ func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record
 }
 
 // readState reads the leader state; an undecodable record is reported and ignored rather than trusted (only
-// leaders write the ticker topic).
+// leaders write the ticker topic). It starts from the state the replica kept warm while it did not lead (see
+// warmState) and reads the rest of the topic, to its last stable offset; without a warm state, all of it.
 //
 // It also returns the undecodable records that are still the newest of their key: the term dead-letters them
 // when it rewrites their schedules' state (checkState, rewriteState), so each is dead-lettered once.
 func (d *Dispatcher) readState(ctx context.Context) (map[string]stored, map[string]*kgo.Record, error) {
-	bad := map[string]*kgo.Record{}
-	state, err := readStored(ctx, d.opts, d.cfg.Names.Ticker, func(r *kgo.Record, err error) {
-		d.logger.Error("skipping an undecodable ticker-topic record", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", err)
-		d.metrics.invalidState.Inc()
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: "tickgroup-error", Value: []byte(errlimit.Text(err.Error()))})
-		bad[string(r.Key)] = r
+	ts := d.warm.take()
+	_, err := kafka.ReadStableFrom(ctx, d.opts, d.cfg.Names.Ticker, 0, ts.next, func(r *kgo.Record) error {
+		ts.apply(r, d.invalidState)
+		return nil
 	})
-	for name := range state {
-		delete(bad, name) // a valid record followed the bad one
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the leader state from %s: %w", d.cfg.Names.Ticker, err)
 	}
-	return state, bad, err
+	for name := range ts.bad {
+		if _, ok := ts.state[name]; ok {
+			delete(ts.bad, name) // the key has a valid state: it is rewritten by the term's next emission
+		}
+	}
+	return ts.state, ts.bad, nil
+}
+
+// invalidState reports an undecodable ticker-topic record, and keeps the reason with it for its dead-letter
+// copy.
+func (d *Dispatcher) invalidState(r *kgo.Record, err error) {
+	d.logger.Error("skipping an undecodable ticker-topic record", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", err)
+	d.metrics.invalidState.Inc()
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: "tickgroup-error", Value: []byte(errlimit.Text(err.Error()))})
+}
+
+// Follow keeps the leader state warm while this replica does not lead, so that a takeover reads only what
+// was written since (see warmState). It runs until ctx ends; without it, each term reads the whole topic.
+func (d *Dispatcher) Follow(ctx context.Context) error {
+	d.logger.Info("following the leader state")
+	err := d.warm.run(ctx)
+	d.logger.Info("leader state follower stopped")
+	return err
 }
 
 // producer runs the term's transactions.

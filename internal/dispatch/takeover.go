@@ -1,15 +1,17 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
@@ -151,9 +153,14 @@ func (d *Dispatcher) newestSlots(ctx context.Context, want map[int32][]string, n
 	if err != nil {
 		return nil, fmt.Errorf("work-topic look-back: listing offsets: %w", err)
 	}
+	// The partitions are read at once (up to 4 at a time): at a million schedules a takeover right after a
+	// transaction that was cut short finds thousands of schedules without state, on every partition.
 	found := map[string]tick.Tick{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
 	for p, names := range want {
-		wanted := map[string]bool{}
+		wanted := make(map[string]bool, len(names))
 		for _, n := range names {
 			wanted[n] = true
 		}
@@ -164,23 +171,37 @@ func (d *Dispatcher) newestSlots(ctx context.Context, want map[int32][]string, n
 		if e, ok := ends.Lookup(topic, p); ok && e.Err == nil {
 			from = max(from, e.Offset-recoverMaxRecords)
 		}
-		_, err := kafka.ReadStableFrom(ctx, d.opts, topic, p, from, func(r *kgo.Record) error {
-			name, _, ok := strings.Cut(string(r.Key), "@")
-			if !ok || !wanted[name] {
+		g.Go(func() error {
+			newest := map[string]tick.Tick{}
+			_, err := kafka.ReadStableFrom(gctx, d.opts, topic, p, from, func(r *kgo.Record) error {
+				name, _, ok := bytes.Cut(r.Key, []byte("@"))
+				if !ok || !wanted[string(name)] {
+					return nil
+				}
+				t, err := tick.Decode(r.Value)
+				if err != nil || t.Trigger || t.Schedule != string(name) {
+					return nil
+				}
+				if t.Slot.After(newest[t.Schedule].Slot) && !t.Slot.After(now.Add(FutureStateLimit)) {
+					newest[t.Schedule] = t
+				}
 				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("work-topic look-back: %w", kafka.NeedACL(err, "Read", "topic", topic))
 			}
-			t, err := tick.Decode(r.Value)
-			if err != nil || t.Trigger || t.Schedule != name {
-				return nil
-			}
-			if t.Slot.After(found[name].Slot) && !t.Slot.After(now.Add(FutureStateLimit)) {
-				found[name] = t
+			mu.Lock()
+			defer mu.Unlock()
+			for name, t := range newest {
+				if t.Slot.After(found[name].Slot) {
+					found[name] = t
+				}
 			}
 			return nil
 		})
-		if err != nil {
-			return nil, fmt.Errorf("work-topic look-back: %w", kafka.NeedACL(err, "Read", "topic", topic))
-		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return found, nil
 }

@@ -210,6 +210,9 @@ throughput against the baseline, and the leader's peak memory (RSS and Go heap f
 	stopConsume()
 	<-consumed
 	final := leaderProc.scrape()
+	if leaderProc.killed && standby != nil {
+		final = standby.scrape() // the counters of the term that finished the run
+	}
 	if *profileDir != "" && !leaderProc.killed {
 		saveProfile(leaderProc.addr, filepath.Join(*profileDir, "heap-end.pb.gz"))
 	}
@@ -229,6 +232,15 @@ throughput against the baseline, and the leader's peak memory (RSS and Go heap f
 	}
 	fmt.Fprintf(stdout, "emitted: %d ticks over %d slots; emission lag (slot -> visible read_committed; negative: committed ahead of its slot): %s; visible after their slot: %.2f%%\n",
 		len(arrivals), len(bySlot), quantiles(lags), 100*float64(late)/float64(len(lags)))
+	// The same without the start-up: the slots from one interval after the first slot on.
+	firstSlot := slices.Min(slices.Collect(maps.Keys(bySlot)))
+	var steady []time.Duration
+	for _, a := range arrivals {
+		if a.slot >= firstSlot+int64(*every/time.Second) {
+			steady = append(steady, a.lag())
+		}
+	}
+	fmt.Fprintf(stdout, "emission lag after the first interval (start-up excluded): %s over %d ticks\n", quantiles(steady), len(steady))
 	if !*spread {
 		slots := slices.Sorted(maps.Keys(bySlot))
 		for _, s := range slots {
@@ -241,7 +253,7 @@ throughput against the baseline, and the leader's peak memory (RSS and Go heap f
 				last.Sub(time.Unix(s, 0)).Round(time.Millisecond), rate, rate/rawRate)
 		}
 	}
-	fmt.Fprintf(stdout, "leader memory: peak RSS %.0f MiB (%.0f B a schedule), peak Go heap in use %.0f MiB; transactions committed %.0f, ticks emitted %.0f\n",
+	fmt.Fprintf(stdout, "leader memory: peak RSS %.0f MiB (%.0f B a schedule), peak Go heap in use %.0f MiB; transactions committed %.0f, ticks emitted %.0f (the last leader's counters)\n",
 		leaderProc.peakRSS/(1<<20), leaderProc.peakRSS/float64(*n), leaderProc.peakHeap/(1<<20), final[`tickgroup_transactions_total{result="committed"}`], final["tickgroup_ticks_emitted_total"])
 	if ts := leaderProc.termStart(); ts != "" {
 		fmt.Fprintf(stdout, "leader term start: %s\n", ts)

@@ -32,6 +32,9 @@ type planner struct {
 	heap   dueHeap
 	// bulk is set while newPlannerFrom fills the heap: entries are appended and ordered once at the end.
 	bulk bool
+	// slab holds the items of the schedules the term starts with, allocated at once (one allocation instead
+	// of a million); set takes the next one while there are.
+	slab []item
 }
 
 // item is one schedule of the planner.
@@ -70,11 +73,12 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 		graves: map[string]time.Time{},
 		heap:   make(dueHeap, 0, n),
 		bulk:   true,
+		slab:   make([]item, n),
 	}
 	for name, e := range entries {
 		p.set(name, e, state[name].LastSlot)
 	}
-	p.bulk = false
+	p.bulk, p.slab = false, nil
 	p.heap.init()
 	return p
 }
@@ -103,7 +107,11 @@ func (p *planner) len() int { return len(p.items) }
 func (p *planner) set(name string, e store.Entry, last time.Time) {
 	it, ok := p.items[name]
 	if !ok {
-		it = &item{}
+		if len(p.slab) > 0 {
+			it, p.slab = &p.slab[0], p.slab[1:]
+		} else {
+			it = &item{}
+		}
 		p.items[name] = it
 	}
 	it.gen++

@@ -204,7 +204,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	}
 	// took is from the term's start, rebuild from the fencing (the state read, the checks and the planner); the
 	// phases say where a slow start goes.
-	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	ms := func(x time.Duration) time.Duration { return x.Round(time.Millisecond) }
 	logger.Info("leader term ready", "schedules", pl.len(), "states", len(state), "work_partitions", partitions,
 		"took", ms(time.Since(start)), "rebuild", ms(time.Since(fenced)), "fence", ms(fenced.Sub(start)),
 		"state_read", ms(stateRead.Sub(fenced)), "schedules_wait", ms(loaded.Sub(stateRead)), "plan", ms(planned.Sub(loaded)),

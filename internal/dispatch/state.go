@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -26,11 +27,37 @@ type State struct {
 	EmittedAt   time.Time `json:"emitted_at"`
 }
 
-// EncodeState returns the JSON of s.
+// EncodeState returns the JSON of s: the bytes json.Marshal writes for it (TestEncodeStateIsMarshal), appended
+// by hand because the leader writes one per schedule per slot, a million per minute on a large fleet, and the
+// reflection of encoding/json was a third of its time per record.
 func EncodeState(s State) []byte {
-	s.V = 1
-	b, _ := json.Marshal(s) // a struct of plain fields always marshals
-	return b
+	b := make([]byte, 0, 192)
+	b = append(b, `{"v":1,"last_slot":`...)
+	b = appendTime(b, s.LastSlot)
+	b = append(b, `,"schedule_version":`...)
+	b = strconv.AppendInt(b, s.ScheduleVersion, 10)
+	b = append(b, `,"producer_id":`...)
+	b = strconv.AppendInt(b, s.ProducerID, 10)
+	b = append(b, `,"leader_epoch":`...)
+	b = strconv.AppendInt(b, s.LeaderEpoch, 10)
+	b = append(b, `,"emitted_at":`...)
+	b = appendTime(b, s.EmittedAt)
+	return append(b, '}')
+}
+
+// appendTime appends t as time.Time.MarshalJSON writes it (RFC 3339 with nanoseconds, quoted). A time it
+// refuses (a year outside 0-9999) falls back to it, and to null if it fails, as a state never holds one.
+func appendTime(b []byte, t time.Time) []byte {
+	if y := t.Year(); y < 0 || y > 9999 {
+		j, err := t.MarshalJSON()
+		if err != nil {
+			return append(b, "null"...)
+		}
+		return append(b, j...)
+	}
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
 }
 
 // DecodeState parses a ticker-topic record value.

@@ -2,6 +2,7 @@ package tick
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,21 @@ func FuzzDecode(f *testing.F) {
 		enc2, err := Encode(again)
 		if err != nil || !bytes.Equal(enc, enc2) {
 			t.Fatalf("round trip changed the tick:\n%s\n%s (%v)", enc, enc2, err)
+		}
+	})
+}
+
+// FuzzEncodeIsMarshal: Encode's hand-written JSON is json.Marshal's, byte for byte, for any strings.
+func FuzzEncodeIsMarshal(f *testing.F) {
+	f.Add("beat", "payload", "skip")
+	f.Add("a<b>", "\u2028\x00\xff\"\\&", "")
+	f.Fuzz(func(t *testing.T, schedule, payload, overlap string) {
+		tk := New(schedule, time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), 0, 1)
+		tk.Payload, tk.Overlap = payload, overlap
+		got, err := Encode(tk)
+		want, wantErr := json.Marshal(tk)
+		if (err != nil) != (wantErr != nil) || string(got) != string(want) {
+			t.Fatalf("Encode = %s, %v\njson.Marshal = %s, %v", got, err, want, wantErr)
 		}
 	})
 }

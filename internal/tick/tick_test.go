@@ -1,6 +1,7 @@
 package tick
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -89,5 +90,30 @@ func TestDecodeRejects(t *testing.T) {
 	// Unknown fields are ignored.
 	if _, err := Decode([]byte(`{"v":1,"id":"a@2026-01-01T00:00:00Z","schedule":"a","slot":"2026-01-01T00:00:00Z","new":1}`)); err != nil {
 		t.Errorf("unknown field: %v", err)
+	}
+}
+
+// Encode writes exactly what json.Marshal writes for the same Tick, whatever its strings and times hold.
+func TestEncodeIsMarshal(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 3, 29, 2, 30, 0, 123456789, time.FixedZone("", 5*3600+1800))
+	slot := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tk := range []Tick{
+		{},
+		New("beat", slot, 0, 1),
+		{V: 1, ID: "a@x#3", Schedule: "a", Slot: slot, Shard: 3, Shards: 7, Payload: `{"k":"<v>&\u2028é` + "\x00\xff\"\\", Deadline: &at, NotBefore: &slot,
+			Trigger: true, Overlap: "skip", ScheduleVersion: -4, LeaderEpoch: 1 << 40, EmittedAt: at},
+		{Payload: "plain ascii ~!@#$%^*()_+=-`[]{}|;':,./?", EmittedAt: far}, // a year json.Marshal refuses
+	} {
+		want := tk
+		if want.V == 0 {
+			want.V = Version
+		}
+		wantJSON, wantErr := json.Marshal(want)
+		got, err := Encode(tk)
+		if (err != nil) != (wantErr != nil) || string(got) != string(wantJSON) {
+			t.Errorf("Encode = %s, %v\njson.Marshal = %s, %v", got, err, wantJSON, wantErr)
+		}
 	}
 }

@@ -145,7 +145,7 @@ throughput against the baseline, and the leader's peak memory (RSS and Go heap f
 					return
 				}
 				var i int32 = -1
-				if v, err := strconv.Atoi(strings.TrimPrefix(t.Schedule, "load-")); err == nil {
+				if v, err := strconv.ParseInt(strings.TrimPrefix(t.Schedule, "load-"), 10, 32); err == nil {
 					i = int32(v)
 				}
 				arrivals = append(arrivals, arrival{slot: t.Slot.Unix(), seen: now, epoch: int32(t.LeaderEpoch), sched: i})
@@ -416,5 +416,5 @@ func saveProfile(addr, path string) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return
 	}
-	_ = os.WriteFile(path, b, 0o644)
+	_ = os.WriteFile(path, b, 0o600)
 }

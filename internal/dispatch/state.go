@@ -108,27 +108,3 @@ type stored struct {
 	LastSlot        time.Time
 	ScheduleVersion int64
 }
-
-// readStored is ReadState keeping only what a term needs of each state.
-func readStored(ctx context.Context, opts []kgo.Opt, topic string, invalid func(*kgo.Record, error)) (map[string]stored, error) {
-	state := map[string]stored{}
-	_, err := kafka.ReadStable(ctx, opts, topic, 0, func(r *kgo.Record) error {
-		if r.Value == nil {
-			delete(state, string(r.Key))
-			return nil
-		}
-		s, err := DecodeState(r.Value)
-		if err != nil {
-			if invalid != nil {
-				invalid(r, err)
-			}
-			return nil
-		}
-		state[string(r.Key)] = stored{LastSlot: s.LastSlot, ScheduleVersion: s.ScheduleVersion}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading the leader state from %s: %w", topic, err)
-	}
-	return state, nil
-}

@@ -297,9 +297,10 @@ func (w *Worker) partitionCounts(ctx context.Context, cl *kgo.Client) (results, 
 
 // poll fetches records and hands each partition's batch to its lane until ctx ends.
 //
-// Memory stays bounded by pausing: a partition is paused when its batch goes to its lane and resumed by the lane
-// once the batch is done. kgo strips a paused partition from every later poll (its buffered data is dropped and
-// fetched again on resume), so a lane holds at most one batch and its channel (capacity 1) never blocks poll.
+// Each batch goes into its lane's queue at once, so a lane keeps reading while it holds ticks for their instant
+// (queue.go). Memory stays bounded by pausing: a partition is paused when its lane holds laneQueueMax records
+// and resumed by the lane below half of that. kgo strips a paused partition from every later poll (its buffered
+// data is dropped and fetched again on resume).
 func (w *Worker) poll(ctx context.Context, cl *kgo.Client) error {
 	for {
 		fetches := cl.PollRecords(ctx, 10_000)
@@ -341,10 +342,8 @@ func (w *Worker) poll(ctx context.Context, cl *kgo.Client) error {
 			if l == nil {
 				return // not ours any more; kgo will not return it again
 			}
-			cl.PauseFetchPartitions(map[string][]int32{ftp.Topic: {ftp.Partition}})
-			select {
-			case l.in <- ftp.Records:
-			case <-l.done:
+			if l.enqueue(ftp.Records) {
+				cl.PauseFetchPartitions(map[string][]int32{ftp.Topic: {ftp.Partition}})
 			}
 		})
 		cl.AllowRebalance()

@@ -23,7 +23,7 @@ import (
 type lane struct {
 	w         *Worker
 	partition int32
-	wake      chan struct{} // a batch was enqueued
+	wake      chan struct{}   // a batch was enqueued
 	ctx       context.Context // handlers' parent; ends on revocation, loss or the end of the grace period
 	cancel    context.CancelCauseFunc
 	done      chan struct{} // closed when run returns
@@ -36,7 +36,7 @@ type lane struct {
 	jumps      int                      // unhandled records of the queue that need not wait (triggers)
 	cancels    map[string][]tick.Cancel // the cancellations read, by schedule
 	ncancels   int
-	paused     bool // fetching paused: the queue is full
+	paused     bool            // fetching paused: the queue is full
 	active     bool            // false once revoked or lost: finished offsets are ignored from then on
 	doneOffset kgo.EpochOffset // the offset after the last record finished with its outcome written
 	dirty      bool            // doneOffset not committed yet

@@ -90,7 +90,7 @@ func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
 	l.paused = l.paused || full
 	w.mu.Unlock()
 	if len(cancels) > 0 {
-		w.logger.Info("cancellations received", "partition", l.partition, "count", len(cancels), "schedule", cancels[0].Schedule, "reason", cancels[0].Reason)
+		w.logger.Debug("cancellations received", "partition", l.partition, "count", len(cancels), "schedule", cancels[0].Schedule, "reason", cancels[0].Reason)
 	}
 	select {
 	case l.wake <- struct{}{}:

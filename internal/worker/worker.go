@@ -19,6 +19,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
 // Deps are the worker's collaborators.
@@ -139,7 +140,7 @@ func (w *Worker) opts(role string, extra ...[]kgo.Opt) []kgo.Opt {
 // It returns nil on such a stop.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.Forward != "" {
-		return (&forwarder{w: w, parts: map[int32]bool{}}).run(ctx)
+		return (&forwarder{w: w, parts: map[int32]bool{}, held: map[int32][]*kgo.Record{}, cancels: map[string][]tick.Cancel{}}).run(ctx)
 	}
 	w.logger.Info("starting worker", "worker_id", w.cfg.WorkerID, "group", w.names.WorkerGroup, "topic", w.names.Work,
 		"concurrency", w.cfg.Concurrency, "max_attempts", w.cfg.MaxAttempts, "start", w.cfg.Start.String())

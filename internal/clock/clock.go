@@ -189,7 +189,7 @@ func (m *Monitor) refusal() string {
 	case pending:
 		return "the clock offset is not measured yet"
 	case skewed:
-		return fmt.Sprintf("the clock is %s from the broker's (±%s), beyond the maximum skew %s", signed(m.reading.Offset), m.reading.Uncertainty, m.cfg.MaxSkew)
+		return fmt.Sprintf("the clock is %s from the broker's (±%s), beyond the maximum skew %s", signed(m.reading.Offset), round(m.reading.Uncertainty), m.cfg.MaxSkew)
 	}
 	return ""
 }
@@ -255,7 +255,7 @@ func (m *Monitor) measured(r Reading) {
 		// Too slow a round trip to decide: a first reading is taken as within, as an unmeasured clock is.
 		next = within
 	}
-	args := []any{"offset", signed(r.Offset), "uncertainty", r.Uncertainty, "max_skew", m.cfg.MaxSkew}
+	args := []any{"offset", signed(r.Offset), "uncertainty", round(r.Uncertainty), "max_skew", m.cfg.MaxSkew}
 	switch {
 	case next == skewed && prev != skewed:
 		msg := "clock offset from the broker beyond the maximum skew: fix this host's time sync"
@@ -316,10 +316,14 @@ func (m *Monitor) set(next state) {
 	}
 }
 
-// signed prints a duration with its sign, so that "+1.5s" reads as "ahead".
+// signed prints an offset with its sign, so that "+1.5s" reads as "ahead", to 0.1 ms.
 func signed(d time.Duration) string {
+	d = round(d)
 	if d >= 0 {
 		return "+" + d.String()
 	}
 	return d.String()
 }
+
+// round drops the digits below 0.1 ms from a figure for people: the broker's clock has whole milliseconds.
+func round(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }

@@ -116,7 +116,7 @@ type Monitor struct {
 	read    bool          // reading holds a measurement
 	changed chan struct{} // closed and replaced when Refusal changes
 	failing bool          // the last round failed (logged once)
-	why     string        // the unmeasured reason logged last
+	why     string        // why the clock is unmeasurable, since the warning that began this stretch
 }
 
 // New returns a Monitor that samples src.
@@ -293,10 +293,10 @@ func (m *Monitor) unmeasurable(err error) {
 	defer m.mu.Unlock()
 	m.metrics.failures.Inc()
 	m.failing = false
-	if why := err.Error(); why != m.why {
+	if m.why == "" { // once per stretch: the reason's wording changes as the client's metadata catches up
 		m.logger.Warn("cannot measure the clock offset; leading is not restricted until it can be measured", "err", err)
-		m.why = why
 	}
+	m.why = err.Error()
 	m.read = false
 	m.set(unmeasured)
 }

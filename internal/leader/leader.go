@@ -256,10 +256,19 @@ func (e *Elector) member(ctx context.Context) error {
 		kgo.DisableAutoCommit(),
 		kgo.OnPartitionsAssigned(func(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
 			e.markJoined()
-			// A gate that closed a moment ago: no term; the membership ends as soon as member sees it.
-			if owns(assigned, e.cfg.Topic) && e.cfg.Gate.Refusal() == "" {
-				e.start(cl, failed)
+			if !owns(assigned, e.cfg.Topic) {
+				return
 			}
+			if e.cfg.Gate.Refusal() != "" {
+				// The gate closed a moment ago: no term, and end this membership, so partition 0 is not held
+				// without a term even if the gate opens again before member looks.
+				select {
+				case failed <- errGateClosed:
+				default:
+				}
+				return
+			}
+			e.start(cl, failed)
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
 			e.markJoined()

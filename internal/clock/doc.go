@@ -38,6 +38,11 @@
 // absent, and nothing is refused (a ticker leads as it did before clocks were measured). A refused permission
 // (Write on the clock topic) is an error that stops Run, as every missing ACL stops tickgroup.
 //
+// The broker's clock is trusted: it is the one every replica shares. If it is the one that is off (the leader
+// of the clock topic's partition, in a cluster), every ticker refuses at once and nobody leads; the
+// TickgroupClockSkew alert then fires for every instance together, which points at the broker, and
+// TickgroupNoLeader follows. Fix the broker's time, or raise --max-clock-skew meanwhile.
+//
 // Refusal and Changed make a Monitor a leader.Gate: a ticker takes part in the election only while Refusal is
 // empty, which it is in every state but pending and skewed.
 package clock

@@ -21,7 +21,8 @@ type Config struct {
 	Interval time.Duration
 	// Samples is the number of marks per round; the one with the shortest round trip counts. Defaults to 3.
 	Samples int
-	// Timeout bounds one sample. Defaults to 5s.
+	// Timeout bounds one sample. A round ends at its first failed sample, so a failing first round, which a
+	// ticker waits for before it joins the election, takes at most this long. Defaults to 5s.
 	Timeout time.Duration
 	// MaxSkew is the largest offset from the broker's clock that counts as within. Defaults to 1s.
 	MaxSkew time.Duration
@@ -208,7 +209,9 @@ func (m *Monitor) round(ctx context.Context) error {
 		ok      bool
 		lastErr error
 	)
-	for range m.cfg.Samples {
+	// The first error ends the round: the next mark would most likely fail too, and a first round that
+	// fails must end within one Timeout, since a ticker waits for it before it joins the election.
+	for i := 0; i < m.cfg.Samples && lastErr == nil; i++ {
 		sctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 		s, err := m.src.Sample(sctx, m.cfg.Now)
 		cancel()
@@ -232,6 +235,7 @@ func (m *Monitor) round(ctx context.Context) error {
 		m.failed(lastErr)
 		return nil
 	}
+	// A round cut short by an error still counts what it measured.
 	m.measured(Read(best))
 	return nil
 }

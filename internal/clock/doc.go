@@ -19,19 +19,22 @@
 //
 // State model:
 //
-//	          first round ends                 |offset| - uncertainty > MaxSkew
-//	pending ─────────────────► within ──────────────────────────────────────► skewed
-//	                            ▲   ▲                                          │
-//	                            │   └──────────────────────────────────────────┘
-//	                            │         |offset| + uncertainty <= MaxSkew
-//	                            │
-//	   unmeasured ──────────────┘ (a later round measures)
+//	          first round measures               |offset| - uncertainty > MaxSkew
+//	pending ─────────────────────► within ──────────────────────────────────► skewed
+//	   │                            ▲   ▲                                       │
+//	   │ first round fails,         │   └───────────────────────────────────────┘
+//	   │ or any round finds the     │         |offset| + uncertainty <= MaxSkew
+//	   ▼ clock unmeasurable         │
+//	unmeasured ─────────────────────┘ a later round measures (straight to skewed if beyond)
+//
+// (A first reading that decides neither way counts as within.)
 //
 // A Monitor enters skewed only when the offset is surely beyond MaxSkew, and leaves it only when the offset is
 // surely within. A sample whose round trip is too slow to decide either way keeps the state: a slow network
 // neither makes a good clock refuse nor lets a bad one back in, and the state does not flap at the edge.
 //
-// A round that fails (the broker is away, a timeout) keeps the state and the last figures; the
+// A round that fails (the broker is away, a timeout) keeps the state and the last figures, except the first,
+// which leaves the Monitor unmeasured so that a ticker does not wait for the broker's clock to join; the
 // tickgroup_clock_last_measured_timestamp_seconds gauge shows how old they are. A round that cannot measure at
 // all, because the clock topic is missing (a namespace made before it existed: run `ticker init` again) or
 // does not stamp LogAppendTime, makes the Monitor unmeasured: one warning says why, the offset series are

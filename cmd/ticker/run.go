@@ -17,6 +17,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/cli"
+	"github.com/tickgroup/tickgroup/internal/clock"
 	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leader"
@@ -118,6 +119,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 		lead               time.Duration
 		instance           string
 		instanceID         string
+		maxClockSkew       time.Duration
 	)
 	common.Register(fs, "127.0.0.1:9090")
 	topics.register(fs)
@@ -126,6 +128,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&transactionTimeout, "transaction-timeout", 10*time.Second, "how long the broker keeps a dead leader's open transaction before aborting it")
 	fs.DurationVar(&lead, "lead", dispatch.DefaultLead, fmt.Sprintf("commit each slot's ticks this long before the slot is due; workers hold them and start each on its instant, so a leader failover shorter than this delays no slot (0: emit when due; at most %s)", dispatch.MaxLead))
 	fs.DurationVar(&lagInterval, "work-lag-interval", 15*time.Second, "while leading, how often to measure the workers' lag on the work topic (tickgroup_work_lag_*)")
+	fs.DurationVar(&maxClockSkew, "max-clock-skew", clock.DefaultMaxSkew, "largest offset of this host's clock from the broker's (measured every 10s on <ns>.clock) at which this replica may lead; beyond it, it leaves the election until the clock is back")
 	host, _ := os.Hostname()
 	fs.StringVar(&instance, "instance", fmt.Sprintf("%s-%d", host, os.Getpid()), "name of this replica in logs and in the group (client ID)")
 	fs.StringVar(&instanceID, "instance-id", "", "static group membership: a replica restarted with the same ID within the session timeout takes its leadership back at once (no rebalance); never give two running replicas the same ID (the older one is fenced and exits 1); off by default")
@@ -148,6 +151,9 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 	}
 	if lead < 0 || lead > dispatch.MaxLead {
 		return cli.Usagef("--lead %s: want a duration between 0 and %s", lead, dispatch.MaxLead)
+	}
+	if maxClockSkew <= 0 {
+		return cli.Usagef("--max-clock-skew %s: want a positive duration", maxClockSkew)
 	}
 	logger := common.Logger(stderr).With("instance", instance)
 	common.Kafka.ClientID = "tickgroup-ticker-" + instance
@@ -185,6 +191,19 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 	if err != nil {
 		return err
 	}
+	clockClient, err := kgo.NewClient(withRole("clock")...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer clockClient.Close()
+	clk, err := clock.New(clock.Config{
+		MaxSkew:     maxClockSkew,
+		Consequence: "this replica does not take part in the election until it is back within",
+		Readiness:   &ready,
+	}, clock.NewKafka(clockClient, names.Clock, instance), logger, reg)
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
 	elector, err := leader.New(leader.Config{
 		Topic:             names.Ticker,
 		Group:             names.TickerGroup,
@@ -193,6 +212,7 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 		InstanceName:      instance,
 		InstanceID:        instanceID,
 		Readiness:         &ready,
+		Gate:              clk,
 	}, withRole("election"), leadTerm(disp, lag, logger), logger, reg)
 	if err != nil {
 		return cli.UsageError{Err: err}
@@ -207,6 +227,7 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 		g.Go(func() error { return srv.Run(gctx) })
 	}
 	g.Go(func() error { return view.Run(gctx) })
+	g.Go(func() error { return clk.Run(gctx) })
 	g.Go(func() error { return elector.Run(gctx) })
 	g.Go(func() error {
 		select {
@@ -262,7 +283,7 @@ func runInit(ctx context.Context, args []string, getenv func(string) string, std
 	topics.register(fs)
 	fs.Usage = cli.Usage(fs, `Usage: ticker init [flags]
 
-Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq) where missing, and check that
+Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq, .clock) where missing, and check that
 <ns>.ticker has exactly one partition. 'ticker run' and 'worker run' do the same at start-up.`)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
@@ -279,7 +300,7 @@ Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq) w
 	if err := ensureTopics(ctx, opts, names, topics.options()); err != nil {
 		return err
 	}
-	logger.Info("topics ready", "ticker", names.Ticker, "schedules", names.Schedules, "work", names.Work, "results", names.Results, "dlq", names.DLQ)
+	logger.Info("topics ready", "ticker", names.Ticker, "schedules", names.Schedules, "work", names.Work, "results", names.Results, "dlq", names.DLQ, "clock", names.Clock)
 	return nil
 }
 

@@ -33,6 +33,9 @@ var (
 		"tickgroup_leader_state_recovered_total": "counter",
 		"tickgroup_schedules_broken":             "gauge",
 		"tickgroup_schedule_repairs_total":       "counter",
+		// Every ticker's and worker's clock against the broker's (internal/clock).
+		"tickgroup_clock_offset_seconds": "gauge",
+		"tickgroup_clock_skewed":         "gauge",
 	}
 	workerMetrics = map[string]string{
 		"tickgroup_worker_ticks_total":         "counter",

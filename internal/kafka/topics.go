@@ -80,12 +80,23 @@ func (n Names) Specs(o TopicOptions) []TopicSpec {
 	for k, v := range state {
 		schedules[k] = v
 	}
+	// The clock topic holds only marks whose broker timestamp (LogAppendTime) is the point; nobody reads them
+	// back, so an hour and small segments keep it tiny. It is never in Needs: a namespace made before it
+	// existed runs on, unmeasured (package clock).
+	clock := map[string]*string{
+		"message.timestamp.type": s("LogAppendTime"),
+		"cleanup.policy":         s("delete"),
+		"retention.ms":           s("3600000"),
+		"segment.ms":             s("600000"),
+		"segment.bytes":          s("1048576"),
+	}
 	return []TopicSpec{
 		{Name: n.Ticker, Partitions: 1, Configs: state},
 		{Name: n.Schedules, Partitions: 1, Configs: schedules},
 		{Name: n.Work, Partitions: parts, Configs: map[string]*string{"cleanup.policy": s("compact,delete"), "retention.ms": s(work)}},
 		{Name: n.Results, Partitions: parts, Configs: map[string]*string{"cleanup.policy": s("compact,delete"), "retention.ms": s(work)}},
 		{Name: n.DLQ, Partitions: 1, Configs: map[string]*string{"cleanup.policy": s("delete"), "retention.ms": s(dlq)}},
+		{Name: n.Clock, Partitions: 1, Configs: clock},
 	}
 }
 

@@ -46,7 +46,27 @@ type Config struct {
 	// assignment arrived (as Joined), false again as soon as Run's context ends (shutdown began), so a replica
 	// that is handing over is taken out of service before it has left the group. Nil sets nothing.
 	Readiness *admin.Readiness
+	// Gate, when set, must be open for this replica to take part in the election: while it refuses, the
+	// Elector stays out of the ticker group, and a refusal that comes while in the group makes it leave (ending
+	// a term as a graceful stop does), so partition 0 goes to a replica that may lead. It joins again when the
+	// gate opens. Nil is always open.
+	Gate Gate
 }
+
+// A Gate says whether this replica may lead now. package clock's Monitor is one: a replica whose clock is off
+// must not decide when ticks start.
+type Gate interface {
+	// Refusal says why this replica must not lead now, or "" when it may.
+	Refusal() string
+	// Changed returns a channel that is closed when Refusal next changes between empty and not.
+	Changed() <-chan struct{}
+}
+
+// open is the Gate of a Config without one.
+type open struct{}
+
+func (open) Refusal() string          { return "" }
+func (open) Changed() <-chan struct{} { return nil }
 
 // ReadinessCondition is the name of the readiness condition the Elector sets (the worker's has the same name).
 const ReadinessCondition = "group"
@@ -120,6 +140,9 @@ func New(cfg Config, opts []kgo.Opt, lead LeadFunc, logger *slog.Logger, reg pro
 	if cfg.Readiness != nil {
 		cfg.Readiness.Set(ReadinessCondition, false)
 	}
+	if cfg.Gate == nil {
+		cfg.Gate = open{}
+	}
 	return &Elector{
 		cfg:     cfg,
 		opts:    opts,
@@ -150,9 +173,15 @@ func (e *Elector) Run(ctx context.Context) error {
 	defer e.awaitTerms()
 	backoff := e.cfg.RejoinBackoff
 	for {
+		if !e.waitGate(ctx) {
+			return nil
+		}
 		err := e.member(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if errors.Is(err, errGateClosed) {
+			continue // no backoff: nothing failed, and the gate decides when to rejoin
 		}
 		if errors.Is(err, ErrFencedInstance) {
 			e.logger.Error("fenced: another replica joined the group with this instance ID; stopping", "instance_id", e.cfg.InstanceID)
@@ -171,8 +200,41 @@ func (e *Elector) Run(ctx context.Context) error {
 	}
 }
 
-// member is one group membership: join, lead while assigned, leave when ctx ends or a term fails.
+// errGateClosed ends a membership whose gate closed.
+var errGateClosed = errors.New("the gate closed")
+
+// waitGate returns once the gate is open (true), or when ctx ends (false). A refusal is logged once per wait.
+func (e *Elector) waitGate(ctx context.Context) bool {
+	logged := false
+	for {
+		changed := e.cfg.Gate.Changed()
+		why := e.cfg.Gate.Refusal()
+		if why == "" {
+			if logged {
+				e.logger.Debug("the gate opened")
+			}
+			return true
+		}
+		if !logged {
+			// Debug only: the gate's owner logs its own state (package clock warns once on a skewed clock).
+			e.logger.Debug("not taking part in the election", "reason", why)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-changed:
+		}
+	}
+}
+
+// member is one group membership: join, lead while assigned, leave when ctx ends, a term fails or the gate
+// closes.
 func (e *Elector) member(ctx context.Context) error {
+	gate := e.cfg.Gate.Changed()
+	if e.cfg.Gate.Refusal() != "" {
+		return errGateClosed // it closed since waitGate looked
+	}
 	// The failures of this membership's terms. Each membership has its own channel, so a late failure of an
 	// earlier membership's term (one that began between the first failure and the client's close) cannot end
 	// this one.
@@ -194,9 +256,19 @@ func (e *Elector) member(ctx context.Context) error {
 		kgo.DisableAutoCommit(),
 		kgo.OnPartitionsAssigned(func(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
 			e.markJoined()
-			if owns(assigned, e.cfg.Topic) {
-				e.start(cl, failed)
+			if !owns(assigned, e.cfg.Topic) {
+				return
 			}
+			if e.cfg.Gate.Refusal() != "" {
+				// The gate closed a moment ago: no term, and end this membership, so partition 0 is not held
+				// without a term even if the gate opens again before member looks.
+				select {
+				case failed <- errGateClosed:
+				default:
+				}
+				return
+			}
+			e.start(cl, failed)
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
 			e.markJoined()
@@ -246,9 +318,21 @@ func (e *Elector) member(ctx context.Context) error {
 	}()
 
 	var termErr error
-	select {
-	case <-ctx.Done():
-	case termErr = <-failed:
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+		case termErr = <-failed:
+		case <-gate:
+			gate = e.cfg.Gate.Changed()
+			why := e.cfg.Gate.Refusal()
+			if why == "" {
+				continue
+			}
+			e.logger.Info("may not lead now; leaving the ticker group", "reason", why)
+			termErr = errGateClosed
+		}
+		break wait
 	}
 	// Close revokes partition 0 first (our callback stops the term and waits for it), then leaves the group,
 	// so a graceful stop hands leadership over in about one heartbeat.

@@ -73,7 +73,8 @@ type Config struct {
 	// again, so two runs of one tick never overlap. Defaults to 5s.
 	Lease time.Duration
 	// MaxClockSkew is the clock difference between two workers' hosts that the lease rule tolerates. Defaults
-	// to 1s.
+	// to 1s. `worker run` gives the same bound (--max-clock-skew) to its clock monitor (package clock), which
+	// warns while this host is off the broker's clock by more.
 	MaxClockSkew time.Duration
 	// PreStart is how long before a held tick's instant (tick.NotBefore) its start is recorded in the ledger, so
 	// that the handler starts on the instant rather than one ledger round trip after it. A worker that dies in

@@ -173,6 +173,10 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 	if err := ensureTopics(ctx, opts, names, o); err != nil {
 		return err
 	}
+	leaders, err := countLeaders(ctx, opts, names)
+	if err != nil {
+		return err
+	}
 
 	var ready admin.Readiness
 	ready.Set("schedules", false) // the elector sets "group" (false until it joins, false again once stopping)
@@ -213,6 +217,7 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 		InstanceID:        instanceID,
 		Readiness:         &ready,
 		Gate:              clk,
+		Leaders:           leaders,
 	}, withRole("election"), leadTerm(disp, lag, logger), logger, reg)
 	if err != nil {
 		return cli.UsageError{Err: err}
@@ -250,6 +255,9 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 // series come from one replica. The term ends with the dispatcher; the monitor's own failures only log.
 func leadTerm(disp *dispatch.Dispatcher, lag *worklag.Monitor, logger *slog.Logger) leader.LeadFunc {
 	return func(ctx context.Context, term leader.Term) error {
+		if term.Partition != 0 {
+			return disp.Lead(ctx, term) // the work lag is measured by leader 0's term alone
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		var lagErr error
@@ -276,15 +284,18 @@ func runInit(ctx context.Context, args []string, getenv func(string) string, std
 	fs := flag.NewFlagSet("ticker init", flag.ContinueOnError)
 	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	var (
-		common cli.Common
-		topics topicFlags
+		common  cli.Common
+		topics  topicFlags
+		leaders int
 	)
 	common.Register(fs, "")
 	topics.register(fs)
+	fs.IntVar(&leaders, "leaders", 1, fmt.Sprintf("number of leaders (1-%d): partitions of <ns>.ticker; each leads the schedules that hash to it. Fixed once the namespace exists", kafka.MaxLeaders))
 	fs.Usage = cli.Usage(fs, `Usage: ticker init [flags]
 
-Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq, .clock) where missing, and check that
-<ns>.ticker has exactly one partition. 'ticker run' and 'worker run' do the same at start-up.`)
+Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq, .clock) where missing, <ns>.ticker
+with one partition per leader, and check that an existing <ns>.ticker has --leaders partitions. 'ticker run' and
+'worker run' create missing topics at start-up too (with one leader).`)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -296,11 +307,16 @@ Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq, .
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
+	if leaders < 1 || leaders > kafka.MaxLeaders {
+		return cli.Usagef("--leaders %d: want 1 to %d", leaders, kafka.MaxLeaders)
+	}
 	names := common.Kafka.Names()
-	if err := ensureTopics(ctx, opts, names, topics.options()); err != nil {
+	o := topics.options()
+	o.Leaders = int32(leaders)
+	if err := ensureTopics(ctx, opts, names, o); err != nil {
 		return err
 	}
-	logger.Info("topics ready", "ticker", names.Ticker, "schedules", names.Schedules, "work", names.Work, "results", names.Results, "dlq", names.DLQ, "clock", names.Clock)
+	logger.Info("topics ready", "leaders", leaders, "ticker", names.Ticker, "schedules", names.Schedules, "work", names.Work, "results", names.Results, "dlq", names.DLQ, "clock", names.Clock)
 	return nil
 }
 
@@ -314,11 +330,26 @@ func ensureTopics(ctx context.Context, opts []kgo.Opt, names kafka.Names, o kafk
 	defer cancel()
 	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), names, o); err != nil {
 		if errors.Is(err, kafka.ErrTickerTopicPartitions) {
-			return fmt.Errorf("%w: leadership is the ownership of that one partition; recreate the topic or use another --namespace", err)
+			return fmt.Errorf("%w.\n"+
+				"The number of leaders of a namespace is fixed: each schedule's state (its last emitted slot) lives in its\n"+
+				"leader's partition, and moving it while tickers run could emit a slot twice. To change it, move to a new\n"+
+				"namespace: 'ticker init --namespace NEW --leaders K', copy the schedules ('ticker schedule list --json'\n"+
+				"into an apply file, then 'ticker schedule apply -f FILE --namespace NEW'), start tickers and workers on NEW,\n"+
+				"then stop the old tickers and let the old workers drain", err)
 		}
 		return err
 	}
 	return nil
+}
+
+// countLeaders returns the namespace's number of leaders (the ticker topic's partitions).
+func countLeaders(ctx context.Context, opts []kgo.Opt, names kafka.Names) (int, error) {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return 0, fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	return kafka.Leaders(ctx, kadm.NewClient(cl), names.Ticker)
 }
 
 // newClient returns a plain client for the short commands.

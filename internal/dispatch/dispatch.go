@@ -56,6 +56,10 @@ type Dispatcher struct {
 	view    *store.View
 	logger  *slog.Logger
 	metrics *metrics
+
+	fanMu   sync.Mutex
+	subs    map[int32]*changeSub // the running terms, by leader (fanout.go)
+	leaders int                  // the number of leaders, once a term has read it
 }
 
 // New returns a Dispatcher. opts are the connection options (kafka.Config.Opts); view follows the schedules.
@@ -77,16 +81,19 @@ func New(cfg Config, opts []kgo.Opt, view *store.View, logger *slog.Logger, reg 
 		view:    view,
 		logger:  logger.With("component", "dispatch"),
 		metrics: newMetrics(reg),
+		subs:    map[int32]*changeSub{},
 	}, nil
 }
 
 // Lead runs one leader term until ctx ends (nil) or the producer fails (the error).
 func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
-	logger := d.logger.With("term", lt.Number)
+	k := lt.Partition
+	logger := d.logger.With("term", lt.Number, "leader", k)
 	start := time.Now()
+	txnID := d.cfg.Names.LeaderTransactionalID(k)
 
 	cl, err := kgo.NewClient(append(append(d.opts[:len(d.opts):len(d.opts)],
-		kgo.TransactionalID(d.cfg.Names.TransactionalID),
+		kgo.TransactionalID(txnID),
 		kgo.TransactionTimeout(d.cfg.TransactionTimeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0),
@@ -103,33 +110,56 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("fencing earlier leaders (InitProducerID): %w", kafka.NeedACL(err, "Write", "transactional ID", d.cfg.Names.TransactionalID))
+		return fmt.Errorf("fencing earlier leaders (InitProducerID): %w", kafka.NeedACL(err, "Write", "transactional ID", txnID))
 	}
-	t := term{producerID: pid, epoch: epoch}
+	t := term{producerID: pid, epoch: epoch, part: k}
 	logger = logger.With("producer_id", pid, "epoch", epoch)
-
-	// 2. The state every earlier leader committed, once no other producer's transaction holds it back, and the
-	// schedules.
-	if err := d.waitStable(ctx, kadm.NewClient(cl), logger); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	state, bad, err := d.readState(ctx)
+	leaders, err := d.leaderCount(ctx, kadm.NewClient(cl), k)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
+	owned := func(name string) bool { return kafka.LeaderOf(name, leaders) == k }
+	// Changes from here on reach this term (subscribe before the snapshot below).
+	changes := d.subscribe(k)
+	defer d.unsubscribe(k, changes)
+
+	// 2. The state every earlier leader committed, once no other producer's transaction holds it back, and the
+	// schedules.
+	if err := d.waitStable(ctx, kadm.NewClient(cl), k, logger); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	state, bad, err := d.readState(ctx, k)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	for name := range state {
+		if !owned(name) {
+			delete(state, name) // not this leader's (only a hand-made record can be here)
+		}
+	}
 	select {
 	case <-ctx.Done():
 		return nil
 	case <-d.view.Loaded():
 	}
-	d.view.TakeChanged() // the snapshot below includes them
+	d.distribute() // the snapshot below includes what changed so far
 	entries := d.view.Snapshot()
+	if leaders > 1 {
+		for name := range entries {
+			if !owned(name) {
+				delete(entries, name)
+			}
+		}
+	}
 	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(cl), d.cfg.Names.Work)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -150,8 +180,15 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 		return err
 	}
+	// The schedules topic is shared: leader 0 alone repairs it.
 	repaired := map[int64]bool{}
-	if err := d.repairSchedules(ctx, p, logger, repaired); err != nil {
+	repair := func() error {
+		if k != 0 {
+			return nil
+		}
+		return d.repairSchedules(ctx, p, logger, repaired)
+	}
+	if err := repair(); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -183,19 +220,19 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 		return err
 	}
-	if err := d.tombstone(ctx, p, orphans); err != nil {
+	if err := d.tombstone(ctx, p, k, orphans); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	defer d.metrics.endTerm()
+	defer func() { d.metrics.endTerm(pl.entries) }()
 	for name, e := range pl.entries {
 		if e.Spec().Metrics {
 			d.metrics.next(name, e, pl.base[name])
 		}
 	}
-	logger.Info("leader term ready", "schedules", len(entries), "states", len(state), "work_partitions", partitions,
+	logger.Info("leader term ready", "leaders", leaders, "schedules", len(entries), "states", len(state), "work_partitions", partitions,
 		"took", time.Since(start).Round(time.Millisecond))
 
 	// 3. The loop: one timer, woken early by schedule changes.
@@ -226,7 +263,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 
 		if gone := pl.buried(now); len(gone) > 0 {
-			if err := d.tombstone(ctx, p, gone); err != nil {
+			if err := d.tombstone(ctx, p, k, gone); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
@@ -248,7 +285,9 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			return nil
 		case <-timer.C:
 		case <-d.view.Changed():
-			if err := d.repairSchedules(ctx, p, logger, repaired); err != nil {
+			d.distribute() // to every term of this process; this one's come on changes.notify
+		case <-changes.notify:
+			if err := repair(); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
@@ -257,7 +296,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			now := d.cfg.Now()
 			var cancels []tick.Cancel
 			var gone []string
-			for _, name := range d.view.TakeChanged() {
+			for _, name := range changes.take() {
 				old, known := pl.entries[name]
 				if e, ok := d.view.Get(name); ok {
 					if known && e.Spec().Paused && !old.Spec().Paused && pl.ahead(name, now) {
@@ -283,13 +322,13 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 				}
 				return err
 			}
-			if err := d.tombstone(ctx, p, gone); err != nil {
+			if err := d.tombstone(ctx, p, k, gone); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
 				return err
 			}
-			d.metrics.scheduleSeries(pl.entries)
+			d.metrics.scheduleSeries(pl.entries, owned)
 		}
 	}
 }
@@ -308,7 +347,7 @@ func (d *Dispatcher) observe(ems []emission, committed time.Time) {
 		}
 		if em.entry.Spec().Metrics && len(em.slots) > 0 {
 			d.metrics.lastSlot.WithLabelValues(em.name).Set(float64(em.slots[len(em.slots)-1].Unix()))
-			d.metrics.opted[em.name] = true
+			d.metrics.optIn(em.name)
 		}
 	}
 }
@@ -330,13 +369,13 @@ func (d *Dispatcher) cancel(ctx context.Context, p *producer, partitions int, ca
 }
 
 // tombstone deletes the ticker-topic state of deleted schedules, in one transaction of the term.
-func (d *Dispatcher) tombstone(ctx context.Context, p *producer, names []string) error {
+func (d *Dispatcher) tombstone(ctx context.Context, p *producer, part int32, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
 	recs := make([]*kgo.Record, 0, len(names))
 	for _, name := range names {
-		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: 0, Key: []byte(name)})
+		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: part, Key: []byte(name)})
 	}
 	if err := d.commit(ctx, p, recs); err != nil {
 		return fmt.Errorf("deleting the state of %d deleted schedule(s): %w", len(names), err)
@@ -367,9 +406,9 @@ func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record
 //
 // It also returns the undecodable records that are still the newest of their key: the term dead-letters them
 // when it rewrites their schedules' state (checkState, rewriteState), so each is dead-lettered once.
-func (d *Dispatcher) readState(ctx context.Context) (map[string]State, map[string]*kgo.Record, error) {
+func (d *Dispatcher) readState(ctx context.Context, part int32) (map[string]State, map[string]*kgo.Record, error) {
 	bad := map[string]*kgo.Record{}
-	state, err := ReadState(ctx, d.opts, d.cfg.Names.Ticker, func(r *kgo.Record, err error) {
+	state, err := ReadPartitionState(ctx, d.opts, d.cfg.Names.Ticker, part, func(r *kgo.Record, err error) {
 		d.logger.Error("skipping an undecodable ticker-topic record", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", err)
 		d.metrics.invalidState.Inc()
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: "tickgroup-error", Value: []byte(errlimit.Text(err.Error()))})

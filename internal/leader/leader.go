@@ -42,6 +42,9 @@ type Config struct {
 	// not), so leadership still moves within a heartbeat. Two running replicas must never share an ID: the
 	// group fences the older one, and its Run returns ErrFencedInstance. Off by default.
 	InstanceID string
+	// Leaders is the number of leaders of the namespace (the ticker topic's partitions), exported as
+	// tickgroup_leaders for the alert that finds a partition nobody leads. Zero exports nothing.
+	Leaders int
 	// Readiness, when set, gets the condition ReadinessCondition: false from New, true once the first
 	// assignment arrived (as Joined), false again as soon as Run's context ends (shutdown began), so a replica
 	// that is handing over is taken out of service before it has left the group. Nil sets nothing.
@@ -71,10 +74,12 @@ func (open) Changed() <-chan struct{} { return nil }
 // ReadinessCondition is the name of the readiness condition the Elector sets (the worker's has the same name).
 const ReadinessCondition = "group"
 
-// Term is one uninterrupted period of leadership of this process.
+// Term is one uninterrupted period of leadership of this process, of one partition of the ticker topic.
 type Term struct {
 	// Number counts the terms of this process, from 1.
 	Number int64
+	// Partition is the ticker-topic partition led: the leader (0 in a namespace with one leader).
+	Partition int32
 	// MemberID and Generation are the group membership under which partition 0 was assigned.
 	MemberID   string
 	Generation int32
@@ -103,9 +108,9 @@ type Elector struct {
 
 	mu        sync.Mutex
 	terms     int64
-	current   *running
-	abandoned []*running // lost terms, for the log of awaitTerms; pruned as they finish
-	stopping  bool       // Run's context ended: readiness stays false
+	current   map[int32]*running // by ticker-topic partition
+	abandoned []*running         // lost terms, for the log of awaitTerms; pruned as they finish
+	stopping  bool               // Run's context ended: readiness stays false
 
 	// live counts every term's goroutine, current or abandoned; Run waits for it before returning. Add happens
 	// only in the rebalance callbacks, which never run once the member's client is closed, so Add never races
@@ -143,12 +148,17 @@ func New(cfg Config, opts []kgo.Opt, lead LeadFunc, logger *slog.Logger, reg pro
 	if cfg.Gate == nil {
 		cfg.Gate = open{}
 	}
+	m := newMetrics(reg)
+	if cfg.Leaders > 0 {
+		m.leaders.Set(float64(cfg.Leaders))
+	}
 	return &Elector{
 		cfg:     cfg,
 		opts:    opts,
 		lead:    lead,
 		logger:  logger.With("component", "leader"),
-		metrics: newMetrics(reg),
+		metrics: m,
+		current: map[int32]*running{},
 		joined:  make(chan struct{}),
 	}, nil
 }
@@ -156,12 +166,24 @@ func New(cfg Config, opts []kgo.Opt, lead LeadFunc, logger *slog.Logger, reg pro
 // Joined is closed once this process has been in the group once (its first assignment arrived).
 func (e *Elector) Joined() <-chan struct{} { return e.joined }
 
-// Leading reports whether this process holds a term now: partition 0 is assigned and its term has not ended.
+// Leading reports whether this process holds a term now: a partition is assigned and its term has not ended.
 // A lost term that has not returned yet does not count.
 func (e *Elector) Leading() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.current != nil
+	return len(e.current) > 0
+}
+
+// Led returns the partitions this process leads now, in order.
+func (e *Elector) Led() []int32 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]int32, 0, len(e.current))
+	for p := range e.current {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Run takes part in the election until ctx ends. On return this process has left the group and no term runs:
@@ -256,7 +278,8 @@ func (e *Elector) member(ctx context.Context) error {
 		kgo.DisableAutoCommit(),
 		kgo.OnPartitionsAssigned(func(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
 			e.markJoined()
-			if !owns(assigned, e.cfg.Topic) {
+			parts := assigned[e.cfg.Topic]
+			if len(parts) == 0 {
 				return
 			}
 			if e.cfg.Gate.Refusal() != "" {
@@ -268,18 +291,16 @@ func (e *Elector) member(ctx context.Context) error {
 				}
 				return
 			}
-			e.start(cl, failed)
+			for _, p := range parts {
+				e.start(cl, p, failed)
+			}
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
 			e.markJoined()
-			if owns(revoked, e.cfg.Topic) {
-				e.endTerm(ErrPartitionRevoked)
-			}
+			e.endTerms(revoked[e.cfg.Topic], ErrPartitionRevoked)
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-			if owns(lost, e.cfg.Topic) {
-				e.abandonTerm(ErrPartitionLost)
-			}
+			e.abandonTerms(lost[e.cfg.Topic], ErrPartitionLost)
 		}),
 	)...)
 	if err != nil {
@@ -339,7 +360,7 @@ wait:
 	e.logger.Info("leaving the ticker group")
 	cl.Close()
 	<-pollDone
-	e.endTerm(errLeftGroup)
+	e.endTerms(e.Led(), errLeftGroup)
 	if e.cfg.InstanceID != "" && !errors.Is(termErr, ErrFencedInstance) {
 		e.leaveStatic(ctx)
 	}
@@ -396,32 +417,23 @@ func (e *Elector) awaitTerms() {
 	e.live.Wait()
 }
 
-func owns(parts map[string][]int32, topic string) bool {
-	for _, p := range parts[topic] {
-		if p == 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // start begins a new term, which reports its failure on failed. It runs inside OnPartitionsAssigned and must
 // not block.
-func (e *Elector) start(cl *kgo.Client, failed chan<- error) {
+func (e *Elector) start(cl *kgo.Client, p int32, failed chan<- error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.current != nil {
+	if e.current[p] != nil {
 		return // already leading: a cooperative rebalance re-confirmed our ownership
 	}
 	e.terms++
 	member, gen := cl.GroupMetadata()
-	term := Term{Number: e.terms, MemberID: member, Generation: gen}
+	term := Term{Number: e.terms, Partition: p, MemberID: member, Generation: gen}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &running{term: term, cancel: cancel, done: make(chan struct{})}
-	e.current = r
-	e.metrics.leader.Set(1)
+	e.current[p] = r
+	e.metrics.set(p, true, len(e.current))
 	e.metrics.changes.Inc()
-	e.logger.Info("leading", "term", term.Number, "generation", gen, "member_id", member)
+	e.logger.Info("leading", "term", term.Number, "leader", p, "generation", gen, "member_id", member)
 	e.live.Go(func() {
 		defer close(r.done)
 		err := e.lead(ctx, term)
@@ -433,11 +445,11 @@ func (e *Elector) start(cl *kgo.Client, failed chan<- error) {
 			if err == nil {
 				err = errors.New("term ended")
 			}
-			e.logger.Error("term failed; stepping down", "term", term.Number, "err", err)
+			e.logger.Error("term failed; stepping down", "term", term.Number, "leader", p, "err", err)
 			e.mu.Lock()
-			if e.current == r {
-				e.current = nil
-				e.metrics.leader.Set(0)
+			if e.current[p] == r {
+				delete(e.current, p)
+				e.metrics.set(p, false, len(e.current))
 			}
 			e.mu.Unlock()
 			select {
@@ -452,17 +464,25 @@ func (e *Elector) start(cl *kgo.Client, failed chan<- error) {
 // partition 0 first, so it is seldom seen.
 var errLeftGroup = errors.New("left the group")
 
-// take detaches the current term, if any, so that no other callback stops it too. An abandoned one is
-// remembered until it finishes.
-func (e *Elector) take(abandon bool) *running {
+// take detaches the current terms of parts, so that no other callback stops them too. Abandoned ones are
+// remembered until they finish.
+func (e *Elector) take(parts []int32, abandon bool) []*running {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	r := e.current
-	e.current = nil
-	if r != nil && abandon {
-		e.abandoned = append(e.pruneAbandoned(), r)
+	var out []*running
+	for _, p := range parts {
+		r := e.current[p]
+		if r == nil {
+			continue
+		}
+		delete(e.current, p)
+		e.metrics.set(p, false, len(e.current))
+		out = append(out, r)
+		if abandon {
+			e.abandoned = append(e.pruneAbandoned(), r)
+		}
 	}
-	return r
+	return out
 }
 
 // pruneAbandoned drops the abandoned terms that have finished and returns the rest. e.mu is held.
@@ -478,30 +498,27 @@ func (e *Elector) pruneAbandoned() []*running {
 	return e.abandoned
 }
 
-// endTerm cancels the current term with cause and waits until its function returned (its transaction aborted,
-// its producer closed). It runs in OnPartitionsRevoked, which must block for exactly this long: partition 0
-// is released only after it returns, so the next leader never overlaps this one.
-func (e *Elector) endTerm(cause error) {
-	r := e.take(false)
-	if r == nil {
-		return
+// endTerms cancels the current terms of parts with cause and waits until their functions returned (their
+// transactions aborted, their producers closed). It runs in OnPartitionsRevoked, which must block for exactly
+// this long: the partitions are released only after it returns, so the next leader never overlaps this one.
+func (e *Elector) endTerms(parts []int32, cause error) {
+	rs := e.take(parts, false)
+	for _, r := range rs {
+		e.logger.Info("stepping down", "term", r.term.Number, "leader", r.term.Partition, "cause", cause)
+		r.cancel(cause)
 	}
-	e.metrics.leader.Set(0)
-	e.logger.Info("stepping down", "term", r.term.Number, "cause", cause)
-	r.cancel(cause)
-	<-r.done
-	e.logger.Info("term stopped", "term", r.term.Number)
+	for _, r := range rs {
+		<-r.done
+		e.logger.Info("term stopped", "term", r.term.Number, "leader", r.term.Partition)
+	}
 }
 
-// abandonTerm cancels the current term with cause and hands the wait to Run. It runs in OnPartitionsLost: the
-// partition may be someone else's already, so waiting gains nothing, and a term stuck on the network must not
-// hold up the client's rejoin. Run waits for the term before it returns.
-func (e *Elector) abandonTerm(cause error) {
-	r := e.take(true)
-	if r == nil {
-		return
+// abandonTerms cancels the current terms of parts with cause and hands the wait to Run. It runs in
+// OnPartitionsLost: the partitions may be someone else's already, so waiting gains nothing, and a term stuck
+// on the network must not hold up the client's rejoin. Run waits for the terms before it returns.
+func (e *Elector) abandonTerms(parts []int32, cause error) {
+	for _, r := range e.take(parts, true) {
+		e.logger.Info("stepping down without waiting", "term", r.term.Number, "leader", r.term.Partition, "cause", cause)
+		r.cancel(cause)
 	}
-	e.metrics.leader.Set(0)
-	e.logger.Info("stepping down without waiting", "term", r.term.Number, "cause", cause)
-	r.cancel(cause)
 }

@@ -186,7 +186,7 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 		Names:              names,
 		TransactionTimeout: transactionTimeout,
 		Lead:               lead,
-		ProducerOpts:       []kgo.Opt{kafka.ClientMetrics(reg, "leader")},
+		ProducerOpts:       func(k int32) []kgo.Opt { return []kgo.Opt{kafka.LeaderClientMetrics(reg, k)} },
 	}, opts, view, logger, reg)
 	if err != nil {
 		return err

@@ -35,8 +35,9 @@ type Config struct {
 	// workers hold them until then). Zero emits each slot when it falls due. At most MaxLead. `ticker run`
 	// defaults it to DefaultLead.
 	Lead time.Duration
-	// ProducerOpts are extra options of the leader's producer only (its metrics hooks, for example).
-	ProducerOpts []kgo.Opt
+	// ProducerOpts, when set, returns extra options of leader k's producer only (its metrics hooks, for
+	// example). It is called once per term.
+	ProducerOpts func(k int32) []kgo.Opt
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -85,6 +86,13 @@ func New(cfg Config, opts []kgo.Opt, view *store.View, logger *slog.Logger, reg 
 	}, nil
 }
 
+func (d *Dispatcher) producerOpts(k int32) []kgo.Opt {
+	if d.cfg.ProducerOpts == nil {
+		return nil
+	}
+	return d.cfg.ProducerOpts(k)
+}
+
 // Lead runs one leader term until ctx ends (nil) or the producer fails (the error).
 func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	k := lt.Partition
@@ -97,7 +105,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		kgo.TransactionTimeout(d.cfg.TransactionTimeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0),
-	), d.cfg.ProducerOpts...)...)
+	), d.producerOpts(k)...)...)
 	if err != nil {
 		return fmt.Errorf("creating the leader's producer: %w", err)
 	}

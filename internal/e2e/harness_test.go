@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -85,7 +86,7 @@ func newFleet(t *testing.T) *fleet {
 		}
 		if t.Failed() {
 			for _, p := range f.procs {
-				t.Logf("---- %s log (last 40 lines) ----\n%s", p.name, p.tail(40))
+				t.Logf("---- %s log (last %d lines) ----\n%s", p.name, logLines(), p.tail(logLines()))
 			}
 		}
 	})
@@ -379,3 +380,11 @@ func containsFold(s, sub string) bool {
 }
 
 func fmtSscan(s string, v *float64) (int, error) { return fmt.Sscanf(s, "%g", v) }
+
+// logLines is how many lines of each process's log a failed test prints: E2E_LOG_LINES, or 40.
+func logLines() int {
+	if n, err := strconv.Atoi(os.Getenv("E2E_LOG_LINES")); err == nil && n > 0 {
+		return n
+	}
+	return 40
+}

@@ -1,5 +1,7 @@
-// Package leader turns the ownership of partition 0 of the single-partition ticker topic into an ordered stream
-// of leader terms.
+// Package leader turns the ownership of the ticker topic's partitions into ordered streams of leader terms, one
+// stream per partition: a namespace has one leader per partition (ticker init --leaders K, by default 1), and a
+// replica may lead several. What follows says "partition 0"; with K leaders it holds for each partition, and a
+// failed term makes the replica leave the group, which ends its other terms too (they move to other replicas).
 //
 // Every ticker replica joins one consumer group on the ticker topic; the group coordinator gives the only
 // partition to exactly one member per generation, and that member leads. The coordinator is the lock that makes "run one

@@ -94,8 +94,8 @@ var ErrFencedInstance = errors.New("another replica joined the ticker group with
 
 // ErrPartitionRevoked and ErrPartitionLost are the causes of a term's context when partition 0 goes.
 var (
-	ErrPartitionRevoked = errors.New("partition 0 revoked")
-	ErrPartitionLost    = errors.New("partition 0 lost")
+	ErrPartitionRevoked = errors.New("partition revoked")
+	ErrPartitionLost    = errors.New("partition lost")
 )
 
 // Elector runs LeadFunc while this process owns partition 0 of the ticker topic.

@@ -177,9 +177,7 @@ func (f *forwarder) hold(recs []*kgo.Record) {
 		if cancel.Is(r) {
 			if c, err := tick.DecodeCancel(r.Value); err == nil {
 				f.cancels[c.Schedule] = append(f.cancels[c.Schedule], c)
-			} else {
-				f.w.logger.Warn("unreadable cancellation: ignored", "partition", r.Partition, "offset", r.Offset, "error", err)
-			}
+			} // an unreadable one is dead-lettered when its turn comes (batch)
 		}
 		rs := f.held[r.Partition]
 		if n := len(rs); n > 0 && r.Offset <= rs[n-1].Offset {
@@ -294,7 +292,10 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 	}
 	for _, rec := range recs {
 		if cancel.Is(rec) {
-			continue // remembered when polled; nothing to forward
+			if _, err := tick.DecodeCancel(rec.Value); err == nil {
+				continue // remembered when polled; nothing to forward
+			}
+			// Unreadable: dead-lettered below, as an unreadable tick.
 		}
 		start := w.cfg.Now()
 		o := Outcome{ID: string(resultKey(rec)), Worker: w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset, Attempts: 1}

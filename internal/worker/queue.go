@@ -50,16 +50,10 @@ func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
 	for _, r := range recs {
 		it := &item{rec: r}
 		switch {
-		case cancel.Is(r):
+		case cancel.Is(r) && validCancel(r, &cancels):
 			it.handled, it.done = true, true
-			c, err := tick.DecodeCancel(r.Value)
-			if err != nil {
-				l.w.m.ledgerBad.Inc()
-				l.w.logger.Warn("unreadable cancellation: ignored", "partition", r.Partition, "offset", r.Offset, "error", err)
-				break
-			}
-			cancels = append(cancels, c)
 		default:
+			// A tick, or an unreadable record (a cancel among them): an unreadable one is dead-lettered.
 			it.t, it.err = tick.Decode(r.Value)
 			switch {
 			case it.err != nil || it.t.Trigger:
@@ -97,6 +91,16 @@ func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
 	default:
 	}
 	return full
+}
+
+// validCancel decodes the cancel record r into cancels and reports whether it could.
+func validCancel(r *kgo.Record, cancels *[]tick.Cancel) bool {
+	c, err := tick.DecodeCancel(r.Value)
+	if err != nil {
+		return false
+	}
+	*cancels = append(*cancels, c)
+	return true
 }
 
 // pruneCancelsLocked drops the oldest half of the remembered cancellations.

@@ -78,3 +78,23 @@ func TestLaneHoldsTicksUntilTheirInstant(t *testing.T) {
 		return b.committed(t, 0).At == recs[len(recs)-1].Offset+1
 	})
 }
+
+// TestLaneDeadLettersUnreadableCancel: a record marked as a cancellation whose value cannot be read is
+// dead-lettered once and skipped; the partition goes on.
+func TestLaneDeadLettersUnreadableCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	bad := cancel.Records(tick.Cancel{Schedule: "x", Before: 1, After: time.Now()}, b.names.Work, 1)[0]
+	bad.Value = []byte(`{"v":1,"kind":"cancel"`)
+	after := tick.New("after", time.Now().Add(-time.Minute), 0, 1)
+	v, _ := tick.Encode(after)
+	ctx, cancelCtx := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancelCtx()
+	if err := b.cl.ProduceSync(ctx, bad, &kgo.Record{Topic: b.names.Work, Partition: 0, Key: []byte(after.ID), Value: v}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{})
+	kafkatest.Eventually(t, 20*time.Second, "the tick after it to run", func() bool { return rec.count() >= 1 })
+	kafkatest.Eventually(t, 10*time.Second, "one dead letter", func() bool { return b.endOffset(t, b.names.DLQ, 0) == 1 })
+}

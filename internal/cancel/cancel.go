@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -50,4 +52,19 @@ func Write(ctx context.Context, cl *kgo.Client, topic string, partitions int, ca
 		return fmt.Errorf("writing %d cancellation(s) to %s: %w", len(cancels), topic, err)
 	}
 	return nil
+}
+
+// Announce writes cancels to the work topic of names (all its partitions) right after the pauses or deletions
+// they describe were written, so that ticks already emitted ahead of their slot do not run. The leader writes
+// them as well once it sees the change; this write makes them take effect without waiting for it (during a
+// leader failover too). cl must use the manual partitioner.
+func Announce(ctx context.Context, cl *kgo.Client, work string, cancels []tick.Cancel) error {
+	if len(cancels) == 0 {
+		return nil
+	}
+	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(cl), work)
+	if err != nil {
+		return err
+	}
+	return Write(ctx, cl, work, partitions, cancels...)
 }

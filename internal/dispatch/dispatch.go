@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/tickgroup/tickgroup/internal/cancel"
 	"github.com/tickgroup/tickgroup/internal/errlimit"
@@ -35,8 +38,9 @@ type Config struct {
 	// workers hold them until then). Zero emits each slot when it falls due. At most MaxLead. `ticker run`
 	// defaults it to DefaultLead.
 	Lead time.Duration
-	// ProducerOpts are extra options of the leader's producer only (its metrics hooks, for example).
-	ProducerOpts []kgo.Opt
+	// ProducerOpts, when set, returns extra options of leader k's producer only (its metrics hooks, for
+	// example). It is called once per term.
+	ProducerOpts func(k int32) []kgo.Opt
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -56,7 +60,13 @@ type Dispatcher struct {
 	view    *store.View
 	logger  *slog.Logger
 	metrics *metrics
-	warm    *warmState
+
+	fanMu   sync.Mutex
+	subs    map[int32]*changeSub // the running terms, by leader (fanout.go)
+	leaders int                  // the number of leaders, once a term has read it
+
+	warmMu sync.Mutex
+	warm   map[int32]*warmState // the followed ticker-topic partitions (Follow), by leader
 }
 
 // New returns a Dispatcher. opts are the connection options (kafka.Config.Opts); view follows the schedules.
@@ -72,28 +82,37 @@ func New(cfg Config, opts []kgo.Opt, view *store.View, logger *slog.Logger, reg 
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	d := &Dispatcher{
+	return &Dispatcher{
 		cfg:     cfg,
 		opts:    opts,
 		view:    view,
 		logger:  logger.With("component", "dispatch"),
 		metrics: newMetrics(reg),
+		subs:    map[int32]*changeSub{},
+		warm:    map[int32]*warmState{},
+	}, nil
+}
+
+func (d *Dispatcher) producerOpts(k int32) []kgo.Opt {
+	if d.cfg.ProducerOpts == nil {
+		return nil
 	}
-	d.warm = newWarmState(opts, cfg.Names.Ticker, d.logger, d.invalidState)
-	return d, nil
+	return d.cfg.ProducerOpts(k)
 }
 
 // Lead runs one leader term until ctx ends (nil) or the producer fails (the error).
 func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
-	logger := d.logger.With("term", lt.Number)
+	k := lt.Partition
+	logger := d.logger.With("term", lt.Number, "leader", k)
 	start := time.Now()
+	txnID := d.cfg.Names.LeaderTransactionalID(k)
 
 	cl, err := kgo.NewClient(append(append(d.opts[:len(d.opts):len(d.opts)],
-		kgo.TransactionalID(d.cfg.Names.TransactionalID),
+		kgo.TransactionalID(txnID),
 		kgo.TransactionTimeout(d.cfg.TransactionTimeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0),
-	), d.cfg.ProducerOpts...)...)
+	), d.producerOpts(k)...)...)
 	if err != nil {
 		return fmt.Errorf("creating the leader's producer: %w", err)
 	}
@@ -106,27 +125,43 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("fencing earlier leaders (InitProducerID): %w", kafka.NeedACL(err, "Write", "transactional ID", d.cfg.Names.TransactionalID))
+		return fmt.Errorf("fencing earlier leaders (InitProducerID): %w", kafka.NeedACL(err, "Write", "transactional ID", txnID))
 	}
-	t := term{producerID: pid, epoch: epoch}
+	t := term{producerID: pid, epoch: epoch, part: k}
 	logger = logger.With("producer_id", pid, "epoch", epoch)
 	fenced := time.Now()
-
-	// 2. The state every earlier leader committed, once no other producer's transaction holds it back, and the
-	// schedules.
-	if err := d.waitStable(ctx, kadm.NewClient(cl), logger); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	state, bad, err := d.readState(ctx)
-	defer d.warm.release()
+	leaders, err := d.leaderCount(ctx, kadm.NewClient(cl), k)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
+	}
+	owned := func(name string) bool { return kafka.LeaderOf(name, leaders) == k }
+	// Changes from here on reach this term (subscribe before the snapshot below).
+	changes := d.subscribe(k)
+	defer d.unsubscribe(k, changes)
+
+	// 2. The state every earlier leader committed, once no other producer's transaction holds it back, and the
+	// schedules.
+	if err := d.waitStable(ctx, kadm.NewClient(cl), k, logger); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	state, bad, release, err := d.readState(ctx, k)
+	defer release()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	for name := range state {
+		if !owned(name) {
+			delete(state, name) // not this leader's (only a hand-made record can be here)
+		}
 	}
 	stateRead := time.Now()
 	select {
@@ -134,9 +169,14 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		return nil
 	case <-d.view.Loaded():
 	}
-	d.view.TakeChanged() // the planner below starts from them
+	d.distribute() // the planner below starts from what changed so far
 	loaded := time.Now()
-	pl := newPlannerFrom(d.view.Len(), d.view.All(), state, d.cfg.Lead)
+	schedules, n := d.view.All(), d.view.Len()
+	if leaders > 1 {
+		schedules = ownedOnly(schedules, owned)
+		n = n/leaders + n/(16*leaders) // about this leader's share: the planner's slab
+	}
+	pl := newPlannerFrom(n, schedules, state, d.cfg.Lead)
 	planned := time.Now()
 	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(cl), d.cfg.Names.Work)
 	if err != nil {
@@ -158,8 +198,15 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 		return err
 	}
+	// The schedules topic is shared: leader 0 alone repairs it.
 	repaired := map[int64]bool{}
-	if err := d.repairSchedules(ctx, p, logger, repaired); err != nil {
+	repair := func() error {
+		if k != 0 {
+			return nil
+		}
+		return d.repairSchedules(ctx, p, logger, repaired)
+	}
+	if err := repair(); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -190,13 +237,13 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 		return err
 	}
-	if err := d.tombstone(ctx, p, orphans); err != nil {
+	if err := d.tombstone(ctx, p, k, orphans); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	defer d.metrics.endTerm()
+	defer func() { d.metrics.endTerm(maps.Keys(pl.items)) }()
 	for name, it := range pl.items {
 		if it.entry.Schedule.Metrics() {
 			d.metrics.next(name, it.entry, it.base)
@@ -205,7 +252,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	// took is from the term's start, rebuild from the fencing (the state read, the checks and the planner); the
 	// phases say where a slow start goes.
 	ms := func(x time.Duration) time.Duration { return x.Round(time.Millisecond) }
-	logger.Info("leader term ready", "schedules", pl.len(), "states", len(state), "work_partitions", partitions,
+	logger.Info("leader term ready", "leaders", leaders, "schedules", pl.len(), "states", len(state), "work_partitions", partitions,
 		"took", ms(time.Since(start)), "rebuild", ms(time.Since(fenced)), "fence", ms(fenced.Sub(start)),
 		"state_read", ms(stateRead.Sub(fenced)), "schedules_wait", ms(loaded.Sub(stateRead)), "plan", ms(planned.Sub(loaded)),
 		"checks", ms(time.Since(planned)))
@@ -238,7 +285,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 
 		if gone := pl.buried(now); len(gone) > 0 {
-			if err := d.tombstone(ctx, p, gone); err != nil {
+			if err := d.tombstone(ctx, p, k, gone); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
@@ -260,7 +307,9 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			return nil
 		case <-timer.C:
 		case <-d.view.Changed():
-			if err := d.repairSchedules(ctx, p, logger, repaired); err != nil {
+			d.distribute() // to every term of this process; this one's come on changes.notify
+		case <-changes.notify:
+			if err := repair(); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
@@ -269,7 +318,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			now := d.cfg.Now()
 			var cancels []tick.Cancel
 			var gone []string
-			for _, name := range d.view.TakeChanged() {
+			for _, name := range changes.take() {
 				old, known := pl.entry(name)
 				if e, ok := d.view.Get(name); ok {
 					if known && e.Spec().Paused && !old.Spec().Paused && pl.ahead(name, now) {
@@ -295,13 +344,13 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 				}
 				return err
 			}
-			if err := d.tombstone(ctx, p, gone); err != nil {
+			if err := d.tombstone(ctx, p, k, gone); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
 				return err
 			}
-			d.metrics.scheduleSeries(pl.entry)
+			d.metrics.scheduleSeries(pl.entry, owned)
 		}
 	}
 }
@@ -320,7 +369,7 @@ func (d *Dispatcher) observe(ems []emission, committed time.Time) {
 		}
 		if em.entry.Schedule.Metrics() && len(em.slots) > 0 {
 			d.metrics.lastSlot.WithLabelValues(em.name).Set(float64(em.slots[len(em.slots)-1].Unix()))
-			d.metrics.opted[em.name] = true
+			d.metrics.optIn(em.name)
 		}
 	}
 }
@@ -342,13 +391,13 @@ func (d *Dispatcher) cancel(ctx context.Context, p *producer, partitions int, ca
 }
 
 // tombstone deletes the ticker-topic state of deleted schedules, in one transaction of the term.
-func (d *Dispatcher) tombstone(ctx context.Context, p *producer, names []string) error {
+func (d *Dispatcher) tombstone(ctx context.Context, p *producer, part int32, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
 	recs := make([]*kgo.Record, 0, len(names))
 	for _, name := range names {
-		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: 0, Key: []byte(name)})
+		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: part, Key: []byte(name)})
 	}
 	if err := d.commit(ctx, p, recs); err != nil {
 		return fmt.Errorf("deleting the state of %d deleted schedule(s): %w", len(names), err)
@@ -374,27 +423,34 @@ func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record
 	return err
 }
 
-// readState reads the leader state; an undecodable record is reported and ignored rather than trusted (only
-// leaders write the ticker topic). It starts from the state the replica kept warm while it did not lead (see
-// warmState) and reads the rest of the topic, to its last stable offset; without a warm state, all of it.
+// readState reads the state of leader part's schedules; an undecodable record is reported and ignored rather
+// than trusted (only leaders write the ticker topic). It starts from the state the replica kept warm while it did
+// not lead that partition (see warmState) and reads the rest, to the last stable offset; without a warm state,
+// all of it. release hands the partition back to its follower once the term ends.
 //
 // It also returns the undecodable records that are still the newest of their key: the term dead-letters them
 // when it rewrites their schedules' state (checkState, rewriteState), so each is dead-lettered once.
-func (d *Dispatcher) readState(ctx context.Context) (map[string]stored, map[string]*kgo.Record, error) {
-	ts := d.warm.take()
-	_, err := kafka.ReadStableFrom(ctx, d.opts, d.cfg.Names.Ticker, 0, ts.next, func(r *kgo.Record) error {
+func (d *Dispatcher) readState(ctx context.Context, part int32) (state map[string]stored, bad map[string]*kgo.Record, release func(), err error) {
+	d.warmMu.Lock()
+	w := d.warm[part]
+	d.warmMu.Unlock()
+	ts, release := newTermState(), func() {}
+	if w != nil {
+		ts, release = w.take(), w.release
+	}
+	_, err = kafka.ReadStableFrom(ctx, d.opts, d.cfg.Names.Ticker, part, ts.next, func(r *kgo.Record) error {
 		ts.apply(r, d.invalidState)
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the leader state from %s: %w", d.cfg.Names.Ticker, err)
+		return nil, nil, release, fmt.Errorf("reading the leader state from %s[%d]: %w", d.cfg.Names.Ticker, part, err)
 	}
 	for name := range ts.bad {
 		if _, ok := ts.state[name]; ok {
 			delete(ts.bad, name) // the key has a valid state: it is rewritten by the term's next emission
 		}
 	}
-	return ts.state, ts.bad, nil
+	return ts.state, ts.bad, release, nil
 }
 
 // invalidState reports an undecodable ticker-topic record, and keeps the reason with it for its dead-letter
@@ -405,11 +461,32 @@ func (d *Dispatcher) invalidState(r *kgo.Record, err error) {
 	r.Headers = append(r.Headers, kgo.RecordHeader{Key: "tickgroup-error", Value: []byte(errlimit.Text(err.Error()))})
 }
 
-// Follow keeps the leader state warm while this replica does not lead, so that a takeover reads only what
-// was written since (see warmState). It runs until ctx ends; without it, each term reads the whole topic.
+// Follow keeps the leader state of every ticker-topic partition (one per leader) warm while this replica does
+// not lead it, so that a takeover reads only what was written since (see warmState). It runs until ctx ends;
+// without it, each term reads its whole partition.
 func (d *Dispatcher) Follow(ctx context.Context) error {
-	d.logger.Info("following the leader state")
-	err := d.warm.run(ctx)
+	cl, err := kgo.NewClient(d.opts...)
+	if err != nil {
+		return fmt.Errorf("leader state follower: client: %w", err)
+	}
+	n, err := kafka.Leaders(ctx, kadm.NewClient(cl), d.cfg.Names.Ticker)
+	cl.Close()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("leader state follower: %w", err)
+	}
+	d.logger.Info("following the leader state", "leaders", n)
+	g, gctx := errgroup.WithContext(ctx)
+	d.warmMu.Lock()
+	for k := range int32(n) {
+		w := newWarmState(d.opts, d.cfg.Names.Ticker, k, d.logger, d.invalidState)
+		d.warm[k] = w
+		g.Go(func() error { return w.run(gctx) })
+	}
+	d.warmMu.Unlock()
+	err = g.Wait()
 	d.logger.Info("leader state follower stopped")
 	return err
 }
@@ -493,4 +570,15 @@ func isFenced(err error) bool {
 	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
 		errors.Is(err, kerr.InvalidProducerIDMapping) || errors.Is(err, kerr.OperationNotAttempted) ||
 		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
+}
+
+// ownedOnly is the schedules of seq that owned says this leader leads.
+func ownedOnly(seq iter.Seq2[string, store.Entry], owned func(string) bool) iter.Seq2[string, store.Entry] {
+	return func(yield func(string, store.Entry) bool) {
+		for name, e := range seq {
+			if owned(name) && !yield(name, e) {
+				return
+			}
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"iter"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +25,7 @@ type metrics struct {
 	schedulesRepaired prometheus.Counter
 	// lastSlot exists only for schedules that opt in (spec.Metrics): a fleet may hold a million schedules.
 	lastSlot *prometheus.GaugeVec
+	optMu    sync.Mutex
 	opted    map[string]bool
 	// nextDue and period exist only for opted-in schedules that will emit again, and only while this replica
 	// leads: an alert can then say "this schedule has not emitted for two periods plus a failover".
@@ -106,10 +109,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// scheduleSeries drops the per-schedule series of schedules that no longer opt in.
-func (m *metrics) scheduleSeries(entry func(name string) (store.Entry, bool)) {
+// optIn records that schedule name exports its last-slot series.
+func (m *metrics) optIn(name string) {
+	m.optMu.Lock()
+	m.opted[name] = true
+	m.optMu.Unlock()
+}
+
+// scheduleSeries drops the per-schedule series of the schedules a term leads (owned) that no longer opt in.
+func (m *metrics) scheduleSeries(entry func(name string) (store.Entry, bool), owned func(string) bool) {
+	m.optMu.Lock()
+	defer m.optMu.Unlock()
 	for name := range m.opted {
-		if e, ok := entry(name); !ok || !e.Spec().Metrics {
+		if !owned(name) {
+			continue // another term's
+		}
+		if e, ok := entry(name); !ok || !e.Schedule.Metrics() {
 			m.lastSlot.DeleteLabelValues(name)
 			delete(m.opted, name)
 		}
@@ -145,8 +160,10 @@ func (m *metrics) forget(name string) {
 	m.period.DeleteLabelValues(name)
 }
 
-// endTerm drops the series only a leader exports.
-func (m *metrics) endTerm() {
-	m.nextDue.Reset()
-	m.period.Reset()
+// endTerm drops the series only a leader exports, of the schedules the term led (other terms of the process
+// may lead others).
+func (m *metrics) endTerm(names iter.Seq[string]) {
+	for name := range names {
+		m.forget(name)
+	}
 }

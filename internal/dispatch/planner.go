@@ -249,6 +249,7 @@ func (p *planner) collect(now time.Time, max int) []emission {
 type term struct {
 	producerID int64
 	epoch      int16
+	part       int32 // the ticker-topic partition led: where the state records go
 }
 
 // appendRecords appends the tick records and the state record of ems, for a work topic of partitions
@@ -288,7 +289,7 @@ func appendRecords(recs []*kgo.Record, ems []emission, names recordTopics, parti
 			LeaderEpoch:     int64(t.epoch),
 			EmittedAt:       now,
 		}
-		recs = append(recs, &kgo.Record{Topic: names.ticker, Partition: 0, Key: []byte(em.name), Value: EncodeState(st)})
+		recs = append(recs, &kgo.Record{Topic: names.ticker, Partition: t.part, Key: []byte(em.name), Value: EncodeState(st)})
 	}
 	return recs
 }

@@ -198,7 +198,7 @@ func BenchmarkEmissionLoop(b *testing.B) {
 			if len(ems) == 0 {
 				break
 			}
-			total += len(appendRecords(nil, ems, topics, 12, term{1, 1}, now))
+			total += len(appendRecords(nil, ems, topics, 12, term{1, 1, 0}, now))
 		}
 		if total != 2*n {
 			b.Fatalf("%d records, want %d", total, 2*n)

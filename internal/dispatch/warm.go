@@ -65,6 +65,7 @@ func (s *termState) apply(r *kgo.Record, invalid func(*kgo.Record, error)) {
 type warmState struct {
 	opts    []kgo.Opt
 	topic   string
+	part    int32
 	logger  *slog.Logger
 	invalid func(*kgo.Record, error)
 
@@ -75,8 +76,8 @@ type warmState struct {
 	wake  chan struct{}
 }
 
-func newWarmState(opts []kgo.Opt, topic string, logger *slog.Logger, invalid func(*kgo.Record, error)) *warmState {
-	return &warmState{opts: opts, topic: topic, logger: logger, invalid: invalid, cur: newTermState(), wake: make(chan struct{}, 1)}
+func newWarmState(opts []kgo.Opt, topic string, part int32, logger *slog.Logger, invalid func(*kgo.Record, error)) *warmState {
+	return &warmState{opts: opts, topic: topic, part: part, logger: logger, invalid: invalid, cur: newTermState(), wake: make(chan struct{}, 1)}
 }
 
 // take hands the state over to a term and stops following until release. Without a follower (Follow not
@@ -124,7 +125,7 @@ func (w *warmState) run(ctx context.Context) error {
 // follow reads the topic from its start into w.cur until ctx ends or the generation changes.
 func (w *warmState) follow(ctx context.Context, gen uint64) error {
 	cl, err := kgo.NewClient(append(w.opts[:len(w.opts):len(w.opts)],
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.topic: {w.part: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(500*time.Millisecond),
@@ -143,7 +144,7 @@ func (w *warmState) follow(ctx context.Context, gen uint64) error {
 		}
 		fetches.EachError(func(_ string, _ int32, err error) {
 			if ctx.Err() == nil && pctx.Err() == nil {
-				w.logger.Warn("following the leader state", "err", errlimit.Wrap(err))
+				w.logger.Warn("following the leader state", "leader", w.part, "err", errlimit.Wrap(err))
 			}
 		})
 		w.mu.Lock()

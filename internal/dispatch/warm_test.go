@@ -42,7 +42,7 @@ func TestWarmStandbyTakesOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"beat", "pulse"} {
-		if err := store.Put(ctx, cl, names.Schedules, schedule.Spec{Name: name, Every: schedule.Duration(time.Second)}); err != nil {
+		if _, err := store.Put(ctx, cl, names.Schedules, schedule.Spec{Name: name, Every: schedule.Duration(time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -64,9 +64,15 @@ func TestWarmStandbyTakesOver(t *testing.T) {
 	aErr := make(chan error, 1)
 	go func() { aErr <- newDispatcher().Lead(aCtx, leader.Term{Number: 1}) }()
 	kafkatest.Eventually(t, 30*time.Second, "the standby to follow the states of both schedules, a few transactions", func() bool {
-		standby.warm.mu.Lock()
-		defer standby.warm.mu.Unlock()
-		return len(standby.warm.cur.state) == 2 && standby.warm.cur.next >= 6
+		standby.warmMu.Lock()
+		w := standby.warm[0]
+		standby.warmMu.Unlock()
+		if w == nil {
+			return false
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.cur.state) == 2 && w.cur.next >= 6
 	})
 	time.Sleep(1500 * time.Millisecond) // a tail the standby may not have read yet
 	aStop()

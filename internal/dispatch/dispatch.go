@@ -176,6 +176,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		schedules = ownedOnly(schedules, owned)
 		n = n/leaders + n/(16*leaders) // about this leader's share: the planner's slab
 	}
+	d.refuseFuture(state, d.cfg.Now(), logger)
 	pl := newPlannerFrom(n, schedules, state, d.cfg.Lead)
 	planned := time.Now()
 	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(cl), d.cfg.Names.Work)

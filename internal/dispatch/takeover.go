@@ -83,10 +83,9 @@ func (d *Dispatcher) waitStable(ctx context.Context, adm *kadm.Client, part int3
 	}
 }
 
-// checkState refuses state from the future and recovers the last slot of every schedule whose state is missing
-// although it should have emitted by now, from its work partitions. It returns the names whose state it
-// recovered (their state records are rewritten, so the repair is made once).
-func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl *planner, partitions int, now time.Time, logger *slog.Logger) ([]string, error) {
+// refuseFuture deletes every state whose last slot is more than FutureStateLimit ahead of now (counted and
+// logged). It runs before the planner is built from the state: a planner's base never moves back.
+func (d *Dispatcher) refuseFuture(state map[string]stored, now time.Time, logger *slog.Logger) {
 	for name, s := range state {
 		if s.LastSlot.After(now.Add(FutureStateLimit)) {
 			logger.Error("refusing a state from the future", "schedule", name, "last_slot", s.LastSlot, "limit", FutureStateLimit)
@@ -94,6 +93,12 @@ func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl
 			delete(state, name)
 		}
 	}
+}
+
+// checkState recovers the last slot of every schedule of pl whose state is missing (or was refused, see
+// refuseFuture) although it should have emitted by now, from its work partitions, and sets it in pl. It returns
+// the names whose state it recovered (their state records are rewritten, so the repair is made once).
+func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl *planner, partitions int, now time.Time, logger *slog.Logger) ([]string, error) {
 	want := map[int32][]string{} // work partition -> schedules to look for
 	var missing []string
 	for name, it := range pl.items {

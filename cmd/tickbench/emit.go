@@ -49,7 +49,11 @@ func runEmitBench(ctx context.Context, args []string, getenv func(string) string
 Loads --schedules interval schedules into a fresh namespace, measures raw transactional produce throughput of
 the same volume (baseline), then starts one real ticker process and measures, for --rounds slots: emission lag
 (slot -> tick visible to a read_committed consumer) p50/p99/max, the time to emit a whole slot, the leader's
-throughput against the baseline, and the leader's peak memory (RSS and Go heap from its /metrics).`)
+throughput against the baseline, and the leader's peak memory (RSS and Go heap from its /metrics).
+
+With --takeover a standby ticker starts beside the leader once the leader emits, and the leader gets SIGKILL
+halfway through the run: the report adds the takeover time, both terms' start phases (from their logs), the
+lag of the slots around the kill, the slots missing or doubled, and the standby's memory.`)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}

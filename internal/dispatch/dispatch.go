@@ -432,13 +432,7 @@ func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record
 // It also returns the undecodable records that are still the newest of their key: the term dead-letters them
 // when it rewrites their schedules' state (checkState, rewriteState), so each is dead-lettered once.
 func (d *Dispatcher) readState(ctx context.Context, part int32) (state map[string]stored, bad map[string]*kgo.Record, release func(), err error) {
-	d.warmMu.Lock()
-	w := d.warm[part]
-	d.warmMu.Unlock()
-	ts, release := newTermState(), func() {}
-	if w != nil {
-		ts, release = w.take(), w.release
-	}
+	ts, release := d.warmFor(part).take(), d.warmFor(part).release
 	_, err = kafka.ReadStableFrom(ctx, d.opts, d.cfg.Names.Ticker, part, ts.next, func(r *kgo.Record) error {
 		ts.apply(r, d.invalidState)
 		return nil
@@ -452,6 +446,19 @@ func (d *Dispatcher) readState(ctx context.Context, part int32) (state map[strin
 		}
 	}
 	return ts.state, ts.bad, release, nil
+}
+
+// warmFor returns the warm state of ticker-topic partition part, made (empty) on first use: by Follow, or by a
+// term that starts before Follow has, which takes it at once.
+func (d *Dispatcher) warmFor(part int32) *warmState {
+	d.warmMu.Lock()
+	defer d.warmMu.Unlock()
+	w, ok := d.warm[part]
+	if !ok {
+		w = newWarmState(d.opts, d.cfg.Names.Ticker, part, d.logger, d.invalidState)
+		d.warm[part] = w
+	}
+	return w
 }
 
 // invalidState reports an undecodable ticker-topic record, and keeps the reason with it for its dead-letter
@@ -480,13 +487,10 @@ func (d *Dispatcher) Follow(ctx context.Context) error {
 	}
 	d.logger.Info("following the leader state", "leaders", n)
 	g, gctx := errgroup.WithContext(ctx)
-	d.warmMu.Lock()
 	for k := range int32(n) {
-		w := newWarmState(d.opts, d.cfg.Names.Ticker, k, d.logger, d.invalidState)
-		d.warm[k] = w
+		w := d.warmFor(k) // a term that started first has it taken: it waits for the release
 		g.Go(func() error { return w.run(gctx) })
 	}
-	d.warmMu.Unlock()
 	err = g.Wait()
 	d.logger.Info("leader state follower stopped")
 	return err

@@ -80,8 +80,8 @@ func newWarmState(opts []kgo.Opt, topic string, part int32, logger *slog.Logger,
 	return &warmState{opts: opts, topic: topic, part: part, logger: logger, invalid: invalid, cur: newTermState(), wake: make(chan struct{}, 1)}
 }
 
-// take hands the state over to a term and stops following until release. Without a follower (Follow not
-// running) it is empty: the term reads the whole topic.
+// take hands the state over to a term and stops following until release. Before the follower has read
+// anything (or without one: Follow not running) it is empty, and the term reads the whole partition.
 func (w *warmState) take() *termState {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -169,7 +169,10 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		return nil
 	case <-d.view.Loaded():
 	}
-	d.distribute() // the planner below starts from what changed so far
+	// The planner below starts from the View as it is: what changed so far is in it. This term's share is
+	// dropped, or the term would set every schedule a second time (at a cold start, a million names).
+	d.distribute()
+	changes.drop()
 	loaded := time.Now()
 	schedules, n := d.view.All(), d.view.Len()
 	if leaders > 1 {

@@ -42,8 +42,23 @@ func (c *changeSub) take() []string {
 	for n := range c.names {
 		out = append(out, n)
 	}
-	clear(c.names)
+	c.reset()
 	return out
+}
+
+// drop forgets the names changed so far: a term starting from the whole View has them already.
+func (c *changeSub) drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reset()
+}
+
+func (c *changeSub) reset() {
+	if len(c.names) > 1024 {
+		c.names = map[string]struct{}{} // clear would keep the large table (a View's load: every name)
+	} else {
+		clear(c.names)
+	}
 }
 
 // subscribe registers the term of leader k for the View's changes.

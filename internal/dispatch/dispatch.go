@@ -171,7 +171,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	}
 	// The planner below starts from the View as it is: what changed so far is in it. This term's share is
 	// dropped, or the term would set every schedule a second time (at a cold start, a million names).
-	d.distribute()
+	d.distribute(k)
 	changes.drop()
 	loaded := time.Now()
 	schedules, n := d.view.All(), d.view.Len()
@@ -311,7 +311,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			return nil
 		case <-timer.C:
 		case <-d.view.Changed():
-			d.distribute() // to every term of this process; this one's come on changes.notify
+			d.distribute(-1) // to every term of this process; this one's come on changes.notify
 		case <-changes.notify:
 			if err := repair(); err != nil {
 				if ctx.Err() != nil {

@@ -79,12 +79,20 @@ func (d *Dispatcher) unsubscribe(k int32, c *changeSub) {
 }
 
 // distribute takes the View's changes and hands them to the terms that lead them. Names of leaders not led here
-// are dropped: a term that starts later reads the whole View.
-func (d *Dispatcher) distribute() {
+// are dropped: a term that starts later reads the whole View. So are those of leader skip (-1: none), a term
+// that is starting from the whole View.
+func (d *Dispatcher) distribute(skip int32) {
 	d.fanMu.Lock()
 	defer d.fanMu.Unlock()
 	names := d.view.TakeChanged()
 	if len(names) == 0 {
+		return
+	}
+	if d.leaders <= 1 {
+		// One leader: every name is leader 0's, without hashing them (a View's load lists every name).
+		if c, ok := d.subs[0]; ok && skip != 0 {
+			c.add(names)
+		}
 		return
 	}
 	by := map[int32][]string{}
@@ -93,6 +101,9 @@ func (d *Dispatcher) distribute() {
 		by[k] = append(by[k], n)
 	}
 	for k, c := range d.subs {
+		if k == skip {
+			continue
+		}
 		if ns := by[k]; len(ns) > 0 || k == 0 {
 			c.add(ns) // leader 0 is told of every change: it repairs broken schedule records
 		}

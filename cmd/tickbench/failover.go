@@ -32,7 +32,8 @@ func runFailover(ctx context.Context, args []string, getenv func(string) string,
 	handler := fs.String("handler", failbench.HandlerForward, "worker handler: forward (--forward <ns>.fwd) or exec (--exec of --exec-command)")
 	execCmd := fs.String("exec-command", "/bin/true", "the exec handler's program (no shell)")
 	mode := fs.String("mode", failbench.ModeNone, "fault: "+strings.Join(failbench.Modes, ", "))
-	duration := fs.Duration("duration", 90*time.Second, "run window: the schedules' lifetime")
+	duration := fs.Duration("duration", 90*time.Second, "the measured window")
+	warmup := fs.Duration("warmup", 10*time.Second, "how long the schedules run before the window (their ticks are not measured)")
 	every := fs.Duration("every", 15*time.Second, "period of the faults (the first one this long into the window)")
 	restart := fs.Duration("restart-after", 3*time.Second, "how long after a fault its victims are started again")
 	schedules := fs.Int("schedules", 1, "schedules, each catch-up all")
@@ -49,7 +50,8 @@ func runFailover(ctx context.Context, args []string, getenv func(string) string,
 	verbose := fs.Bool("v", false, "log each process start")
 	fs.Usage = cli.Usage(fs, "Usage: tickbench failover [flags]\n\n"+
 		"Starts --hosts hosts (a `ticker run` and a `worker run` each, from --bin) on a fresh namespace, writes\n"+
-		"--schedules schedules that live for --duration, injects --mode every --every, and prints slot -> handler\n"+
+		"--schedules schedules that run for --warmup and then the measured window of --duration, injects --mode\n"+
+		"every --every in the window, and prints slot -> handler\n"+
 		"start from the results topic (the ledger: authoritative under faults, it survives kill -9) and from the\n"+
 		"workers' own tickgroup_worker_start_delay_seconds, summed over every worker process (a killed one is\n"+
 		"scraped just before its kill). Modes: none; kill-leader (kill -9 the leading ticker); kill-host (kill -9\n"+
@@ -73,11 +75,14 @@ func runFailover(ctx context.Context, args []string, getenv func(string) string,
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg := failbench.Config{
 		Brokers: strings.Split(*brokers, ","), Bin: *bin, Hosts: *hosts, Handler: *handler, ExecCommand: *execCmd,
-		Mode: *mode, Duration: *duration, Every: *every, RestartAfter: *restart, Schedules: *schedules,
+		Mode: *mode, Duration: *duration, Warmup: *warmup, Every: *every, RestartAfter: *restart, Schedules: *schedules,
 		ScheduleEvery: *schedEvery, Partitions: *partitions, Runs: *runs, LateBound: *late, Settle: *settle,
 		TickerArgs: strings.Fields(*tickerArgs), WorkerArgs: strings.Fields(*workerArgs), LogDir: dir, Keep: *keep,
 	}
 	results, err := failbench.Run(ctx, cfg, logger)
+	if err = cli.Stopped(ctx, err); err == nil && ctx.Err() != nil {
+		fmt.Fprintln(stderr, "interrupted: the results of the completed runs follow")
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -101,17 +106,18 @@ func runFailover(ctx context.Context, args []string, getenv func(string) string,
 
 func printFailover(w io.Writer, results []failbench.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\thandler\trun\tslots\tmissing\tdoubled\tp50 ms\tp99 ms\tmax ms\tlate\thist p50 ms\thist p99 ms\thist n\t")
+	fmt.Fprintln(tw, "mode\thandler\trun\tslots\tmissing\tdoubled\tp50 ms\tp99 ms\tmax ms\tlate\temit p99 ms\thist p50 ms\thist p99 ms\thist n\t")
 	for _, r := range results {
 		l, h := r.Ledger, r.Histogram
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.0f\t\n",
-			r.Mode, r.Handler, r.Run, l.Expected, l.Missing, l.Doubled, l.P50, l.P99, l.Max, l.Late, h.P50, h.P99, h.Count)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.0f\t\n",
+			r.Mode, r.Handler, r.Run, l.Expected, l.Missing, l.Doubled, l.P50, l.P99, l.Max, l.Late, l.EmitP99, h.P50, h.P99, h.Count)
 	}
 	tw.Flush()
 	bound := results[0].Ledger.LateBound
 	fmt.Fprintf(w, "\nslots: ticks expected (slot x shard); p50/p99/max: slot -> first handler start from the results topic\n"+
-		"(authoritative under faults: it survives kill -9); late: starts more than %.0f ms after the slot; hist: the\n"+
-		"workers' tickgroup_worker_start_delay_seconds summed over every worker process (bucket-interpolated).\n", bound)
+		"(authoritative under faults: it survives kill -9); late: starts more than %.0f ms after the slot; emit: slot ->\n"+
+		"the leader's emitted_at; hist: the workers' tickgroup_worker_start_delay_seconds summed over every worker\n"+
+		"process (bucket-interpolated).\n", bound)
 	for _, r := range results {
 		var notes []string
 		if !r.Settled {
@@ -125,6 +131,13 @@ func printFailover(w io.Writer, results []failbench.Result) {
 		}
 		if r.Ledger.RanTwice > 0 || r.Ledger.EmittedTwice > 0 || r.Ledger.Unexpected > 0 {
 			notes = append(notes, fmt.Sprintf("emitted twice %d, ran twice %d, unexpected %d", r.Ledger.EmittedTwice, r.Ledger.RanTwice, r.Ledger.Unexpected))
+		}
+		if len(r.Ledger.Worst) > 0 {
+			worst := make([]string, 0, len(r.Ledger.Worst))
+			for _, d := range r.Ledger.Worst {
+				worst = append(worst, fmt.Sprintf("%s %.0f ms (emit %.0f)", d.ID, d.Start, d.Emit))
+			}
+			notes = append(notes, "latest: "+strings.Join(worst, ", "))
 		}
 		faults := make([]string, 0, len(r.Faults))
 		for _, f := range r.Faults {

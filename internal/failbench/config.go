@@ -46,8 +46,11 @@ type Config struct {
 	ExecCommand string
 	// Mode is the fault mode (Modes). Defaults to ModeNone.
 	Mode string
-	// Duration is the run window: the schedules' lifetime. Defaults to 90s.
+	// Duration is the measured window: the schedules run from Warmup before it to its end. Defaults to 90s.
 	Duration time.Duration
+	// Warmup is how long the schedules run before the window: their ticks then are not measured, so the
+	// first ticks a fresh fleet handles (the workers' first fetch and transaction) do not count. Defaults to 10s.
+	Warmup time.Duration
 	// Every is the period of the faults, the first one Every after the window starts. Defaults to 15s.
 	Every time.Duration
 	// RestartAfter is how long after a fault its victims are started again. Defaults to 3s.
@@ -82,6 +85,7 @@ func (c Config) withDefaults() Config {
 	c.ExecCommand = cmp.Or(c.ExecCommand, "/bin/true")
 	c.Mode = cmp.Or(c.Mode, ModeNone)
 	c.Duration = cmp.Or(c.Duration, 90*time.Second)
+	c.Warmup = cmp.Or(c.Warmup, 10*time.Second)
 	c.Every = cmp.Or(c.Every, 15*time.Second)
 	c.RestartAfter = cmp.Or(c.RestartAfter, 3*time.Second)
 	c.Schedules = cmp.Or(c.Schedules, 1)
@@ -118,8 +122,8 @@ func (c Config) validate() error {
 	if c.ScheduleEvery < time.Second || c.ScheduleEvery%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("schedule interval %s: a whole number of seconds, at least 1s", c.ScheduleEvery))
 	}
-	if c.Every <= 0 || c.RestartAfter < 0 {
-		errs = append(errs, errors.New("every must be positive and restart-after not negative"))
+	if c.Every <= 0 || c.RestartAfter < 0 || c.Warmup < 0 {
+		errs = append(errs, errors.New("every must be positive, restart-after and warmup not negative"))
 	}
 	if c.LogDir == "" {
 		errs = append(errs, errors.New("no log directory"))

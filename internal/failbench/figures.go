@@ -11,10 +11,10 @@ import (
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
-// Figures are the ledger's account of one run: every expected tick (slot x shard of every schedule) and its
-// slot -> handler start.
+// Figures are the ledger's account of one run: every expected tick (slot x shard of every schedule) of the
+// measured window and its slot -> handler start.
 type Figures struct {
-	// Expected is the number of ticks the schedules define (their whole lifetime is the run window).
+	// Expected is the number of ticks the schedules define in the measured window.
 	Expected int `json:"expected"`
 	// Ran is how many of them started a handler at least once.
 	Ran int `json:"ran"`
@@ -27,7 +27,8 @@ type Figures struct {
 	// RanTwice counts ticks whose handler started more than once: more than one valid started entry (a re-run
 	// after an interruption or a retry) or more than one ok outcome.
 	RanTwice int `json:"ran_twice"`
-	// Unexpected counts ticks of the schedules that are not expected (a slot outside the schedules' lifetime).
+	// Unexpected counts ticks of the schedules that they do not define (a slot outside their lifetime, or not
+	// one of their slots), in or out of the window.
 	Unexpected int `json:"unexpected"`
 	// P50, P99 and Max are of slot -> first handler start over the ticks that ran, in milliseconds: p50 and p99
 	// interpolate linearly between order statistics.
@@ -37,6 +38,20 @@ type Figures struct {
 	// Late counts ticks that started more than LateBound after their slot.
 	Late      int     `json:"late"`
 	LateBound float64 `json:"late_bound_ms"`
+	// EmitP50, EmitP99 and EmitMax are of slot -> the first emission's emitted_at (set by the leader), in
+	// milliseconds: the leader's share of the delay.
+	EmitP50 float64 `json:"emit_p50_ms"`
+	EmitP99 float64 `json:"emit_p99_ms"`
+	EmitMax float64 `json:"emit_max_ms"`
+	// Worst are the latest starts, up to five, latest first.
+	Worst []TickDelay `json:"worst,omitempty"`
+}
+
+// TickDelay is one tick's slot -> emission and slot -> start, in milliseconds.
+type TickDelay struct {
+	ID    string  `json:"id"`
+	Emit  float64 `json:"emit_ms"`
+	Start float64 `json:"start_ms"`
 }
 
 // Expected returns the tick IDs the schedules define over their lifetime (each must have a Start and an End, so
@@ -58,17 +73,39 @@ func Expected(scheds []*schedule.Schedule) map[string]time.Time {
 	return out
 }
 
-// Measure computes the figures of the ticks expected (Expected) from what the namespace's topics hold.
-func Measure(l *audit.Log, expected map[string]time.Time, names map[string]bool, lateBound time.Duration) Figures {
-	f := Figures{Expected: len(expected), LateBound: ms(lateBound)}
-	var delays []time.Duration
+// Window is the measured range of slots, both ends included.
+type Window struct{ From, To time.Time }
+
+func (w Window) holds(slot time.Time) bool { return !slot.Before(w.From) && !slot.After(w.To) }
+
+// Measure computes the figures of the expected ticks (Expected) whose slots lie in w from what the namespace's
+// topics hold. names are the schedules' names.
+func Measure(l *audit.Log, expected map[string]time.Time, w Window, names map[string]bool, lateBound time.Duration) Figures {
+	f := Figures{LateBound: ms(lateBound)}
+	var delays, emits []time.Duration
+	var all []TickDelay
 	for id, slot := range expected {
+		if !w.holds(slot) {
+			continue // warm-up
+		}
+		f.Expected++
 		t := l.Ticks[id]
 		if t == nil {
 			f.Missing++
 			continue
 		}
 		start, runs := starts(t)
+		var emit time.Duration
+		if len(t.Emissions) > 0 {
+			first := t.Emissions[0].EmittedAt
+			for _, e := range t.Emissions[1:] {
+				if e.EmittedAt.Before(first) {
+					first = e.EmittedAt
+				}
+			}
+			emit = first.Sub(slot)
+			emits = append(emits, emit)
+		}
 		emittedTwice := len(t.Emissions) > 1
 		if emittedTwice {
 			f.EmittedTwice++
@@ -86,6 +123,7 @@ func Measure(l *audit.Log, expected map[string]time.Time, names map[string]bool,
 		f.Ran++
 		d := start.Sub(slot)
 		delays = append(delays, d)
+		all = append(all, TickDelay{ID: id, Emit: ms(emit), Start: ms(d)})
 		if d > lateBound {
 			f.Late++
 		}
@@ -95,12 +133,20 @@ func Measure(l *audit.Log, expected map[string]time.Time, names map[string]bool,
 			f.Unexpected++
 		}
 	}
-	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
-	f.P50, f.P99 = ms(Quantile(delays, 0.50)), ms(Quantile(delays, 0.99))
-	if len(delays) > 0 {
-		f.Max = ms(delays[len(delays)-1])
-	}
+	f.P50, f.P99, f.Max = quantiles(delays)
+	f.EmitP50, f.EmitP99, f.EmitMax = quantiles(emits)
+	sort.Slice(all, func(i, j int) bool { return all[i].Start > all[j].Start })
+	f.Worst = all[:min(len(all), 5)]
 	return f
+}
+
+// quantiles sorts ds and returns its p50, p99 and maximum in milliseconds.
+func quantiles(ds []time.Duration) (p50, p99, maxMS float64) {
+	if len(ds) == 0 {
+		return 0, 0, 0
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ms(Quantile(ds, 0.50)), ms(Quantile(ds, 0.99)), ms(ds[len(ds)-1])
 }
 
 // starts returns the first handler start of t and how many times its handler started: the valid started

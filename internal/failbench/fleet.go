@@ -28,6 +28,8 @@ type proc struct {
 	exitErr error
 	// signalled is set once the tool has signalled the process: an exit without it is a crash.
 	signalled bool
+	// baseline is a worker's histogram at the window's start (empty for one started later).
+	baseline Histogram
 }
 
 func (p *proc) running() bool {
@@ -266,8 +268,26 @@ func (f *fleet) leader(ctx context.Context, d time.Duration) (*host, error) {
 	}
 }
 
-// collect adds worker p's start-delay histogram to the fleet's sum. Call it just before p is killed, and for
-// every live worker at the end: a process's histogram dies with it.
+// baseline records every running worker's start-delay histogram: what collect later subtracts (the
+// warm-up's ticks).
+func (f *fleet) baseline(ctx context.Context) error {
+	for _, h := range f.hosts {
+		if h.worker == nil || !h.worker.running() {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		b, err := scrapeHistogram(sctx, h.worker.url("/metrics"), StartDelayMetric)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s at the window's start: %w", h.worker.name, err)
+		}
+		h.worker.baseline = b
+	}
+	return nil
+}
+
+// collect adds worker p's start-delay histogram, less its baseline, to the fleet's sum. Call it just before p
+// is killed, and for every live worker at the end: a process's histogram dies with it.
 func (f *fleet) collect(ctx context.Context, p *proc) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -277,7 +297,7 @@ func (f *fleet) collect(ctx context.Context, p *proc) {
 		f.logger.Warn("worker histogram lost", "process", p.name, "error", err)
 		return
 	}
-	f.hist = f.hist.Add(h)
+	f.hist = f.hist.Add(h.Sub(p.baseline))
 	f.scraped++
 }
 

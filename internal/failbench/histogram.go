@@ -52,6 +52,15 @@ func (h Histogram) Add(o Histogram) Histogram {
 	return out
 }
 
+// Sub returns h less o, bucket by bucket: the observations h made after o was taken from the same process.
+func (h Histogram) Sub(o Histogram) Histogram {
+	out := Histogram{Bounds: append([]float64(nil), h.Bounds...)}
+	for i, b := range h.Bounds {
+		out.Counts = append(out.Counts, max(h.Counts[i]-o.at(b), 0))
+	}
+	return out
+}
+
 // at is the cumulative count at bound b.
 func (h Histogram) at(b float64) float64 {
 	i := sort.SearchFloat64s(h.Bounds, b)

@@ -2,7 +2,7 @@ package failbench
 
 import (
 	"context"
-		"fmt"
+	"fmt"
 	"log/slog"
 	"math"
 	"syscall"
@@ -25,9 +25,11 @@ type Result struct {
 	Run       int       `json:"run"`
 	Hosts     int       `json:"hosts"`
 	Namespace string    `json:"namespace"`
-	From      time.Time `json:"from"` // the first slot
-	To        time.Time `json:"to"`   // the last slot
-	Faults    []Fault   `json:"faults"`
+	From      time.Time `json:"from"` // the window's first slot
+	To        time.Time `json:"to"`   // the window's last slot
+	// WarmupS is how long the schedules ran before From, in seconds.
+	WarmupS float64 `json:"warmup_s"`
+	Faults  []Fault `json:"faults"`
 	// Ledger is the figure from the results topic: authoritative, it survives kill -9.
 	Ledger Figures `json:"ledger"`
 	// Histogram is the workers' own tickgroup_worker_start_delay_seconds, summed over every worker process.
@@ -116,15 +118,27 @@ func runOnce(ctx context.Context, cfg Config, run int, logger *slog.Logger) (res
 		return res, err
 	}
 
-	// The schedules live exactly over the window, which starts a little ahead so the leader has read them.
-	from := time.Now().Add(2 * time.Second).Truncate(cfg.ScheduleEvery).Add(cfg.ScheduleEvery)
+	// The schedules live from Warmup before the window to its end; the window starts a little ahead, so the
+	// leader has read them before their first slot.
+	from := time.Now().Add(2*time.Second + cfg.Warmup).Truncate(cfg.ScheduleEvery).Add(cfg.ScheduleEvery)
 	to := from.Add(cfg.Duration - cfg.ScheduleEvery)
-	scheds, err := putSchedules(ctx, cl, names.Schedules, cfg, from, to)
+	scheds, err := putSchedules(ctx, cl, names.Schedules, cfg, from.Add(-cfg.Warmup), to)
 	if err != nil {
 		return res, err
 	}
-	res = Result{Mode: cfg.Mode, Handler: cfg.Handler, Run: run, Hosts: cfg.Hosts, Namespace: ns, From: from, To: to}
-	logger.Info("schedules written", "schedules", cfg.Schedules, "every", cfg.ScheduleEvery, "from", from.Format(time.TimeOnly), "to", to.Format(time.TimeOnly), "mode", cfg.Mode)
+	res = Result{Mode: cfg.Mode, Handler: cfg.Handler, Run: run, Hosts: cfg.Hosts, Namespace: ns, From: from, To: to, WarmupS: cfg.Warmup.Seconds()}
+	logger.Info("schedules written", "schedules", cfg.Schedules, "every", cfg.ScheduleEvery, "warmup", cfg.Warmup,
+		"from", from.Format(time.TimeOnly), "to", to.Format(time.TimeOnly), "mode", cfg.Mode)
+	// The histograms' baseline: just before the window's first slot, after the warm-up's last start.
+	if !sleep(ctx, time.Until(from.Add(-200*time.Millisecond))) {
+		return res, ctx.Err()
+	}
+	if err := f.baseline(ctx); err != nil {
+		return res, err
+	}
+	if err := f.crashed(); err != nil {
+		return res, err
+	}
 
 	end := from.Add(cfg.Duration)
 	if cfg.Mode != ModeNone {
@@ -144,16 +158,17 @@ func runOnce(ctx context.Context, cfg Config, run int, logger *slog.Logger) (res
 	}
 
 	expected := Expected(scheds)
+	window := Window{From: from, To: to}
 	schedNames := map[string]bool{}
 	for _, s := range scheds {
 		schedNames[s.Spec().Name] = true
 	}
-	l, settled, err := settle(ctx, opts, names, expected, cfg.Settle)
+	l, settled, err := settle(ctx, opts, names, expected, window, cfg.Settle)
 	if err != nil {
 		return res, err
 	}
 	res.Settled = settled
-	res.Ledger = Measure(l, expected, schedNames, cfg.LateBound)
+	res.Ledger = Measure(l, expected, window, schedNames, cfg.LateBound)
 
 	for _, h := range f.hosts {
 		if h.worker != nil && h.worker.running() {
@@ -178,7 +193,7 @@ func nanToZero(v float64) float64 {
 	return v
 }
 
-// putSchedules writes cfg.Schedules interval schedules with catch-up all, living from from to to.
+// putSchedules writes cfg.Schedules interval schedules with catch-up all, living from from to to (inclusive).
 func putSchedules(ctx context.Context, cl *kgo.Client, topic string, cfg Config, from, to time.Time) ([]*schedule.Schedule, error) {
 	var out []*schedule.Schedule
 	for i := range cfg.Schedules {
@@ -250,14 +265,14 @@ func inject(ctx context.Context, f *fleet, cfg Config) (Fault, error) {
 
 // settle reads the namespace's topics until every expected tick has an outcome, or d has passed since the
 // first read, and returns the last read and whether every tick had one.
-func settle(ctx context.Context, opts []kgo.Opt, names kafka.Names, expected map[string]time.Time, d time.Duration) (*audit.Log, bool, error) {
+func settle(ctx context.Context, opts []kgo.Opt, names kafka.Names, expected map[string]time.Time, w Window, d time.Duration) (*audit.Log, bool, error) {
 	deadline := time.Now().Add(d)
 	for {
 		l, err := audit.Read(ctx, opts, names)
 		if err != nil {
 			return nil, false, fmt.Errorf("reading the namespace's topics: %w", err)
 		}
-		if finished(l, expected) {
+		if finished(l, expected, w) {
 			return l, true, nil
 		}
 		if time.Now().After(deadline) {
@@ -269,8 +284,11 @@ func settle(ctx context.Context, opts []kgo.Opt, names kafka.Names, expected map
 	}
 }
 
-func finished(l *audit.Log, expected map[string]time.Time) bool {
-	for id := range expected {
+func finished(l *audit.Log, expected map[string]time.Time, w Window) bool {
+	for id, slot := range expected {
+		if !w.holds(slot) {
+			continue
+		}
 		t := l.Ticks[id]
 		if t == nil {
 			return false

@@ -200,7 +200,7 @@ func (f *fleet) waitReady(ctx context.Context, d time.Duration) error {
 			return err
 		}
 		if !sleep(ctx, 200*time.Millisecond) {
-			if ctx.Err() == context.DeadlineExceeded {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return fmt.Errorf("the fleet was not ready (every process ready, one leader) within %s", d)
 			}
 			return ctx.Err()
@@ -212,7 +212,11 @@ func (f *fleet) waitReady(ctx context.Context, d time.Duration) error {
 func (f *fleet) crashed() error {
 	var errs []error
 	for _, p := range f.crashes() {
-		errs = append(errs, fmt.Errorf("%s exited by itself (%v); log: %s", p.name, p.exitErr, p.logPath))
+		if p.exitErr == nil {
+			errs = append(errs, fmt.Errorf("%s exited by itself (status 0); log: %s", p.name, p.logPath))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s exited by itself (%w); log: %s", p.name, p.exitErr, p.logPath))
 	}
 	return errors.Join(errs...)
 }

@@ -129,6 +129,9 @@ func printFailover(w io.Writer, results []failbench.Result) {
 		if r.Histogram.Lost > 0 {
 			notes = append(notes, fmt.Sprintf("%d worker histograms lost", r.Histogram.Lost))
 		}
+		if r.Ledger.Early > 0 {
+			notes = append(notes, fmt.Sprintf("%d ticks started before their slot", r.Ledger.Early))
+		}
 		if r.Ledger.RanTwice > 0 || r.Ledger.EmittedTwice > 0 || r.Ledger.Unexpected > 0 {
 			notes = append(notes, fmt.Sprintf("emitted twice %d, ran twice %d, unexpected %d", r.Ledger.EmittedTwice, r.Ledger.RanTwice, r.Ledger.Unexpected))
 		}

@@ -38,6 +38,9 @@ type Figures struct {
 	// Late counts ticks that started more than LateBound after their slot.
 	Late      int     `json:"late"`
 	LateBound float64 `json:"late_bound_ms"`
+	// Early counts ticks that started before their slot (a forward handler that does not hold ticks emitted
+	// ahead of their slot).
+	Early int `json:"early"`
 	// EmitP50, EmitP99 and EmitMax are of slot -> the first emission's emitted_at (set by the leader), in
 	// milliseconds: the leader's share of the delay.
 	EmitP50 float64 `json:"emit_p50_ms"`
@@ -94,7 +97,7 @@ func Measure(l *audit.Log, expected map[string]time.Time, w Window, names map[st
 			f.Missing++
 			continue
 		}
-		start, runs := starts(t)
+		start, runs := starts(t, slot)
 		var emit time.Duration
 		if len(t.Emissions) > 0 {
 			first := t.Emissions[0].EmittedAt
@@ -127,6 +130,9 @@ func Measure(l *audit.Log, expected map[string]time.Time, w Window, names map[st
 		if d > lateBound {
 			f.Late++
 		}
+		if d < 0 {
+			f.Early++
+		}
 	}
 	for id, t := range l.Ticks {
 		if _, ok := expected[id]; !ok && names[t.Schedule] && !t.Trigger {
@@ -149,18 +155,24 @@ func quantiles(ds []time.Duration) (p50, p99, maxMS float64) {
 	return ms(Quantile(ds, 0.50)), ms(Quantile(ds, 0.99)), ms(ds[len(ds)-1])
 }
 
-// starts returns the first handler start of t and how many times its handler started: the valid started
-// entries (audit.Read keeps only those), or, for a tick without any (forward mode), its ok outcomes, each
-// started at finished_at - duration_ms.
-func starts(t *audit.Tick) (first time.Time, runs int) {
+// starts returns the first handler start of t (of slot slot) and how many times its handler started: the valid
+// started entries (audit.Read keeps only those), or, for a tick without any (forward mode), its ok outcomes,
+// each started at finished_at - duration_ms. A started entry may be written ahead of the slot (a worker that
+// holds a tick emitted ahead records its start up to its pre-start before the instant, then waits for it), so
+// its handler starts at the later of its `at` and the slot.
+func starts(t *audit.Tick, slot time.Time) (first time.Time, runs int) {
 	oks := 0
 	var okFirst time.Time
 	for _, e := range t.Ledger {
 		switch e.Kind {
 		case ledger.KindStarted:
 			runs++
-			if first.IsZero() || e.At.Before(first) {
-				first = e.At
+			at := e.At
+			if at.Before(slot) {
+				at = slot
+			}
+			if first.IsZero() || at.Before(first) {
+				first = at
 			}
 		case ledger.KindOutcome:
 			if e.Status != ledger.StatusOK || e.FinishedAt == nil {

@@ -80,7 +80,7 @@ func TestExpected(t *testing.T) {
 func TestMeasure(t *testing.T) {
 	t.Parallel()
 	from := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	to := from.Add(9 * time.Second)
+	to := from.Add(11 * time.Second)
 	warm := from.Add(-2 * time.Second)
 	s := compile(t, schedule.Spec{Name: "fb", Every: schedule.Duration(time.Second), Start: &warm, End: &to})
 	expected := Expected([]*schedule.Schedule{s})
@@ -114,22 +114,27 @@ func TestMeasure(t *testing.T) {
 	add(8, 1, started(8, 4200*time.Millisecond), started(8, 9*time.Second), outcome(8, ledger.StatusOK, 9*time.Second, 0))
 	// 9: emitted, never started (no outcome yet): missing. And a tick outside the window: unexpected.
 	add(9, 1)
-	add(10, 1, started(10, time.Millisecond))
+	// 10: a start recorded 20 ms ahead of the slot (pre-start of a held tick): the handler starts on the slot.
+	add(10, 1, started(10, -20*time.Millisecond), outcome(10, ledger.StatusOK, -20*time.Millisecond, 21*time.Millisecond))
+	// 11: forwarded 10 s before its slot (emitted ahead, not held): early.
+	add(11, 1, outcome(11, ledger.StatusOK, -10*time.Second, time.Millisecond))
+	add(12, 1, started(12, time.Millisecond))
 	// A warm-up slot before the window: expected by the schedule, not measured, not unexpected.
 	add(-1, 1, started(-1, 3*time.Second))
 	f := Measure(l, expected, Window{from, to}, map[string]bool{"fb": true}, 50*time.Millisecond)
 
-	want := Figures{Expected: 10, Ran: 9, Missing: 1, Doubled: 2, EmittedTwice: 1, RanTwice: 1, Unexpected: 1, Late: 2, LateBound: 50}
+	want := Figures{Expected: 12, Ran: 11, Missing: 1, Doubled: 2, EmittedTwice: 1, RanTwice: 1, Unexpected: 1, Late: 2, Early: 1, LateBound: 50}
 	got := f
 	got.P50, got.P99, got.Max, got.EmitP50, got.EmitP99, got.EmitMax, got.Worst = 0, 0, 0, 0, 0, 0, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("counts:\n got %+v\nwant %+v", got, want)
 	}
-	// Delays sorted: 1, 2, 3, 4, 5, 6, 8, 70, 4200 ms; p50 = the 5th = 5 ms; p99 at rank 7.92: 70 + 0.92*4130.
+	// Delays sorted: -10000, 0, 1, 2, 3, 4, 5, 6, 8, 70, 4200 ms; p50 = the 6th = 4 ms; p99 at rank 9.9:
+	// 70 + 0.9*4130.
 	for _, c := range []struct {
 		name      string
 		got, want float64
-	}{{"p50", f.P50, 5}, {"p99", f.P99, 70 + 0.92*4130}, {"max", f.Max, 4200}, {"emit p99", f.EmitP99, 1}, {"emit max", f.EmitMax, 1}} {
+	}{{"p50", f.P50, 4}, {"p99", f.P99, 70 + 0.9*4130}, {"max", f.Max, 4200}, {"emit p99", f.EmitP99, 1}, {"emit max", f.EmitMax, 1}} {
 		if math.Abs(c.got-c.want) > 1e-6 {
 			t.Errorf("%s = %v ms, want %v ms", c.name, c.got, c.want)
 		}

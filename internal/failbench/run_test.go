@@ -47,8 +47,10 @@ func TestRunNoFaults(t *testing.T) {
 	if r.Histogram.Count != 10 || r.Histogram.Scraped != 1 || r.Histogram.Lost != 0 {
 		t.Errorf("histogram %+v, want the worker's 10 starts from 1 scrape", r.Histogram)
 	}
-	if l.P50 <= 0 || l.P50 > l.P99 || l.P99 > l.Max {
-		t.Errorf("quantiles p50 %v, p99 %v, max %v ms: want 0 < p50 <= p99 <= max", l.P50, l.P99, l.Max)
+	// A forward worker that does not hold ticks emitted ahead (ticker run --lead) starts them before their
+	// slot, so the sign of the delays is not asserted here, only their order.
+	if l.P50 == 0 || l.P50 > l.P99 || l.P99 > l.Max {
+		t.Errorf("quantiles p50 %v, p99 %v, max %v ms: want p50 != 0 and p50 <= p99 <= max", l.P50, l.P99, l.Max)
 	}
 }
 

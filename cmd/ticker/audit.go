@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,18 +33,20 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 	fs := flag.NewFlagSet("ticker audit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		common   cli.Common
-		from, to instantFlag
-		name     string
-		grace    time.Duration
-		timeout  time.Duration
-		asJSON   bool
+		common     cli.Common
+		from, to   instantFlag
+		name       string
+		grace      time.Duration
+		leadWindow time.Duration
+		timeout    time.Duration
+		asJSON     bool
 	)
 	common.Register(fs, "")
 	fs.Var(&from, "from", "first slot to audit: RFC 3339, or a duration before now such as 24h (default: everything retained)")
 	fs.Var(&to, "to", "last slot to audit: RFC 3339, or a duration before now (default: now)")
 	fs.StringVar(&name, "schedule", "", "audit only this schedule")
 	fs.DurationVar(&grace, "grace", 5*time.Minute, "a tick not emitted or without an outcome this long after its due time is missing (before: pending)")
+	fs.DurationVar(&leadWindow, "lead", audit.DefaultLead, "the tickers' --lead: slots due this long after a change may run under the version before it (0: emitted when due)")
 	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "give up reading the topics after this long")
 	fs.BoolVar(&asJSON, "json", false, "print JSON (for scripts)")
 	fs.Usage = cli.Usage(fs, `Usage: ticker audit [--from T] [--to T] [--schedule NAME] [--json]
@@ -64,7 +67,7 @@ Exit status 1 when a tick is missing or ran twice (emitted twice, or two ok outc
 		return err
 	}
 	now := time.Now()
-	o := audit.Options{From: from.at(now), To: to.at(now), Now: now, Grace: grace, Schedule: name}
+	o := audit.Options{From: from.at(now), To: to.at(now), Now: now, Grace: grace, Lead: cmp.Or(leadWindow, -1), Schedule: name}
 	if !o.From.IsZero() && !o.To.IsZero() && o.To.Before(o.From) {
 		return cli.Usagef("ticker audit: --to is before --from")
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -17,15 +18,17 @@ func runHistory(ctx context.Context, args []string, getenv func(string) string, 
 	fs := flag.NewFlagSet("ticker history", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		common  cli.Common
-		since   time.Duration
-		grace   time.Duration
-		timeout time.Duration
-		asJSON  bool
+		common     cli.Common
+		since      time.Duration
+		grace      time.Duration
+		leadWindow time.Duration
+		timeout    time.Duration
+		asJSON     bool
 	)
 	common.Register(fs, "")
 	fs.DurationVar(&since, "since", time.Hour, "show the slots of this long before now")
 	fs.DurationVar(&grace, "grace", 5*time.Minute, "a tick not emitted or without an outcome this long after its due time is missing")
+	fs.DurationVar(&leadWindow, "lead", audit.DefaultLead, "the tickers' --lead: slots due this long after a change may run under the version before it (0: emitted when due)")
 	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "give up reading the topics after this long")
 	fs.BoolVar(&asJSON, "json", false, "print JSON (for scripts)")
 	fs.Usage = cli.Usage(fs, `Usage: ticker history NAME [--since D] [--json]
@@ -57,7 +60,7 @@ are shown too (missing, pending or passed over by catch-up).`)
 	}
 	now := time.Now()
 	from := now.Add(-since)
-	rep, err := readReport(ctx, common, timeout, audit.Options{From: from, Now: now, Grace: grace, Schedule: name, AllTicks: true})
+	rep, err := readReport(ctx, common, timeout, audit.Options{From: from, Now: now, Grace: grace, Lead: cmp.Or(leadWindow, -1), Schedule: name, AllTicks: true})
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/cli"
+	"github.com/tickgroup/tickgroup/internal/clock"
 	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leader"
@@ -115,23 +116,27 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 		heartbeatInterval  time.Duration
 		transactionTimeout time.Duration
 		lagInterval        time.Duration
+		lead               time.Duration
 		instance           string
 		instanceID         string
+		maxClockSkew       time.Duration
 	)
 	common.Register(fs, "127.0.0.1:9090")
 	topics.register(fs)
 	fs.DurationVar(&sessionTimeout, "session-timeout", 6*time.Second, "how long the group waits for a silent replica before another leads (crash failover time; within the broker's group.min/max.session.timeout.ms)")
 	fs.DurationVar(&heartbeatInterval, "heartbeat-interval", time.Second, "group heartbeat interval (a graceful handoff takes about one)")
 	fs.DurationVar(&transactionTimeout, "transaction-timeout", 10*time.Second, "how long the broker keeps a dead leader's open transaction before aborting it")
+	fs.DurationVar(&lead, "lead", dispatch.DefaultLead, fmt.Sprintf("commit each slot's ticks this long before the slot is due; workers hold them and start each on its instant, so a leader failover shorter than this delays no slot (0: emit when due; at most %s)", dispatch.MaxLead))
 	fs.DurationVar(&lagInterval, "work-lag-interval", 15*time.Second, "while leading, how often to measure the workers' lag on the work topic (tickgroup_work_lag_*)")
+	fs.DurationVar(&maxClockSkew, "max-clock-skew", clock.DefaultMaxSkew, "largest offset of this host's clock from the broker's (measured every 10s on <ns>.clock) at which this replica may lead; beyond it, it leaves the election until the clock is back")
 	host, _ := os.Hostname()
 	fs.StringVar(&instance, "instance", fmt.Sprintf("%s-%d", host, os.Getpid()), "name of this replica in logs and in the group (client ID)")
 	fs.StringVar(&instanceID, "instance-id", "", "static group membership: a replica restarted with the same ID within the session timeout takes its leadership back at once (no rebalance); never give two running replicas the same ID (the older one is fenced and exits 1); off by default")
 	fs.Usage = cli.Usage(fs, `Usage: ticker run [flags]
 
 Join the ticker group; while this replica owns partition 0 of <ns>.ticker it leads: it fences earlier leaders,
-reads the last emitted slot of each schedule and emits every due slot as tick records on <ns>.work, each slot
-exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits 0.`)
+reads the last emitted slot of each schedule and emits every slot as tick records on <ns>.work, each slot
+exactly once, --lead before it is due (workers start each tick on its instant). Runs until SIGINT or SIGTERM, then hands leadership over and exits 0.`)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -143,6 +148,12 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	}
 	if lagInterval <= 0 {
 		return cli.Usagef("--work-lag-interval %s: want a positive duration", lagInterval)
+	}
+	if lead < 0 || lead > dispatch.MaxLead {
+		return cli.Usagef("--lead %s: want a duration between 0 and %s", lead, dispatch.MaxLead)
+	}
+	if maxClockSkew <= 0 {
+		return cli.Usagef("--max-clock-skew %s: want a positive duration", maxClockSkew)
 	}
 	logger := common.Logger(stderr).With("instance", instance)
 	common.Kafka.ClientID = "tickgroup-ticker-" + instance
@@ -162,6 +173,10 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	if err := ensureTopics(ctx, opts, names, o); err != nil {
 		return err
 	}
+	leaders, err := countLeaders(ctx, opts, names)
+	if err != nil {
+		return err
+	}
 
 	var ready admin.Readiness
 	ready.Set("schedules", false) // the elector sets "group" (false until it joins, false again once stopping)
@@ -170,7 +185,8 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	disp, err := dispatch.New(dispatch.Config{
 		Names:              names,
 		TransactionTimeout: transactionTimeout,
-		ProducerOpts:       []kgo.Opt{kafka.ClientMetrics(reg, "leader")},
+		Lead:               lead,
+		ProducerOpts:       func(k int32) []kgo.Opt { return []kgo.Opt{kafka.LeaderClientMetrics(reg, k)} },
 	}, opts, view, logger, reg)
 	if err != nil {
 		return err
@@ -178,6 +194,19 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 	lag, err := worklag.New(worklag.Config{Topic: names.Work, Group: names.WorkerGroup, Interval: lagInterval}, opts, logger, reg)
 	if err != nil {
 		return err
+	}
+	clockClient, err := kgo.NewClient(withRole("clock")...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer clockClient.Close()
+	clk, err := clock.New(clock.Config{
+		MaxSkew:     maxClockSkew,
+		Consequence: "this replica does not take part in the election until it is back within",
+		Readiness:   &ready,
+	}, clock.NewKafka(clockClient, names.Clock, instance), logger, reg)
+	if err != nil {
+		return cli.UsageError{Err: err}
 	}
 	elector, err := leader.New(leader.Config{
 		Topic:             names.Ticker,
@@ -187,6 +216,8 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 		InstanceName:      instance,
 		InstanceID:        instanceID,
 		Readiness:         &ready,
+		Gate:              clk,
+		Leaders:           leaders,
 	}, withRole("election"), leadTerm(disp, lag, logger), logger, reg)
 	if err != nil {
 		return cli.UsageError{Err: err}
@@ -201,6 +232,7 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 		g.Go(func() error { return srv.Run(gctx) })
 	}
 	g.Go(func() error { return view.Run(gctx) })
+	g.Go(func() error { return clk.Run(gctx) })
 	g.Go(func() error { return elector.Run(gctx) })
 	g.Go(func() error {
 		select {
@@ -223,6 +255,9 @@ exactly once. Runs until SIGINT or SIGTERM, then hands leadership over and exits
 // series come from one replica. The term ends with the dispatcher; the monitor's own failures only log.
 func leadTerm(disp *dispatch.Dispatcher, lag *worklag.Monitor, logger *slog.Logger) leader.LeadFunc {
 	return func(ctx context.Context, term leader.Term) error {
+		if term.Partition != 0 {
+			return disp.Lead(ctx, term) // the work lag is measured by leader 0's term alone
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		var lagErr error
@@ -249,15 +284,18 @@ func runInit(ctx context.Context, args []string, getenv func(string) string, std
 	fs := flag.NewFlagSet("ticker init", flag.ContinueOnError)
 	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	var (
-		common cli.Common
-		topics topicFlags
+		common  cli.Common
+		topics  topicFlags
+		leaders int
 	)
 	common.Register(fs, "")
 	topics.register(fs)
+	fs.IntVar(&leaders, "leaders", 1, fmt.Sprintf("number of leaders (1-%d): partitions of <ns>.ticker; each leads the schedules that hash to it. Fixed once the namespace exists", kafka.MaxLeaders))
 	fs.Usage = cli.Usage(fs, `Usage: ticker init [flags]
 
-Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq) where missing, and check that
-<ns>.ticker has exactly one partition. 'ticker run' and 'worker run' do the same at start-up.`)
+Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq, .clock) where missing, <ns>.ticker
+with one partition per leader, and check that an existing <ns>.ticker has --leaders partitions. 'ticker run' and
+'worker run' create missing topics at start-up too (with one leader).`)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -269,11 +307,16 @@ Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq) w
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
+	if leaders < 1 || leaders > kafka.MaxLeaders {
+		return cli.Usagef("--leaders %d: want 1 to %d", leaders, kafka.MaxLeaders)
+	}
 	names := common.Kafka.Names()
-	if err := ensureTopics(ctx, opts, names, topics.options()); err != nil {
+	o := topics.options()
+	o.Leaders = int32(leaders)
+	if err := ensureTopics(ctx, opts, names, o); err != nil {
 		return err
 	}
-	logger.Info("topics ready", "ticker", names.Ticker, "schedules", names.Schedules, "work", names.Work, "results", names.Results, "dlq", names.DLQ)
+	logger.Info("topics ready", "leaders", leaders, "ticker", names.Ticker, "schedules", names.Schedules, "work", names.Work, "results", names.Results, "dlq", names.DLQ, "clock", names.Clock)
 	return nil
 }
 
@@ -287,11 +330,26 @@ func ensureTopics(ctx context.Context, opts []kgo.Opt, names kafka.Names, o kafk
 	defer cancel()
 	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), names, o); err != nil {
 		if errors.Is(err, kafka.ErrTickerTopicPartitions) {
-			return fmt.Errorf("%w: leadership is the ownership of that one partition; recreate the topic or use another --namespace", err)
+			return fmt.Errorf("%w.\n"+
+				"The number of leaders of a namespace is fixed: each schedule's state (its last emitted slot) lives in its\n"+
+				"leader's partition, and moving it while tickers run could emit a slot twice. To change it, move to a new\n"+
+				"namespace: 'ticker init --namespace NEW --leaders K', copy the schedules ('ticker schedule list --json'\n"+
+				"into an apply file, then 'ticker schedule apply -f FILE --namespace NEW'), start tickers and workers on NEW,\n"+
+				"then stop the old tickers and let the old workers drain", err)
 		}
 		return err
 	}
 	return nil
+}
+
+// countLeaders returns the namespace's number of leaders (the ticker topic's partitions).
+func countLeaders(ctx context.Context, opts []kgo.Opt, names kafka.Names) (int, error) {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return 0, fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	return kafka.Leaders(ctx, kadm.NewClient(cl), names.Ticker)
 }
 
 // newClient returns a plain client for the short commands.

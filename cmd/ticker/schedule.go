@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/cancel"
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/schedule"
@@ -30,9 +31,10 @@ Subcommands:
   put NAME        create or replace a schedule (--every D | --cron EXPR [--tz ZONE], ...)
   get NAME        print a schedule as JSON
   list            list the schedules (--json)
-  delete NAME     delete a schedule
-  pause NAME      stop emitting a schedule's slots (they are not caught up on resume)
-  resume NAME     emit again, from the next slot after the resume
+  delete NAME     delete a schedule; ticks already emitted ahead for later slots are cancelled
+  pause NAME      stop a schedule: no slot due after the pause runs (emitted ticks are cancelled; the slots are
+                  not caught up on resume)
+  resume NAME     emit again, from the next slot after the resume (and after the ones emitted before the pause)
   trigger NAME    emit one tick now, with an ID that can never collide with a scheduled slot
   apply -f FILE   make the schedules match a YAML file (--prune, --dry-run)
 
@@ -178,10 +180,14 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 
 	switch sub {
 	case "put":
-		if err := store.Put(ctx, cl, names.Schedules, spec); err != nil {
+		v, err := store.Put(ctx, cl, names.Schedules, spec)
+		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "schedule %s written\n", name)
+		if spec.Paused {
+			announce(ctx, cl, names, stderr, tick.Cancel{Schedule: name, Before: v, After: time.Now().UTC(), Reason: tick.ReasonPaused})
+		}
 	case "get":
 		e, err := lookup()
 		if err != nil {
@@ -208,9 +214,11 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		if _, err := lookup(); err != nil {
 			return err
 		}
-		if err := store.Delete(ctx, cl, names.Schedules, name); err != nil {
+		v, err := store.Delete(ctx, cl, names.Schedules, name)
+		if err != nil {
 			return err
 		}
+		announce(ctx, cl, names, stderr, tick.Cancel{Schedule: name, Before: v, After: time.Now().UTC(), Reason: tick.ReasonDeleted})
 		fmt.Fprintf(stdout, "schedule %s deleted\n", name)
 	case "pause", "resume":
 		e, err := lookup()
@@ -219,8 +227,12 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		}
 		s := e.Spec()
 		s.Paused = sub == "pause"
-		if err := store.Put(ctx, cl, names.Schedules, s); err != nil {
+		v, err := store.Put(ctx, cl, names.Schedules, s)
+		if err != nil {
 			return err
+		}
+		if s.Paused {
+			announce(ctx, cl, names, stderr, tick.Cancel{Schedule: name, Before: v, After: time.Now().UTC(), Reason: tick.ReasonPaused})
 		}
 		fmt.Fprintf(stdout, "schedule %s %sd\n", name, sub)
 	case "trigger":
@@ -230,7 +242,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		}
 		return trigger(ctx, cl, names, e, stdout)
 	case "apply":
-		return apply(ctx, cl, names.Schedules, current, specs, prune, dryRun, stdout)
+		return apply(ctx, cl, names, current, specs, prune, dryRun, stdout, stderr)
 	}
 	return nil
 }
@@ -263,7 +275,7 @@ func trigger(ctx context.Context, cl *kgo.Client, names kafka.Names, e store.Ent
 }
 
 // apply makes the schedules topic match specs, printing the changes.
-func apply(ctx context.Context, cl *kgo.Client, topic string, current map[string]store.Entry, specs []schedule.Spec, prune, dryRun bool, stdout io.Writer) error {
+func apply(ctx context.Context, cl *kgo.Client, names kafka.Names, current map[string]store.Entry, specs []schedule.Spec, prune, dryRun bool, stdout, stderr io.Writer) error {
 	changes := store.Diff(current, specs, prune)
 	if len(changes) == 0 {
 		fmt.Fprintln(stdout, "schedules up to date")
@@ -280,11 +292,33 @@ func apply(ctx context.Context, cl *kgo.Client, topic string, current map[string
 		fmt.Fprintf(stdout, "dry run: %d change(s) not written\n", len(changes))
 		return nil
 	}
-	if err := store.Write(ctx, cl, topic, changes); err != nil {
+	offsets, err := store.Write(ctx, cl, names.Schedules, changes)
+	now := time.Now().UTC()
+	var cancels []tick.Cancel
+	for i, o := range offsets {
+		switch c := changes[i]; {
+		case c.Op == store.OpDelete:
+			cancels = append(cancels, tick.Cancel{Schedule: c.Name, Before: o, After: now, Reason: tick.ReasonDeleted})
+		case c.Spec.Paused:
+			cancels = append(cancels, tick.Cancel{Schedule: c.Name, Before: o, After: now, Reason: tick.ReasonPaused})
+		}
+	}
+	announce(ctx, cl, names, stderr, cancels...)
+	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%d change(s) written\n", len(changes))
 	return nil
+}
+
+// announce writes the cancellations of the pauses and deletions just written (cancel.Announce). A failure does
+// not fail the command: the change is written, and the leader cancels the ticks it emitted ahead once it sees
+// it; until then they may still run, which the warning says.
+func announce(ctx context.Context, cl *kgo.Client, names kafka.Names, stderr io.Writer, cancels ...tick.Cancel) {
+	if err := cancel.Announce(ctx, cl, names.Work, cancels); err != nil {
+		fmt.Fprintf(stderr, "warning: the change is written, but cancelling the ticks already emitted for it failed: %v\n"+
+			"  (the leader cancels them when it sees the change; until then ticks due within ticker run --lead may run)\n", err)
+	}
 }
 
 func orDefault(s, def string) string {

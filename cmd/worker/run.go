@@ -6,16 +6,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/cli"
+	"github.com/tickgroup/tickgroup/internal/clock"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/worker"
 )
@@ -64,6 +67,7 @@ type runFlags struct {
 	onInterrupt  string
 	lease        time.Duration
 	instanceID   string
+	maxClockSkew time.Duration
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -104,7 +108,8 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.IntVar(&f.outputLimit, "output-limit", worker.DefaultOutputLimit, "bytes of an exec handler's output kept and logged per attempt")
 	fs.DurationVar(&f.sessionTimeo, "session-timeout", worker.DefaultSessionTimeout, "group session timeout: how soon a crashed worker's partitions move")
 	fs.StringVar(&f.onInterrupt, "on-interrupted", worker.OnInterruptedRerun, "a tick whose earlier run was cut off (crash, freeze, lost partition): rerun (again, with TICK_INTERRUPTED=1 and the attempt counting on) or skip (never again: at most once; outcome interrupted)")
-	fs.DurationVar(&f.lease, "lease", worker.DefaultLease, "how long a handler may run on without this worker proving it still owns the partition; an interrupted tick's next owner waits this long (plus 1s clock skew) after its claim")
+	fs.DurationVar(&f.lease, "lease", worker.DefaultLease, "how long a handler may run on without this worker proving it still owns the partition; an interrupted tick's next owner waits this long (plus --max-clock-skew) after its claim")
+	fs.DurationVar(&f.maxClockSkew, "max-clock-skew", worker.DefaultMaxClockSkew, "clock difference between hosts that the lease rule tolerates; this worker measures its clock against the broker's every 10s (on <ns>.clock) and warns while it is off by more (it keeps working)")
 	fs.StringVar(&f.instanceID, "instance-id", "", "static group membership: a worker restarted with the same ID within the session timeout takes its partitions back at once (no rebalance); never give two running workers the same ID (the older one is fenced and exits 1); off by default")
 	fs.Usage = cli.Usage(fs, usageHead)
 	if err := cli.Parse(fs, args, getenv); err != nil {
@@ -139,6 +144,9 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	if f.concurrency < 1 || f.maxAttempts < 1 || f.outputLimit < 1 {
 		return cli.Usagef("--concurrency, --max-attempts and --output-limit must be at least 1")
+	}
+	if f.maxClockSkew <= 0 {
+		return cli.Usagef("--max-clock-skew %s: want a positive duration", f.maxClockSkew)
 	}
 	if f.backoff <= 0 || f.maxBackoff < f.backoff || f.timeout <= 0 || f.grace < 0 || f.killGrace <= 0 {
 		return cli.Usagef("--backoff, --timeout and --kill-grace must be positive, --max-backoff at least --backoff, --grace not negative")
@@ -181,6 +189,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 		OnInterrupted:  f.onInterrupt,
 		Lease:          f.lease,
 		InstanceID:     f.instanceID,
+		MaxClockSkew:   f.maxClockSkew,
 	}
 	if err := prepareTopics(ctx, cfg, logger); err != nil {
 		return err
@@ -193,7 +202,14 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 		return cli.UsageError{Err: err}
 	}
 
+	clk, closeClock, err := clockMonitor(cfg, logger, reg)
+	if err != nil {
+		return err
+	}
+	defer closeClock()
+
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return clk.Run(gctx) })
 	if f.common.MetricsAddr != "" {
 		srv, err := admin.NewServer(f.common.MetricsAddr, reg, &ready, logger)
 		if err != nil {
@@ -203,6 +219,28 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	g.Go(func() error { return w.Run(gctx) })
 	return g.Wait()
+}
+
+// clockMonitor returns the worker's clock monitor and the close of its client. It only warns: the worker keeps
+// running on a skewed clock, but the lease rule between workers assumes the bound.
+func clockMonitor(cfg worker.Config, logger *slog.Logger, reg prometheus.Registerer) (*clock.Monitor, func(), error) {
+	opts, err := cfg.Kafka.Opts(logger)
+	if err != nil {
+		return nil, nil, cli.UsageError{Err: err}
+	}
+	cl, err := kgo.NewClient(append(opts, kafka.ClientMetrics(reg, "clock"))...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka client: %w", err)
+	}
+	m, err := clock.New(clock.Config{
+		MaxSkew:     cfg.MaxClockSkew,
+		Consequence: "ticks keep running, but an interrupted tick's rerun may overlap its first run by the excess (--lease, --max-clock-skew)",
+	}, clock.NewKafka(cl, cfg.Kafka.Names().Clock, cfg.WorkerID), logger, reg)
+	if err != nil {
+		cl.Close()
+		return nil, nil, cli.UsageError{Err: err}
+	}
+	return m, cl.Close, nil
 }
 
 // splitList splits a comma-separated flag value, dropping blanks.

@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,16 +58,20 @@ func (r *Readiness) Set(name string, ok bool) {
 	r.checks[name] = ok
 }
 
-// Ready reports whether every condition holds, and the first one that does not.
+// Ready reports whether every condition holds, and the ones that do not, sorted and comma-separated (a
+// ticker that starts with a skewed clock is out of the group too: "clock, group" says both, and always the same
+// way).
 func (r *Readiness) Ready() (bool, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var failing []string
 	for name, ok := range r.checks {
 		if !ok {
-			return false, name
+			failing = append(failing, name)
 		}
 	}
-	return true, ""
+	slices.Sort(failing)
+	return len(failing) == 0, strings.Join(failing, ", ")
 }
 
 // Server serves the admin endpoints.

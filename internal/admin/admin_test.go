@@ -58,3 +58,19 @@ func TestServer(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 }
+
+func TestReadinessNamesEveryFailingCondition(t *testing.T) {
+	t.Parallel()
+	var r Readiness
+	r.Set("schedules", true)
+	r.Set("group", false)
+	r.Set("clock", false)
+	if ok, why := r.Ready(); ok || why != "clock, group" {
+		t.Errorf("Ready() = %v, %q; want false, \"clock, group\"", ok, why)
+	}
+	r.Set("clock", true)
+	r.Set("group", true)
+	if ok, why := r.Ready(); !ok || why != "" {
+		t.Errorf("Ready() = %v, %q; want true, \"\"", ok, why)
+	}
+}

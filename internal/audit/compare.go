@@ -23,6 +23,9 @@ type Options struct {
 	// ChangeSlack is how close to a schedule change a slot's due time must be for the slot to be optional (the
 	// leader learns of a change a little after it). Defaults to 3s.
 	ChangeSlack time.Duration
+	// Lead is the tickers' --lead: a change finds the slots of the next Lead emitted already, under the version
+	// before it. Defaults to DefaultLead; a negative value means 0.
+	Lead time.Duration
 	// Schedule, when set, limits the comparison to that schedule.
 	Schedule string
 	// AllTicks reports every tick in the range, not only those with a problem (ticker history).
@@ -35,6 +38,8 @@ type Options struct {
 const (
 	defaultGrace       = 5 * time.Minute
 	defaultChangeSlack = 3 * time.Second
+	// DefaultLead is `ticker run --lead`'s default.
+	DefaultLead = 10 * time.Second
 	defaultMaxTicks    = 5_000_000
 )
 
@@ -56,6 +61,7 @@ func Compare(l *Log, o Options) *Report {
 	}
 	o.Grace = cmp.Or(o.Grace, defaultGrace)
 	o.ChangeSlack = cmp.Or(o.ChangeSlack, defaultChangeSlack)
+	o.Lead = max(cmp.Or(o.Lead, DefaultLead), 0)
 	o.MaxTicks = cmp.Or(o.MaxTicks, defaultMaxTicks)
 	rep := &Report{To: o.To.UTC(), At: o.Now.UTC(), GraceSeconds: o.Grace.Seconds(), Totals: Counts{Outcomes: map[string]int{}}}
 	if !o.From.IsZero() {
@@ -323,6 +329,10 @@ func dataCoverage(l *Log, name string, def *Definition) time.Time {
 //   - slots due within ChangeSlack of a change (the leader sees a change a little after it);
 //   - slots after a change but not after the previous version's next slot: a leader that was running keeps that
 //     slot as its base (planner.set keeps the later base), while a new leader term starts from the change time.
+//
+// With a lead L, the slots due up to L after a change may have been emitted under the version before it (they
+// run, or are cancelled by a pause or a deletion): they are optional under that version, and the next version
+// starts after them.
 func deriveExpected(def *Definition, from time.Time, o Options, fn func(string, expectation)) (int, bool) {
 	n := 0
 	var carry time.Time // a running leader's base after the previous version: its next slot, minus 1ns
@@ -343,9 +353,9 @@ func deriveExpected(def *Definition, from time.Time, o Options, fn func(string, 
 		base := carry
 		if next != nil {
 			carry = time.Time{}
-			start := later(v.At, next.At.Add(-time.Duration(spec.Jitter)-time.Nanosecond))
+			start := later(v.At, next.At.Add(o.Lead-time.Duration(spec.Jitter)-time.Nanosecond))
 			s := sched.Next(start)
-			for !s.IsZero() && !sched.Due(s).After(next.At) {
+			for !s.IsZero() && !sched.Due(s).After(next.At.Add(o.Lead)) {
 				s = sched.Next(s)
 			}
 			if !s.IsZero() {
@@ -361,11 +371,11 @@ func deriveExpected(def *Definition, from time.Time, o Options, fn func(string, 
 			due := sched.Due(s)
 			optional := due.Sub(v.At) <= o.ChangeSlack || !s.After(base)
 			if next != nil {
-				if s.Unix() > next.At.Unix() {
+				if s.Unix() > next.At.Add(o.Lead).Unix() {
 					break // the next version's slot
 				}
 				switch {
-				case due.After(next.At.Add(o.ChangeSlack)):
+				case due.After(next.At.Add(o.Lead + o.ChangeSlack)):
 					continue // due after the change was seen: dropped by the leader
 				case due.After(next.At.Add(-o.ChangeSlack)):
 					optional = true

@@ -173,7 +173,7 @@ func TestDashboardMetricNames(t *testing.T) {
 		"tickgroup_leader":                             true,
 		"tickgroup_emit_lag_seconds_bucket":            true,
 		"tickgroup_emit_lag_seconds":                   false, // a histogram has no bare series
-		"tickgroup_leaders":                            false, // renamed
+		"tickgroup_leaderz":                            false, // misspelt
 		"tickgroup_worker_ticks_total":                 true,
 		"tickgroup_kafka_buffered_fetch_records_total": true,
 		"tickgroup_kafka_made_up_total":                false,

@@ -13,13 +13,19 @@ var (
 	tickerMetrics = map[string]string{
 		"tickgroup_leader":               "gauge",
 		"tickgroup_leader_changes_total": "counter",
-		"tickgroup_ticks_emitted_total":  "counter",
-		"tickgroup_emit_lag_seconds":     "histogram",
-		"tickgroup_slots_missed_total":   "counter",
-		"tickgroup_fenced_total":         "counter",
-		"tickgroup_transactions_total":   "counter",
-		"tickgroup_schedules":            "gauge",
-		"tickgroup_build_info":           "gauge",
+		// Several leaders (ticker init --leaders K): the namespace's count, and each partition led.
+		"tickgroup_leaders": "gauge",
+		"tickgroup_leading": "gauge",
+		// Emission ahead (ticker run --lead) and the cancellations of paused or deleted schedules.
+		"tickgroup_ticks_emitted_late_total": "counter",
+		"tickgroup_cancels_total":            "counter",
+		"tickgroup_ticks_emitted_total":      "counter",
+		"tickgroup_emit_lag_seconds":         "histogram",
+		"tickgroup_slots_missed_total":       "counter",
+		"tickgroup_fenced_total":             "counter",
+		"tickgroup_transactions_total":       "counter",
+		"tickgroup_schedules":                "gauge",
+		"tickgroup_build_info":               "gauge",
 		// Per opted-in schedule (metrics: true); the next due time and the period from the leader only.
 		"tickgroup_schedule_last_slot_timestamp_seconds": "gauge",
 		"tickgroup_schedule_next_due_timestamp_seconds":  "gauge",
@@ -33,6 +39,9 @@ var (
 		"tickgroup_leader_state_recovered_total": "counter",
 		"tickgroup_schedules_broken":             "gauge",
 		"tickgroup_schedule_repairs_total":       "counter",
+		// Every ticker's and worker's clock against the broker's (internal/clock).
+		"tickgroup_clock_offset_seconds": "gauge",
+		"tickgroup_clock_skewed":         "gauge",
 	}
 	workerMetrics = map[string]string{
 		"tickgroup_worker_ticks_total":         "counter",

@@ -14,10 +14,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/cancel"
 	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leader"
 	"github.com/tickgroup/tickgroup/internal/store"
+	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
 // Config configures a Dispatcher.
@@ -29,11 +31,24 @@ type Config struct {
 	TransactionTimeout time.Duration
 	// MaxBatch caps the schedules emitted in one transaction. Defaults to 5000.
 	MaxBatch int
-	// ProducerOpts are extra options of the leader's producer only (its metrics hooks, for example).
-	ProducerOpts []kgo.Opt
+	// Lead is how long before its due instant each slot's ticks are committed (the ticks carry the instant, and
+	// workers hold them until then). Zero emits each slot when it falls due. At most MaxLead. `ticker run`
+	// defaults it to DefaultLead.
+	Lead time.Duration
+	// ProducerOpts, when set, returns extra options of leader k's producer only (its metrics hooks, for
+	// example). It is called once per term.
+	ProducerOpts func(k int32) []kgo.Opt
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
+
+// DefaultLead is `ticker run --lead`: longer than a leader failover with the default 6 s session timeout (the
+// session timeout, then the rebalance, the new leader's fencing and its state read), so that the ticks of every
+// slot due during a failover are committed before it began.
+const DefaultLead = 10 * time.Second
+
+// MaxLead bounds Config.Lead. It stays well under FutureStateLimit: a state that far ahead is taken as corrupt.
+const MaxLead = 5 * time.Minute
 
 // Dispatcher runs leader terms: Lead is a leader.LeadFunc.
 type Dispatcher struct {
@@ -42,12 +57,19 @@ type Dispatcher struct {
 	view    *store.View
 	logger  *slog.Logger
 	metrics *metrics
+
+	fanMu   sync.Mutex
+	subs    map[int32]*changeSub // the running terms, by leader (fanout.go)
+	leaders int                  // the number of leaders, once a term has read it
 }
 
 // New returns a Dispatcher. opts are the connection options (kafka.Config.Opts); view follows the schedules.
 func New(cfg Config, opts []kgo.Opt, view *store.View, logger *slog.Logger, reg prometheus.Registerer) (*Dispatcher, error) {
 	if cfg.Names.Work == "" || cfg.Names.Ticker == "" || cfg.Names.TransactionalID == "" {
 		return nil, errors.New("dispatch: topic names and transactional ID are required")
+	}
+	if cfg.Lead < 0 || cfg.Lead > MaxLead {
+		return nil, fmt.Errorf("dispatch: lead %s out of range [0, %s]", cfg.Lead, MaxLead)
 	}
 	cfg.TransactionTimeout = cmp.Or(cfg.TransactionTimeout, 10*time.Second)
 	cfg.MaxBatch = cmp.Or(cfg.MaxBatch, 5000)
@@ -60,20 +82,30 @@ func New(cfg Config, opts []kgo.Opt, view *store.View, logger *slog.Logger, reg 
 		view:    view,
 		logger:  logger.With("component", "dispatch"),
 		metrics: newMetrics(reg),
+		subs:    map[int32]*changeSub{},
 	}, nil
+}
+
+func (d *Dispatcher) producerOpts(k int32) []kgo.Opt {
+	if d.cfg.ProducerOpts == nil {
+		return nil
+	}
+	return d.cfg.ProducerOpts(k)
 }
 
 // Lead runs one leader term until ctx ends (nil) or the producer fails (the error).
 func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
-	logger := d.logger.With("term", lt.Number)
+	k := lt.Partition
+	logger := d.logger.With("term", lt.Number, "leader", k)
 	start := time.Now()
+	txnID := d.cfg.Names.LeaderTransactionalID(k)
 
 	cl, err := kgo.NewClient(append(append(d.opts[:len(d.opts):len(d.opts)],
-		kgo.TransactionalID(d.cfg.Names.TransactionalID),
+		kgo.TransactionalID(txnID),
 		kgo.TransactionTimeout(d.cfg.TransactionTimeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(0),
-	), d.cfg.ProducerOpts...)...)
+	), d.producerOpts(k)...)...)
 	if err != nil {
 		return fmt.Errorf("creating the leader's producer: %w", err)
 	}
@@ -86,33 +118,56 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("fencing earlier leaders (InitProducerID): %w", kafka.NeedACL(err, "Write", "transactional ID", d.cfg.Names.TransactionalID))
+		return fmt.Errorf("fencing earlier leaders (InitProducerID): %w", kafka.NeedACL(err, "Write", "transactional ID", txnID))
 	}
-	t := term{producerID: pid, epoch: epoch}
+	t := term{producerID: pid, epoch: epoch, part: k}
 	logger = logger.With("producer_id", pid, "epoch", epoch)
-
-	// 2. The state every earlier leader committed, once no other producer's transaction holds it back, and the
-	// schedules.
-	if err := d.waitStable(ctx, kadm.NewClient(cl), logger); err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	state, bad, err := d.readState(ctx)
+	leaders, err := d.leaderCount(ctx, kadm.NewClient(cl), k)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
+	owned := func(name string) bool { return kafka.LeaderOf(name, leaders) == k }
+	// Changes from here on reach this term (subscribe before the snapshot below).
+	changes := d.subscribe(k)
+	defer d.unsubscribe(k, changes)
+
+	// 2. The state every earlier leader committed, once no other producer's transaction holds it back, and the
+	// schedules.
+	if err := d.waitStable(ctx, kadm.NewClient(cl), k, logger); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	state, bad, err := d.readState(ctx, k)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	for name := range state {
+		if !owned(name) {
+			delete(state, name) // not this leader's (only a hand-made record can be here)
+		}
+	}
 	select {
 	case <-ctx.Done():
 		return nil
 	case <-d.view.Loaded():
 	}
-	d.view.TakeChanged() // the snapshot below includes them
+	d.distribute() // the snapshot below includes what changed so far
 	entries := d.view.Snapshot()
+	if leaders > 1 {
+		for name := range entries {
+			if !owned(name) {
+				delete(entries, name)
+			}
+		}
+	}
 	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(cl), d.cfg.Names.Work)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -133,34 +188,59 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 		return err
 	}
+	// The schedules topic is shared: leader 0 alone repairs it.
 	repaired := map[int64]bool{}
-	if err := d.repairSchedules(ctx, p, logger, repaired); err != nil {
+	repair := func() error {
+		if k != 0 {
+			return nil
+		}
+		return d.repairSchedules(ctx, p, logger, repaired)
+	}
+	if err := repair(); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	pl := newPlanner(entries, state)
-	// State of schedules deleted while no leader ran: tombstone it so compaction drops it.
+	pl := newPlanner(entries, state, d.cfg.Lead)
+	// State of schedules deleted while no leader ran: tombstone it so compaction drops it, unless slots of it
+	// were emitted ahead that are not due yet (it is kept until they are; see planner). Those, and the ticks
+	// ahead of schedules paused meanwhile, are cancelled again here: the command that paused or deleted them
+	// wrote its own cancellation, but it may have failed.
+	now := d.cfg.Now()
 	var orphans []string
-	for name := range state {
-		if _, ok := entries[name]; !ok {
+	var cancels []tick.Cancel
+	for name, st := range state {
+		e, ok := entries[name]
+		switch {
+		case !ok && st.LastSlot.After(now):
+			pl.grave(name, st.LastSlot)
+			cancels = append(cancels, tick.Cancel{Schedule: name, Before: st.ScheduleVersion + 1, After: now, Reason: tick.ReasonDeleted})
+		case !ok:
 			orphans = append(orphans, name)
+		case e.Spec().Paused && st.LastSlot.After(now) && st.ScheduleVersion < e.Version:
+			cancels = append(cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
 		}
 	}
-	if err := d.tombstone(ctx, p, orphans); err != nil {
+	if err := d.cancel(ctx, p, partitions, cancels); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	defer d.metrics.endTerm()
+	if err := d.tombstone(ctx, p, k, orphans); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer func() { d.metrics.endTerm(pl.entries) }()
 	for name, e := range pl.entries {
 		if e.Spec().Metrics {
 			d.metrics.next(name, e, pl.base[name])
 		}
 	}
-	logger.Info("leader term ready", "schedules", len(entries), "states", len(state), "work_partitions", partitions,
+	logger.Info("leader term ready", "leaders", leaders, "schedules", len(entries), "states", len(state), "work_partitions", partitions,
 		"took", time.Since(start).Round(time.Millisecond))
 
 	// 3. The loop: one timer, woken early by schedule changes.
@@ -190,9 +270,21 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			}
 		}
 
+		if gone := pl.buried(now); len(gone) > 0 {
+			if err := d.tombstone(ctx, p, k, gone); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
+
 		wait := time.Hour
 		if at, ok := pl.nextWake(); ok {
 			wait = max(at.Sub(d.cfg.Now()), 0)
+		}
+		if at, ok := pl.nextGrave(); ok {
+			wait = min(wait, max(at.Sub(d.cfg.Now()), 0))
 		}
 		timer.Reset(wait)
 		select {
@@ -201,30 +293,50 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			return nil
 		case <-timer.C:
 		case <-d.view.Changed():
-			if err := d.repairSchedules(ctx, p, logger, repaired); err != nil {
+			d.distribute() // to every term of this process; this one's come on changes.notify
+		case <-changes.notify:
+			if err := repair(); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
 				return err
 			}
-			for _, name := range d.view.TakeChanged() {
+			now := d.cfg.Now()
+			var cancels []tick.Cancel
+			var gone []string
+			for _, name := range changes.take() {
+				old, known := pl.entries[name]
 				if e, ok := d.view.Get(name); ok {
+					if known && e.Spec().Paused && !old.Spec().Paused && pl.ahead(name, now) {
+						cancels = append(cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
+					}
 					pl.set(name, e, time.Time{})
 					d.metrics.next(name, e, pl.base[name])
 					logger.Info("schedule changed", "schedule", name, "version", e.Version, "paused", e.Spec().Paused)
-				} else if _, known := pl.entries[name]; known {
-					pl.remove(name)
+				} else if known {
+					if pl.remove(name, now) {
+						// Its ticks ahead are cancelled; its state stays until they are past (planner.graves).
+						cancels = append(cancels, tick.Cancel{Schedule: name, Before: old.Version + 1, After: now, Reason: tick.ReasonDeleted})
+					} else {
+						gone = append(gone, name)
+					}
 					d.metrics.forget(name)
 					logger.Info("schedule deleted", "schedule", name)
-					if err := d.tombstone(ctx, p, []string{name}); err != nil {
-						if ctx.Err() != nil {
-							return nil
-						}
-						return err
-					}
 				}
 			}
-			d.metrics.scheduleSeries(pl.entries)
+			if err := d.cancel(ctx, p, partitions, cancels); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			if err := d.tombstone(ctx, p, k, gone); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			d.metrics.scheduleSeries(pl.entries, owned)
 		}
 	}
 }
@@ -235,23 +347,43 @@ func (d *Dispatcher) observe(ems []emission, committed time.Time) {
 		d.metrics.emitted.Add(float64(len(em.slots) * shards))
 		d.metrics.missed.Add(float64(em.missed))
 		for _, s := range em.slots {
-			d.metrics.emitLag.Observe(committed.Sub(s).Seconds())
+			due := em.entry.Schedule.Due(s)
+			d.metrics.emitLag.Observe(max(committed.Sub(due.Add(-d.cfg.Lead)), 0).Seconds())
+			if committed.After(due) {
+				d.metrics.emittedLate.Add(float64(shards))
+			}
 		}
 		if em.entry.Spec().Metrics && len(em.slots) > 0 {
 			d.metrics.lastSlot.WithLabelValues(em.name).Set(float64(em.slots[len(em.slots)-1].Unix()))
-			d.metrics.opted[em.name] = true
+			d.metrics.optIn(em.name)
 		}
 	}
 }
 
+// cancel writes cancels to every work partition, in one transaction of the term.
+func (d *Dispatcher) cancel(ctx context.Context, p *producer, partitions int, cancels []tick.Cancel) error {
+	if len(cancels) == 0 {
+		return nil
+	}
+	var recs []*kgo.Record
+	for _, c := range cancels {
+		recs = append(recs, cancel.Records(c, d.cfg.Names.Work, partitions)...)
+	}
+	if err := d.commit(ctx, p, recs); err != nil {
+		return fmt.Errorf("cancelling the ticks ahead of %d paused or deleted schedule(s): %w", len(cancels), err)
+	}
+	d.metrics.cancels.Add(float64(len(cancels)))
+	return nil
+}
+
 // tombstone deletes the ticker-topic state of deleted schedules, in one transaction of the term.
-func (d *Dispatcher) tombstone(ctx context.Context, p *producer, names []string) error {
+func (d *Dispatcher) tombstone(ctx context.Context, p *producer, part int32, names []string) error {
 	if len(names) == 0 {
 		return nil
 	}
 	recs := make([]*kgo.Record, 0, len(names))
 	for _, name := range names {
-		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: 0, Key: []byte(name)})
+		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: part, Key: []byte(name)})
 	}
 	if err := d.commit(ctx, p, recs); err != nil {
 		return fmt.Errorf("deleting the state of %d deleted schedule(s): %w", len(names), err)
@@ -282,9 +414,9 @@ func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record
 //
 // It also returns the undecodable records that are still the newest of their key: the term dead-letters them
 // when it rewrites their schedules' state (checkState, rewriteState), so each is dead-lettered once.
-func (d *Dispatcher) readState(ctx context.Context) (map[string]State, map[string]*kgo.Record, error) {
+func (d *Dispatcher) readState(ctx context.Context, part int32) (map[string]State, map[string]*kgo.Record, error) {
 	bad := map[string]*kgo.Record{}
-	state, err := ReadState(ctx, d.opts, d.cfg.Names.Ticker, func(r *kgo.Record, err error) {
+	state, err := ReadPartitionState(ctx, d.opts, d.cfg.Names.Ticker, part, func(r *kgo.Record, err error) {
 		d.logger.Error("skipping an undecodable ticker-topic record", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", err)
 		d.metrics.invalidState.Inc()
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: "tickgroup-error", Value: []byte(errlimit.Text(err.Error()))})

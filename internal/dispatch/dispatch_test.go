@@ -48,7 +48,7 @@ func TestNewTermFencesOldTerm(t *testing.T) {
 	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), names, kafka.TopicOptions{WorkPartitions: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Put(ctx, cl, names.Schedules, schedule.Spec{Name: "beat", Every: schedule.Duration(time.Second), Catchup: "all"}); err != nil {
+	if _, err := store.Put(ctx, cl, names.Schedules, schedule.Spec{Name: "beat", Every: schedule.Duration(time.Second), Catchup: "all"}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -11,9 +11,11 @@
 //     offset, read_committed. This is that last-scan-time item.
 //  3. A timer heap over all schedules, keyed by each schedule's next due time (slot + jitter). One goroutine and
 //     one timer, whatever the number of schedules.
-//  4. At each due instant: every due schedule's slots (after its catch-up policy) become tick records on the
-//     work topic and one state record each on the ticker topic, all in one transaction. Many schedules due
-//     together share a transaction (up to Config.MaxBatch schedules).
+//  4. Config.Lead before each due instant: every due schedule's slots (the late ones after its catch-up policy,
+//     and every one due within the lead) become tick records on the work topic and one state record each on the
+//     ticker topic, all in one transaction. Many schedules due together share a transaction (up to
+//     Config.MaxBatch schedules). Each tick carries its due instant (tick.NotBefore); workers hold it until then,
+//     so a failover shorter than the lead delays no slot.
 //  5. Any error of the producer, a fencing error above all, ends the term: the producer is closed and Lead
 //     returns. It never re-initialises the producer itself: a zombie that did so would fence the rightful
 //     leader. Leadership comes back only through a new assignment of partition 0.
@@ -24,4 +26,11 @@
 // derived from the schedule and the stored last slot (the slot after s is Next(s)), never from the clock: a
 // leader's clock decides only when a slot is emitted, so clock skew between hosts can make a tick early or
 // late, never double.
+//
+// Changes against emitted ticks. Per schedule name, slots are emitted in increasing order whatever happens to
+// the schedule (see planner): a change applies from the first slot after those emitted already; a deleted
+// schedule's state stays until its emitted slots are past, so a schedule created again under the name continues
+// after them. A pause or a deletion with slots ahead writes a cancel record (tick.Cancel) to every work
+// partition, in a transaction of the term, so that workers do not start the ticks emitted for slots after it
+// (`ticker schedule` writes one too, right after the change). Cancels only ever take ticks away.
 package dispatch

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +12,8 @@ import (
 type metrics struct {
 	emitted           prometheus.Counter
 	emitLag           prometheus.Histogram
+	emittedLate       prometheus.Counter
+	cancels           prometheus.Counter
 	missed            prometheus.Counter
 	fenced            prometheus.Counter
 	transactions      *prometheus.CounterVec
@@ -21,6 +24,7 @@ type metrics struct {
 	schedulesRepaired prometheus.Counter
 	// lastSlot exists only for schedules that opt in (spec.Metrics): a fleet may hold a million schedules.
 	lastSlot *prometheus.GaugeVec
+	optMu    sync.Mutex
 	opted    map[string]bool
 	// nextDue and period exist only for opted-in schedules that will emit again, and only while this replica
 	// leads: an alert can then say "this schedule has not emitted for two periods plus a failover".
@@ -36,8 +40,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		emitLag: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tickgroup_emit_lag_seconds",
-			Help:    "Time from a slot's scheduled instant to the commit of its tick.",
+			Help:    "Time from a slot's planned emission (its due instant minus --lead) to the commit of its tick: how late the leader is against its plan.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}),
+		emittedLate: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_ticks_emitted_late_total",
+			Help: "Tick records committed after the instant they were due to start (a worker starts them late): slots caught up, or a leader that fell more than --lead behind.",
+		}),
+		cancels: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_cancels_total",
+			Help: "Cancellations the leader wrote to the work topic for ticks emitted ahead of a schedule that was paused or deleted.",
 		}),
 		missed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tickgroup_slots_missed_total",
@@ -89,16 +101,28 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.transactions.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.emitted, m.emitLag, m.missed, m.fenced, m.transactions, m.invalidState, m.lastSlot, m.nextDue, m.period,
+		reg.MustRegister(m.emitted, m.emitLag, m.emittedLate, m.cancels, m.missed, m.fenced, m.transactions, m.invalidState, m.lastSlot, m.nextDue, m.period,
 			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired)
 	}
 	m.stateRefused.WithLabelValues("future")
 	return m
 }
 
-// scheduleSeries drops the per-schedule series of schedules that no longer opt in.
-func (m *metrics) scheduleSeries(entries map[string]store.Entry) {
+// optIn records that schedule name exports its last-slot series.
+func (m *metrics) optIn(name string) {
+	m.optMu.Lock()
+	m.opted[name] = true
+	m.optMu.Unlock()
+}
+
+// scheduleSeries drops the per-schedule series of the schedules a term leads (owned) that no longer opt in.
+func (m *metrics) scheduleSeries(entries map[string]store.Entry, owned func(string) bool) {
+	m.optMu.Lock()
+	defer m.optMu.Unlock()
 	for name := range m.opted {
+		if !owned(name) {
+			continue // another term's
+		}
 		if e, ok := entries[name]; !ok || !e.Spec().Metrics {
 			m.lastSlot.DeleteLabelValues(name)
 			delete(m.opted, name)
@@ -135,8 +159,10 @@ func (m *metrics) forget(name string) {
 	m.period.DeleteLabelValues(name)
 }
 
-// endTerm drops the series only a leader exports.
-func (m *metrics) endTerm() {
-	m.nextDue.Reset()
-	m.period.Reset()
+// endTerm drops the series only a leader exports, of the schedules the term led (other terms of the process
+// may lead others).
+func (m *metrics) endTerm(entries map[string]store.Entry) {
+	for name := range entries {
+		m.forget(name)
+	}
 }

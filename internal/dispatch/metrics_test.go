@@ -45,7 +45,7 @@ func TestNextDueSeries(t *testing.T) {
 			if due != tt.due || period != tt.period {
 				t.Errorf("next due %v, period %v; want %v, %v", due, period, tt.due, tt.period)
 			}
-			m.endTerm()
+			m.endTerm(map[string]store.Entry{tt.spec.Name: e})
 			if gauge(t, reg, "tickgroup_schedule_next_due_timestamp_seconds") != 0 || gauge(t, reg, "tickgroup_schedule_period_seconds") != 0 {
 				t.Error("series left after the term ended")
 			}

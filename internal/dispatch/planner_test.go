@@ -27,7 +27,7 @@ func TestPlannerEmitsEachSlotOnce(t *testing.T) {
 	t.Parallel()
 	spec := schedule.Spec{Name: "a", Every: schedule.Duration(time.Second), Catchup: "all"}
 	entries := map[string]store.Entry{"a": entry(t, spec, t0)}
-	p := newPlanner(entries, nil)
+	p := newPlanner(entries, nil, 0)
 	var got []time.Time
 	now := t0
 	for range 10 {
@@ -42,7 +42,7 @@ func TestPlannerEmitsEachSlotOnce(t *testing.T) {
 	}
 	// A new term restarts from the stored state, 5 s later: catch-up all emits the 5 missed slots.
 	state := map[string]State{"a": {LastSlot: got[len(got)-1]}}
-	p = newPlanner(entries, state)
+	p = newPlanner(entries, state, 0)
 	for _, em := range p.collect(now.Add(5*time.Second), 100) {
 		got = append(got, em.slots...)
 	}
@@ -61,7 +61,7 @@ func TestPlannerEmitsEachSlotOnce(t *testing.T) {
 func TestPlannerChange(t *testing.T) {
 	t.Parallel()
 	spec := schedule.Spec{Name: "a", Every: schedule.Duration(time.Second), Catchup: "all"}
-	p := newPlanner(map[string]store.Entry{"a": entry(t, spec, t0)}, nil)
+	p := newPlanner(map[string]store.Entry{"a": entry(t, spec, t0)}, nil, 0)
 	p.collect(t0.Add(3*time.Second), 10)
 	// Changed at t0+10s to every 2s, seen at t0+12.5s: slots from t0+11s only.
 	spec.Every = schedule.Duration(2 * time.Second)
@@ -70,10 +70,81 @@ func TestPlannerChange(t *testing.T) {
 	if len(ems) != 1 || len(ems[0].slots) != 1 || !ems[0].slots[0].Equal(t0.Add(12*time.Second)) {
 		t.Fatalf("after the change: %+v, want the one slot t0+12s", ems)
 	}
-	p.remove("a")
+	p.remove("a", t0.Add(12500*time.Millisecond))
 	if at, ok := p.nextWake(); ok {
 		t.Fatalf("deleted schedule still due at %s", at)
 	}
+}
+
+// TestPlannerLead: slots are emitted lead before they are due; a change inside the emitted window applies from
+// the first slot after it; a schedule deleted and created again inside the window never emits one of its slots
+// twice, and its grave is buried once they are past.
+func TestPlannerLead(t *testing.T) {
+	t.Parallel()
+	const lead = 10 * time.Second
+	spec := schedule.Spec{Name: "a", Every: schedule.Duration(time.Second), Catchup: "all"}
+	p := newPlanner(map[string]store.Entry{"a": entry(t, spec, t0)}, nil, lead)
+	var got []time.Time
+	emit := func(now time.Time) {
+		for _, em := range p.collect(now, 100) {
+			got = append(got, em.slots...)
+		}
+	}
+	// The first plan, at t0+0.5s, emits every slot up to t0+10.5s.
+	emit(t0.Add(500 * time.Millisecond))
+	if len(got) != 10 || !got[9].Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("first plan: %v, want t0+1s..t0+10s", fmtSlots(got))
+	}
+	// It wakes for the next slot lead before it is due.
+	if at, _ := p.nextWake(); !at.Equal(t0.Add(11*time.Second - lead)) {
+		t.Fatalf("next wake %s, want slot t0+11s minus lead", at)
+	}
+	emit(t0.Add(time.Second))
+	// A change at t0+1.5s: the slots emitted (up to t0+11s) stay; the new definition starts after them.
+	spec.Every = schedule.Duration(2 * time.Second)
+	p.set("a", entry(t, spec, t0.Add(1500*time.Millisecond)), time.Time{})
+	got = got[:0]
+	emit(t0.Add(3 * time.Second))
+	if len(got) == 0 || !got[0].After(t0.Add(11*time.Second)) {
+		t.Fatalf("after a change inside the window: %v, want slots after t0+11s only", fmtSlots(got))
+	}
+	last := got[len(got)-1]
+	// Deleted at t0+4s with slots ahead: a grave until they are past.
+	now := t0.Add(4 * time.Second)
+	if !p.remove("a", now) {
+		t.Fatal("remove: no slots ahead reported")
+	}
+	if buried := p.buried(now); len(buried) != 0 {
+		t.Fatalf("buried %v before its slots passed", buried)
+	}
+	// Created again at t0+5s: it continues after the last slot emitted before the deletion.
+	p.set("a", entry(t, spec, t0.Add(5*time.Second)), time.Time{})
+	got = got[:0]
+	emit(t0.Add(6 * time.Second))
+	if len(got) == 0 || !got[0].After(last) {
+		t.Fatalf("created again: %v, want slots after %s", fmtSlots(got), last)
+	}
+	// Deleted again and never created: buried once its last slot is past.
+	last = got[len(got)-1]
+	p.remove("a", t0.Add(7*time.Second))
+	at, ok := p.nextGrave()
+	if !ok || at.Before(last) || !at.Before(last.Add(2*time.Second)) {
+		t.Fatalf("next grave %v %v, want between its last slot %s and the next", at, ok, last)
+	}
+	if buried := p.buried(at.Add(-time.Millisecond)); len(buried) != 0 {
+		t.Fatalf("buried %v early", buried)
+	}
+	if buried := p.buried(at); len(buried) != 1 || buried[0] != "a" {
+		t.Fatalf("buried %v at its grave's time, want [a]", buried)
+	}
+}
+
+func fmtSlots(ts []time.Time) []string {
+	out := make([]string, len(ts))
+	for i, s := range ts {
+		out[i] = s.Sub(t0).String()
+	}
+	return out
 }
 
 func TestAppendRecords(t *testing.T) {
@@ -113,7 +184,7 @@ func BenchmarkEmissionLoop(b *testing.B) {
 		name := fmt.Sprintf("sched-%06d", i)
 		entries[name] = entry(b, schedule.Spec{Name: name, Every: schedule.Duration(time.Second)}, t0)
 	}
-	p := newPlanner(entries, nil)
+	p := newPlanner(entries, nil, 0)
 	topics := recordTopics{work: "w", ticker: "t"}
 	now := t0
 	b.ReportAllocs()
@@ -126,7 +197,7 @@ func BenchmarkEmissionLoop(b *testing.B) {
 			if len(ems) == 0 {
 				break
 			}
-			total += len(appendRecords(nil, ems, topics, 12, term{1, 1}, now))
+			total += len(appendRecords(nil, ems, topics, 12, term{1, 1, 0}, now))
 		}
 		if total != 2*n {
 			b.Fatalf("%d records, want %d", total, 2*n)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/errlimit"
@@ -48,12 +49,39 @@ func DecodeState(b []byte) (State, error) {
 	return s, nil
 }
 
-// ReadState reads the ticker topic to its last stable offset: each live schedule's state (tombstones delete it).
-// invalid, when not nil, is told of every record it cannot decode; such records are skipped. opts are the
-// connection options (kafka.Config.Opts).
+// ReadState reads every partition of the ticker topic (one per leader) to its last stable offset: each live
+// schedule's state (tombstones delete it). invalid, when not nil, is told of every record it cannot decode; such
+// records are skipped. opts are the connection options (kafka.Config.Opts).
 func ReadState(ctx context.Context, opts []kgo.Opt, topic string, invalid func(*kgo.Record, error)) (map[string]State, error) {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	n, err := kafka.Leaders(ctx, kadm.NewClient(cl), topic)
+	cl.Close()
+	if err != nil {
+		return nil, err
+	}
 	state := map[string]State{}
-	_, err := kafka.ReadStable(ctx, opts, topic, 0, func(r *kgo.Record) error {
+	for p := range int32(n) {
+		if err := readState(ctx, opts, topic, p, state, invalid); err != nil {
+			return nil, err
+		}
+	}
+	return state, nil
+}
+
+// ReadPartitionState is ReadState of one partition: the state of one leader's schedules.
+func ReadPartitionState(ctx context.Context, opts []kgo.Opt, topic string, partition int32, invalid func(*kgo.Record, error)) (map[string]State, error) {
+	state := map[string]State{}
+	if err := readState(ctx, opts, topic, partition, state, invalid); err != nil {
+		return nil, err
+	}
+	return state, nil
+}
+
+func readState(ctx context.Context, opts []kgo.Opt, topic string, partition int32, state map[string]State, invalid func(*kgo.Record, error)) error {
+	_, err := kafka.ReadStable(ctx, opts, topic, partition, func(r *kgo.Record) error {
 		name := string(r.Key)
 		if r.Value == nil {
 			delete(state, name)
@@ -70,7 +98,7 @@ func ReadState(ctx context.Context, opts []kgo.Opt, topic string, invalid func(*
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading the leader state from %s: %w", topic, err)
+		return fmt.Errorf("reading the leader state from %s[%d]: %w", topic, partition, err)
 	}
-	return state, nil
+	return nil
 }

@@ -42,7 +42,7 @@ const (
 
 // waitStable waits until the ticker topic's last stable offset has reached its high watermark: no open
 // transaction of any producer holds back state written after it.
-func (d *Dispatcher) waitStable(ctx context.Context, adm *kadm.Client, logger *slog.Logger) error {
+func (d *Dispatcher) waitStable(ctx context.Context, adm *kadm.Client, part int32, logger *slog.Logger) error {
 	topic := d.cfg.Names.Ticker
 	began := time.Now()
 	var warned time.Time
@@ -56,8 +56,8 @@ func (d *Dispatcher) waitStable(ctx context.Context, adm *kadm.Client, logger *s
 		if err != nil {
 			return fmt.Errorf("listing the high watermark of %s: %w", topic, err)
 		}
-		l, ok1 := lso.Lookup(topic, 0)
-		h, ok2 := hwm.Lookup(topic, 0)
+		l, ok1 := lso.Lookup(topic, part)
+		h, ok2 := hwm.Lookup(topic, part)
 		if !ok1 || !ok2 || l.Err != nil || h.Err != nil {
 			return fmt.Errorf("listing the offsets of %s: %w", topic, errors.Join(l.Err, h.Err))
 		}
@@ -200,13 +200,13 @@ func (d *Dispatcher) rewriteState(ctx context.Context, p *producer, t term, stat
 	for key, r := range bad {
 		recs = append(recs, stateDeadLetter(r, d.cfg.Names.DLQ))
 		if !rewritten[key] {
-			recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: 0, Key: r.Key})
+			recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: t.part, Key: r.Key})
 		}
 	}
 	for _, name := range names {
 		s := state[name]
 		s.ProducerID, s.LeaderEpoch, s.EmittedAt = t.producerID, int64(t.epoch), d.cfg.Now().UTC()
-		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: 0, Key: []byte(name), Value: EncodeState(s)})
+		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: t.part, Key: []byte(name), Value: EncodeState(s)})
 	}
 	return d.commit(ctx, p, recs)
 }

@@ -15,7 +15,8 @@ import (
 
 // TestTickerOutageCatchup: every replica down for more than 10 s; on restart each catch-up policy does what it
 // says. all: every slot of the outage is emitted, once. latest: only the newest missed slot is emitted (late).
-// skip: missed slots are dropped.
+// skip: missed slots are dropped. The tickers run with --lead 0: the policies decide about slots that fell due
+// while no leader ran, and with a lead the outage would have to outlast it first.
 func TestTickerOutageCatchup(t *testing.T) {
 	f := newFleet(t)
 	f.cli("init")
@@ -24,7 +25,7 @@ func TestTickerOutageCatchup(t *testing.T) {
 	f.cli("schedule", "put", "latest10", "--every", "10s", "--catchup", "latest")
 	f.cli("schedule", "put", "skip10", "--every", "10s", "--catchup", "skip")
 	ticks := f.collect()
-	fleet := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
+	fleet := []*proc{f.ticker("a", "--lead", "0"), f.ticker("b", "--lead", "0"), f.ticker("c", "--lead", "0")}
 	leaderOf(t, 30*time.Second, fleet...)
 
 	// Stop the fleet just after a 10 s slot B was emitted, restart it at B+13 s: slot B+10 falls in the outage
@@ -50,7 +51,7 @@ func TestTickerOutageCatchup(t *testing.T) {
 	down := time.Now()
 	waitUntil(b.Add(13 * time.Second))
 	t.Logf("fleet down from %s to %s (slot B = %s)", down.Format(time.TimeOnly), time.Now().Format(time.TimeOnly), b.Format(time.TimeOnly))
-	fleet = []*proc{f.ticker("a2"), f.ticker("b2"), f.ticker("c2")}
+	fleet = []*proc{f.ticker("a2", "--lead", "0"), f.ticker("b2", "--lead", "0"), f.ticker("c2", "--lead", "0")}
 	leaderOf(t, 30*time.Second, fleet...)
 	kafkatest.Eventually(t, 30*time.Second, "slot B+20 of both 10 s schedules", func() bool {
 		return hasSlot(ticks.of("skip10"), b.Add(20*time.Second)) && hasSlot(ticks.of("latest10"), b.Add(20*time.Second))

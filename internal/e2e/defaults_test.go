@@ -12,13 +12,14 @@ import (
 
 // TestTickerKillLeaderDefaultCatchup: a schedule put without --catchup (the default, all) loses no slot when
 // the leader is killed with -9: the slots that fell due during the failover are emitted late by the new leader,
-// each exactly once, and none is counted as missed.
+// each exactly once, and none is counted as missed. The tickers emit when due (--lead 0), so that the failover
+// spans slots; TestTickerKillLeaderLeadHidesFailover is the same kill with the default lead.
 func TestTickerKillLeaderDefaultCatchup(t *testing.T) {
 	f := newFleet(t)
 	f.cli("init")
 	f.cli("schedule", "put", "beat", "--every", "1s", "--metrics") // no --catchup: the default
 	ticks := f.collect()
-	replicas := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
+	replicas := []*proc{f.ticker("a", "--lead", "0"), f.ticker("b", "--lead", "0"), f.ticker("c", "--lead", "0")}
 	lead := leaderOf(t, 30*time.Second, replicas...)
 	kafkatest.Eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
 
@@ -56,6 +57,40 @@ func TestTickerKillLeaderDefaultCatchup(t *testing.T) {
 			t.Errorf("%s, not leading, exports %d next-due series", p.name, n)
 		}
 	}
+}
+
+// TestTickerKillLeaderLeadHidesFailover: with the default --lead (10 s), kill -9 of the leader (the tests'
+// 3 s session) delays no slot: every tick of the run, those around the kill included, was committed before its
+// instant, and every slot is there once.
+func TestTickerKillLeaderLeadHidesFailover(t *testing.T) {
+	f := newFleet(t)
+	f.cli("init")
+	f.cli("schedule", "put", "beat", "--every", "1s")
+	ticks := f.collect()
+	replicas := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
+	lead := leaderOf(t, 30*time.Second, replicas...)
+	kafkatest.Eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
+	killed := time.Now()
+	lead.signal(syscall.SIGKILL)
+	next := leaderOf(t, 20*time.Second, without(replicas, lead)...)
+	kafkatest.Eventually(t, 20*time.Second, "3 ticks emitted after the kill", func() bool { return emittedAfter(ticks.of("beat"), killed) >= 3 })
+	// Every slot due in the 10 s after the kill: its tick was visible before its instant.
+	waitUntil(killed.Add(12 * time.Second))
+	worst, n := -time.Hour, 0
+	for _, s := range ticks.of("beat") {
+		if s.tick.Slot.After(killed) && s.tick.Slot.Before(killed.Add(10*time.Second)) {
+			n++
+			worst = max(worst, s.committed.Sub(s.tick.StartAt()))
+		}
+	}
+	t.Logf("kill -9 of %s: %s leads; %d slots due in the 10 s after the kill, the latest visible %v after its instant (negative: before)", lead.name, next.name, n, worst.Round(time.Millisecond))
+	if n < 9 {
+		t.Errorf("only %d slots due in the 10 s after the kill were emitted", n)
+	}
+	if worst > 250*time.Millisecond {
+		t.Errorf("a slot due after the kill became visible %v after its instant: the failover delayed it", worst)
+	}
+	settleAndCheck(t, ticks)
 }
 
 // series returns the values of a metric with one label (partition, schedule, ...) from p's /metrics, by label

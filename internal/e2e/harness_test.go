@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -85,7 +86,7 @@ func newFleet(t *testing.T) *fleet {
 		}
 		if t.Failed() {
 			for _, p := range f.procs {
-				t.Logf("---- %s log (last 40 lines) ----\n%s", p.name, p.tail(40))
+				t.Logf("---- %s log (last %d lines above debug) ----\n%s", p.name, logLines(), p.tailAbove(logLines(), "level=DEBUG"))
 			}
 		}
 	})
@@ -114,6 +115,23 @@ func (p *proc) tail(n int) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	lines := strings.Split(strings.TrimRight(p.log.String(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// tailAbove is tail without the lines that contain skip (debug lines: a failed test's log shows what happened
+// rather than the Kafka client's chatter).
+func (p *proc) tailAbove(n int, skip string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(p.log.String(), "\n"), "\n") {
+		if !strings.Contains(l, skip) {
+			lines = append(lines, l)
+		}
+	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
@@ -379,3 +397,11 @@ func containsFold(s, sub string) bool {
 }
 
 func fmtSscan(s string, v *float64) (int, error) { return fmt.Sscanf(s, "%g", v) }
+
+// logLines is how many lines of each process's log a failed test prints: E2E_LOG_LINES, or 60.
+func logLines() int {
+	if n, err := strconv.Atoi(os.Getenv("E2E_LOG_LINES")); err == nil && n > 0 {
+		return n
+	}
+	return 60
+}

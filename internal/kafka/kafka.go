@@ -118,7 +118,9 @@ func (c Config) namespace() string {
 // Names are the topics and groups of one namespace.
 type Names struct {
 	Ticker, Schedules, Work, Results, DLQ string
-	TickerGroup, WorkerGroup              string
+	// Clock is where every ticker and worker writes a small record to read the broker's clock (package clock).
+	Clock                    string
+	TickerGroup, WorkerGroup string
 	// TransactionalID is shared by every ticker replica: a new leader's InitProducerID fences the old one.
 	TransactionalID string
 }
@@ -132,6 +134,7 @@ func (c Config) Names() Names {
 		Work:            ns + ".work",
 		Results:         ns + ".results",
 		DLQ:             ns + ".dlq",
+		Clock:           ns + ".clock",
 		TickerGroup:     ns + ".ticker",
 		WorkerGroup:     ns + ".workers",
 		TransactionalID: ns + ".ticker",

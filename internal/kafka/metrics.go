@@ -1,6 +1,9 @@
 package kafka
 
 import (
+	"errors"
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kprom"
@@ -14,4 +17,33 @@ func ClientMetrics(reg prometheus.Registerer, role string) kgo.Opt {
 		kprom.Registerer(reg),
 		kprom.WithStaticLabel(prometheus.Labels{"role": role}),
 	))
+}
+
+// LeaderClientMetrics is ClientMetrics for the producer of leader k's terms: role "leader" (leader 0) or
+// "leader-<k>". Two terms of one leader can overlap in one process for a moment (a lost term that has not
+// returned yet, and the next one): the second client's collectors are then not registered, instead of a panic,
+// and its series appear with the next term.
+func LeaderClientMetrics(reg prometheus.Registerer, k int32) kgo.Opt {
+	role := "leader"
+	if k != 0 {
+		role = "leader-" + strconv.Itoa(int(k))
+	}
+	if reg != nil {
+		reg = tolerant{reg}
+	}
+	return ClientMetrics(reg, role)
+}
+
+// tolerant is a Registerer whose MustRegister passes over collectors registered already.
+type tolerant struct{ prometheus.Registerer }
+
+func (t tolerant) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := t.Register(c); err != nil {
+			if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
+				continue
+			}
+			panic(err)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"strconv"
 	"time"
@@ -17,6 +18,10 @@ import (
 type TopicOptions struct {
 	// WorkPartitions is the partition count of the work and results topics. Defaults to 12.
 	WorkPartitions int32
+	// Leaders is the partition count of the ticker topic when it is created: the number of leaders, each
+	// leading the schedules that hash to its partition (LeaderOf). When set, an existing ticker topic must have
+	// exactly this many partitions (ErrTickerTopicPartitions); zero creates one and accepts any existing count.
+	Leaders int32
 	// ReplicationFactor of every topic; -1 takes the broker default. Defaults to -1.
 	ReplicationFactor int16
 	// WorkRetention is how long ticks and results are kept. Defaults to 7 days.
@@ -47,9 +52,32 @@ const (
 	DefaultDLQRetention   = 14 * 24 * time.Hour
 )
 
-// ErrTickerTopicPartitions is returned when the ticker topic exists with more than one partition: leadership is
-// the ownership of its only partition, so a second partition would mean a second leader.
-var ErrTickerTopicPartitions = errors.New("the ticker topic must have exactly one partition")
+// ErrTickerTopicPartitions is returned when the ticker topic exists with another partition count than the
+// number of leaders asked for: the state of each schedule lives in its leader's partition, so the count of a
+// namespace is not changed in place.
+var ErrTickerTopicPartitions = errors.New("the ticker topic has another number of partitions (leaders)")
+
+// MaxLeaders bounds TopicOptions.Leaders.
+const MaxLeaders = 64
+
+// LeaderOf returns the ticker-topic partition (the leader) of schedule among leaders: crc32(name) % leaders,
+// the integer identities of the third seed applied to the tickers themselves.
+func LeaderOf(schedule string, leaders int) int32 {
+	if leaders <= 1 {
+		return 0
+	}
+	return int32(crc32.ChecksumIEEE([]byte(schedule)) % uint32(leaders))
+}
+
+// LeaderTransactionalID is the transactional ID of leader k: the namespace's TransactionalID for leader 0 (so a
+// one-leader namespace keeps the ID it always had), <TransactionalID>-<k> for the others. Each leader fences
+// only its own predecessors.
+func (n Names) LeaderTransactionalID(k int32) string {
+	if k == 0 {
+		return n.TransactionalID
+	}
+	return n.TransactionalID + "-" + strconv.Itoa(int(k))
+}
 
 // TopicSpec is one topic EnsureTopics creates when it is missing.
 type TopicSpec struct {
@@ -80,12 +108,23 @@ func (n Names) Specs(o TopicOptions) []TopicSpec {
 	for k, v := range state {
 		schedules[k] = v
 	}
+	// The clock topic holds only marks whose broker timestamp (LogAppendTime) is the point; nobody reads them
+	// back, so an hour and small segments keep it tiny. It is never in Needs: a namespace made before it
+	// existed runs on, unmeasured (package clock).
+	clock := map[string]*string{
+		"message.timestamp.type": s("LogAppendTime"),
+		"cleanup.policy":         s("delete"),
+		"retention.ms":           s("3600000"),
+		"segment.ms":             s("600000"),
+		"segment.bytes":          s("1048576"),
+	}
 	return []TopicSpec{
-		{Name: n.Ticker, Partitions: 1, Configs: state},
+		{Name: n.Ticker, Partitions: max(o.Leaders, 1), Configs: state},
 		{Name: n.Schedules, Partitions: 1, Configs: schedules},
 		{Name: n.Work, Partitions: parts, Configs: map[string]*string{"cleanup.policy": s("compact,delete"), "retention.ms": s(work)}},
 		{Name: n.Results, Partitions: parts, Configs: map[string]*string{"cleanup.policy": s("compact,delete"), "retention.ms": s(work)}},
 		{Name: n.DLQ, Partitions: 1, Configs: map[string]*string{"cleanup.policy": s("delete"), "retention.ms": s(dlq)}},
+		{Name: n.Clock, Partitions: 1, Configs: clock},
 	}
 }
 
@@ -111,7 +150,14 @@ func EnsureTopics(ctx context.Context, adm *kadm.Client, names Names, o TopicOpt
 	if !o.needs(names.Ticker) {
 		return nil
 	}
-	return CheckTickerTopic(ctx, adm, names.Ticker)
+	n, err := Leaders(ctx, adm, names.Ticker)
+	if err != nil {
+		return err
+	}
+	if o.Leaders > 0 && n != int(o.Leaders) {
+		return fmt.Errorf("topic %s has %d partitions, %d leaders asked for: %w", names.Ticker, n, o.Leaders, ErrTickerTopicPartitions)
+	}
+	return nil
 }
 
 // EnsureTopic creates the topic of spec with replication factor rf (-1: the broker default) when it is missing,
@@ -162,16 +208,16 @@ func describeErr(topic string, err error) error {
 	return fmt.Errorf("describing topic %s: %w", topic, err)
 }
 
-// CheckTickerTopic fails unless topic exists with exactly one partition.
-func CheckTickerTopic(ctx context.Context, adm *kadm.Client, topic string) error {
+// Leaders returns the number of leaders of a namespace: the partition count of its ticker topic.
+func Leaders(ctx context.Context, adm *kadm.Client, topic string) (int, error) {
 	td, err := WaitTopic(ctx, adm, topic)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if len(td.Partitions) > 1 {
-		return fmt.Errorf("topic %s has %d partitions: %w", topic, len(td.Partitions), ErrTickerTopicPartitions)
+	if n := len(td.Partitions); n > MaxLeaders {
+		return 0, fmt.Errorf("topic %s has %d partitions, more than the %d leaders tickgroup supports", topic, n, MaxLeaders)
 	}
-	return nil
+	return len(td.Partitions), nil
 }
 
 // WaitTopic returns topic's metadata once the topic exists with its partitions. A topic created a moment ago

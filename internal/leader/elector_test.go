@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -438,4 +439,82 @@ func TestTwoElectorsOneLeaderAndFailover(t *testing.T) {
 	}
 	follower.stop()
 	follower.stopped(t)
+}
+
+// gate is a leader.Gate the test opens and closes.
+type gate struct {
+	mu      sync.Mutex
+	why     string
+	changed chan struct{}
+}
+
+func newGate(why string) *gate { return &gate{why: why, changed: make(chan struct{})} }
+
+func (g *gate) Refusal() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.why
+}
+
+func (g *gate) Changed() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.changed
+}
+
+func (g *gate) set(why string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.why = why
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+// TestGateKeepsReplicaOutOfTheGroup: a closed gate keeps the Elector out of the group (so it cannot hold
+// partition 0); opened, it joins and leads; closed during the term, the term is stopped and awaited and the
+// Elector leaves the group; opened again, it leads in a new term, at once (no backoff).
+func TestGateKeepsReplicaOutOfTheGroup(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := newScript("a")
+	g := newGate("clock off")
+	ready := new(admin.Readiness)
+	e, err := leader.New(leader.Config{
+		Topic: testTopic, Group: testGroup, SessionTimeout: time.Second, HeartbeatInterval: 50 * time.Millisecond,
+		RebalanceTimeout: 2 * time.Second, RejoinBackoff: time.Hour, Readiness: ready, Gate: g,
+	}, b.opts, s.lead, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	stays(t, s.started, 300*time.Millisecond, "a term started behind a closed gate")
+	if _, n := b.owner(t); n != 0 {
+		t.Fatalf("%d members behind a closed gate, want 0", n)
+	}
+
+	g.set("")
+	first := s.next(t)
+	g.set("clock off")
+	kafkatest.Eventually(t, waitFor, "the term to end", closed(first.ended))
+	if cause := context.Cause(first.ctx); !errors.Is(cause, leader.ErrPartitionRevoked) {
+		t.Errorf("term ended with %v, want a revocation (a graceful handover)", cause)
+	}
+	kafkatest.Eventually(t, waitFor, "the replica to leave the group", func() bool { _, n := b.owner(t); return n == 0 })
+	if e.Leading() {
+		t.Error("leading behind a closed gate")
+	}
+
+	g.set("")
+	if second := s.next(t); second.term.Number != 2 {
+		t.Errorf("term %d after the gate reopened, want 2", second.term.Number)
+	}
 }

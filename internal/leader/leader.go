@@ -42,19 +42,44 @@ type Config struct {
 	// not), so leadership still moves within a heartbeat. Two running replicas must never share an ID: the
 	// group fences the older one, and its Run returns ErrFencedInstance. Off by default.
 	InstanceID string
+	// Leaders is the number of leaders of the namespace (the ticker topic's partitions), exported as
+	// tickgroup_leaders for the alert that finds a partition nobody leads. Zero exports nothing.
+	Leaders int
 	// Readiness, when set, gets the condition ReadinessCondition: false from New, true once the first
 	// assignment arrived (as Joined), false again as soon as Run's context ends (shutdown began), so a replica
 	// that is handing over is taken out of service before it has left the group. Nil sets nothing.
 	Readiness *admin.Readiness
+	// Gate, when set, must be open for this replica to take part in the election: while it refuses, the
+	// Elector stays out of the ticker group, and a refusal that comes while in the group makes it leave (ending
+	// a term as a graceful stop does), so partition 0 goes to a replica that may lead. It joins again when the
+	// gate opens. Nil is always open.
+	Gate Gate
 }
+
+// A Gate says whether this replica may lead now. package clock's Monitor is one: a replica whose clock is off
+// must not decide when ticks start.
+type Gate interface {
+	// Refusal says why this replica must not lead now, or "" when it may.
+	Refusal() string
+	// Changed returns a channel that is closed when Refusal next changes between empty and not.
+	Changed() <-chan struct{}
+}
+
+// open is the Gate of a Config without one.
+type open struct{}
+
+func (open) Refusal() string          { return "" }
+func (open) Changed() <-chan struct{} { return nil }
 
 // ReadinessCondition is the name of the readiness condition the Elector sets (the worker's has the same name).
 const ReadinessCondition = "group"
 
-// Term is one uninterrupted period of leadership of this process.
+// Term is one uninterrupted period of leadership of this process, of one partition of the ticker topic.
 type Term struct {
 	// Number counts the terms of this process, from 1.
 	Number int64
+	// Partition is the ticker-topic partition led: the leader (0 in a namespace with one leader).
+	Partition int32
 	// MemberID and Generation are the group membership under which partition 0 was assigned.
 	MemberID   string
 	Generation int32
@@ -69,8 +94,8 @@ var ErrFencedInstance = errors.New("another replica joined the ticker group with
 
 // ErrPartitionRevoked and ErrPartitionLost are the causes of a term's context when partition 0 goes.
 var (
-	ErrPartitionRevoked = errors.New("partition 0 revoked")
-	ErrPartitionLost    = errors.New("partition 0 lost")
+	ErrPartitionRevoked = errors.New("partition revoked")
+	ErrPartitionLost    = errors.New("partition lost")
 )
 
 // Elector runs LeadFunc while this process owns partition 0 of the ticker topic.
@@ -83,9 +108,9 @@ type Elector struct {
 
 	mu        sync.Mutex
 	terms     int64
-	current   *running
-	abandoned []*running // lost terms, for the log of awaitTerms; pruned as they finish
-	stopping  bool       // Run's context ended: readiness stays false
+	current   map[int32]*running // by ticker-topic partition
+	abandoned []*running         // lost terms, for the log of awaitTerms; pruned as they finish
+	stopping  bool               // Run's context ended: readiness stays false
 
 	// live counts every term's goroutine, current or abandoned; Run waits for it before returning. Add happens
 	// only in the rebalance callbacks, which never run once the member's client is closed, so Add never races
@@ -120,12 +145,20 @@ func New(cfg Config, opts []kgo.Opt, lead LeadFunc, logger *slog.Logger, reg pro
 	if cfg.Readiness != nil {
 		cfg.Readiness.Set(ReadinessCondition, false)
 	}
+	if cfg.Gate == nil {
+		cfg.Gate = open{}
+	}
+	m := newMetrics(reg)
+	if cfg.Leaders > 0 {
+		m.leaders.Set(float64(cfg.Leaders))
+	}
 	return &Elector{
 		cfg:     cfg,
 		opts:    opts,
 		lead:    lead,
 		logger:  logger.With("component", "leader"),
-		metrics: newMetrics(reg),
+		metrics: m,
+		current: map[int32]*running{},
 		joined:  make(chan struct{}),
 	}, nil
 }
@@ -133,12 +166,24 @@ func New(cfg Config, opts []kgo.Opt, lead LeadFunc, logger *slog.Logger, reg pro
 // Joined is closed once this process has been in the group once (its first assignment arrived).
 func (e *Elector) Joined() <-chan struct{} { return e.joined }
 
-// Leading reports whether this process holds a term now: partition 0 is assigned and its term has not ended.
+// Leading reports whether this process holds a term now: a partition is assigned and its term has not ended.
 // A lost term that has not returned yet does not count.
 func (e *Elector) Leading() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.current != nil
+	return len(e.current) > 0
+}
+
+// Led returns the partitions this process leads now, in order.
+func (e *Elector) Led() []int32 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]int32, 0, len(e.current))
+	for p := range e.current {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Run takes part in the election until ctx ends. On return this process has left the group and no term runs:
@@ -150,9 +195,15 @@ func (e *Elector) Run(ctx context.Context) error {
 	defer e.awaitTerms()
 	backoff := e.cfg.RejoinBackoff
 	for {
+		if !e.waitGate(ctx) {
+			return nil
+		}
 		err := e.member(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if errors.Is(err, errGateClosed) {
+			continue // no backoff: nothing failed, and the gate decides when to rejoin
 		}
 		if errors.Is(err, ErrFencedInstance) {
 			e.logger.Error("fenced: another replica joined the group with this instance ID; stopping", "instance_id", e.cfg.InstanceID)
@@ -171,8 +222,41 @@ func (e *Elector) Run(ctx context.Context) error {
 	}
 }
 
-// member is one group membership: join, lead while assigned, leave when ctx ends or a term fails.
+// errGateClosed ends a membership whose gate closed.
+var errGateClosed = errors.New("the gate closed")
+
+// waitGate returns once the gate is open (true), or when ctx ends (false). A refusal is logged once per wait.
+func (e *Elector) waitGate(ctx context.Context) bool {
+	logged := false
+	for {
+		changed := e.cfg.Gate.Changed()
+		why := e.cfg.Gate.Refusal()
+		if why == "" {
+			if logged {
+				e.logger.Debug("the gate opened")
+			}
+			return true
+		}
+		if !logged {
+			// Debug only: the gate's owner logs its own state (package clock warns once on a skewed clock).
+			e.logger.Debug("not taking part in the election", "reason", why)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-changed:
+		}
+	}
+}
+
+// member is one group membership: join, lead while assigned, leave when ctx ends, a term fails or the gate
+// closes.
 func (e *Elector) member(ctx context.Context) error {
+	gate := e.cfg.Gate.Changed()
+	if e.cfg.Gate.Refusal() != "" {
+		return errGateClosed // it closed since waitGate looked
+	}
 	// The failures of this membership's terms. Each membership has its own channel, so a late failure of an
 	// earlier membership's term (one that began between the first failure and the client's close) cannot end
 	// this one.
@@ -194,20 +278,29 @@ func (e *Elector) member(ctx context.Context) error {
 		kgo.DisableAutoCommit(),
 		kgo.OnPartitionsAssigned(func(_ context.Context, cl *kgo.Client, assigned map[string][]int32) {
 			e.markJoined()
-			if owns(assigned, e.cfg.Topic) {
-				e.start(cl, failed)
+			parts := assigned[e.cfg.Topic]
+			if len(parts) == 0 {
+				return
+			}
+			if e.cfg.Gate.Refusal() != "" {
+				// The gate closed a moment ago: no term, and end this membership, so partition 0 is not held
+				// without a term even if the gate opens again before member looks.
+				select {
+				case failed <- errGateClosed:
+				default:
+				}
+				return
+			}
+			for _, p := range parts {
+				e.start(cl, p, failed)
 			}
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
 			e.markJoined()
-			if owns(revoked, e.cfg.Topic) {
-				e.endTerm(ErrPartitionRevoked)
-			}
+			e.endTerms(revoked[e.cfg.Topic], ErrPartitionRevoked)
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-			if owns(lost, e.cfg.Topic) {
-				e.abandonTerm(ErrPartitionLost)
-			}
+			e.abandonTerms(lost[e.cfg.Topic], ErrPartitionLost)
 		}),
 	)...)
 	if err != nil {
@@ -246,16 +339,28 @@ func (e *Elector) member(ctx context.Context) error {
 	}()
 
 	var termErr error
-	select {
-	case <-ctx.Done():
-	case termErr = <-failed:
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+		case termErr = <-failed:
+		case <-gate:
+			gate = e.cfg.Gate.Changed()
+			why := e.cfg.Gate.Refusal()
+			if why == "" {
+				continue
+			}
+			e.logger.Info("may not lead now; leaving the ticker group", "reason", why)
+			termErr = errGateClosed
+		}
+		break wait
 	}
 	// Close revokes partition 0 first (our callback stops the term and waits for it), then leaves the group,
 	// so a graceful stop hands leadership over in about one heartbeat.
 	e.logger.Info("leaving the ticker group")
 	cl.Close()
 	<-pollDone
-	e.endTerm(errLeftGroup)
+	e.endTerms(e.Led(), errLeftGroup)
 	if e.cfg.InstanceID != "" && !errors.Is(termErr, ErrFencedInstance) {
 		e.leaveStatic(ctx)
 	}
@@ -312,32 +417,23 @@ func (e *Elector) awaitTerms() {
 	e.live.Wait()
 }
 
-func owns(parts map[string][]int32, topic string) bool {
-	for _, p := range parts[topic] {
-		if p == 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // start begins a new term, which reports its failure on failed. It runs inside OnPartitionsAssigned and must
 // not block.
-func (e *Elector) start(cl *kgo.Client, failed chan<- error) {
+func (e *Elector) start(cl *kgo.Client, p int32, failed chan<- error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.current != nil {
+	if e.current[p] != nil {
 		return // already leading: a cooperative rebalance re-confirmed our ownership
 	}
 	e.terms++
 	member, gen := cl.GroupMetadata()
-	term := Term{Number: e.terms, MemberID: member, Generation: gen}
+	term := Term{Number: e.terms, Partition: p, MemberID: member, Generation: gen}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &running{term: term, cancel: cancel, done: make(chan struct{})}
-	e.current = r
-	e.metrics.leader.Set(1)
+	e.current[p] = r
+	e.metrics.set(p, true, len(e.current))
 	e.metrics.changes.Inc()
-	e.logger.Info("leading", "term", term.Number, "generation", gen, "member_id", member)
+	e.logger.Info("leading", "term", term.Number, "leader", p, "generation", gen, "member_id", member)
 	e.live.Go(func() {
 		defer close(r.done)
 		err := e.lead(ctx, term)
@@ -349,11 +445,11 @@ func (e *Elector) start(cl *kgo.Client, failed chan<- error) {
 			if err == nil {
 				err = errors.New("term ended")
 			}
-			e.logger.Error("term failed; stepping down", "term", term.Number, "err", err)
+			e.logger.Error("term failed; stepping down", "term", term.Number, "leader", p, "err", err)
 			e.mu.Lock()
-			if e.current == r {
-				e.current = nil
-				e.metrics.leader.Set(0)
+			if e.current[p] == r {
+				delete(e.current, p)
+				e.metrics.set(p, false, len(e.current))
 			}
 			e.mu.Unlock()
 			select {
@@ -368,17 +464,25 @@ func (e *Elector) start(cl *kgo.Client, failed chan<- error) {
 // partition 0 first, so it is seldom seen.
 var errLeftGroup = errors.New("left the group")
 
-// take detaches the current term, if any, so that no other callback stops it too. An abandoned one is
-// remembered until it finishes.
-func (e *Elector) take(abandon bool) *running {
+// take detaches the current terms of parts, so that no other callback stops them too. Abandoned ones are
+// remembered until they finish.
+func (e *Elector) take(parts []int32, abandon bool) []*running {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	r := e.current
-	e.current = nil
-	if r != nil && abandon {
-		e.abandoned = append(e.pruneAbandoned(), r)
+	var out []*running
+	for _, p := range parts {
+		r := e.current[p]
+		if r == nil {
+			continue
+		}
+		delete(e.current, p)
+		e.metrics.set(p, false, len(e.current))
+		out = append(out, r)
+		if abandon {
+			e.abandoned = append(e.pruneAbandoned(), r)
+		}
 	}
-	return r
+	return out
 }
 
 // pruneAbandoned drops the abandoned terms that have finished and returns the rest. e.mu is held.
@@ -394,30 +498,27 @@ func (e *Elector) pruneAbandoned() []*running {
 	return e.abandoned
 }
 
-// endTerm cancels the current term with cause and waits until its function returned (its transaction aborted,
-// its producer closed). It runs in OnPartitionsRevoked, which must block for exactly this long: partition 0
-// is released only after it returns, so the next leader never overlaps this one.
-func (e *Elector) endTerm(cause error) {
-	r := e.take(false)
-	if r == nil {
-		return
+// endTerms cancels the current terms of parts with cause and waits until their functions returned (their
+// transactions aborted, their producers closed). It runs in OnPartitionsRevoked, which must block for exactly
+// this long: the partitions are released only after it returns, so the next leader never overlaps this one.
+func (e *Elector) endTerms(parts []int32, cause error) {
+	rs := e.take(parts, false)
+	for _, r := range rs {
+		e.logger.Info("stepping down", "term", r.term.Number, "leader", r.term.Partition, "cause", cause)
+		r.cancel(cause)
 	}
-	e.metrics.leader.Set(0)
-	e.logger.Info("stepping down", "term", r.term.Number, "cause", cause)
-	r.cancel(cause)
-	<-r.done
-	e.logger.Info("term stopped", "term", r.term.Number)
+	for _, r := range rs {
+		<-r.done
+		e.logger.Info("term stopped", "term", r.term.Number, "leader", r.term.Partition)
+	}
 }
 
-// abandonTerm cancels the current term with cause and hands the wait to Run. It runs in OnPartitionsLost: the
-// partition may be someone else's already, so waiting gains nothing, and a term stuck on the network must not
-// hold up the client's rejoin. Run waits for the term before it returns.
-func (e *Elector) abandonTerm(cause error) {
-	r := e.take(true)
-	if r == nil {
-		return
+// abandonTerms cancels the current terms of parts with cause and hands the wait to Run. It runs in
+// OnPartitionsLost: the partitions may be someone else's already, so waiting gains nothing, and a term stuck
+// on the network must not hold up the client's rejoin. Run waits for the terms before it returns.
+func (e *Elector) abandonTerms(parts []int32, cause error) {
+	for _, r := range e.take(parts, true) {
+		e.logger.Info("stepping down without waiting", "term", r.term.Number, "leader", r.term.Partition, "cause", cause)
+		r.cancel(cause)
 	}
-	e.metrics.leader.Set(0)
-	e.logger.Info("stepping down without waiting", "term", r.term.Number, "cause", cause)
-	r.cancel(cause)
 }

@@ -49,6 +49,7 @@ const (
 	StatusSkippedOverlap = "skipped_overlap"
 	StatusDeadLettered   = "dead_lettered"
 	StatusInterrupted    = "interrupted"
+	StatusCancelled      = "cancelled"
 )
 
 // ErrUnknownVersion is returned by Decode for an entry of another major version.

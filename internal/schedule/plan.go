@@ -71,6 +71,21 @@ func (s *Schedule) Plan(base, now time.Time) Plan {
 	return p
 }
 
+// MaxAhead caps the slots PlanAhead adds past now in one plan; the rest follow in the next plans.
+const MaxAhead = 1000
+
+// PlanAhead is Plan at now, followed by the slots due after now and at or before horizon (at most MaxAhead of
+// them): the leader emits those ahead of their slot. The catch-up policy applies only to the slots due at or
+// before now, which are late; the ones ahead are all emitted, in order. Next is the first slot not planned.
+func (s *Schedule) PlanAhead(base, now, horizon time.Time) Plan {
+	p := s.Plan(base, now)
+	for n := 0; n < MaxAhead && !p.Next.IsZero() && !s.Due(p.Next).After(horizon); n++ {
+		p.Emit = append(p.Emit, p.Next)
+		p.Next = s.Next(p.Next)
+	}
+	return p
+}
+
 // Catchup returns the schedule's catch-up policy: the Spec's, or DefaultCatchup when it has none.
 func (s *Schedule) Catchup() string {
 	if s.spec.Catchup == "" {

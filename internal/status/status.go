@@ -23,8 +23,13 @@ import (
 // Report is what `ticker status` shows; its JSON (`ticker status --json`) is a stable contract for scripts:
 // fields are only ever added.
 type Report struct {
-	Namespace string     `json:"namespace"`
-	Leader    *Leader    `json:"leader"`
+	Namespace string  `json:"namespace"`
+	Leader    *Leader `json:"leader"`
+	// Leaders is every leader, by ticker-topic partition (ticker init --leaders); Leader is leader 0's. A
+	// partition no replica leads has no entry.
+	Leaders []Leader `json:"leaders"`
+	// LeaderCount is the number of leaders of the namespace (the ticker topic's partitions).
+	LeaderCount int `json:"leader_count"`
 	Replicas  int        `json:"replicas"`
 	Schedules []Schedule `json:"schedules"`
 	Work      []Lag      `json:"work_lag"`
@@ -38,6 +43,7 @@ type Report struct {
 }
 
 type Leader struct {
+	Partition  int32  `json:"partition"`
 	MemberID   string `json:"member_id"`
 	ClientID   string `json:"client_id"`
 	Host       string `json:"host"`
@@ -50,6 +56,7 @@ type Schedule struct {
 	Schedule string     `json:"schedule"`
 	Paused   bool       `json:"paused"`
 	Version  int64      `json:"version"`
+	Leader   int32      `json:"leader"`
 	LastSlot *time.Time `json:"last_slot"`
 	NextSlot *time.Time `json:"next_slot"`
 }
@@ -102,26 +109,40 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 		for _, m := range g.Members {
 			if c, ok := m.Assigned.AsConsumer(); ok {
 				for _, t := range c.Topics {
-					if t.Topic == names.Ticker && len(t.Partitions) > 0 {
-						rep.Leader = &Leader{MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost}
+					if t.Topic != names.Ticker {
+						continue
+					}
+					for _, p := range t.Partitions {
+						rep.Leaders = append(rep.Leaders, Leader{Partition: p, MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost})
 					}
 				}
 			}
 		}
+	}
+	sort.Slice(rep.Leaders, func(i, j int) bool { return rep.Leaders[i].Partition < rep.Leaders[j].Partition })
+	if rep.LeaderCount, err = kafka.Leaders(ctx, adm, names.Ticker); err != nil {
+		return nil, err
 	}
 
 	state, err := dispatch.ReadState(ctx, opts, names.Ticker, nil)
 	if err != nil {
 		return nil, err
 	}
-	var newest dispatch.State
-	for _, s := range state {
-		if s.EmittedAt.After(newest.EmittedAt) {
-			newest = s
+	newest := map[int32]dispatch.State{} // by leader: its newest state names its producer and epoch
+	for name, s := range state {
+		k := kafka.LeaderOf(name, rep.LeaderCount)
+		if s.EmittedAt.After(newest[k].EmittedAt) {
+			newest[k] = s
 		}
 	}
-	if rep.Leader != nil && newest.ProducerID != 0 {
-		rep.Leader.ProducerID, rep.Leader.Epoch = newest.ProducerID, newest.LeaderEpoch
+	for i := range rep.Leaders {
+		if n, ok := newest[rep.Leaders[i].Partition]; ok && n.ProducerID != 0 {
+			rep.Leaders[i].ProducerID, rep.Leaders[i].Epoch = n.ProducerID, n.LeaderEpoch
+		}
+		if rep.Leaders[i].Partition == 0 {
+			l := rep.Leaders[i]
+			rep.Leader = &l
+		}
 	}
 
 	entries, broken, err := store.Load(ctx, opts, names.Schedules)
@@ -137,7 +158,7 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	}
 	for _, e := range store.Sorted(entries) {
 		s := e.Spec()
-		info := Schedule{Name: s.Name, Schedule: s.Describe(), Paused: s.Paused, Version: e.Version}
+		info := Schedule{Name: s.Name, Schedule: s.Describe(), Paused: s.Paused, Version: e.Version, Leader: kafka.LeaderOf(s.Name, rep.LeaderCount)}
 		base := e.UpdatedAt
 		if st, ok := state[s.Name]; ok {
 			last := st.LastSlot
@@ -185,21 +206,36 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 // Print writes rep for a person.
 func Print(w io.Writer, rep *Report) {
 	fmt.Fprintf(w, "namespace  %s\n", rep.Namespace)
-	if rep.Leader == nil {
-		fmt.Fprintf(w, "leader     NONE (%d replicas in the group)\n", rep.Replicas)
+	if rep.LeaderCount <= 1 {
+		if rep.Leader == nil {
+			fmt.Fprintf(w, "leader     NONE (%d replicas in the group)\n", rep.Replicas)
+		} else {
+			fmt.Fprintf(w, "leader     %s (host %s, producer %d, epoch %d; %d replicas in the group)\n",
+				rep.Leader.ClientID, rep.Leader.Host, rep.Leader.ProducerID, rep.Leader.Epoch, rep.Replicas)
+		}
 	} else {
-		fmt.Fprintf(w, "leader     %s (host %s, producer %d, epoch %d; %d replicas in the group)\n",
-			rep.Leader.ClientID, rep.Leader.Host, rep.Leader.ProducerID, rep.Leader.Epoch, rep.Replicas)
+		fmt.Fprintf(w, "leaders    %d (%d replicas in the group)\n", rep.LeaderCount, rep.Replicas)
+		by := map[int32]Leader{}
+		for _, l := range rep.Leaders {
+			by[l.Partition] = l
+		}
+		for k := range int32(rep.LeaderCount) {
+			if l, ok := by[k]; ok {
+				fmt.Fprintf(w, "leader %-3d %s (host %s, producer %d, epoch %d)\n", k, l.ClientID, l.Host, l.ProducerID, l.Epoch)
+			} else {
+				fmt.Fprintf(w, "leader %-3d NONE\n", k)
+			}
+		}
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCHEDULE\tDEFINITION\tLAST SLOT\tNEXT SLOT\tSTATE")
+	fmt.Fprintln(tw, "SCHEDULE\tDEFINITION\tLAST SLOT\tNEXT SLOT\tSTATE\tLEADER")
 	for _, s := range rep.Schedules {
 		st := "active"
 		if s.Paused {
 			st = "paused"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Schedule, fmtTime(s.LastSlot), fmtTime(s.NextSlot), st)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", s.Name, s.Schedule, fmtTime(s.LastSlot), fmtTime(s.NextSlot), st, s.Leader)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)

@@ -66,17 +66,24 @@ func SameSpec(a, b schedule.Spec) bool {
 }
 
 // Write writes changes to topic in order, and stops at the first error.
-func Write(ctx context.Context, cl *kgo.Client, topic string, changes []Change) error {
+//
+// It returns the offset (version) of each change written, in order, also when it fails part way.
+func Write(ctx context.Context, cl *kgo.Client, topic string, changes []Change) ([]int64, error) {
+	offsets := make([]int64, 0, len(changes))
 	for _, c := range changes {
-		var err error
+		var (
+			o   int64
+			err error
+		)
 		if c.Op == OpDelete {
-			err = Delete(ctx, cl, topic, c.Name)
+			o, err = Delete(ctx, cl, topic, c.Name)
 		} else {
-			err = Put(ctx, cl, topic, c.Spec)
+			o, err = Put(ctx, cl, topic, c.Spec)
 		}
 		if err != nil {
-			return err
+			return offsets, err
 		}
+		offsets = append(offsets, o)
 	}
-	return nil
+	return offsets, nil
 }

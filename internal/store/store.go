@@ -39,24 +39,27 @@ type Entry struct {
 // Spec is a shortcut for e.Schedule.Spec().
 func (e Entry) Spec() schedule.Spec { return e.Schedule.Spec() }
 
-// Put validates spec and writes it. Nothing is written when it is invalid.
-func Put(ctx context.Context, cl *kgo.Client, topic string, spec schedule.Spec) error {
+// Put validates spec and writes it. Nothing is written when it is invalid. It returns the record's offset: the
+// definition's version.
+func Put(ctx context.Context, cl *kgo.Client, topic string, spec schedule.Spec) (int64, error) {
 	b, err := schedule.Encode(spec)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(spec.Name), Value: b}).FirstErr(); err != nil {
-		return fmt.Errorf("writing schedule %s: %w", spec.Name, err)
+	r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(spec.Name), Value: b}).First()
+	if err != nil {
+		return 0, fmt.Errorf("writing schedule %s: %w", spec.Name, err)
 	}
-	return nil
+	return r.Offset, nil
 }
 
-// Delete writes the tombstone of name.
-func Delete(ctx context.Context, cl *kgo.Client, topic, name string) error {
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(name)}).FirstErr(); err != nil {
-		return fmt.Errorf("deleting schedule %s: %w", name, err)
+// Delete writes the tombstone of name and returns its offset.
+func Delete(ctx context.Context, cl *kgo.Client, topic, name string) (int64, error) {
+	r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(name)}).First()
+	if err != nil {
+		return 0, fmt.Errorf("deleting schedule %s: %w", name, err)
 	}
-	return nil
+	return r.Offset, nil
 }
 
 // Invalid is a record of the schedules topic that could not be decoded.

@@ -75,14 +75,14 @@ func every(name string, d time.Duration) schedule.Spec {
 
 func (b *testBundle) put(t *testing.T, spec schedule.Spec) {
 	t.Helper()
-	if err := store.Put(b.ctx, b.cl, schedulesTopic, spec); err != nil {
+	if _, err := store.Put(b.ctx, b.cl, schedulesTopic, spec); err != nil {
 		t.Fatalf("putting %s: %v", spec.Name, err)
 	}
 }
 
 func (b *testBundle) delete(t *testing.T, name string) {
 	t.Helper()
-	if err := store.Delete(b.ctx, b.cl, schedulesTopic, name); err != nil {
+	if _, err := store.Delete(b.ctx, b.cl, schedulesTopic, name); err != nil {
 		t.Fatalf("deleting %s: %v", name, err)
 	}
 }

@@ -20,11 +20,17 @@ type Source struct {
 	Overlap string
 }
 
-// AppendSlot appends to dst the ticks of slot, one per shard, emitted at emittedAt.
-func (s Source) AppendSlot(dst []Tick, slot, emittedAt time.Time) []Tick {
+// AppendSlot appends to dst the ticks of slot, one per shard, emitted at emittedAt. notBefore, when not zero,
+// is the slot's due instant (Tick.NotBefore): ticks emitted ahead of their slot carry it.
+func (s Source) AppendSlot(dst []Tick, slot, notBefore, emittedAt time.Time) []Tick {
 	shards := max(s.Shards, 1)
 	for shard := range shards {
-		dst = append(dst, s.fill(New(s.Schedule, slot, shard, shards), slot, emittedAt))
+		t := s.fill(New(s.Schedule, slot, shard, shards), slot, emittedAt)
+		if !notBefore.IsZero() {
+			nb := notBefore.UTC()
+			t.NotBefore = &nb
+		}
+		dst = append(dst, t)
 	}
 	return dst
 }

@@ -11,7 +11,7 @@ func TestSourceAppendSlot(t *testing.T) {
 	slot := time.Date(2026, 11, 29, 14, 0, 30, 0, time.UTC)
 	emitted := slot.Add(5 * time.Millisecond)
 	src := Source{Schedule: "scan", Shards: 3, Payload: "p", Version: 42, Deadline: time.Minute, LeaderEpoch: 7}
-	got := src.AppendSlot(nil, slot, emitted)
+	got := src.AppendSlot(nil, slot, time.Time{}, emitted)
 	if len(got) != 3 {
 		t.Fatalf("got %d ticks, want 3", len(got))
 	}
@@ -29,7 +29,8 @@ func TestSourceAppendSlot(t *testing.T) {
 			t.Errorf("tick %d does not decode: %v", i, err)
 		}
 	}
-	if one := (Source{Schedule: "beat"}).AppendSlot(got[:0], slot, emitted); len(one) != 1 || one[0].ID != "beat@2026-11-29T14:00:30Z" || one[0].Deadline != nil {
+	if one := (Source{Schedule: "beat"}).AppendSlot(got[:0], slot, slot.Add(time.Second), emitted); len(one) != 1 || one[0].ID != "beat@2026-11-29T14:00:30Z" || one[0].Deadline != nil ||
+		one[0].NotBefore == nil || !one[0].NotBefore.Equal(slot.Add(time.Second)) || !one[0].StartAt().Equal(slot.Add(time.Second)) {
 		t.Errorf("one-shard source without deadline: %+v", one)
 	}
 }

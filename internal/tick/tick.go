@@ -47,6 +47,10 @@ type Tick struct {
 	// Deadline, when set, is the latest instant at which a worker may start the tick; later it is skipped
 	// (recorded as skipped_late).
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// NotBefore, when set, is the instant the tick starts: its slot's due instant (the slot plus the schedule's
+	// jitter). The leader emits ticks ahead of it (ticker run --lead), and a worker holds each one until then.
+	// Absent (a manual trigger, or a tick of a leader from before emission ahead): the tick starts at once.
+	NotBefore *time.Time `json:"not_before,omitempty"`
 	// Trigger is true for a tick requested by hand (ticker schedule trigger) rather than by the schedule.
 	Trigger bool `json:"trigger,omitempty"`
 	// Overlap is the schedule's overlap policy: OverlapQueue (empty: every tick runs, in order) or OverlapSkip
@@ -75,6 +79,14 @@ func TriggerID(schedule string, at time.Time, nonce string, shard, shards int) s
 		id += "#" + strconv.Itoa(shard)
 	}
 	return id
+}
+
+// StartAt is when the tick is meant to start: NotBefore, or the slot for a tick without one.
+func (t Tick) StartAt() time.Time {
+	if t.NotBefore != nil {
+		return *t.NotBefore
+	}
+	return t.Slot
 }
 
 // New returns the scheduled tick of one slot and shard.

@@ -30,7 +30,7 @@ func BenchmarkHotPath(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		o, dl := w.process(ctx, rec, nil, noGate{}, time.Time{})
+		o, dl := w.process(ctx, rec, nil, noGate{}, time.Time{}, nil)
 		if dl != nil || o.Status != StatusOK {
 			b.Fatalf("status %s, %v", o.Status, dl)
 		}

@@ -73,8 +73,14 @@ type Config struct {
 	// again, so two runs of one tick never overlap. Defaults to 5s.
 	Lease time.Duration
 	// MaxClockSkew is the clock difference between two workers' hosts that the lease rule tolerates. Defaults
-	// to 1s.
+	// to 1s. `worker run` gives the same bound (--max-clock-skew) to its clock monitor (package clock), which
+	// warns while this host is off the broker's clock by more.
 	MaxClockSkew time.Duration
+	// PreStart is how long before a held tick's instant (tick.NotBefore) its start is recorded in the ledger, so
+	// that the handler starts on the instant rather than one ledger round trip after it. A worker that dies in
+	// between leaves a started entry for a handler that never ran: the tick counts as interrupted. Defaults to
+	// 25ms.
+	PreStart time.Duration
 	// Now is the clock used for deadlines and delays. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -90,6 +96,7 @@ const (
 	DefaultSessionTimeout = 6 * time.Second
 	DefaultLease          = 5 * time.Second
 	DefaultMaxClockSkew   = time.Second
+	DefaultPreStart       = 25 * time.Millisecond
 )
 
 // What to do with an interrupted tick (Config.OnInterrupted).
@@ -113,6 +120,7 @@ func (c Config) withDefaults() Config {
 	c.OnInterrupted = cmp.Or(c.OnInterrupted, OnInterruptedRerun)
 	c.Lease = cmp.Or(c.Lease, DefaultLease)
 	c.MaxClockSkew = cmp.Or(c.MaxClockSkew, DefaultMaxClockSkew)
+	c.PreStart = cmp.Or(c.PreStart, DefaultPreStart)
 	if c.Start == (Start{}) {
 		c.Start = DefaultStart
 	}
@@ -136,6 +144,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("lease %s: want at least 100ms", c.Lease)
 	case c.MaxClockSkew < 0:
 		return errors.New("max clock skew must not be negative")
+	case c.PreStart < 0 || c.PreStart > time.Second:
+		return fmt.Errorf("pre-start %s: want between 0 and 1s", c.PreStart)
 	case c.MaxBackoff < c.Backoff:
 		return fmt.Errorf("max backoff %s is below backoff %s", c.MaxBackoff, c.Backoff)
 	}

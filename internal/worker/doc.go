@@ -7,8 +7,15 @@
 // fenced leader aborted is never seen), manual commits and the cooperative-sticky balancer. Each assigned
 // partition gets a lane: a goroutine that runs the partition's records one after the other, so the ticks of one
 // schedule and shard (which share a partition) never overlap. Config.Concurrency bounds how many lanes run a
-// handler at once. The poll loop hands each partition's batch to its lane and pauses the partition until the lane
-// is done with it, so memory stays bounded by one batch per partition.
+// handler at once.
+//
+// Held ticks (queue.go). The leader emits ticks up to its --lead before their instant (tick.Tick.NotBefore).
+// The poll loop appends every batch to its lane's queue at once, so a lane keeps reading its partition while it
+// holds ticks: it starts each scheduled tick, in offset order, on its instant (its start recorded in the ledger
+// Config.PreStart ahead), lets manual triggers run without waiting behind held ticks, and remembers the
+// cancellations of paused and deleted schedules (tick.Cancel), which it applies to the ticks it holds (outcome
+// cancelled). The committed offset stays below the first record not finished. A partition is paused while its
+// queue holds laneQueueMax records, so memory stays bounded.
 //
 // Per record: consult the ledger (below), decode (an undecodable record or an unknown major version goes to
 // <ns>.dlq at once), check the deadline (a tick that would start after tick.Tick.Deadline is skipped and
@@ -20,7 +27,7 @@
 //
 // # Lane states
 //
-//	assigned ──► running ──(batch done)──► idle (partition resumed) ──► running ...
+//	assigned ──► takeover ──► holding (next tick not due) ◄──► running (a tick is due, or a trigger waits) ...
 //	   │            │
 //	   │            ├─ revoked: cancel the in-flight handler (exec: SIGTERM/SIGKILL to its process group), wait,
 //	   │            │           release it in the ledger, commit what the lane finished, forget the lane

@@ -13,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/tickgroup/tickgroup/internal/cancel"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -22,11 +24,26 @@ import (
 const maxForwardFailures = 5
 
 // forwarder is forward mode, an engine of its own beside the lanes: one transactional session, no lanes.
+//
+// Held ticks. Ticks arrive up to the leader's --lead before their instant (tick.NotBefore). The forwarder keeps
+// them, per partition and in offset order, and forwards each on its instant. Each transaction commits, for a
+// partition with records still held, the offset of the first one held (the commit request is rewritten with
+// kgo.PreTxnCommitFnContext; kgo records the offsets as sent): a crash or a rebalance therefore delivers the held
+// records again, and nothing is forwarded twice or skipped. When a transaction does not commit, kgo rewinds the
+// session to the committed offsets.
+//
+// After a transaction that did not commit, kgo rewinds the session to the committed offsets and delivers the
+// records from there again; hold notices the lower offsets and replaces what it held (see hold).
+//
+// A manual trigger behind a held tick of its partition waits for it (at most --lead): forwarding it out of order
+// would forward it again after a crash, since the committed offset cannot pass the held tick.
 type forwarder struct {
 	w *Worker
 
-	mu    sync.Mutex
-	parts map[int32]bool // the work partitions assigned
+	mu      sync.Mutex
+	parts   map[int32]bool           // the work partitions assigned
+	held    map[int32][]*kgo.Record  // records polled and not yet forwarded, per partition, in offset order
+	cancels map[string][]tick.Cancel // cancellations read, by schedule
 }
 
 // run is forward mode: a consume-transform-produce loop in a kgo.GroupTransactSession. Each polled batch
@@ -89,7 +106,17 @@ func (f *forwarder) run(ctx context.Context) error {
 
 	failures := 0
 	for {
-		fetches := sess.PollRecords(ctx, 1000)
+		var fetches kgo.Fetches
+		switch wait, any := f.nextWait(w.cfg.Now()); {
+		case any && wait <= 0:
+			fetches = sess.PollRecords(nil, 1000) // only what is buffered: records are ready
+		case any:
+			pctx, cancel := context.WithTimeout(ctx, wait)
+			fetches = sess.PollRecords(pctx, 1000)
+			cancel()
+		default:
+			fetches = sess.PollRecords(ctx, 1000)
+		}
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			w.logger.Info("stopping worker")
 			return nil
@@ -100,7 +127,7 @@ func (f *forwarder) run(ctx context.Context) error {
 				runErr = fmt.Errorf("worker %s: instance ID %q: %w", w.cfg.WorkerID, w.cfg.InstanceID, ErrFencedInstance)
 				return
 			}
-			if !errors.Is(err, context.Canceled) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				w.logger.Warn("fetch error", "topic", topic, "partition", p, "error", err)
 			}
 			denied = cmp.Or(denied, w.denied(topic, err))
@@ -112,11 +139,12 @@ func (f *forwarder) run(ctx context.Context) error {
 		if denied != nil {
 			return fmt.Errorf("consuming: %w", denied)
 		}
-		recs := fetches.Records()
+		f.hold(fetches.Records())
+		recs, commitAt := f.take(w.cfg.Now())
 		if len(recs) == 0 {
 			continue
 		}
-		if err := f.batch(ctx, sess, recs, fwdParts); err != nil {
+		if err := f.batch(ctx, sess, recs, fwdParts, commitAt); err != nil {
 			if errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
 				return fmt.Errorf("forwarding: %w", kafka.NeedACL(err, "Write", "transactional ID", txnID+" (prefixed ACL "+w.names.WorkerGroup+".forward.)"))
 			}
@@ -134,9 +162,115 @@ func (f *forwarder) run(ctx context.Context) error {
 	}
 }
 
+// hold adds polled records to the held ones and remembers the cancellations among them. A record at or below
+// one held already means the session rewound; the held records from it on are replaced.
+func (f *forwarder) hold(recs []*kgo.Record) {
+	if len(recs) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range recs {
+		if !f.parts[r.Partition] {
+			continue // released meanwhile
+		}
+		if cancel.Is(r) {
+			if c, err := tick.DecodeCancel(r.Value); err == nil {
+				f.cancels[c.Schedule] = append(f.cancels[c.Schedule], c)
+			} // an unreadable one is dead-lettered when its turn comes (batch)
+		}
+		rs := f.held[r.Partition]
+		if n := len(rs); n > 0 && r.Offset <= rs[n-1].Offset {
+			// The session rewound to the committed offsets (a transaction that did not commit): it delivers
+			// again what is held from here on.
+			i := 0
+			for i < n && rs[i].Offset < r.Offset {
+				i++
+			}
+			rs = rs[:i]
+		}
+		f.held[r.Partition] = append(rs, r)
+	}
+}
+
+// startAt is when a held record is due: its tick's instant, or zero (at once) for anything else.
+func startAt(r *kgo.Record) time.Time {
+	if cancel.Is(r) {
+		return time.Time{}
+	}
+	t, err := tick.Decode(r.Value)
+	if err != nil || t.NotBefore == nil {
+		return time.Time{}
+	}
+	return *t.NotBefore
+}
+
+// nextWait is how long until the first held record is due (any: something is held).
+func (f *forwarder) nextWait(now time.Time) (wait time.Duration, any bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	first := time.Time{}
+	for _, rs := range f.held {
+		if len(rs) == 0 {
+			continue
+		}
+		any = true
+		at := startAt(rs[0])
+		if !at.After(now) {
+			return 0, true
+		}
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+	}
+	if !any {
+		return 0, false
+	}
+	return first.Sub(now), true
+}
+
+// take removes and returns the held records due at now (per partition, the due prefix) and, for each partition
+// that keeps records held, the offset to commit: its first held record's.
+func (f *forwarder) take(now time.Time) ([]*kgo.Record, map[int32]int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*kgo.Record
+	commitAt := map[int32]int64{}
+	for p, rs := range f.held {
+		n := 0
+		for n < len(rs) && !startAt(rs[n]).After(now) {
+			n++
+		}
+		out = append(out, rs[:n]...)
+		rest := rs[n:]
+		if len(rest) == 0 {
+			delete(f.held, p)
+			continue
+		}
+		f.held[p] = rest
+		commitAt[p] = rest[0].Offset
+	}
+	return out, commitAt
+}
+
+// cancelled returns a cancellation that applies to t, if any.
+func (f *forwarder) cancelled(t tick.Tick) *tick.Cancel {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.cancels[t.Schedule] {
+		if c.Applies(t) {
+			return &c
+		}
+	}
+	return nil
+}
+
 // batch forwards recs in one transaction. A nil error with nothing committed means a rebalance aborted the
 // transaction; the session has rewound to the committed offsets.
-func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, recs []*kgo.Record, fwdParts int) error {
+//
+// commitAt holds, for partitions with records still held, the offset to commit instead of the one after the last
+// record polled.
+func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, recs []*kgo.Record, fwdParts int, commitAt map[int32]int64) error {
 	w := f.w
 	if err := sess.Begin(); err != nil {
 		return fmt.Errorf("beginning transaction: %w", err)
@@ -157,15 +291,30 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 		})
 	}
 	for _, rec := range recs {
+		if cancel.Is(rec) {
+			if _, err := tick.DecodeCancel(rec.Value); err == nil {
+				continue // remembered when polled; nothing to forward
+			}
+			// Unreadable: dead-lettered below, as an unreadable tick.
+		}
 		start := w.cfg.Now()
 		o := Outcome{ID: string(resultKey(rec)), Worker: w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset, Attempts: 1}
 		t, err := tick.Decode(rec.Value)
+		var c *tick.Cancel
+		if err == nil {
+			c = f.cancelled(t)
+		}
 		switch {
 		case err != nil:
 			o.Status, o.Error, o.reason = StatusDeadLettered, errString(err), decodeReason(err)
 			produce(w.deadLetterRecord(rec, o.reason, err, 0, w.dlqParts))
 			counts[resultDeadLettered]++
 			dlq[o.reason]++
+		case c != nil:
+			slot := t.Slot
+			o.ID, o.Schedule, o.Slot, o.Status, o.Attempts = t.ID, t.Schedule, &slot, StatusCancelled, 0
+			o.Error = fmt.Sprintf("schedule %s (version %d) after the tick was emitted", c.Reason, c.Before)
+			counts[resultCancelled]++
 		case t.Deadline != nil && start.After(*t.Deadline):
 			slot := t.Slot
 			o.ID, o.Schedule, o.Slot, o.Status = t.ID, t.Schedule, &slot, StatusSkippedLate
@@ -194,7 +343,7 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 			o.Status = StatusOK
 			produce(fwd)
 			counts[resultOK]++
-			w.m.startDelay.Observe(start.Sub(t.Slot).Seconds())
+			w.m.startDelay.Observe(start.Sub(t.StartAt()).Seconds())
 		}
 		o.FinishedAt = w.cfg.Now().UTC()
 		o.DurationMS = float64(o.FinishedAt.Sub(start).Microseconds()) / 1000
@@ -213,6 +362,22 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 	mu.Lock()
 	try := kgo.TransactionEndTry(prodErr == nil)
 	mu.Unlock()
+	if len(commitAt) > 0 {
+		endCtx = kgo.PreTxnCommitFnContext(endCtx, func(req *kmsg.TxnOffsetCommitRequest) error {
+			for i := range req.Topics {
+				if req.Topics[i].Topic != w.names.Work {
+					continue
+				}
+				for j := range req.Topics[i].Partitions {
+					pp := &req.Topics[i].Partitions[j]
+					if o, ok := commitAt[pp.Partition]; ok && o < pp.Offset {
+						pp.Offset, pp.LeaderEpoch = o, -1
+					}
+				}
+			}
+			return nil
+		})
+	}
 	committed, err := sess.End(endCtx, try)
 	if err != nil {
 		return fmt.Errorf("ending transaction: %w", err)
@@ -239,6 +404,7 @@ func (f *forwarder) assigned(_ context.Context, _ *kgo.Client, assigned map[stri
 	f.mu.Lock()
 	for _, p := range assigned[w.names.Work] {
 		f.parts[p] = true
+		delete(f.held, p)
 	}
 	n := len(f.parts)
 	f.mu.Unlock()
@@ -254,6 +420,7 @@ func (f *forwarder) released(_ context.Context, _ *kgo.Client, released map[stri
 	f.mu.Lock()
 	for _, p := range released[w.names.Work] {
 		delete(f.parts, p)
+		delete(f.held, p)
 	}
 	n := len(f.parts)
 	f.mu.Unlock()

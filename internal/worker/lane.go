@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"time"
 
@@ -18,13 +17,13 @@ import (
 )
 
 // lane runs the records of one assigned partition, one at a time and in order, so one schedule's ticks (which
-// share a partition) never overlap. Before its first record it takes the partition over in the execution ledger
+// share a partition) never overlap; each scheduled tick starts at its instant (see queue.go). Before its first record it takes the partition over in the execution ledger
 // (takeover), and it consults the ledger for every record: a tick with an outcome is not run again, a tick whose
 // run was cut off is an interrupted tick.
 type lane struct {
 	w         *Worker
 	partition int32
-	in        chan []*kgo.Record
+	wake      chan struct{}   // a batch was enqueued
 	ctx       context.Context // handlers' parent; ends on revocation, loss or the end of the grace period
 	cancel    context.CancelCauseFunc
 	done      chan struct{} // closed when run returns
@@ -33,6 +32,11 @@ type lane struct {
 	ledger    *laneLedger // set by takeover
 
 	// Guarded by w.mu.
+	queue      []*item                  // the records fetched and not yet committable, in offset order
+	jumps      int                      // unhandled records of the queue that need not wait (triggers)
+	cancels    map[string][]tick.Cancel // the cancellations read, by schedule
+	ncancels   int
+	paused     bool            // fetching paused: the queue is full
 	active     bool            // false once revoked or lost: finished offsets are ignored from then on
 	doneOffset kgo.EpochOffset // the offset after the last record finished with its outcome written
 	dirty      bool            // doneOffset not committed yet
@@ -43,7 +47,8 @@ func (w *Worker) newLane(p int32) *lane {
 	return &lane{
 		w:         w,
 		partition: p,
-		in:        make(chan []*kgo.Record, 1),
+		wake:      make(chan struct{}, 1),
+		cancels:   map[string][]tick.Cancel{},
 		ctx:       ctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
@@ -86,35 +91,52 @@ func (l *lane) run() {
 			return
 		}
 	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
 		select {
 		case <-l.ctx.Done():
 			return
 		case <-w.draining:
 			return
-		case batch := <-l.in:
-			newer := newerSlots(batch)
-			for i, rec := range batch {
+		default:
+		}
+		it, wait, ok := l.next(w.cfg.Now())
+		if !ok {
+			if wait <= 0 {
+				wait = time.Hour // nothing queued: wait for a batch
+			}
+			timer.Reset(wait)
+			select {
+			case <-l.ctx.Done():
+				return
+			case <-w.draining:
+				return
+			case <-l.wake:
+			case <-timer.C:
+			}
+			if !timer.Stop() {
 				select {
-				case <-l.ctx.Done():
-					return
-				case <-w.draining:
-					return
+				case <-timer.C:
 				default:
 				}
-				o, ok := l.handle(rec, newer[i])
-				if !ok {
-					return // cancelled: no outcome; the ledger tells the next owner whether it had started
-				}
-				if o == nil {
-					l.skip(rec)
-				} else {
-					l.publish(rec, *o)
-				}
 			}
-			if cl := w.cl.Load(); cl != nil {
-				cl.ResumeFetchPartitions(map[string][]int32{w.names.Work: {l.partition}})
-			}
+			continue
+		}
+		o, ok := l.handle(it)
+		if !ok {
+			return // cancelled: no outcome; the ledger tells the next owner whether it had started
+		}
+		w.mu.Lock()
+		it.handled = true
+		if it.jump {
+			l.jumps--
+		}
+		w.mu.Unlock()
+		if o == nil {
+			l.finish(it)
+		} else {
+			l.publish(it, *o)
 		}
 	}
 }
@@ -122,8 +144,9 @@ func (l *lane) run() {
 // handle takes one record to its outcome. It returns a nil outcome for a tick the ledger says is finished
 // already, and false when the lane's context ended first (the record then has no outcome and must not be
 // committed).
-func (l *lane) handle(rec *kgo.Record, newer time.Time) (*Outcome, bool) {
+func (l *lane) handle(it *item) (*Outcome, bool) {
 	w := l.w
+	rec := it.rec
 	prior, ok := l.prior(rec)
 	if !ok {
 		return nil, false
@@ -140,7 +163,8 @@ func (l *lane) handle(rec *kgo.Record, newer time.Time) (*Outcome, bool) {
 		return nil, false
 	}
 	defer func() { <-w.sem }()
-	o, dl := w.process(l.ctx, rec, prior, l, newer)
+	newer, cancelled := l.hints(it, w.cfg.Now())
+	o, dl := w.process(l.ctx, rec, prior, l, newer, cancelled)
 	if l.ctx.Err() != nil && o.Status != StatusOK {
 		return nil, false
 	}
@@ -257,21 +281,10 @@ func (l *lane) commitMeta(next int64) string {
 	return l.ledger.commitMeta(next)
 }
 
-// skip marks a record the ledger says is finished as done, without a new outcome.
-func (l *lane) skip(rec *kgo.Record) {
+// publish writes the outcome of it; once it is acknowledged, its offset may be committed.
+func (l *lane) publish(it *item, o Outcome) {
 	w := l.w
-	w.mu.Lock()
-	if l.active {
-		l.doneOffset = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
-		l.dirty = true
-	}
-	w.mu.Unlock()
-	w.wakeCommitter()
-}
-
-// publish writes rec's outcome; once it is acknowledged, rec's offset may be committed.
-func (l *lane) publish(rec *kgo.Record, o Outcome) {
-	w := l.w
+	rec := it.rec
 	l.pending.Add(1)
 	w.prod.Produce(context.WithoutCancel(l.ctx), w.resultRecord(rec, o, w.resultParts), func(_ *kgo.Record, err error) {
 		defer l.pending.Done()
@@ -280,13 +293,7 @@ func (l *lane) publish(rec *kgo.Record, o Outcome) {
 			w.m.outcomeErrs.Inc()
 			w.logger.Error("writing outcome", "tick_id", o.ID, "partition", rec.Partition, "offset", rec.Offset, "error", err)
 		}
-		w.mu.Lock()
-		if l.active {
-			l.doneOffset = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
-			l.dirty = true
-		}
-		w.mu.Unlock()
-		w.wakeCommitter()
+		l.finish(it)
 	})
 }
 
@@ -313,9 +320,10 @@ type gate interface {
 // When the record must go to the dead-letter topic it returns the cause as well. When ctx ends first the
 // outcome is meaningless and the caller records nothing.
 //
-// newer is the latest slot of a later tick of the same schedule and shard in the same batch (zero: none): a tick
-// of an overlap-skip schedule does not start when such a newer tick is already due.
-func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.TickState, g gate, newer time.Time) (Outcome, error) {
+// newer is the latest start instant of a later tick of the same schedule and shard already fetched (zero: none):
+// a tick of an overlap-skip schedule does not start when such a newer tick is already due. cancelled, when not
+// nil, is a cancellation that applies to the tick: it does not run.
+func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.TickState, g gate, newer time.Time, cancelled *tick.Cancel) (Outcome, error) {
 	start := w.cfg.Now()
 	o := Outcome{ID: string(resultKey(rec)), Worker: w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset}
 	t, err := tick.Decode(rec.Value)
@@ -331,6 +339,13 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.Tic
 		base, interrupted = prior.Attempts, prior.Interrupted()
 	}
 	o.Interrupted = interrupted
+	if cancelled != nil {
+		o.Status, o.Attempts = StatusCancelled, base
+		o.Error = fmt.Sprintf("schedule %s (version %d) after the tick was emitted", cancelled.Reason, cancelled.Before)
+		w.count(resultCancelled, 1)
+		w.logger.Debug("tick cancelled", "tick_id", t.ID, "partition", rec.Partition, "reason", cancelled.Reason)
+		return o, nil
+	}
 	if interrupted && w.cfg.OnInterrupted == OnInterruptedSkip {
 		o.Status, o.Attempts = StatusInterrupted, base
 		o.Error = "an earlier run was interrupted; not run again (on-interrupted skip)"
@@ -403,8 +418,13 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a At
 		return err // ctx has ended (or the lane was cancelled): nothing ran
 	}
 	if a.N == 1 {
-		// Slot -> start of the first attempt, measured once the start is recorded: the ledger's cost is in it.
-		w.m.startDelay.Observe(w.cfg.Now().Sub(t.Slot).Seconds())
+		// A held tick's start was recorded up to PreStart before its instant: the handler starts on it.
+		if wait := t.StartAt().Sub(w.cfg.Now()); wait > 0 && !sleep(hctx, wait) {
+			end(hctx.Err())
+			return hctx.Err()
+		}
+		// Instant -> start of the first attempt, measured once the start is recorded: the ledger's cost is in it.
+		w.m.startDelay.Observe(w.cfg.Now().Sub(t.StartAt()).Seconds())
 	}
 	actx, cancel := context.WithTimeout(hctx, w.cfg.Timeout)
 	defer cancel()
@@ -477,23 +497,4 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-// newerSlots returns, for each record of batch, the latest slot among the later records of the same schedule
-// and shard (zero when there is none or the record is not a readable tick).
-func newerSlots(batch []*kgo.Record) []time.Time {
-	out := make([]time.Time, len(batch))
-	latest := map[string]time.Time{}
-	for i := len(batch) - 1; i >= 0; i-- {
-		t, err := tick.Decode(batch[i].Value)
-		if err != nil || t.Trigger {
-			continue
-		}
-		key := t.Schedule + "#" + strconv.Itoa(t.Shard)
-		out[i] = latest[key]
-		if t.Slot.After(latest[key]) {
-			latest[key] = t.Slot
-		}
-	}
-	return out
 }

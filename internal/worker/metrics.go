@@ -14,6 +14,8 @@ const (
 	resultInterrupted  = "interrupted"
 	// resultSkippedOverlap: not started because a newer tick of its schedule was due (overlap skip).
 	resultSkippedOverlap = "skipped_overlap"
+	// resultCancelled: not started because its schedule was paused or deleted after it was emitted.
+	resultCancelled = "cancelled"
 )
 
 type metrics struct {
@@ -36,12 +38,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickgroup_worker_ticks_total",
-			Help: "Ticks handled by this worker by result: ok, failed (permanent failure), retried (one per retry), skipped_late, skipped_overlap (a newer tick of the schedule was due: overlap skip), dead_lettered, interrupted (not run again after an interruption).",
+			Help: "Ticks handled by this worker by result: ok, failed (permanent failure), retried (one per retry), skipped_late, skipped_overlap (a newer tick of the schedule was due: overlap skip), dead_lettered, interrupted (not run again after an interruption), cancelled (its schedule was paused or deleted after it was emitted).",
 		}, []string{"result"}),
 		startDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tickgroup_worker_start_delay_seconds",
-			Help:    "Time from a tick's slot to the start of its first handler attempt (after its started entry is recorded).",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+			Help:    "Time from a tick's start instant (its slot plus jitter: not_before) to the start of its first handler attempt (after its started entry is recorded).",
+			Buckets: []float64{.0005, .001, .002, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tickgroup_worker_duration_seconds",
@@ -89,7 +91,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, d := range []string{"finished", "rerun", "interrupted"} {
 		m.ledgerSkips.WithLabelValues(d)
 	}
-	for _, r := range []string{resultOK, resultFailed, resultRetried, resultSkippedLate, resultSkippedOverlap, resultDeadLettered, resultInterrupted} {
+	for _, r := range []string{resultOK, resultFailed, resultRetried, resultSkippedLate, resultSkippedOverlap, resultDeadLettered, resultInterrupted, resultCancelled} {
 		m.ticks.WithLabelValues(r)
 	}
 	for _, r := range []string{reasonMaxAttempts, reasonPermanent, reasonUndecodable, reasonUnknownVersion, reasonTooLarge} {

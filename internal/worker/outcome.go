@@ -30,6 +30,9 @@ const (
 	StatusSkippedOverlap = ledger.StatusSkippedOverlap
 	// StatusInterrupted: an earlier run was cut off and Config.OnInterrupted is skip: the tick is not run again.
 	StatusInterrupted = ledger.StatusInterrupted
+	// StatusCancelled: the schedule was paused or deleted after the tick was emitted (ahead of its slot) and
+	// before it started (tick.Cancel): it did not run.
+	StatusCancelled = ledger.StatusCancelled
 )
 
 // Dead-letter reasons, the tickgroup-reason header of a dead-letter record.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
 // Deps are the worker's collaborators.
@@ -139,7 +140,7 @@ func (w *Worker) opts(role string, extra ...[]kgo.Opt) []kgo.Opt {
 // It returns nil on such a stop.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.Forward != "" {
-		return (&forwarder{w: w, parts: map[int32]bool{}}).run(ctx)
+		return (&forwarder{w: w, parts: map[int32]bool{}, held: map[int32][]*kgo.Record{}, cancels: map[string][]tick.Cancel{}}).run(ctx)
 	}
 	w.logger.Info("starting worker", "worker_id", w.cfg.WorkerID, "group", w.names.WorkerGroup, "topic", w.names.Work,
 		"concurrency", w.cfg.Concurrency, "max_attempts", w.cfg.MaxAttempts, "start", w.cfg.Start.String())
@@ -297,9 +298,10 @@ func (w *Worker) partitionCounts(ctx context.Context, cl *kgo.Client) (results, 
 
 // poll fetches records and hands each partition's batch to its lane until ctx ends.
 //
-// Memory stays bounded by pausing: a partition is paused when its batch goes to its lane and resumed by the lane
-// once the batch is done. kgo strips a paused partition from every later poll (its buffered data is dropped and
-// fetched again on resume), so a lane holds at most one batch and its channel (capacity 1) never blocks poll.
+// Each batch goes into its lane's queue at once, so a lane keeps reading while it holds ticks for their instant
+// (queue.go). Memory stays bounded by pausing: a partition is paused when its lane holds laneQueueMax records
+// and resumed by the lane below half of that. kgo strips a paused partition from every later poll (its buffered
+// data is dropped and fetched again on resume).
 func (w *Worker) poll(ctx context.Context, cl *kgo.Client) error {
 	for {
 		fetches := cl.PollRecords(ctx, 10_000)
@@ -341,10 +343,8 @@ func (w *Worker) poll(ctx context.Context, cl *kgo.Client) error {
 			if l == nil {
 				return // not ours any more; kgo will not return it again
 			}
-			cl.PauseFetchPartitions(map[string][]int32{ftp.Topic: {ftp.Partition}})
-			select {
-			case l.in <- ftp.Records:
-			case <-l.done:
+			if l.enqueue(ftp.Records) {
+				cl.PauseFetchPartitions(map[string][]int32{ftp.Topic: {ftp.Partition}})
 			}
 		})
 		cl.AllowRebalance()

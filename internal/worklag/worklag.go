@@ -234,7 +234,7 @@ func (m *Monitor) oldest(ctx context.Context, from map[int32]kgo.Offset, end map
 					continue
 				}
 				if tk, err := tick.Decode(r.Value); err == nil {
-					out[p.Partition] = tk.Slot
+					out[p.Partition] = tk.StartAt() // a held tick (emitted ahead) is not late: its lag is 0
 					settled[p.Partition] = true
 					return
 				}

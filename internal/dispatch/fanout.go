@@ -1,0 +1,104 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+)
+
+// Several leaders in one process. A replica may lead several partitions of the ticker topic at once (ticker
+// init --leaders K), each with its own term. They share the process's View, whose changes can be taken only
+// once; distribute takes them and hands each name to the term that leads it (kafka.LeaderOf), and every
+// change to leader 0's term, which alone repairs the shared schedules topic.
+
+// changeSub is one term's share of the View's changes.
+type changeSub struct {
+	mu     sync.Mutex
+	names  map[string]struct{}
+	notify chan struct{} // capacity 1: a pending signal
+}
+
+func (c *changeSub) add(names []string) {
+	c.mu.Lock()
+	for _, n := range names {
+		c.names[n] = struct{}{}
+	}
+	c.mu.Unlock()
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// take returns and forgets the names changed since the last take.
+func (c *changeSub) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.names))
+	for n := range c.names {
+		out = append(out, n)
+	}
+	clear(c.names)
+	return out
+}
+
+// subscribe registers the term of leader k for the View's changes.
+func (d *Dispatcher) subscribe(k int32) *changeSub {
+	c := &changeSub{names: map[string]struct{}{}, notify: make(chan struct{}, 1)}
+	d.fanMu.Lock()
+	d.subs[k] = c
+	d.fanMu.Unlock()
+	return c
+}
+
+func (d *Dispatcher) unsubscribe(k int32, c *changeSub) {
+	d.fanMu.Lock()
+	if d.subs[k] == c {
+		delete(d.subs, k)
+	}
+	d.fanMu.Unlock()
+}
+
+// distribute takes the View's changes and hands them to the terms that lead them. Names of leaders not led here
+// are dropped: a term that starts later reads the whole View.
+func (d *Dispatcher) distribute() {
+	d.fanMu.Lock()
+	defer d.fanMu.Unlock()
+	names := d.view.TakeChanged()
+	if len(names) == 0 {
+		return
+	}
+	by := map[int32][]string{}
+	for _, n := range names {
+		k := kafka.LeaderOf(n, d.leaders)
+		by[k] = append(by[k], n)
+	}
+	for k, c := range d.subs {
+		if ns := by[k]; len(ns) > 0 || k == 0 {
+			c.add(ns) // leader 0 is told of every change: it repairs broken schedule records
+		}
+	}
+}
+
+// leaderCount returns the number of leaders (the ticker topic's partitions) and checks it against the count the
+// process's earlier terms used: it must not change under running leaders, or two would lead one schedule.
+func (d *Dispatcher) leaderCount(ctx context.Context, adm *kadm.Client, k int32) (int, error) {
+	n, err := kafka.Leaders(ctx, adm, d.cfg.Names.Ticker)
+	if err != nil {
+		return 0, err
+	}
+	d.fanMu.Lock()
+	defer d.fanMu.Unlock()
+	switch {
+	case int(k) >= n:
+		return 0, fmt.Errorf("leading partition %d of %s, which has %d partitions", k, d.cfg.Names.Ticker, n)
+	case d.leaders != 0 && d.leaders != n:
+		return 0, fmt.Errorf("%s has %d partitions, %d when this replica started leading: changing the number of leaders of a running namespace is not supported (see ticker init --help)", d.cfg.Names.Ticker, n, d.leaders)
+	}
+	d.leaders = n
+	return n, nil
+}

@@ -1,0 +1,234 @@
+package worker
+
+import (
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/cancel"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// A lane's queue. The leader emits ticks ahead of their slot (ticker run --lead), so a lane holds the records
+// of its partition in memory until their instant. The poll loop appends them as they are fetched, so the lane
+// keeps reading while it waits: the cancellations of paused and deleted schedules (tick.Cancel) and manual
+// triggers arrive behind the held ticks and take effect at once.
+//
+// Order: the scheduled ticks of a partition start one at a time, in offset order, each at its instant. A manual
+// trigger (or an unreadable record, which is only dead-lettered) does not wait behind a held tick: it runs as
+// soon as the lane is free. The committed offset stays below the first record not finished, so a crash never
+// skips a held tick; a trigger that ran out of order has its outcome in the ledger, which the next owner reads.
+
+// laneQueueMax is how many records a lane holds before fetching of its partition pauses (it resumes below half).
+const laneQueueMax = 50_000
+
+// maxCancels bounds the cancellations a lane remembers; the oldest go first.
+const maxCancels = 10_000
+
+// item is one record of a lane's queue.
+type item struct {
+	rec *kgo.Record
+	// t is the decoded tick (valid when err is nil and the record is not a cancel).
+	t   tick.Tick
+	err error
+	// startAt is when the tick is due to start (zero: at once); jump is set for records that need not wait
+	// behind a held tick: manual triggers and unreadable records.
+	startAt time.Time
+	jump    bool
+	// handled is set by the lane goroutine once it is done with the record (its outcome may still be in
+	// flight); done (under w.mu) once the record may be committed past.
+	handled bool
+	done    bool
+}
+
+// enqueue appends a fetched batch to the lane's queue, remembering cancellations, and wakes the lane. It reports
+// whether the queue is full (the caller pauses fetching of the partition). Called by the poll loop.
+func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
+	items := make([]*item, 0, len(recs))
+	var cancels []tick.Cancel
+	for _, r := range recs {
+		it := &item{rec: r}
+		switch {
+		case cancel.Is(r) && validCancel(r, &cancels):
+			it.handled, it.done = true, true
+		default:
+			// A tick, or an unreadable record (a cancel among them): an unreadable one is dead-lettered.
+			it.t, it.err = tick.Decode(r.Value)
+			switch {
+			case it.err != nil || it.t.Trigger:
+				it.jump = true
+			case it.t.NotBefore != nil:
+				it.startAt = *it.t.NotBefore
+			}
+		}
+		items = append(items, it)
+	}
+	w := l.w
+	w.mu.Lock()
+	l.queue = append(l.queue, items...)
+	for _, c := range cancels {
+		l.cancels[c.Schedule] = append(l.cancels[c.Schedule], c)
+		l.ncancels++
+	}
+	for _, it := range items {
+		if it.jump {
+			l.jumps++
+		}
+	}
+	if l.ncancels > maxCancels {
+		l.pruneCancelsLocked()
+	}
+	l.advanceLocked()
+	full = len(l.queue) >= laneQueueMax
+	l.paused = l.paused || full
+	w.mu.Unlock()
+	if len(cancels) > 0 {
+		w.logger.Debug("cancellations received", "partition", l.partition, "count", len(cancels), "schedule", cancels[0].Schedule, "reason", cancels[0].Reason)
+	}
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return full
+}
+
+// validCancel decodes the cancel record r into cancels and reports whether it could.
+func validCancel(r *kgo.Record, cancels *[]tick.Cancel) bool {
+	c, err := tick.DecodeCancel(r.Value)
+	if err != nil {
+		return false
+	}
+	*cancels = append(*cancels, c)
+	return true
+}
+
+// pruneCancelsLocked drops the oldest half of the remembered cancellations.
+func (l *lane) pruneCancelsLocked() {
+	all := make([]time.Time, 0, l.ncancels)
+	for _, cs := range l.cancels {
+		for _, c := range cs {
+			all = append(all, c.After)
+		}
+	}
+	slices.SortFunc(all, time.Time.Compare)
+	cutoff := all[len(all)/2]
+	l.ncancels = 0
+	for name, cs := range l.cancels {
+		kept := cs[:0]
+		for _, c := range cs {
+			if !c.After.Before(cutoff) {
+				kept = append(kept, c)
+			}
+		}
+		if len(kept) == 0 {
+			delete(l.cancels, name)
+			continue
+		}
+		l.cancels[name] = kept
+		l.ncancels += len(kept)
+	}
+}
+
+// next returns the record the lane should take now, or, when none is ready, how long to wait for the first
+// held one (ok false, wait 0: the queue has nothing to run).
+func (l *lane) next(now time.Time) (it *item, wait time.Duration, ok bool) {
+	w := l.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var head *item
+	for _, c := range l.queue {
+		if c.handled {
+			continue
+		}
+		if head == nil {
+			head = c
+			if c.jump || c.startAt.IsZero() || !now.Before(c.startAt.Add(-w.cfg.PreStart)) {
+				return c, 0, true
+			}
+			if l.jumps == 0 {
+				break
+			}
+			continue
+		}
+		if c.jump {
+			return c, 0, true
+		}
+	}
+	if head == nil {
+		return nil, 0, false
+	}
+	return nil, head.startAt.Add(-w.cfg.PreStart).Sub(now), false
+}
+
+// hints returns what the rest of the queue says about it: the latest start instant, at or before now, of a later
+// scheduled tick of the same schedule and shard (for overlap skip), and a cancellation that applies to it.
+func (l *lane) hints(it *item, now time.Time) (newer time.Time, c *tick.Cancel) {
+	w := l.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if it.err != nil {
+		return time.Time{}, nil
+	}
+	for _, cc := range l.cancels[it.t.Schedule] {
+		if cc.Applies(it.t) {
+			c = &cc
+			break
+		}
+	}
+	if it.t.Overlap != tick.OverlapSkip || it.t.Trigger {
+		return time.Time{}, c
+	}
+	after := false
+	for _, o := range l.queue {
+		if o == it {
+			after = true
+			continue
+		}
+		if !after || o.err != nil || o.t.Trigger || o.t.Schedule != it.t.Schedule || o.t.Shard != it.t.Shard {
+			continue
+		}
+		if s := o.t.StartAt(); !s.After(now) && s.After(newer) {
+			newer = s
+		}
+	}
+	return newer, c
+}
+
+// finish marks it done (its outcome is acknowledged, or it needs none) and moves the committable offset.
+func (l *lane) finish(it *item) {
+	w := l.w
+	w.mu.Lock()
+	it.done = true
+	l.advanceLocked()
+	resume := l.paused && len(l.queue) < laneQueueMax/2
+	if resume {
+		l.paused = false
+	}
+	w.mu.Unlock()
+	if resume {
+		if cl := w.cl.Load(); cl != nil {
+			cl.ResumeFetchPartitions(map[string][]int32{w.names.Work: {l.partition}})
+		}
+	}
+	w.wakeCommitter()
+}
+
+// advanceLocked drops the finished records at the front of the queue; the offset after the last of them may be
+// committed. Called with w.mu held.
+func (l *lane) advanceLocked() {
+	n := 0
+	for n < len(l.queue) && l.queue[n].done {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	last := l.queue[n-1].rec
+	if l.active {
+		l.doneOffset = kgo.EpochOffset{Epoch: last.LeaderEpoch, Offset: last.Offset + 1}
+		l.dirty = true
+	}
+	clear(l.queue[:n])
+	l.queue = l.queue[n:]
+}

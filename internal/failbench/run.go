@@ -207,7 +207,7 @@ func putSchedules(ctx context.Context, cl *kgo.Client, topic string, cfg Config,
 		if err != nil {
 			return nil, fmt.Errorf("schedule %s: %w", name, err)
 		}
-		if err := store.Put(ctx, cl, topic, spec); err != nil {
+		if _, err := store.Put(ctx, cl, topic, spec); err != nil {
 			return nil, err
 		}
 		out = append(out, s)

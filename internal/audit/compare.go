@@ -39,8 +39,8 @@ const (
 	defaultGrace       = 5 * time.Minute
 	defaultChangeSlack = 3 * time.Second
 	// DefaultLead is `ticker run --lead`'s default.
-	DefaultLead = 10 * time.Second
-	defaultMaxTicks    = 5_000_000
+	DefaultLead     = 10 * time.Second
+	defaultMaxTicks = 5_000_000
 )
 
 // expectation is one tick a definition produces.

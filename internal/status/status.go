@@ -29,11 +29,11 @@ type Report struct {
 	// partition no replica leads has no entry.
 	Leaders []Leader `json:"leaders"`
 	// LeaderCount is the number of leaders of the namespace (the ticker topic's partitions).
-	LeaderCount int `json:"leader_count"`
-	Replicas  int        `json:"replicas"`
-	Schedules []Schedule `json:"schedules"`
-	Work      []Lag      `json:"work_lag"`
-	WorkLag   int64      `json:"work_lag_total"`
+	LeaderCount int        `json:"leader_count"`
+	Replicas    int        `json:"replicas"`
+	Schedules   []Schedule `json:"schedules"`
+	Work        []Lag      `json:"work_lag"`
+	WorkLag     int64      `json:"work_lag_total"`
 	// Broken lists the schedules-topic keys whose newest record is invalid: the replicas keep the last valid
 	// definition and the leader repairs the key (it restates that definition and dead-letters the record).
 	Broken []Broken `json:"broken_schedule_records,omitempty"`

@@ -109,7 +109,8 @@ func (f *forwarder) run(ctx context.Context) error {
 		var fetches kgo.Fetches
 		switch wait, any := f.nextWait(w.cfg.Now()); {
 		case any && wait <= 0:
-			fetches = sess.PollRecords(nil, 1000) // only what is buffered: records are ready
+			// A nil context is kgo's documented "return what is buffered, do not wait": records are ready.
+			fetches = sess.PollRecords(nil, 1000) //nolint:staticcheck // SA1012: see above
 		case any:
 			pctx, cancel := context.WithTimeout(ctx, wait)
 			fetches = sess.PollRecords(pctx, 1000)

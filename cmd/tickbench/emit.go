@@ -20,6 +20,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/cli"
+	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -43,6 +44,7 @@ func runEmitBench(ctx context.Context, args []string, getenv func(string) string
 	tickerBin := fs.String("ticker", "", "path of the ticker binary (default: go build ./cmd/ticker into a temp dir)")
 	takeover := fs.Bool("takeover", false, "run a standby ticker beside the leader and SIGKILL the leader halfway through the run; report the takeover time, the state rebuild, the lag around it and every slot missing or doubled")
 	lead := fs.Duration("lead", -1, "the tickers' --lead (default: theirs)")
+	leaders := fs.Int("leaders", 1, "leaders of the namespace (ticker init --leaders): the one ticker process leads them all; the lag is also reported per leader")
 	profileDir := fs.String("profile-dir", "", "write the leader's heap profiles to this directory: heap-peak.pb.gz whenever its RSS reaches a new peak (at most every 2s), heap-end.pb.gz at the end")
 	fs.Usage = cli.Usage(fs, `Usage: tickbench emit [flags]
 
@@ -60,7 +62,10 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	if *n < 1 || *rounds < 1 || *every < time.Second {
 		return cli.Usagef("--schedules and --rounds must be at least 1, --every at least 1s")
 	}
-	ns, err := newBenchNamespace(ctx, *brokers, "tickbench-emit", *parts, false)
+	if *leaders < 1 || *leaders > kafka.MaxLeaders {
+		return cli.Usagef("--leaders %d: want 1 to %d", *leaders, kafka.MaxLeaders)
+	}
+	ns, err := newBenchNamespaceLeaders(ctx, *brokers, "tickbench-emit", *parts, *leaders, false)
 	if err != nil {
 		return err
 	}
@@ -245,6 +250,18 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 		}
 	}
 	fmt.Fprintf(stdout, "emission lag after the first interval (start-up excluded): %s over %d ticks\n", quantiles(steady), len(steady))
+	if *leaders > 1 {
+		per := make([][]time.Duration, *leaders)
+		for _, a := range arrivals {
+			if a.sched >= 0 {
+				k := kafka.LeaderOf(fmt.Sprintf("load-%07d", a.sched), *leaders)
+				per[k] = append(per[k], a.lag())
+			}
+		}
+		for k, ls := range per {
+			fmt.Fprintf(stdout, "leader %d: %d ticks, emission lag %s\n", k, len(ls), quantiles(ls))
+		}
+	}
 	if !*spread {
 		slots := slices.Sorted(maps.Keys(bySlot))
 		for _, s := range slots {

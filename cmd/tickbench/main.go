@@ -90,6 +90,11 @@ type benchNamespace struct {
 // newBenchNamespace creates the topics of a fresh namespace named prefix-<nanoseconds>. close removes its
 // topics and groups (unless keep) and closes the admin client.
 func newBenchNamespace(ctx context.Context, brokers, prefix string, partitions int, keep bool) (*benchNamespace, error) {
+	return newBenchNamespaceLeaders(ctx, brokers, prefix, partitions, 1, keep)
+}
+
+// newBenchNamespaceLeaders is newBenchNamespace with leaders partitions of the ticker topic (ticker init --leaders).
+func newBenchNamespaceLeaders(ctx context.Context, brokers, prefix string, partitions, leaders int, keep bool) (*benchNamespace, error) {
 	cfg := kafka.Config{Brokers: strings.Split(brokers, ","), Namespace: fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()), ClientID: "tickbench"}
 	opts, err := cfg.Opts(nil)
 	if err != nil {
@@ -111,7 +116,7 @@ func newBenchNamespace(ctx context.Context, brokers, prefix string, partitions i
 		_, _ = ns.adm.DeleteGroups(cctx, n.TickerGroup, n.WorkerGroup)
 		_, _ = ns.adm.DeleteTopics(cctx, n.Ticker, n.Schedules, n.Work, n.Results, n.DLQ, n.Work+".raw", n.Work+".rtt")
 	}
-	if err := kafka.EnsureTopics(ctx, ns.adm, ns.names, kafka.TopicOptions{WorkPartitions: int32(partitions)}); err != nil {
+	if err := kafka.EnsureTopics(ctx, ns.adm, ns.names, kafka.TopicOptions{WorkPartitions: int32(partitions), Leaders: int32(leaders)}); err != nil {
 		ns.close()
 		return nil, err
 	}

@@ -42,7 +42,7 @@ type forwarder struct {
 
 	mu      sync.Mutex
 	parts   map[int32]bool           // the work partitions assigned
-	held    map[int32][]*kgo.Record  // records polled and not yet forwarded, per partition, in offset order
+	held    map[int32][]heldRecord   // records polled and not yet forwarded, per partition, in offset order
 	cancels map[string][]tick.Cancel // cancellations read, by schedule
 }
 
@@ -145,7 +145,16 @@ func (f *forwarder) run(ctx context.Context) error {
 		if len(recs) == 0 {
 			continue
 		}
-		if err := f.batch(ctx, sess, recs, fwdParts, commitAt); err != nil {
+		committed, err := f.batch(ctx, sess, recs, fwdParts, commitAt)
+		switch {
+		case errors.Is(err, errNotBegun):
+			f.restore(recs) // nothing was sent and nothing rewound: they are still to forward, first
+		case !committed:
+			// The session rewinds to the committed offsets and delivers everything held again: what is held now
+			// must not be forwarded before that (it would be forwarded twice).
+			f.dropHeld()
+		}
+		if err != nil {
 			if errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
 				return fmt.Errorf("forwarding: %w", kafka.NeedACL(err, "Write", "transactional ID", txnID+" (prefixed ACL "+w.names.WorkerGroup+".forward.)"))
 			}
@@ -181,20 +190,26 @@ func (f *forwarder) hold(recs []*kgo.Record) {
 			} // an unreadable one is dead-lettered when its turn comes (batch)
 		}
 		rs := f.held[r.Partition]
-		if n := len(rs); n > 0 && r.Offset <= rs[n-1].Offset {
+		if n := len(rs); n > 0 && r.Offset <= rs[n-1].rec.Offset {
 			// The session rewound to the committed offsets (a transaction that did not commit): it delivers
 			// again what is held from here on.
 			i := 0
-			for i < n && rs[i].Offset < r.Offset {
+			for i < n && rs[i].rec.Offset < r.Offset {
 				i++
 			}
 			rs = rs[:i]
 		}
-		f.held[r.Partition] = append(rs, r)
+		f.held[r.Partition] = append(rs, heldRecord{rec: r, at: startAt(r)})
 	}
 }
 
-// startAt is when a held record is due: its tick's instant, or zero (at once) for anything else.
+// heldRecord is a record polled and not yet forwarded, with the instant it is due (startAt).
+type heldRecord struct {
+	rec *kgo.Record
+	at  time.Time
+}
+
+// startAt is when a record is due: its tick's instant, or zero (at once) for anything else.
 func startAt(r *kgo.Record) time.Time {
 	if cancel.Is(r) {
 		return time.Time{}
@@ -216,7 +231,7 @@ func (f *forwarder) nextWait(now time.Time) (wait time.Duration, any bool) {
 			continue
 		}
 		any = true
-		at := startAt(rs[0])
+		at := rs[0].at
 		if !at.After(now) {
 			return 0, true
 		}
@@ -239,19 +254,45 @@ func (f *forwarder) take(now time.Time) ([]*kgo.Record, map[int32]int64) {
 	commitAt := map[int32]int64{}
 	for p, rs := range f.held {
 		n := 0
-		for n < len(rs) && !startAt(rs[n]).After(now) {
+		for n < len(rs) && !rs[n].at.After(now) {
+			out = append(out, rs[n].rec)
 			n++
 		}
-		out = append(out, rs[:n]...)
 		rest := rs[n:]
 		if len(rest) == 0 {
 			delete(f.held, p)
 			continue
 		}
 		f.held[p] = rest
-		commitAt[p] = rest[0].Offset
+		commitAt[p] = rest[0].rec.Offset
 	}
 	return out, commitAt
+}
+
+// errNotBegun is batch's error when the transaction could not begin.
+var errNotBegun = errors.New("beginning the transaction")
+
+// dropHeld forgets every held record: after a transaction that did not commit, the session rewinds to the
+// committed offsets and delivers them again.
+func (f *forwarder) dropHeld() {
+	f.mu.Lock()
+	clear(f.held)
+	f.mu.Unlock()
+}
+
+// restore puts records taken for a transaction that never began back in front of the held ones.
+func (f *forwarder) restore(recs []*kgo.Record) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	by := map[int32][]heldRecord{}
+	for _, r := range recs {
+		by[r.Partition] = append(by[r.Partition], heldRecord{rec: r, at: startAt(r)})
+	}
+	for p, rs := range by {
+		if f.parts[p] {
+			f.held[p] = append(rs, f.held[p]...)
+		}
+	}
 }
 
 // cancelled returns a cancellation that applies to t, if any.
@@ -271,10 +312,12 @@ func (f *forwarder) cancelled(t tick.Tick) *tick.Cancel {
 //
 // commitAt holds, for partitions with records still held, the offset to commit instead of the one after the last
 // record polled.
-func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, recs []*kgo.Record, fwdParts int, commitAt map[int32]int64) error {
+//
+// It reports whether the transaction committed; errNotBegun means it never began.
+func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, recs []*kgo.Record, fwdParts int, commitAt map[int32]int64) (bool, error) {
 	w := f.w
 	if err := sess.Begin(); err != nil {
-		return fmt.Errorf("beginning transaction: %w", err)
+		return false, fmt.Errorf("%w: %w", errNotBegun, err)
 	}
 	var (
 		mu      sync.Mutex
@@ -381,14 +424,14 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 	}
 	committed, err := sess.End(endCtx, try)
 	if err != nil {
-		return fmt.Errorf("ending transaction: %w", err)
+		return false, fmt.Errorf("ending transaction: %w", err)
 	}
 	if prodErr != nil {
-		return fmt.Errorf("producing: %w (transaction aborted)", prodErr)
+		return false, fmt.Errorf("producing: %w (transaction aborted)", prodErr)
 	}
 	if !committed {
 		w.logger.Info("transaction aborted by a rebalance; the records will be consumed again", "records", len(recs))
-		return nil
+		return false, nil
 	}
 	for r, n := range counts {
 		w.count(r, n)
@@ -397,7 +440,7 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 		w.m.deadLetters.WithLabelValues(r).Add(float64(n))
 	}
 	w.logger.Debug("forwarded batch", "records", len(recs))
-	return nil
+	return true, nil
 }
 
 func (f *forwarder) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {

@@ -28,6 +28,7 @@ type tickerProc struct {
 	peakRSS  float64
 	peakHeap float64
 	profiled time.Time
+	started  time.Time // when the process was started
 
 	mu        sync.Mutex
 	termReady string // the fields of its "leader term ready" log line
@@ -49,6 +50,7 @@ func startTicker(bin, brokers, ns, name string, extra []string, stderr io.Writer
 	if err != nil {
 		return nil, err
 	}
+	t.started = time.Now()
 	if err := t.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the %s ticker: %w", name, err)
 	}

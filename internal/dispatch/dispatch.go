@@ -248,11 +248,12 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		return err
 	}
 	defer func() { d.metrics.endTerm(maps.Keys(pl.items)) }()
-	for name, it := range pl.items {
-		if it.entry.Schedule.Metrics() {
+	for _, name := range pl.metered {
+		if it, ok := pl.items[name]; ok && it.entry.Schedule.Metrics() {
 			d.metrics.next(name, it.entry, it.base)
 		}
 	}
+	pl.metered = nil
 	// took is from the term's start, rebuild from the fencing (the state read, the checks and the planner); the
 	// phases say where a slow start goes.
 	ms := func(x time.Duration) time.Duration { return x.Round(time.Millisecond) }
@@ -361,7 +362,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 
 func (d *Dispatcher) observe(ems []emission, committed time.Time) {
 	for _, em := range ems {
-		shards := max(em.entry.Spec().Shards, 1)
+		shards := em.entry.Schedule.Shards()
 		d.metrics.emitted.Add(float64(len(em.slots) * shards))
 		d.metrics.missed.Add(float64(em.missed))
 		for _, s := range em.slots {

@@ -110,7 +110,7 @@ func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl
 			continue // a new schedule: nothing was due yet
 		}
 		missing = append(missing, name)
-		shards := max(e.Spec().Shards, 1)
+		shards := e.Schedule.Shards()
 		for shard := range min(shards, partitions) {
 			p := tick.Partition(name, shard, partitions)
 			want[p] = append(want[p], name)

@@ -42,17 +42,20 @@ func Encode(s Spec) ([]byte, error) {
 // Decode reads a stored spec and validates it. Unknown fields are ignored, so a replica running an older build
 // can still read specs written by a newer one during a rolling upgrade.
 func Decode(b []byte) (Spec, error) {
-	var st struct {
-		V *int `json:"v"`
-		Spec
+	s, v, ok := decodeFast(b)
+	if !ok {
+		var st struct {
+			V *int `json:"v"`
+			Spec
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			return Spec{}, fmt.Errorf("decoding schedule: %w", errlimit.Wrap(err))
+		}
+		s, v = st.Spec, st.V
 	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return Spec{}, fmt.Errorf("decoding schedule: %w", errlimit.Wrap(err))
+	if v != nil && *v != Version {
+		return Spec{}, fmt.Errorf("decoding schedule: version %d: %w", *v, ErrUnknownVersion)
 	}
-	if st.V != nil && *st.V != Version {
-		return Spec{}, fmt.Errorf("decoding schedule: version %d: %w", *st.V, ErrUnknownVersion)
-	}
-	s := st.Spec
 	if err := s.Validate(); err != nil {
 		return Spec{}, fmt.Errorf("decoding schedule: %w", err)
 	}

@@ -97,6 +97,9 @@ func (s *Schedule) Paused() bool { return s.paused }
 // Metrics reports Spec().Metrics without the copy.
 func (s *Schedule) Metrics() bool { return s.metrics }
 
+// Shards is the number of ticks per slot: Spec().Shards, at least 1, without the copy.
+func (s *Schedule) Shards() int { return max(int(s.shards), 1) }
+
 // Next returns the first slot strictly after `after`, in UTC, or the zero time if there is none (past End).
 // Slots are whole seconds, never before Start and never after End.
 func (s *Schedule) Next(after time.Time) time.Time {

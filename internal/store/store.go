@@ -179,17 +179,25 @@ func (f *fold) apply(r *kgo.Record) error {
 		f.broken[name] = Broken{Name: name, Record: r, Invalid: err, Last: f.last(name)}
 		return err
 	}
-	delete(f.broken, name)
-	valid := f.valid(name)
+	// One lookup of name on the common path (a new or changed definition): a leader's cold start folds a
+	// million records into a map that does not fit the caches.
+	if len(f.broken) > 0 {
+		delete(f.broken, name)
+	}
+	old, had := f.entries[name]
+	valid := old.valid
+	if !had && len(f.gone) > 0 {
+		valid = f.gone[name]
+		delete(f.gone, name)
+	}
 	if !isRepair {
 		valid = r.Offset
 	}
-	if old, ok := f.entries[name]; ok && SameSpec(old.sched.Spec(), spec) {
+	if had && SameSpec(old.sched.Spec(), spec) {
 		old.valid = valid
 		f.entries[name] = old
 		return nil // a restatement (a repair, or a put of the same definition): not a change
 	}
-	delete(f.gone, name)
 	f.entries[name] = slot{sched: sched, version: r.Offset, updated: r.Timestamp.UnixNano(), valid: valid}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -250,8 +251,9 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 			sinceStart = append(sinceStart, a.lag())
 		}
 	}
-	fmt.Fprintf(stdout, "emission lag from the leader's process start (its cold start included): %s over %d ticks; %d ticks of slots due before it started, while the schedules were written, not counted here\n",
-		quantiles(sinceStart), len(sinceStart), len(arrivals)-len(sinceStart))
+	firstSeen := slices.MinFunc(arrivals, func(a, b arrival) int { return cmp.Compare(a.seen, b.seen) }).seen
+	fmt.Fprintf(stdout, "emission lag from the leader's process start (its cold start included): %s over %d ticks; %d ticks of slots due before it started, while the schedules were written, not counted here; first tick visible %v after the process start\n",
+		quantiles(sinceStart), len(sinceStart), len(arrivals)-len(sinceStart), time.Duration(firstSeen-leaderProc.started.UnixNano()).Round(time.Millisecond))
 	// The same without the start-up: the slots from one interval after the first slot on.
 	firstSlot := slices.Min(slices.Collect(maps.Keys(bySlot)))
 	var steady []time.Duration

@@ -32,12 +32,19 @@ type planner struct {
 	heap   dueHeap
 	// bulk is set while newPlannerFrom fills the heap: entries are appended and ordered once at the end.
 	bulk bool
-	// slab holds the items of the schedules the term starts with, allocated at once (one allocation instead
-	// of a million); set takes the next one while there are.
-	slab []item
+	// unstated lists the schedules the term started with that have no state and are not paused, with their
+	// first slot: the ones checkState looks at (a new schedule, or one whose state vanished), gathered while
+	// the planner visits every schedule anyway.
+	unstated []unstated
 	// metered lists the schedules with their own metrics that the term started with (set in bulk), so that
 	// the term start does not visit every item for the few that have them.
 	metered []string
+}
+
+// unstated is a schedule without state when the term started, and its first slot (zero: none).
+type unstated struct {
+	name  string
+	first time.Time
 }
 
 // item is one schedule of the planner.
@@ -69,6 +76,9 @@ func newPlanner(entries map[string]store.Entry, state map[string]stored, lead ti
 
 // newPlannerFrom is newPlanner from a sequence of n schedules (a View's, read under its lock: no copy of them
 // is made first). The sequence lists each name once, as a map's does.
+//
+// A second goroutine fills the map of names while this one fills the heap: at a million schedules each insert
+// into the map costs a cache miss or two (the name's bytes, the table's group), and a cold start waits for both.
 func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[string]stored, lead time.Duration) *planner {
 	p := &planner{
 		lead:   lead,
@@ -76,13 +86,49 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 		graves: map[string]time.Time{},
 		heap:   make(dueHeap, 0, n),
 		bulk:   true,
-		slab:   make([]item, n),
 	}
+	type named struct {
+		name string
+		it   *item
+	}
+	const chunkLen = 4096
+	chunks := make(chan []named, 4)
+	filled := make(chan struct{})
+	go func() {
+		defer close(filled)
+		for c := range chunks {
+			for _, x := range c {
+				p.items[x.name] = x.it
+			}
+		}
+	}()
+	slab := make([]item, n) // one allocation instead of a million; more than n schedules take their own
+	chunk := make([]named, 0, chunkLen)
 	for name, e := range entries {
-		p.set(name, e, state[name].LastSlot)
+		var it *item
+		if len(slab) > 0 {
+			it, slab = &slab[0], slab[1:]
+		} else {
+			it = &item{}
+		}
+		if e.Schedule.Metrics() {
+			p.metered = append(p.metered, name)
+		}
+		st, stated := state[name]
+		p.update(it, name, e, st.LastSlot, false)
+		if !stated && !e.Schedule.Paused() {
+			p.unstated = append(p.unstated, unstated{name: name, first: e.Schedule.Next(e.UpdatedAt)})
+		}
+		if chunk = append(chunk, named{name, it}); len(chunk) == chunkLen {
+			chunks <- chunk
+			chunk = make([]named, 0, chunkLen)
+		}
 	}
-	p.bulk, p.slab = false, nil
+	chunks <- chunk
+	close(chunks)
 	p.heap.init()
+	<-filled
+	p.bulk = false
 	return p
 }
 
@@ -108,28 +154,20 @@ func (p *planner) len() int { return len(p.items) }
 
 // set (re)arms schedule name with definition e; last is the last emitted slot known for it.
 func (p *planner) set(name string, e store.Entry, last time.Time) {
-	var (
-		it *item
-		ok bool
-	)
-	if !p.bulk { // in bulk every name is new: no lookup
-		it, ok = p.items[name]
-	}
-	if !ok {
-		if len(p.slab) > 0 {
-			it, p.slab = &p.slab[0], p.slab[1:]
-		} else {
-			it = &item{}
-		}
+	it, known := p.items[name]
+	if !known {
+		it = &item{}
 		p.items[name] = it
 	}
+	p.update(it, name, e, last, known)
+}
+
+// update (re)arms it, the item of schedule name, with definition e; known says whether it has a base already.
+func (p *planner) update(it *item, name string, e store.Entry, last time.Time, known bool) {
 	it.gen++
 	it.entry = e
-	if p.bulk && e.Schedule.Metrics() {
-		p.metered = append(p.metered, name)
-	}
 	base := last
-	if ok && it.base.After(base) {
+	if known && it.base.After(base) {
 		base = it.base
 	}
 	if g, ok := p.graves[name]; ok {
@@ -267,30 +305,49 @@ type term struct {
 // appendRecords appends the tick records and the state record of ems, for a work topic of partitions
 // partitions.
 func appendRecords(recs []*kgo.Record, ems []emission, names recordTopics, partitions int, t term, now time.Time) []*kgo.Record {
+	// The records of one transaction come from one slab, and their keys and values from one byte arena: a
+	// leader writes two records per schedule per slot, and these were six of their eleven allocations. The
+	// arena only grows by reallocation, so every key and value taken from it stays as it was written.
+	n, size := 0, 0
+	for _, em := range ems {
+		k := len(em.slots) * em.entry.Schedule.Shards()
+		n += k + 1
+		size += k*(3*len(em.name)+240+len(em.entry.Schedule.Payload())) + len(em.name) + 160 // about their sizes
+	}
+	slab := make([]kgo.Record, 0, n)
+	arena := make([]byte, 0, size)
+	add := func(r kgo.Record) {
+		slab = append(slab, r)
+		recs = append(recs, &slab[len(slab)-1])
+	}
 	var ticks []tick.Tick
 	for _, em := range ems {
 		if len(em.slots) == 0 {
 			continue
 		}
-		spec := em.entry.Spec()
+		sc := em.entry.Schedule
 		src := tick.Source{
 			Schedule:    em.name,
-			Shards:      spec.Shards,
-			Payload:     spec.Payload,
+			Shards:      sc.Shards(),
+			Payload:     sc.Payload(),
 			Version:     em.entry.Version,
-			Deadline:    time.Duration(spec.Deadline),
+			Deadline:    sc.Deadline(),
 			LeaderEpoch: int64(t.epoch),
-			Overlap:     spec.Overlap,
+			Overlap:     sc.Overlap(),
 		}
 		for _, slot := range em.slots {
-			ticks = src.AppendSlot(ticks[:0], slot, em.entry.Schedule.Due(slot), now)
+			ticks = src.AppendSlot(ticks[:0], slot, sc.Due(slot), now)
 			for _, tk := range ticks {
-				v, _ := tick.Encode(tk) // a Tick of plain fields always encodes
-				recs = append(recs, &kgo.Record{
+				k := len(arena)
+				arena = append(arena, tk.ID...)
+				key := arena[k:len(arena):len(arena)]
+				v := len(arena)
+				arena, _ = tick.AppendEncode(arena, tk) // a Tick of plain fields always encodes
+				add(kgo.Record{
 					Topic:     names.work,
-					Partition: tk.Partition(partitions),
-					Key:       []byte(tk.ID),
-					Value:     v,
+					Partition: tick.PartitionOf(key[:len(em.name)], tk.Shard, partitions), // the ID starts with the name
+					Key:       key,
+					Value:     arena[v:len(arena):len(arena)],
 				})
 			}
 		}
@@ -301,7 +358,12 @@ func appendRecords(recs []*kgo.Record, ems []emission, names recordTopics, parti
 			LeaderEpoch:     int64(t.epoch),
 			EmittedAt:       now,
 		}
-		recs = append(recs, &kgo.Record{Topic: names.ticker, Partition: t.part, Key: []byte(em.name), Value: EncodeState(st)})
+		k := len(arena)
+		arena = append(arena, em.name...)
+		key := arena[k:len(arena):len(arena)]
+		v := len(arena)
+		arena = appendState(arena, st)
+		add(kgo.Record{Topic: names.ticker, Partition: t.part, Key: key, Value: arena[v:len(arena):len(arena)]})
 	}
 	return recs
 }

@@ -96,19 +96,24 @@ func (d *Dispatcher) refuseFuture(state map[string]stored, now time.Time, logger
 }
 
 // checkState recovers the last slot of every schedule of pl whose state is missing (or was refused, see
-// refuseFuture) although it should have emitted by now, from its work partitions, and sets it in pl. It returns
+// refuseFuture) although it may have emitted by now (slots due up to now + lead), from its work partitions, and sets it in pl. It returns
 // the names whose state it recovered (their state records are rewritten, so the repair is made once).
 func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl *planner, partitions int, now time.Time, logger *slog.Logger) ([]string, error) {
 	want := map[int32][]string{} // work partition -> schedules to look for
 	var missing []string
-	for name, it := range pl.items {
-		e := it.entry
-		if _, ok := state[name]; ok || e.Schedule.Paused() {
+	unstated := pl.unstated
+	pl.unstated = nil
+	for _, u := range unstated {
+		// A slot is emitted lead before it is due: a previous leader may have emitted the first slots up to
+		// now + lead.
+		if u.first.IsZero() || u.first.After(now.Add(d.cfg.Lead)) {
+			continue // a new schedule: nothing was emitted yet
+		}
+		e, ok := pl.entry(u.name)
+		if _, stated := state[u.name]; !ok || stated {
 			continue
 		}
-		if first := e.Schedule.Next(e.UpdatedAt); first.IsZero() || first.After(now) {
-			continue // a new schedule: nothing was due yet
-		}
+		name := u.name
 		missing = append(missing, name)
 		shards := e.Schedule.Shards()
 		for shard := range min(shards, partitions) {

@@ -97,6 +97,20 @@ func (s *Schedule) Paused() bool { return s.paused }
 // Metrics reports Spec().Metrics without the copy.
 func (s *Schedule) Metrics() bool { return s.metrics }
 
+// Payload is Spec().Payload without the copy.
+func (s *Schedule) Payload() string { return s.payload }
+
+// Overlap is Spec().Overlap without the copy.
+func (s *Schedule) Overlap() string { return overlaps[s.overlap] }
+
+// Deadline is Spec().Deadline without the copy.
+func (s *Schedule) Deadline() time.Duration {
+	if s.x == nil {
+		return 0
+	}
+	return time.Duration(s.x.deadline)
+}
+
 // Shards is the number of ticks per slot: Spec().Shards, at least 1, without the copy.
 func (s *Schedule) Shards() int { return max(int(s.shards), 1) }
 

@@ -142,10 +142,44 @@ func (f *fold) last(name string) *Entry {
 	return nil
 }
 
+// decoded is a record's definition, decoded and compiled: the part of folding a record that does not read the
+// fold, so that it can run beside the fold (View.Run decodes one fetch while the previous one is folded).
+type decoded struct {
+	spec  schedule.Spec
+	sched *schedule.Schedule
+	err   error
+}
+
+// decode decodes and compiles the definition in r (nothing for a tombstone).
+func decode(r *kgo.Record) decoded {
+	if r.Value == nil {
+		return decoded{}
+	}
+	name := string(r.Key)
+	spec, err := schedule.Decode(r.Value)
+	if err == nil && spec.Name != name {
+		err = fmt.Errorf("record key %s differs from the schedule name %s", errlimit.Quote(name), errlimit.Quote(spec.Name))
+	}
+	var sched *schedule.Schedule
+	if err == nil {
+		spec.Name = name // the same text: the schedule keeps this copy rather than a second one
+		sched, err = spec.Compile()
+	}
+	return decoded{spec: spec, sched: sched, err: err}
+}
+
 // apply folds one record in. It returns the decoding error of an invalid record: the key keeps its last valid
 // definition and is marked broken until a valid record (or the leader's repair) follows.
-func (f *fold) apply(r *kgo.Record) error {
-	name := string(r.Key)
+func (f *fold) apply(r *kgo.Record) error { return f.applyDecoded(r, decode(r)) }
+
+// applyDecoded is apply with the record's definition already decoded (decode(r)).
+func (f *fold) applyDecoded(r *kgo.Record, d decoded) error {
+	var name string
+	if d.sched != nil {
+		name = d.sched.Name() // the decoded copy of the key: the map and the schedule share it
+	} else {
+		name = string(r.Key)
+	}
 	repairOf, isRepair := repairTarget(r)
 	if isRepair && repairOf < f.valid(name) {
 		// A repair written before the leader saw a newer valid definition: not applied, and the key needs a
@@ -165,15 +199,7 @@ func (f *fold) apply(r *kgo.Record) error {
 		}
 		return nil
 	}
-	spec, err := schedule.Decode(r.Value)
-	if err == nil && spec.Name != name {
-		err = fmt.Errorf("record key %s differs from the schedule name %s", errlimit.Quote(name), errlimit.Quote(spec.Name))
-	}
-	var sched *schedule.Schedule
-	if err == nil {
-		spec.Name = name // the same text: the schedule keeps the map key's copy rather than a second one
-		sched, err = spec.Compile()
-	}
+	spec, sched, err := d.spec, d.sched, d.err
 	if err != nil {
 		err = fmt.Errorf("schedule record %s at offset %d: %w", errlimit.Quote(name), r.Offset, err)
 		f.broken[name] = Broken{Name: name, Record: r, Invalid: err, Last: f.last(name)}
@@ -415,19 +441,40 @@ func (v *View) Run(ctx context.Context) error {
 		v.mu.Lock()
 		v.markLoaded()
 		v.mu.Unlock()
-	}
-	for {
-		fetches := cl.PollFetches(ctx)
-		if ctx.Err() != nil || fetches.IsClientClosed() {
-			v.logger.Info("schedules view stopped")
-			return nil
-		}
-		fetches.EachError(func(t string, p int32, err error) {
-			v.logger.Warn("fetching schedules", "err", err)
-		})
+	} else if hint := v.sizeHint(ctx, cl, end); hint > 0 {
 		v.mu.Lock()
-		fetches.EachRecord(func(r *kgo.Record) {
-			if bad := v.fold.apply(r); bad != nil {
+		if len(v.fold.entries) == 0 {
+			v.fold.entries = make(map[string]slot, hint)
+		}
+		v.mu.Unlock()
+	}
+	// One goroutine polls and decodes each fetch while this one folds the one before: at a cold start with a
+	// million schedules, decoding and folding take about as long as each other, and a leader waits for both.
+	fetched := make(chan []fetchedRecord, 1)
+	go func() {
+		defer close(fetched)
+		for {
+			fetches := cl.PollFetches(ctx)
+			if ctx.Err() != nil || fetches.IsClientClosed() {
+				return
+			}
+			fetches.EachError(func(t string, p int32, err error) {
+				v.logger.Warn("fetching schedules", "err", err)
+			})
+			batch := make([]fetchedRecord, 0, fetches.NumRecords())
+			fetches.EachRecord(func(r *kgo.Record) { batch = append(batch, fetchedRecord{r, decode(r)}) })
+			select {
+			case fetched <- batch:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for batch := range fetched {
+		v.mu.Lock()
+		for _, fr := range batch {
+			r := fr.r
+			if bad := v.fold.applyDecoded(r, fr.d); bad != nil {
 				v.metrics.invalid.Inc()
 				// Every replica sees it; the leader repairs it and dead-letters it, once, and logs it at warn.
 				v.logger.Debug("invalid schedule record: keeping the last valid definition until the leader repairs it", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", bad)
@@ -438,7 +485,7 @@ func (v *View) Run(ctx context.Context) error {
 			if r.Offset >= end-1 {
 				v.markLoaded()
 			}
-		})
+		}
 		v.metrics.schedules.Set(float64(len(v.fold.entries)))
 		v.metrics.broken.Set(float64(len(v.fold.broken)))
 		n := len(v.changed)
@@ -453,6 +500,14 @@ func (v *View) Run(ctx context.Context) error {
 			}
 		}
 	}
+	v.logger.Info("schedules view stopped")
+	return nil
+}
+
+// fetchedRecord is a record of the schedules topic with its definition decoded.
+type fetchedRecord struct {
+	r *kgo.Record
+	d decoded
 }
 
 // Broken returns the keys whose newest record the leader must repair.
@@ -476,6 +531,24 @@ func (v *View) markLoaded() {
 		v.logger.Info("schedules loaded", "schedules", len(v.fold.entries))
 		close(v.loaded)
 	})
+}
+
+// maxSizeHint bounds the fold's initial size: a topic holds more records than keys (compaction keeps up to
+// about half of it dirty, and tombstones for a day), and a map does not shrink.
+const maxSizeHint = 2_000_000
+
+// sizeHint is the number of records before end (at most maxSizeHint), 0 if unknown: the size the fold's map is
+// made with, so that a cold start of a million schedules does not grow it twenty times.
+func (v *View) sizeHint(ctx context.Context, cl *kgo.Client, end int64) int {
+	starts, err := kadm.NewClient(cl).ListStartOffsets(ctx, v.topic)
+	if err != nil {
+		return 0
+	}
+	o, ok := starts.Lookup(v.topic, 0)
+	if !ok || o.Err != nil || o.Offset >= end {
+		return 0
+	}
+	return int(min(end-o.Offset, maxSizeHint))
 }
 
 func (v *View) endOffset(ctx context.Context, cl *kgo.Client) (int64, error) {

@@ -158,6 +158,7 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 		return cli.Usagef("--max-clock-skew %s: want a positive duration", maxClockSkew)
 	}
 	logger := common.Logger(stderr).With("instance", instance)
+	logger.Debug(cli.SignalsHandled) // main handles them since before run; this is the log's first line
 	common.Kafka.ClientID = "tickgroup-ticker-" + instance
 	names := common.Kafka.Names()
 

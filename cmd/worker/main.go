@@ -15,6 +15,7 @@ import (
 )
 
 func main() {
+	// First of all, so that a signal during start-up is a graceful stop (run logs cli.SignalsHandled).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := cli.Stopped(ctx, run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 	stop()

@@ -152,6 +152,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 		return cli.Usagef("--backoff, --timeout and --kill-grace must be positive, --max-backoff at least --backoff, --grace not negative")
 	}
 	logger := f.common.Logger(stderr)
+	logger.Debug(cli.SignalsHandled) // main handles them since before run; this is the log's first line
 
 	var handler worker.Handler
 	switch {

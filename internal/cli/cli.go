@@ -38,6 +38,13 @@ func ExitCode(err error) int {
 	}
 }
 
+// SignalsHandled is the message of the debug line a long-running command logs first, once its flags are parsed:
+// main installs the handling of SIGINT and SIGTERM (signal.NotifyContext) before anything else it does, so by
+// this line either signal is a graceful stop. Before main runs, during the Go runtime's start and the package
+// initializers, a signal still takes its default action. The end-to-end tests time their start-up signals from
+// this line.
+const SignalsHandled = "handling SIGINT and SIGTERM"
+
 // Common are the flags of every long-running command and every command that talks to Kafka.
 type Common struct {
 	Kafka       kafka.Config

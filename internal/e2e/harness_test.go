@@ -101,6 +101,7 @@ type proc struct {
 	admin   string
 	mu      sync.Mutex
 	log     bytes.Buffer
+	wrote   chan struct{} // closed and replaced on every write to log
 	done    chan struct{}
 	exitErr error
 }
@@ -108,7 +109,40 @@ type proc struct {
 func (p *proc) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.wrote != nil {
+		close(p.wrote)
+		p.wrote = nil
+	}
 	return p.log.Write(b)
+}
+
+// waitLog returns as soon as p's log contains s (woken by the write itself, not by polling, so that a fault
+// timed from it is timed from the moment the line came). It fails the test if p exits first or d passes.
+func (p *proc) waitLog(t *testing.T, s string, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		p.mu.Lock()
+		if strings.Contains(p.log.String(), s) {
+			p.mu.Unlock()
+			return
+		}
+		if p.wrote == nil {
+			p.wrote = make(chan struct{})
+		}
+		wrote := p.wrote
+		p.mu.Unlock()
+		select {
+		case <-wrote:
+		case <-p.done:
+			if !p.logContains(s) {
+				t.Fatalf("%s exited (%v) before its log said %q\n%s", p.name, p.exitErr, s, p.tail(5))
+			}
+			return
+		case <-deadline:
+			t.Fatalf("%s: its log did not say %q within %v\n%s", p.name, s, d, p.tail(5))
+		}
+	}
 }
 
 func (p *proc) tail(n int) string {

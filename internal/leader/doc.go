@@ -28,7 +28,9 @@
 // Safety therefore never rests on this package: each term fences its predecessors with a transactional
 // producer (package dispatch), and a fenced or failing term makes the Elector leave the group and rejoin, so it
 // leads again only if the coordinator hands it partition 0 again. It never re-initialises a producer on its own
-// initiative, which could fence the rightful leader.
+// initiative, which could fence the rightful leader. A static member (Config.InstanceID) that finds on leaving
+// that another replica holds its instance ID stops instead of rejoining: that replica took its place, and its
+// producer is what fenced the term.
 //
 // Callbacks never block on anything but the term they stop: the term's function runs in its own goroutine,
 // under a context cancelled (with a cause) when the partition goes. Every such goroutine has an owner that

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/kafka"
@@ -358,32 +358,65 @@ wait:
 	// Close revokes partition 0 first (our callback stops the term and waits for it), then leaves the group,
 	// so a graceful stop hands leadership over in about one heartbeat.
 	e.logger.Info("leaving the ticker group")
+	memberID, _ := cl.GroupMetadata() // before Close, which forgets it
 	cl.Close()
 	<-pollDone
 	e.endTerms(e.Led(), errLeftGroup)
 	if e.cfg.InstanceID != "" && !errors.Is(termErr, ErrFencedInstance) {
-		e.leaveStatic(ctx)
+		if err := e.leaveStatic(ctx, memberID); errors.Is(err, ErrFencedInstance) {
+			return err
+		}
 	}
 	return termErr
 }
 
-// leaveStatic removes this static member from the group by its instance ID: Close does not, so without it a
-// graceful stop would leave partition 0 with a member that is gone until the session timeout.
-func (e *Elector) leaveStatic(ctx context.Context) {
+// leaveStatic removes this static member from the group: Close does not, so without it a graceful stop would
+// leave partition 0 with a member that is gone until the session timeout.
+//
+// It leaves as memberID under the instance ID, not by the instance ID alone, because the group may have
+// handed the instance ID to another replica already, and this one may not have heard of it yet. A replica
+// started with the same ID takes over this one's assignment at once (no rebalance), so it leads, and its
+// producer fences this one's term; that term failure can come before the heartbeat that would say
+// FENCED_INSTANCE_ID. Leaving by the instance ID alone would then remove the new replica from the group, and
+// the rejoin after the failed term would take the ID back and fence it: the older replica would stay and the
+// newer one exit, the reverse of the rule. With the member ID the coordinator removes nothing and answers
+// FENCED_INSTANCE_ID, and leaveStatic returns ErrFencedInstance. A membership that never joined has no member
+// ID and leaves by the instance ID alone (a restart stopped before it joined frees the slot of the process it
+// replaces).
+func (e *Elector) leaveStatic(ctx context.Context, memberID string) error {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(e.opts...)
-	if err == nil {
-		defer cl.Close()
-		var resp kadm.LeaveGroupResponses
-		resp, err = kadm.NewClient(cl).LeaveGroup(lctx, kadm.LeaveGroup(e.cfg.Group).InstanceIDs(e.cfg.InstanceID).Reason("graceful stop"))
-		if err == nil {
-			err = resp.Error()
-		}
-	}
 	if err != nil {
 		e.logger.Warn("leaving the ticker group by instance ID", "instance_id", e.cfg.InstanceID, "err", err)
+		return err
 	}
+	defer cl.Close()
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Group = e.cfg.Group
+	m := kmsg.NewLeaveGroupRequestMember()
+	m.MemberID = memberID
+	m.InstanceID = kmsg.StringPtr(e.cfg.InstanceID)
+	m.Reason = kmsg.StringPtr("graceful stop")
+	req.Members = append(req.Members, m)
+	resp, err := req.RequestWith(lctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err == nil {
+		for _, m := range resp.Members {
+			if err = kerr.ErrorForCode(m.ErrorCode); err != nil {
+				break
+			}
+		}
+	}
+	switch {
+	case errors.Is(err, kerr.FencedInstanceID):
+		return ErrFencedInstance
+	case err != nil:
+		e.logger.Warn("leaving the ticker group by instance ID", "instance_id", e.cfg.InstanceID, "member_id", memberID, "err", err)
+	}
+	return err
 }
 
 func (e *Elector) markJoined() {

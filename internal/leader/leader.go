@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/kafka"
@@ -392,24 +391,7 @@ func (e *Elector) leaveStatic(ctx context.Context, memberID string) error {
 		return err
 	}
 	defer cl.Close()
-	req := kmsg.NewPtrLeaveGroupRequest()
-	req.Group = e.cfg.Group
-	m := kmsg.NewLeaveGroupRequestMember()
-	m.MemberID = memberID
-	m.InstanceID = kmsg.StringPtr(e.cfg.InstanceID)
-	m.Reason = kmsg.StringPtr("graceful stop")
-	req.Members = append(req.Members, m)
-	resp, err := req.RequestWith(lctx, cl)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.ErrorCode)
-	}
-	if err == nil {
-		for _, m := range resp.Members {
-			if err = kerr.ErrorForCode(m.ErrorCode); err != nil {
-				break
-			}
-		}
-	}
+	err = kafka.LeaveStatic(lctx, cl, e.cfg.Group, e.cfg.InstanceID, memberID, "graceful stop")
 	switch {
 	case errors.Is(err, kerr.FencedInstanceID):
 		return ErrFencedInstance

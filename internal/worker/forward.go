@@ -78,9 +78,10 @@ func (f *forwarder) run(ctx context.Context) error {
 	w.cl.Store(cl)
 	var runErr error
 	defer func() {
+		memberID, _ := cl.GroupMetadata() // before Close, which forgets it
 		sess.Close()
 		if w.cfg.InstanceID != "" && !errors.Is(runErr, ErrFencedInstance) {
-			w.leaveStatic(ctx)
+			w.leaveStatic(ctx, memberID)
 		}
 		w.logger.Info("worker stopped")
 	}()

@@ -251,11 +251,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.commit(commitCtx)
 	cancelCommit()
 	// Close leaves the group; OnPartitionsRevoked runs first and finds every lane stopped and committed.
+	memberID, _ := cl.GroupMetadata() // before Close, which forgets it
 	cl.Close()
 	stopSummary()
 	<-sumDone
 	if w.cfg.InstanceID != "" && !errors.Is(pollErr, ErrFencedInstance) {
-		w.leaveStatic(ctx)
+		w.leaveStatic(ctx, memberID)
 	}
 	w.logger.Info("worker stopped")
 	return pollErr
@@ -263,8 +264,9 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // leaveStatic removes this static member from the group. Close does not send LeaveGroup for a static member
 // (the point of static membership is that a restart keeps the assignment), so without this a graceful stop
-// would leave its partitions idle for the session timeout.
-func (w *Worker) leaveStatic(ctx context.Context) {
+// would leave its partitions idle for the session timeout. It leaves as memberID (see kafka.LeaveStatic), so
+// that a worker stopping just after a duplicate took its instance ID does not remove the duplicate.
+func (w *Worker) leaveStatic(ctx context.Context, memberID string) {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(w.conn...)
@@ -273,11 +275,11 @@ func (w *Worker) leaveStatic(ctx context.Context) {
 		return
 	}
 	defer cl.Close()
-	resp, err := kadm.NewClient(cl).LeaveGroup(lctx, kadm.LeaveGroup(w.names.WorkerGroup).InstanceIDs(w.cfg.InstanceID).Reason("graceful stop"))
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
+	err = kafka.LeaveStatic(lctx, cl, w.names.WorkerGroup, w.cfg.InstanceID, memberID, "graceful stop")
+	switch {
+	case errors.Is(err, kerr.FencedInstanceID):
+		w.logger.Warn("not leaving the group: another worker holds this instance ID now", "instance_id", w.cfg.InstanceID)
+	case err != nil:
 		w.logger.Warn("leaving the group by instance ID", "instance_id", w.cfg.InstanceID, "error", err)
 	}
 }

@@ -28,8 +28,8 @@ import (
 //     reached the high watermark (tickgroup_leader_state_blocked is 1 meanwhile).
 //   - State from the future: a last slot more than FutureStateLimit ahead of the clock would stop its schedule
 //     for good. It is refused (counted) and recovered as below.
-//   - Vanished state: a schedule without state that should have emitted by now (its first slot after its change
-//     is due) has had its state deleted or refused. Rather than emit it again from its change time, the leader
+//   - Vanished state: a schedule without state that may have emitted by now (its first slot after its change
+//     is due within the lead: slots are emitted that far ahead) may have had its state deleted or refused. Rather than emit it again from its change time, the leader
 //     looks at what its work partitions already hold and takes the newest slot emitted for it as its last
 //     slot. The look-back is bounded (recoverLookback, recoverMaxRecords per partition).
 

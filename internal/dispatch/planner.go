@@ -32,19 +32,9 @@ type planner struct {
 	heap   dueHeap
 	// bulk is set while newPlannerFrom fills the heap: entries are appended and ordered once at the end.
 	bulk bool
-	// unstated lists the schedules the term started with that have no state and are not paused, with their
-	// first slot: the ones checkState looks at (a new schedule, or one whose state vanished), gathered while
-	// the planner visits every schedule anyway.
-	unstated []unstated
 	// metered lists the schedules with their own metrics that the term started with (set in bulk), so that
 	// the term start does not visit every item for the few that have them.
 	metered []string
-}
-
-// unstated is a schedule without state when the term started, and its first slot (zero: none).
-type unstated struct {
-	name  string
-	first time.Time
 }
 
 // item is one schedule of the planner.
@@ -114,11 +104,7 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 		if e.Schedule.Metrics() {
 			p.metered = append(p.metered, name)
 		}
-		st, stated := state[name]
-		p.update(it, name, e, st.LastSlot, false)
-		if !stated && !e.Schedule.Paused() {
-			p.unstated = append(p.unstated, unstated{name: name, first: e.Schedule.Next(e.UpdatedAt)})
-		}
+		p.update(it, name, e, state[name].LastSlot, false)
 		if chunk = append(chunk, named{name, it}); len(chunk) == chunkLen {
 			chunks <- chunk
 			chunk = make([]named, 0, chunkLen)

@@ -101,19 +101,16 @@ func (d *Dispatcher) refuseFuture(state map[string]stored, now time.Time, logger
 func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl *planner, partitions int, now time.Time, logger *slog.Logger) ([]string, error) {
 	want := map[int32][]string{} // work partition -> schedules to look for
 	var missing []string
-	unstated := pl.unstated
-	pl.unstated = nil
-	for _, u := range unstated {
-		// A slot is emitted lead before it is due: a previous leader may have emitted the first slots up to
-		// now + lead.
-		if u.first.IsZero() || u.first.After(now.Add(d.cfg.Lead)) {
-			continue // a new schedule: nothing was emitted yet
-		}
-		e, ok := pl.entry(u.name)
-		if _, stated := state[u.name]; !ok || stated {
+	for name, it := range pl.items {
+		e := it.entry
+		if _, ok := state[name]; ok || e.Schedule.Paused() {
 			continue
 		}
-		name := u.name
+		// A slot is emitted lead before it is due: a previous leader may have emitted the first slots up to
+		// now + lead.
+		if first := e.Schedule.Next(e.UpdatedAt); first.IsZero() || first.After(now.Add(d.cfg.Lead)) {
+			continue // a new schedule: nothing was emitted yet
+		}
 		missing = append(missing, name)
 		shards := e.Schedule.Shards()
 		for shard := range min(shards, partitions) {

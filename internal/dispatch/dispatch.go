@@ -266,7 +266,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	topics := recordTopics{work: d.cfg.Names.Work, ticker: d.cfg.Names.Ticker}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var recs, spare []*kgo.Record
+	var next, spare batch
 	for {
 		now := d.cfg.Now()
 		// Each transaction's records are planned and encoded while the transaction before commits: with a
@@ -292,8 +292,9 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 		for {
 			ems := pl.collect(now, d.cfg.MaxBatch)
+			var recs []*kgo.Record
 			if len(ems) > 0 {
-				recs = appendRecords(recs[:0], ems, topics, partitions, t, now)
+				recs = appendRecords(&next, ems, topics, partitions, t, now)
 			}
 			if committing != nil {
 				if err := finish(); err != nil {
@@ -308,7 +309,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			}
 			committing, committed = make(chan error, 1), ems
 			go func(done chan<- error, recs []*kgo.Record) { done <- d.commit(ctx, p, recs) }(committing, recs)
-			recs, spare = spare, recs // the next batch must not write over the records being produced
+			next, spare = spare, next // the next batch must not write over the records being produced
 		}
 
 		if gone := pl.buried(now); len(gone) > 0 {

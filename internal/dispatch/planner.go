@@ -288,20 +288,35 @@ type term struct {
 	part       int32 // the ticker-topic partition led: where the state records go
 }
 
-// appendRecords appends the tick records and the state record of ems, for a work topic of partitions
-// partitions.
-func appendRecords(recs []*kgo.Record, ems []emission, names recordTopics, partitions int, t term, now time.Time) []*kgo.Record {
-	// The records of one transaction come from one slab, and their keys and values from one byte arena: a
-	// leader writes two records per schedule per slot, and these were six of their eleven allocations. The
-	// arena only grows by reallocation, so every key and value taken from it stays as it was written.
+// batch holds the records of one transaction: the records come from one slab, and their keys and values from
+// one byte arena (a leader writes two records per schedule per slot, and these were six of their eleven
+// allocations). A batch is reused once its transaction has ended: the term alternates two, one being committed
+// while the next is prepared.
+type batch struct {
+	recs  []*kgo.Record
+	slab  []kgo.Record
+	arena []byte
+}
+
+// appendRecords fills b with the tick records and the state record of ems, for a work topic of partitions
+// partitions, and returns them. Whatever b held before is overwritten.
+func appendRecords(b *batch, ems []emission, names recordTopics, partitions int, t term, now time.Time) []*kgo.Record {
 	n, size := 0, 0
 	for _, em := range ems {
 		k := len(em.slots) * em.entry.Schedule.Shards()
 		n += k + 1
 		size += k*(3*len(em.name)+240+len(em.entry.Schedule.Payload())) + len(em.name) + 160 // about their sizes
 	}
-	slab := make([]kgo.Record, 0, n)
-	arena := make([]byte, 0, size)
+	if cap(b.slab) < n {
+		b.slab = make([]kgo.Record, 0, n)
+	}
+	if cap(b.arena) < size {
+		b.arena = make([]byte, 0, size)
+	}
+	// The slab is not grown past n, and the arena only by reallocation: every record, key and value taken from
+	// them stays as it was written until the batch is reused.
+	recs, slab, arena := b.recs[:0], b.slab[:0], b.arena[:0]
+	defer func() { b.recs, b.slab, b.arena = recs, slab, arena }()
 	add := func(r kgo.Record) {
 		slab = append(slab, r)
 		recs = append(recs, &slab[len(slab)-1])

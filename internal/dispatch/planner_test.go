@@ -152,7 +152,7 @@ func TestAppendRecords(t *testing.T) {
 	t.Parallel()
 	spec := schedule.Spec{Name: "scan", Every: schedule.Duration(30 * time.Second), Shards: 4, Payload: "p", Deadline: schedule.Duration(5 * time.Second)}
 	ems := []emission{{name: "scan", entry: entry(t, spec, t0), slots: []time.Time{t0.Add(30 * time.Second)}}}
-	recs := appendRecords(nil, ems, recordTopics{work: "w", ticker: "t"}, 12, term{producerID: 9, epoch: 3}, t0)
+	recs := appendRecords(&batch{}, ems, recordTopics{work: "w", ticker: "t"}, 12, term{producerID: 9, epoch: 3}, t0)
 	if len(recs) != 5 {
 		t.Fatalf("%d records, want 4 ticks + 1 state", len(recs))
 	}
@@ -188,6 +188,7 @@ func BenchmarkEmissionLoop(b *testing.B) {
 	p := newPlanner(entries, nil, 0)
 	topics := recordTopics{work: "w", ticker: "t"}
 	now := t0
+	var buf batch
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -198,7 +199,7 @@ func BenchmarkEmissionLoop(b *testing.B) {
 			if len(ems) == 0 {
 				break
 			}
-			total += len(appendRecords(nil, ems, topics, 12, term{1, 1, 0}, now))
+			total += len(appendRecords(&buf, ems, topics, 12, term{1, 1, 0}, now))
 		}
 		if total != 2*n {
 			b.Fatalf("%d records, want %d", total, 2*n)

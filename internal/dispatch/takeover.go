@@ -99,7 +99,6 @@ func (d *Dispatcher) refuseFuture(state map[string]stored, now time.Time, logger
 // refuseFuture) although it may have emitted by now (slots due up to now + lead), from its work partitions, and sets it in pl. It returns
 // the names whose state it recovered (their state records are rewritten, so the repair is made once).
 func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl *planner, partitions int, now time.Time, logger *slog.Logger) ([]string, error) {
-	want := map[int32][]string{} // work partition -> schedules to look for
 	var missing []string
 	for name, it := range pl.items {
 		e := it.entry
@@ -112,16 +111,11 @@ func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl
 			continue // a new schedule: nothing was emitted yet
 		}
 		missing = append(missing, name)
-		shards := e.Schedule.Shards()
-		for shard := range min(shards, partitions) {
-			p := tick.Partition(name, shard, partitions)
-			want[p] = append(want[p], name)
-		}
 	}
 	if len(missing) == 0 {
 		return nil, nil
 	}
-	found, err := d.newestSlots(ctx, want, now)
+	found, err := d.newestSlots(ctx, pl, missing, partitions, now)
 	if err != nil {
 		return nil, err
 	}
@@ -142,9 +136,9 @@ func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl
 	return recovered, nil
 }
 
-// newestSlots reads the tail of each work partition in want (read_committed) and returns, per schedule named
-// there, its newest scheduled tick (manual triggers do not count).
-func (d *Dispatcher) newestSlots(ctx context.Context, want map[int32][]string, now time.Time) (map[string]tick.Tick, error) {
+// newestSlots reads the tail of the work partitions of the schedules named (read_committed) and returns, per
+// schedule, its newest scheduled tick (manual triggers do not count).
+func (d *Dispatcher) newestSlots(ctx context.Context, pl *planner, names []string, partitions int, now time.Time) (map[string]tick.Tick, error) {
 	cl, err := kgo.NewClient(d.opts...)
 	if err != nil {
 		return nil, fmt.Errorf("work-topic look-back: client: %w", err)
@@ -160,24 +154,43 @@ func (d *Dispatcher) newestSlots(ctx context.Context, want map[int32][]string, n
 	if err != nil {
 		return nil, fmt.Errorf("work-topic look-back: listing offsets: %w", err)
 	}
+	// The range of each partition to read. A partition with nothing in it (a new fleet: a cold start of a
+	// million new schedules due within the lead) is not read, and its schedules are not looked for.
+	from := map[int32]int64{}
+	for p := range int32(partitions) {
+		f := int64(-1)
+		if o, ok := after.Lookup(topic, p); ok && o.Err == nil && o.Offset >= 0 {
+			f = o.Offset
+		}
+		if e, ok := ends.Lookup(topic, p); ok && e.Err == nil {
+			if f = max(f, e.Offset-recoverMaxRecords); f >= e.Offset {
+				continue
+			}
+		}
+		from[p] = f
+	}
+	want := map[int32]map[string]bool{} // work partition -> schedules to look for
+	for _, name := range names {
+		e, _ := pl.entry(name)
+		for shard := range min(e.Schedule.Shards(), partitions) {
+			p := tick.Partition(name, shard, partitions)
+			if _, ok := from[p]; !ok {
+				continue
+			}
+			if want[p] == nil {
+				want[p] = map[string]bool{}
+			}
+			want[p][name] = true
+		}
+	}
 	// The partitions are read at once (up to 4 at a time): at a million schedules a takeover right after a
 	// transaction that was cut short finds thousands of schedules without state, on every partition.
 	found := map[string]tick.Tick{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
-	for p, names := range want {
-		wanted := make(map[string]bool, len(names))
-		for _, n := range names {
-			wanted[n] = true
-		}
-		from := int64(-1)
-		if o, ok := after.Lookup(topic, p); ok && o.Err == nil && o.Offset >= 0 {
-			from = o.Offset
-		}
-		if e, ok := ends.Lookup(topic, p); ok && e.Err == nil {
-			from = max(from, e.Offset-recoverMaxRecords)
-		}
+	for p, wanted := range want {
+		from := from[p]
 		g.Go(func() error {
 			newest := map[string]tick.Tick{}
 			_, err := kafka.ReadStableFrom(gctx, d.opts, topic, p, from, func(r *kgo.Record) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"flag"
@@ -23,7 +24,6 @@ import (
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/schedule"
-	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
 func init() {
@@ -150,15 +150,9 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 			now := time.Now().UnixNano()
 			mu.Lock()
 			fetches.EachRecord(func(r *kgo.Record) {
-				t, err := tick.Decode(r.Value)
-				if err != nil || t.Trigger {
-					return
+				if a, ok := arrivalOf(r, now); ok {
+					arrivals = append(arrivals, a)
 				}
-				var i int32 = -1
-				if v, err := strconv.ParseInt(strings.TrimPrefix(t.Schedule, "load-"), 10, 32); err == nil {
-					i = int32(v)
-				}
-				arrivals = append(arrivals, arrival{slot: t.Slot.Unix(), seen: now, epoch: int32(t.LeaderEpoch), sched: i})
 			})
 			mu.Unlock()
 		}
@@ -304,6 +298,34 @@ type arrival struct {
 	seen  int64 // Unix nanoseconds
 	epoch int32
 	sched int32 // the N of load-N, -1 for another name
+}
+
+// arrivalOf reads a tick record seen at now. It reads the schedule and the slot from the key (the tick ID,
+// name@slot) and the leader epoch from the value without decoding the tick: the benchmark's consumer shares
+// the cores with the leader it measures, and the raw baseline runs without it.
+func arrivalOf(r *kgo.Record, now int64) (arrival, bool) {
+	name, at, ok := bytes.Cut(r.Key, []byte("@"))
+	if !ok || bytes.ContainsAny(at, "~#") { // a trigger, or a shard of a sharded schedule: not this benchmark's
+		return arrival{}, false
+	}
+	slot, err := time.Parse(time.RFC3339Nano, string(at))
+	if err != nil {
+		return arrival{}, false
+	}
+	a := arrival{slot: slot.Unix(), seen: now, sched: -1}
+	if v, err := strconv.ParseInt(strings.TrimPrefix(string(name), "load-"), 10, 32); err == nil {
+		a.sched = int32(v)
+	}
+	const field = `"leader_epoch":`
+	if i := bytes.Index(r.Value, []byte(field)); i >= 0 {
+		v := r.Value[i+len(field):]
+		if j := bytes.IndexAny(v, ",}"); j > 0 {
+			if e, err := strconv.ParseInt(string(v[:j]), 10, 32); err == nil {
+				a.epoch = int32(e)
+			}
+		}
+	}
+	return a, true
 }
 
 func (a arrival) lag() time.Duration { return time.Duration(a.seen - a.slot*int64(time.Second)) }

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -507,18 +506,18 @@ func rawProduce(ctx context.Context, base []kgo.Opt, topic string, n, parts, sch
 		if err := cl.BeginTransaction(); err != nil {
 			return 0, err
 		}
-		var perr atomic.Value
+		var perr firstError
 		for _, r := range recs {
 			cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 				if err != nil {
-					perr.CompareAndSwap(nil, err)
+					perr.set(err)
 				}
 			})
 		}
 		if err := cl.Flush(ctx); err != nil {
 			return 0, err
 		}
-		if e, _ := perr.Load().(error); e != nil {
+		if e := perr.get(); e != nil {
 			return 0, fmt.Errorf("raw produce: %w", e)
 		}
 		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -107,7 +108,7 @@ func fill(ctx context.Context, base []kgo.Opt, topic string, n, parts, schedules
 		if err := cl.BeginTransaction(); err != nil {
 			return err
 		}
-		var perr atomic.Value
+		var perr firstError
 		for end := min(i+10_000, n); i < end; i++ {
 			tk := tick.New(fmt.Sprintf("bench-%04d", i%schedules), slot0.Add(time.Duration(i/schedules)*time.Second), 0, 1)
 			v, err := tick.Encode(tk)
@@ -117,14 +118,14 @@ func fill(ctx context.Context, base []kgo.Opt, topic string, n, parts, schedules
 			cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: tick.Partition(tk.Schedule, 0, parts), Key: []byte(tk.ID), Value: v},
 				func(_ *kgo.Record, err error) {
 					if err != nil {
-						perr.CompareAndSwap(nil, err)
+						perr.set(err)
 					}
 				})
 		}
 		if err := cl.Flush(ctx); err != nil {
 			return err
 		}
-		if e, _ := perr.Load().(error); e != nil {
+		if e := perr.get(); e != nil {
 			return fmt.Errorf("filling: %w", e)
 		}
 		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
@@ -295,4 +296,25 @@ func rss() string {
 		}
 	}
 	return fmt.Sprintf("RSS %s (peak %s)", cur, peak)
+}
+
+// firstError keeps the first error set, from any goroutine (produce promises). An atomic.Value would panic on a
+// second error of another type.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (f *firstError) set(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.err = err
+	}
+}
+
+func (f *firstError) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
 }

@@ -273,16 +273,16 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		// million schedules due together, the two took about one third and two thirds of the time in turn. A
 		// failed transaction ends the term, so a batch planned ahead of it is never committed after it.
 		var (
-			committing chan error
+			committing chan commitResult
 			committed  []emission
 		)
 		finish := func() error {
-			err := <-committing
+			res := <-committing
 			committing = nil
-			if err != nil {
-				return err
+			if res.err != nil {
+				return res.err
 			}
-			d.observe(committed, d.cfg.Now())
+			d.observe(committed, res.at) // when it committed, not when the next batch was ready
 			for _, em := range committed {
 				if em.entry.Schedule.Metrics() {
 					d.metrics.next(em.name, em.entry, pl.base(em.name))
@@ -307,8 +307,11 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			if len(ems) == 0 {
 				break
 			}
-			committing, committed = make(chan error, 1), ems
-			go func(done chan<- error, recs []*kgo.Record) { done <- d.commit(ctx, p, recs) }(committing, recs)
+			committing, committed = make(chan commitResult, 1), ems
+			go func(done chan<- commitResult, recs []*kgo.Record) {
+				err := d.commit(ctx, p, recs)
+				done <- commitResult{err: err, at: d.cfg.Now()}
+			}(committing, recs)
 			next, spare = spare, next // the next batch must not write over the records being produced
 		}
 
@@ -434,6 +437,12 @@ func (d *Dispatcher) tombstone(ctx context.Context, p *producer, part int32, nam
 }
 
 // commit writes recs in one transaction of the term and counts the result. A fencing error says so.
+// commitResult is how a transaction of the emission loop ended, and when.
+type commitResult struct {
+	err error
+	at  time.Time
+}
+
 func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record) error {
 	err := p.transact(ctx, recs)
 	if err == nil {

@@ -99,11 +99,12 @@ func (d *Dispatcher) refuseFuture(state map[string]stored, now time.Time, logger
 // refuseFuture) although it should have emitted by now, from its work partitions, and sets it in pl. It returns
 // the names whose state it recovered (their state records are rewritten, so the repair is made once).
 func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl *planner, partitions int, now time.Time, logger *slog.Logger) ([]string, error) {
+	// Nothing on the work topic to recover from (a new fleet): the schedules start from their change times, and
+	// the term does not visit each of them to find that out. The probe is only a shortcut: if it fails, the
+	// check goes on as without it.
 	from, err := d.lookbackRanges(ctx, partitions, now)
-	if err != nil || len(from) == 0 {
-		// Nothing on the work topic to recover from (a new fleet): the schedules start from their change times,
-		// and the term does not visit each of them to find that out.
-		return nil, err
+	if err == nil && len(from) == 0 {
+		return nil, nil
 	}
 	var missing []string
 	for name, it := range pl.items {
@@ -122,6 +123,11 @@ func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl
 	}
 	if len(missing) == 0 {
 		return nil, nil
+	}
+	if from == nil {
+		if from, err = d.lookbackRanges(ctx, partitions, now); err != nil {
+			return nil, err
+		}
 	}
 	found, err := d.newestSlots(ctx, from, pl, missing, partitions, now)
 	if err != nil {

@@ -14,8 +14,9 @@ import (
 // The member ID matters when another process has taken the instance ID over (a replica started with the same
 // ID takes the membership and its assignment at once, and this one may not have heard yet): by the instance
 // ID alone the coordinator would remove the newer process; with the member ID it removes nothing and answers
-// FENCED_INSTANCE_ID (kerr.FencedInstanceID is returned). A membership that never joined has no member ID and
-// leaves by the instance ID alone.
+// FENCED_INSTANCE_ID (kerr.FencedInstanceID is returned). A membership without a member ID (it never joined,
+// or it is between an UNKNOWN_MEMBER_ID answer and its rejoin) leaves by the instance ID alone, and can then
+// still remove a newer process that holds the ID.
 func LeaveStatic(ctx context.Context, cl *kgo.Client, group, instanceID, memberID, reason string) error {
 	req := kmsg.NewPtrLeaveGroupRequest()
 	req.Group = group

@@ -357,7 +357,7 @@ wait:
 	// Close revokes partition 0 first (our callback stops the term and waits for it), then leaves the group,
 	// so a graceful stop hands leadership over in about one heartbeat.
 	e.logger.Info("leaving the ticker group")
-	memberID, _ := cl.GroupMetadata() // before Close, which forgets it
+	memberID, _ := cl.GroupMetadata() // the leave below names it
 	cl.Close()
 	<-pollDone
 	e.endTerms(e.Led(), errLeftGroup)

@@ -78,7 +78,7 @@ func (f *forwarder) run(ctx context.Context) error {
 	w.cl.Store(cl)
 	var runErr error
 	defer func() {
-		memberID, _ := cl.GroupMetadata() // before Close, which forgets it
+		memberID, _ := cl.GroupMetadata() // the leave below names it
 		sess.Close()
 		if w.cfg.InstanceID != "" && !errors.Is(runErr, ErrFencedInstance) {
 			w.leaveStatic(ctx, memberID)

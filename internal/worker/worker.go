@@ -251,7 +251,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.commit(commitCtx)
 	cancelCommit()
 	// Close leaves the group; OnPartitionsRevoked runs first and finds every lane stopped and committed.
-	memberID, _ := cl.GroupMetadata() // before Close, which forgets it
+	memberID, _ := cl.GroupMetadata() // the leave below names it
 	cl.Close()
 	stopSummary()
 	<-sumDone

@@ -24,7 +24,6 @@ import (
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/schedule"
-	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
 func init() {
@@ -82,10 +81,10 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	// Baseline: the same number of records the leader writes per slot (a tick and a state record per schedule),
 	// transactionally, 10,000 records per transaction.
 	// A warm-up transaction first: a topic created a moment ago takes a while to appear in metadata.
-	if err := fill(ctx, base, rawTopic, 100, *parts, 100); err != nil {
+	if _, err := fill(ctx, base, rawTopic, 100, *parts, 100); err != nil {
 		return fmt.Errorf("baseline warm-up: %w", err)
 	}
-	took, err := rawProduce(ctx, base, rawTopic, 2**n, *parts, *n)
+	took, err := fill(ctx, base, rawTopic, 2**n, *parts, *n)
 	if err != nil {
 		return fmt.Errorf("baseline: %w", err)
 	}
@@ -474,56 +473,4 @@ func saveProfile(addr, path string) {
 		return
 	}
 	_ = os.WriteFile(path, b, 0o600)
-}
-
-// rawProduce writes n tick records to topic in transactions of 10,000, as fill does, and returns the time spent
-// producing and committing them: each transaction's records are built before its clock starts, so the figure
-// is the client's and the broker's, not the encoding's.
-func rawProduce(ctx context.Context, base []kgo.Opt, topic string, n, parts, schedules int) (time.Duration, error) {
-	cl, err := kgo.NewClient(append(base[:len(base):len(base)],
-		kgo.TransactionalID(fmt.Sprintf("tickbench-raw-%d", time.Now().UnixNano())),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchMaxBytes(1<<20),
-	)...)
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	slot0 := time.Now().Truncate(time.Second).Add(-24 * time.Hour)
-	var took time.Duration
-	recs := make([]*kgo.Record, 0, 10_000)
-	for i := 0; i < n; {
-		recs = recs[:0]
-		for end := min(i+10_000, n); i < end; i++ {
-			tk := tick.New(fmt.Sprintf("bench-%07d", i%schedules), slot0.Add(time.Duration(i/schedules)*time.Second), 0, 1)
-			v, err := tick.Encode(tk)
-			if err != nil {
-				return 0, err
-			}
-			recs = append(recs, &kgo.Record{Topic: topic, Partition: tick.Partition(tk.Schedule, 0, parts), Key: []byte(tk.ID), Value: v})
-		}
-		start := time.Now()
-		if err := cl.BeginTransaction(); err != nil {
-			return 0, err
-		}
-		var perr firstError
-		for _, r := range recs {
-			cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-				if err != nil {
-					perr.set(err)
-				}
-			})
-		}
-		if err := cl.Flush(ctx); err != nil {
-			return 0, err
-		}
-		if e := perr.get(); e != nil {
-			return 0, fmt.Errorf("raw produce: %w", e)
-		}
-		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-			return 0, fmt.Errorf("raw produce: %w", err)
-		}
-		took += time.Since(start)
-	}
-	return took, nil
 }

@@ -182,14 +182,15 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	d.refuseFuture(state, d.cfg.Now(), logger)
 	pl := newPlannerFrom(n, schedules, state, d.cfg.Lead)
 	planned := time.Now()
-	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(cl), d.cfg.Names.Work)
+	adm := kadm.NewClient(cl)
+	partitions, err := kafka.WorkPartitions(ctx, adm, d.cfg.Names.Work)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	recovered, err := d.checkState(ctx, state, pl, partitions, d.cfg.Now(), logger)
+	recovered, err := d.checkState(ctx, adm, state, pl, partitions, d.cfg.Now(), logger)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

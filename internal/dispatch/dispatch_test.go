@@ -30,24 +30,9 @@ func TestNewTermFencesOldTerm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real broker")
 	}
-	seeds := kafkatest.Brokers(t)
-	ns := kafkatest.NewNamespace(t)
-	cfg := kafka.Config{Brokers: seeds, Namespace: ns}
-	names := cfg.Names()
-	opts, err := cfg.Opts(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), names, kafka.TopicOptions{WorkPartitions: 3}); err != nil {
-		t.Fatal(err)
-	}
+	names, opts, cl := kafkatest.Topics(t, ctx, 3)
 	if _, err := store.Put(ctx, cl, names.Schedules, schedule.Spec{Name: "beat", Every: schedule.Duration(time.Second), Catchup: "all"}); err != nil {
 		t.Fatal(err)
 	}

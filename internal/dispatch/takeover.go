@@ -98,11 +98,11 @@ func (d *Dispatcher) refuseFuture(state map[string]stored, now time.Time, logger
 // checkState recovers the last slot of every schedule of pl whose state is missing (or was refused, see
 // refuseFuture) although it should have emitted by now, from its work partitions, and sets it in pl. It returns
 // the names whose state it recovered (their state records are rewritten, so the repair is made once).
-func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl *planner, partitions int, now time.Time, logger *slog.Logger) ([]string, error) {
+func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map[string]stored, pl *planner, partitions int, now time.Time, logger *slog.Logger) ([]string, error) {
 	// Nothing on the work topic to recover from (a new fleet): the schedules start from their change times, and
 	// the term does not visit each of them to find that out. The probe is only a shortcut: if it fails, the
 	// check goes on as without it.
-	from, err := d.lookbackRanges(ctx, partitions, now)
+	from, err := d.lookbackRanges(ctx, adm, partitions, now)
 	if err == nil && len(from) == 0 {
 		return nil, nil
 	}
@@ -125,7 +125,7 @@ func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl
 		return nil, nil
 	}
 	if from == nil {
-		if from, err = d.lookbackRanges(ctx, partitions, now); err != nil {
+		if from, err = d.lookbackRanges(ctx, adm, partitions, now); err != nil {
 			return nil, err
 		}
 	}
@@ -152,13 +152,7 @@ func (d *Dispatcher) checkState(ctx context.Context, state map[string]stored, pl
 
 // lookbackRanges returns, per work partition with something to read, the offset its look-back starts at:
 // the first record of the last recoverLookback, at most recoverMaxRecords before its end.
-func (d *Dispatcher) lookbackRanges(ctx context.Context, partitions int, now time.Time) (map[int32]int64, error) {
-	cl, err := kgo.NewClient(d.opts...)
-	if err != nil {
-		return nil, fmt.Errorf("work-topic look-back: client: %w", err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+func (d *Dispatcher) lookbackRanges(ctx context.Context, adm *kadm.Client, partitions int, now time.Time) (map[int32]int64, error) {
 	topic := d.cfg.Names.Work
 	after, err := adm.ListOffsetsAfterMilli(ctx, now.Add(-recoverLookback).UnixMilli(), topic)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
@@ -24,23 +23,9 @@ func TestWarmStandbyTakesOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real broker")
 	}
-	seeds := kafkatest.Brokers(t)
-	cfg := kafka.Config{Brokers: seeds, Namespace: kafkatest.NewNamespace(t)}
-	names := cfg.Names()
-	opts, err := cfg.Opts(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), names, kafka.TopicOptions{WorkPartitions: 2}); err != nil {
-		t.Fatal(err)
-	}
+	names, opts, cl := kafkatest.Topics(t, ctx, 2)
 	for _, name := range []string{"beat", "pulse"} {
 		if _, err := store.Put(ctx, cl, names.Schedules, schedule.Spec{Name: name, Every: schedule.Duration(time.Second)}); err != nil {
 			t.Fatal(err)

@@ -352,6 +352,9 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 				})
 			}
 		}
+		if !writeStateRecords {
+			continue
+		}
 		st := State{
 			LastSlot:        em.slots[len(em.slots)-1],
 			ScheduleVersion: em.entry.Version,

@@ -275,7 +275,7 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 			seen := bySlot[s]
 			first, last := time.Unix(0, slices.Min(seen)), time.Unix(0, slices.Max(seen))
 			span := max(last.Sub(first), time.Millisecond)
-			// A tick and its state record per schedule (a ticker built with -tags tickgroup_nostate writes the
+			// A tick and its state record per schedule (a ticker built with -tags tickgroup_unsafe_nostate writes the
 			// ticks alone: the records/s are then twice what it wrote, and ticks/s is its figure).
 			ticks := float64(len(seen)) / span.Seconds()
 			rate := 2 * ticks

@@ -437,13 +437,13 @@ func (d *Dispatcher) tombstone(ctx context.Context, p *producer, part int32, nam
 	return nil
 }
 
-// commit writes recs in one transaction of the term and counts the result. A fencing error says so.
 // commitResult is how a transaction of the emission loop ended, and when.
 type commitResult struct {
 	err error
 	at  time.Time
 }
 
+// commit writes recs in one transaction of the term and counts the result. A fencing error says so.
 func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record) error {
 	err := p.transact(ctx, recs)
 	if err == nil {

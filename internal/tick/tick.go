@@ -114,11 +114,7 @@ func New(schedule string, slot time.Time, shard, shards int) Tick {
 // of one slot land on distinct partitions as long as shards <= partitions: the partitions are the exclusive
 // integer identities of "N processors, each holding one identity, with standbys": crc32(id) % N.
 func Partition(schedule string, shard int, partitions int) int32 {
-	if partitions <= 0 {
-		return 0
-	}
-	h := crc32.ChecksumIEEE([]byte(schedule))
-	return int32((uint64(h) + uint64(shard)) % uint64(partitions))
+	return PartitionOf([]byte(schedule), shard, partitions)
 }
 
 // PartitionOf is Partition from the schedule name's bytes (a leader has them in a record's key already: no copy).

@@ -217,7 +217,7 @@ func (f *fleet) handoffs(ctx context.Context, lw *leaderWatch, tickers []*proc) 
 		// Start it again only once another replica leads: restarted at once, it would rejoin within the same
 		// rebalance, and the group could give partition 0 straight back to it.
 		err := p.restart(ctx, func(ctx context.Context) {
-			if !lw.waitOther(ctx, p.name, handoffWait) {
+			if !lw.waitOther(ctx, p.name, handoffWait) && ctx.Err() == nil { // not when the run is ending
 				f.scr.info("no other replica took over within %s; restarting %s anyway", handoffWait, p.name)
 			}
 		})

@@ -76,6 +76,8 @@ func (p *proc) Run(ctx context.Context) error {
 			req.whileStopped(ctx)
 			req.done <- nil
 			if ctx.Err() != nil {
+				// The run ended during the handoff: the child has already stopped, and cleanly.
+				p.scr.event("STOP", colorDim, "%s stopped (exit 0) in %s for the handoff; not restarted, the run is ending", p.name, took.Round(time.Millisecond))
 				return nil
 			}
 		}

@@ -75,7 +75,7 @@ func (f *forwarder) run(ctx context.Context) error {
 		return fmt.Errorf("worker: transactional client: %w", err)
 	}
 	cl := sess.Client()
-	w.cl.Store(cl)
+	w.setClient(cl)
 	var runErr error
 	defer func() {
 		memberID, _ := cl.GroupMetadata() // the leave below names it

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
@@ -870,5 +871,41 @@ func TestLaneConcurrencyBoundsHandlers(t *testing.T) {
 	kafkatest.Eventually(t, 10*time.Second, "every tick to run", func() bool { return rec.count() >= testParts*n })
 	if got := peak.Load(); got != 1 {
 		t.Errorf("%d handlers ran at once, want at most Concurrency 1", got)
+	}
+}
+
+// The group's callbacks can run before kgo.NewClient returns, before Run has stored the client. pinStart then
+// waits for it, and pins the start: reading the client too early, it left a new group's start unpinned (and a
+// lane's ledger start dereferenced a nil client).
+func TestPinStartWaitsForTheClient(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.produceTicks(t, 0, "scan", 3)
+	cfg := b.config("w1")
+	cfg.Start = StartLatest
+	w, err := New(cfg, HandlerFunc(func(context.Context, tick.Tick, Attempt) error { return nil }), Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.startAt = time.Now()
+	w.start = cfg.Start.Offset(w.startAt)
+	type result struct {
+		offsets map[string]map[int32]kgo.Offset
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, err := w.pinStart(t.Context(), map[string]map[int32]kgo.Offset{b.names.Work: {0: w.start}})
+		done <- result{o, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("pinStart returned before the client was set: %v, %v", r.offsets, r.err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	w.setClient(b.cl) // not a group member: the pin's commit fails, and the offset handed to kgo is still pinned
+	r := <-done
+	if got, want := r.offsets[b.names.Work][0], kgo.NewOffset().At(3); r.err != nil || got != want {
+		t.Errorf("pinStart = %v, %v; want partition 0 pinned at %v", got, r.err, want)
 	}
 }

@@ -307,7 +307,7 @@ func (l *lane) takeover(ctx context.Context) error {
 // committed metadata. Without such metadata (a group that an older build committed), the whole retained ledger
 // partition is read.
 func (w *Worker) ledgerStart(ctx context.Context, p int32) (from, fence int64, err error) {
-	adm := kadm.NewClient(w.cl.Load())
+	adm := kadm.NewClient(w.client())
 	resp, err := adm.FetchOffsets(ctx, w.names.WorkerGroup)
 	if err != nil {
 		return 0, 0, fmt.Errorf("fetching the committed offset of partition %d: %w", p, err)

@@ -58,7 +58,13 @@ type Worker struct {
 	conn    []kgo.Opt
 
 	// Set while Run runs.
+	//
+	// cl is the group's client. Its group callbacks can run before kgo.NewClient returns (the join starts
+	// inside it), so the ones that need it call client, which waits for clSet, closed once cl is stored:
+	// reading cl directly there, a partition assigned that early pinned no start offset (pinStart) and its
+	// lane's ledger start dereferenced a nil client.
 	cl          atomic.Pointer[kgo.Client]
+	clSet       chan struct{}
 	prod        *kgo.Client
 	tail        *tail      // the ledger reader
 	start       kgo.Offset // the start offset given to kgo, compared in pinStart
@@ -113,7 +119,20 @@ func New(cfg Config, handler Handler, deps Deps) (*Worker, error) {
 		names:   cfg.Kafka.Names(),
 		conn:    conn,
 		lanes:   map[int32]*lane{},
+		clSet:   make(chan struct{}),
 	}, nil
+}
+
+// setClient makes cl the group's client, for client and cl.
+func (w *Worker) setClient(cl *kgo.Client) {
+	w.cl.Store(cl)
+	close(w.clSet)
+}
+
+// client returns the group's client, waiting for Run to have stored it (see cl).
+func (w *Worker) client() *kgo.Client {
+	<-w.clSet
+	return w.cl.Load()
 }
 
 // ID is the worker ID written into outcome records.
@@ -209,7 +228,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker: consumer client: %w", err)
 	}
-	w.cl.Store(cl)
+	w.setClient(cl)
 
 	committerDone := make(chan struct{})
 	committerCtx, stopCommitter := context.WithCancel(context.WithoutCancel(ctx))
@@ -518,7 +537,7 @@ func (w *Worker) wakeCommitter() {
 // commit commits every lane's finished offset not yet committed. It reports false when a commit failed (the
 // offsets stay pending).
 func (w *Worker) commit(ctx context.Context) bool {
-	cl := w.cl.Load()
+	cl := w.client()
 	if cl == nil {
 		return true
 	}
@@ -592,14 +611,14 @@ func offsetsAttr(offsets map[string]map[int32]kgo.EpochOffset) map[int32]int64 {
 // assignment and skip the ticks written in between.
 func (w *Worker) pinStart(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	defer w.adjusted(offsets[w.names.Work])
-	cl := w.cl.Load()
+	cl := w.client()
 	var fresh []int32
 	for p, o := range offsets[w.names.Work] {
 		if o == w.start || o.EpochOffset().Offset < 0 {
 			fresh = append(fresh, p)
 		}
 	}
-	if cl == nil || len(fresh) == 0 {
+	if len(fresh) == 0 {
 		return offsets, nil
 	}
 	adm := kadm.NewClient(cl)

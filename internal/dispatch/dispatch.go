@@ -292,7 +292,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			return nil
 		}
 		for {
-			ems := pl.collect(now, d.cfg.MaxBatch)
+			ems := pl.collect(&next, now, d.cfg.MaxBatch)
 			var recs []*kgo.Record
 			if len(ems) > 0 {
 				recs = appendRecords(&next, ems, topics, partitions, t, now)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -284,8 +285,12 @@ func (p *planner) nextWake() (time.Time, bool) {
 // collect takes the schedules due at now+lead (at most max of them) and plans their slots: the late ones after
 // the catch-up policy, and every one due by now+lead. Their bases move past the planned slots and they are
 // re-armed at once: a failed transaction ends the term, and the next term starts again from the committed state.
-func (p *planner) collect(now time.Time, max int) []emission {
-	var out []emission
+//
+// The emissions and their slots are written into b (whatever it held before is overwritten), whose records
+// are then made from them (appendRecords): a slot of a million schedules is planned without an allocation each.
+func (p *planner) collect(b *batch, now time.Time, max int) []emission {
+	out, slots := b.ems[:0], b.slots[:0]
+	defer func() { b.ems, b.slots = out, slots }()
 	for len(out) < max {
 		d, ok := p.heap.peek()
 		if !ok || d.at > now.UnixNano() {
@@ -297,7 +302,9 @@ func (p *planner) collect(now time.Time, max int) []emission {
 			continue
 		}
 		e := it.entry
-		plan := e.Schedule.PlanAhead(it.base, now, now.Add(p.lead))
+		// The slots of earlier emissions stay as they are: slots only grows (by reallocation, past its capacity).
+		var plan schedule.Plan
+		slots, plan = e.Schedule.AppendPlanAhead(slots, it.base, now, now.Add(p.lead))
 		if n := len(plan.Emit); n > 0 {
 			it.base = plan.Emit[n-1]
 		}
@@ -320,14 +327,19 @@ type term struct {
 	part       int32 // the ticker-topic partition led: where the state records go
 }
 
-// batch holds the records of one transaction: the records come from one slab, and their keys and values from
-// one byte arena (a leader writes two records per schedule per slot, and these were six of their eleven
-// allocations). A batch is reused once its transaction has ended: the term alternates two, one being committed
-// while the next is prepared.
+// batch holds one transaction: its emissions and their slots (collect), and its records (appendRecords). The
+// records come from one slab, and their keys and values from one byte arena (a leader writes two records per
+// schedule per slot, and these were six of their eleven allocations). A batch is reused once its transaction
+// has ended: the term alternates two, one being committed while the next is prepared.
 type batch struct {
+	ems   []emission
+	slots []time.Time
 	recs  []*kgo.Record
 	slab  []kgo.Record
 	arena []byte
+	// What writes the records, keeping the instants that they share formatted (tick.Stamp).
+	ticks            tick.Writer
+	lastSlot, emitAt tick.Stamp
 }
 
 // appendRecords fills b with the tick records and the state record of ems, for a work topic of partitions
@@ -353,7 +365,7 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		slab = append(slab, r)
 		recs = append(recs, &slab[len(slab)-1])
 	}
-	var ticks []tick.Tick
+	var ticks []tick.Tick // for a tick the Writer leaves to AppendEncode (a year past 9999)
 	for _, em := range ems {
 		if len(em.slots) == 0 {
 			continue
@@ -368,17 +380,22 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 			LeaderEpoch: int64(t.epoch),
 			Overlap:     sc.Overlap(),
 		}
+		shards := max(src.Shards, 1)
 		for _, slot := range em.slots {
-			ticks = src.AppendSlot(ticks[:0], slot, sc.Due(slot), now)
-			for _, tk := range ticks {
+			due := sc.Due(slot)
+			for shard := range shards {
 				k := len(arena)
-				arena = append(arena, tk.ID...)
+				arena = b.ticks.AppendID(arena, em.name, slot, shard, shards)
 				key := arena[k:len(arena):len(arena)]
 				v := len(arena)
-				arena, _ = tick.AppendEncode(arena, tk) // a Tick of plain fields always encodes
+				var ok bool
+				if arena, ok = b.ticks.AppendTick(arena, src, key, slot, due, now, shard); !ok {
+					ticks = src.AppendSlot(ticks[:0], slot, due, now)
+					arena, _ = tick.AppendEncode(arena, ticks[shard]) // fails as the Writer did: an empty value
+				}
 				add(kgo.Record{
 					Topic:     names.work,
-					Partition: tick.PartitionOf(key[:len(em.name)], tk.Shard, partitions), // the ID starts with the name
+					Partition: tick.PartitionOf(key[:len(em.name)], shard, partitions), // the ID starts with the name
 					Key:       key,
 					Value:     arena[v:len(arena):len(arena)],
 				})
@@ -398,7 +415,7 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		arena = append(arena, em.name...)
 		key := arena[k:len(arena):len(arena)]
 		v := len(arena)
-		arena = appendState(arena, st)
+		arena = appendState(arena, st, &b.lastSlot, &b.emitAt)
 		add(kgo.Record{Topic: names.ticker, Partition: t.part, Key: key, Value: arena[v:len(arena):len(arena)]})
 	}
 	return recs

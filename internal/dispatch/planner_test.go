@@ -37,14 +37,14 @@ func TestPlannerEmitsEachSlotOnce(t *testing.T) {
 			t.Fatal("no wake-up")
 		}
 		now = at
-		for _, em := range p.collect(now, 100) {
+		for _, em := range p.collect(&batch{}, now, 100) {
 			got = append(got, em.slots...)
 		}
 	}
 	// A new term restarts from the stored state, 5 s later: catch-up all emits the 5 missed slots.
 	state := map[string]stored{"a": {LastSlot: got[len(got)-1]}}
 	p = newPlanner(entries, state, 0)
-	for _, em := range p.collect(now.Add(5*time.Second), 100) {
+	for _, em := range p.collect(&batch{}, now.Add(5*time.Second), 100) {
 		got = append(got, em.slots...)
 	}
 	for i, s := range got {
@@ -63,11 +63,11 @@ func TestPlannerChange(t *testing.T) {
 	t.Parallel()
 	spec := schedule.Spec{Name: "a", Every: schedule.Duration(time.Second), Catchup: "all"}
 	p := newPlanner(map[string]store.Entry{"a": entry(t, spec, t0)}, nil, 0)
-	p.collect(t0.Add(3*time.Second), 10)
+	p.collect(&batch{}, t0.Add(3*time.Second), 10)
 	// Changed at t0+10s to every 2s, seen at t0+12.5s: slots from t0+11s only.
 	spec.Every = schedule.Duration(2 * time.Second)
 	p.set("a", entry(t, spec, t0.Add(10*time.Second)), time.Time{})
-	ems := p.collect(t0.Add(12500*time.Millisecond), 10)
+	ems := p.collect(&batch{}, t0.Add(12500*time.Millisecond), 10)
 	if len(ems) != 1 || len(ems[0].slots) != 1 || !ems[0].slots[0].Equal(t0.Add(12*time.Second)) {
 		t.Fatalf("after the change: %+v, want the one slot t0+12s", ems)
 	}
@@ -87,7 +87,7 @@ func TestPlannerLead(t *testing.T) {
 	p := newPlanner(map[string]store.Entry{"a": entry(t, spec, t0)}, nil, lead)
 	var got []time.Time
 	emit := func(now time.Time) {
-		for _, em := range p.collect(now, 100) {
+		for _, em := range p.collect(&batch{}, now, 100) {
 			got = append(got, em.slots...)
 		}
 	}
@@ -195,7 +195,7 @@ func BenchmarkEmissionLoop(b *testing.B) {
 		now = now.Add(time.Second)
 		total := 0
 		for {
-			ems := p.collect(now, 5000)
+			ems := p.collect(&buf, now, 5000)
 			if len(ems) == 0 {
 				break
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
 // State is the value of a schedule's record in the ticker topic: what the leader last emitted for it. It is
@@ -31,12 +32,15 @@ type State struct {
 // EncodeState returns the JSON of s: the bytes json.Marshal writes for it (TestEncodeStateIsMarshal), appended
 // by hand because the leader writes one per schedule per slot, a million per minute on a large fleet, and the
 // reflection of encoding/json was a third of its time per record.
-func EncodeState(s State) []byte { return appendState(make([]byte, 0, 192), s) }
+func EncodeState(s State) []byte {
+	return appendState(make([]byte, 0, 192), s, &tick.Stamp{}, &tick.Stamp{})
+}
 
-// appendState appends EncodeState(s) to b.
-func appendState(b []byte, s State) []byte {
+// appendState appends EncodeState(s) to b. The stamps keep the last slot and emission instant written (a
+// transaction's states share the one and most share the other).
+func appendState(b []byte, s State, lastSlot, emittedAt *tick.Stamp) []byte {
 	b = append(b, `{"v":1,"last_slot":`...)
-	b = appendTime(b, s.LastSlot)
+	b = appendTime(b, s.LastSlot, lastSlot)
 	b = append(b, `,"schedule_version":`...)
 	b = strconv.AppendInt(b, s.ScheduleVersion, 10)
 	b = append(b, `,"producer_id":`...)
@@ -44,23 +48,17 @@ func appendState(b []byte, s State) []byte {
 	b = append(b, `,"leader_epoch":`...)
 	b = strconv.AppendInt(b, s.LeaderEpoch, 10)
 	b = append(b, `,"emitted_at":`...)
-	b = appendTime(b, s.EmittedAt)
+	b = appendTime(b, s.EmittedAt, emittedAt)
 	return append(b, '}')
 }
 
-// appendTime appends t as time.Time.MarshalJSON writes it (RFC 3339 with nanoseconds, quoted). A time it
-// refuses (a year outside 0-9999) falls back to it, and to null if it fails, as a state never holds one.
-func appendTime(b []byte, t time.Time) []byte {
-	if y := t.Year(); y < 0 || y > 9999 {
-		j, err := t.MarshalJSON()
-		if err != nil {
-			return append(b, "null"...)
-		}
-		return append(b, j...)
+// appendTime appends t as time.Time.MarshalJSON writes it (RFC 3339 with nanoseconds, quoted), through st. A
+// time it refuses (a year outside 0-9999) is written as null, as a state never holds one.
+func appendTime(b []byte, t time.Time, st *tick.Stamp) []byte {
+	if b, ok := st.AppendJSON(b, t); ok {
+		return b
 	}
-	b = append(b, '"')
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"')
+	return append(b, "null"...)
 }
 
 // DecodeState parses a ticker-topic record value.

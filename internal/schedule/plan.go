@@ -35,39 +35,7 @@ type Plan struct {
 // between are counted by the slot density seen around them, so Missed is an estimate then (exact for evenly
 // spread expressions such as "*/5 * * * *"; for uneven ones such as "* * 1 * *" it can be off by a large factor).
 func (s *Schedule) Plan(base, now time.Time) Plan {
-	if s.paused {
-		return Plan{}
-	}
-	first := s.Next(base)
-	if first.IsZero() || s.Due(first).After(now) {
-		return Plan{Next: first}
-	}
-	policy := s.Catchup()
-	need := 1
-	if policy == CatchupAll {
-		need = s.catchupMax()
-	}
-	var tail []time.Time // the latest min(k, need) candidates, ascending
-	var k int64
-	if s.every > 0 {
-		tail, k = s.candidatesEvery(first, now, need)
-	} else {
-		tail, k = s.candidatesCron(first, now, need)
-	}
-	last := tail[len(tail)-1]
-	p := Plan{Next: s.Next(last)}
-	switch policy {
-	case CatchupAll:
-		p.Emit, p.Missed = tail, k-int64(len(tail))
-	case CatchupSkip:
-		if now.Sub(s.Due(last)) <= SkipGrace {
-			p.Emit, p.Missed = []time.Time{last}, k-1
-		} else {
-			p.Missed = k
-		}
-	default: // CatchupLatest
-		p.Emit, p.Missed = []time.Time{last}, k-1
-	}
+	_, p := s.appendPlan(nil, base, now)
 	return p
 }
 
@@ -78,12 +46,73 @@ const MaxAhead = 1000
 // them): the leader emits those ahead of their slot. The catch-up policy applies only to the slots due at or
 // before now, which are late; the ones ahead are all emitted, in order. Next is the first slot not planned.
 func (s *Schedule) PlanAhead(base, now, horizon time.Time) Plan {
-	p := s.Plan(base, now)
+	_, p := s.AppendPlanAhead(nil, base, now, horizon)
+	return p
+}
+
+// AppendPlanAhead is PlanAhead with the slots to emit appended to dst: it returns dst extended, and the plan,
+// whose Emit is the extension (nil when there is none; its capacity ends at its length). A leader plans a
+// million schedules in a slot into one reused slice rather than a slice each.
+func (s *Schedule) AppendPlanAhead(dst []time.Time, base, now, horizon time.Time) ([]time.Time, Plan) {
+	start := len(dst)
+	dst, p := s.appendPlan(dst, base, now)
 	for n := 0; n < MaxAhead && !p.Next.IsZero() && !s.Due(p.Next).After(horizon); n++ {
-		p.Emit = append(p.Emit, p.Next)
+		dst = append(dst, p.Next)
 		p.Next = s.Next(p.Next)
 	}
-	return p
+	p.Emit = emitted(dst, start)
+	return dst, p
+}
+
+// appendPlan is Plan with the slots to emit appended to dst (see AppendPlanAhead).
+func (s *Schedule) appendPlan(dst []time.Time, base, now time.Time) ([]time.Time, Plan) {
+	if s.paused {
+		return dst, Plan{}
+	}
+	first := s.Next(base)
+	if first.IsZero() || s.Due(first).After(now) {
+		return dst, Plan{Next: first}
+	}
+	policy := s.Catchup()
+	need := 1
+	if policy == CatchupAll {
+		need = s.catchupMax()
+	}
+	// The candidates: the latest min(k, need) of k, ascending, at dst[start:].
+	start := len(dst)
+	var k int64
+	if s.every > 0 {
+		dst, k = s.appendCandidatesEvery(dst, first, now, need)
+	} else {
+		var tail []time.Time
+		tail, k = s.candidatesCron(first, now, need)
+		dst = append(dst, tail...)
+	}
+	last := dst[len(dst)-1]
+	p := Plan{Next: s.Next(last)}
+	switch policy {
+	case CatchupAll:
+		p.Missed = k - int64(len(dst)-start)
+	case CatchupSkip:
+		dst = dst[:start]
+		if now.Sub(s.Due(last)) <= SkipGrace {
+			dst, p.Missed = append(dst, last), k-1
+		} else {
+			p.Missed = k
+		}
+	default: // CatchupLatest
+		dst, p.Missed = append(dst[:start], last), k-1
+	}
+	p.Emit = emitted(dst, start)
+	return dst, p
+}
+
+// emitted is dst[start:] with its capacity cut at its length, or nil when it is empty.
+func emitted(dst []time.Time, start int) []time.Time {
+	if len(dst) == start {
+		return nil
+	}
+	return dst[start:len(dst):len(dst)]
 }
 
 // Catchup returns the schedule's catch-up policy: the Spec's, or DefaultCatchup when it has none.
@@ -101,9 +130,9 @@ func (s *Schedule) catchupMax() int {
 	return int(s.catchupCap)
 }
 
-// candidatesEvery counts the candidates from first (which is due) and returns the latest min(k, need) of them.
-// Jitter < Every makes Due increasing, so the candidates are exactly the slots up to the last due one.
-func (s *Schedule) candidatesEvery(first, now time.Time, need int) ([]time.Time, int64) {
+// appendCandidatesEvery counts the candidates from first (which is due) and appends the latest min(k, need) of
+// them to dst. Jitter < Every makes Due increasing, so the candidates are exactly the slots up to the last due one.
+func (s *Schedule) appendCandidatesEvery(dst []time.Time, first, now time.Time, need int) ([]time.Time, int64) {
 	e, f := s.every, first.Unix()
 	last := f + floorDiv(now.Unix()-f, e)*e // the last slot <= now; slots are whole seconds, Unix() floors
 	if end := s.end(); end != nil {
@@ -115,11 +144,10 @@ func (s *Schedule) candidatesEvery(first, now time.Time, need int) ([]time.Time,
 	}
 	k := (last-f)/e + 1
 	n := int(min(k, int64(need)))
-	tail := make([]time.Time, n)
-	for i := range tail {
-		tail[i] = time.Unix(last-int64(n-1-i)*e, 0).UTC()
+	for i := range n {
+		dst = append(dst, time.Unix(last-int64(n-1-i)*e, 0).UTC())
 	}
-	return tail, k
+	return dst, k
 }
 
 // candidatesCron steps through the candidates from first (which is due) and returns the latest min(k, need) of

@@ -116,6 +116,13 @@ func TestPlanMatchesNaive(t *testing.T) {
 				if got != want {
 					t.Fatalf("%+v base %s now %s:\n got %s\nwant %s", spec, base, now, got, want)
 				}
+				// Appended after slots of other schedules, with a horizon of now: the same plan, and the
+				// slots before it untouched.
+				prefix := []time.Time{base0, base0.Add(time.Hour)}
+				dst, p := sch.AppendPlanAhead(append(make([]time.Time, 0, 4), prefix...), base, now, now)
+				if planString(p) != want || !slices.Equal(dst, slices.Concat(prefix, p.Emit)) || cap(p.Emit) != len(p.Emit) {
+					t.Fatalf("%+v base %s now %s: AppendPlanAhead after %d slots = %s, %v; want %s", spec, base, now, len(prefix), planString(p), fmtTimes(dst), want)
+				}
 			}
 		}
 	}

@@ -131,7 +131,7 @@ func AppendEncode(dst []byte, t Tick) ([]byte, error) {
 	if t.V == 0 {
 		t.V = Version
 	}
-	if b, ok := appendTick(dst, t); ok {
+	if b, ok := appendTick(dst, &t, nil, nil); ok {
 		return b, nil
 	}
 	b, err := json.Marshal(t)
@@ -146,7 +146,7 @@ func Encode(t Tick) ([]byte, error) {
 	if t.V == 0 {
 		t.V = Version
 	}
-	if b, ok := appendTick(make([]byte, 0, 256+len(t.Payload)), t); ok {
+	if b, ok := appendTick(make([]byte, 0, 256+len(t.Payload)), &t, nil, nil); ok {
 		return b, nil
 	}
 	b, err := json.Marshal(t)
@@ -185,16 +185,26 @@ func Decode(b []byte) (Tick, error) {
 // appendTick appends the JSON of t, the bytes json.Marshal writes for it (TestEncodeIsMarshal), without
 // reflection: a leader encodes one per schedule per slot, a million a minute on a large fleet. It reports false
 // for what it does not write itself (a time json.Marshal refuses), for Encode to hand to json.Marshal.
-func appendTick(b []byte, t Tick) ([]byte, bool) {
+//
+// id, when not nil, is written in place of t.ID (a Writer has it in its record's key already), and st, when not
+// nil, keeps the instants written last (see Writer).
+func appendTick(b []byte, t *Tick, id []byte, st *stamps) ([]byte, bool) {
+	if st == nil {
+		st = &stamps{}
+	}
 	ok := true
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, int64(t.V), 10)
 	b = append(b, `,"id":`...)
-	b = appendString(b, t.ID)
+	if id != nil {
+		b = appendString(b, id)
+	} else {
+		b = appendString(b, t.ID)
+	}
 	b = append(b, `,"schedule":`...)
 	b = appendString(b, t.Schedule)
 	b = append(b, `,"slot":`...)
-	b, ok = appendTime(b, t.Slot, ok)
+	b, ok = st.slot.appendJSON(b, t.Slot, ok)
 	b = append(b, `,"shard":`...)
 	b = strconv.AppendInt(b, int64(t.Shard), 10)
 	b = append(b, `,"shards":`...)
@@ -205,11 +215,11 @@ func appendTick(b []byte, t Tick) ([]byte, bool) {
 	}
 	if t.Deadline != nil {
 		b = append(b, `,"deadline":`...)
-		b, ok = appendTime(b, *t.Deadline, ok)
+		b, ok = st.deadline.appendJSON(b, *t.Deadline, ok)
 	}
 	if t.NotBefore != nil {
 		b = append(b, `,"not_before":`...)
-		b, ok = appendTime(b, *t.NotBefore, ok)
+		b, ok = st.notBefore.appendJSON(b, *t.NotBefore, ok)
 	}
 	if t.Trigger {
 		b = append(b, `,"trigger":true`...)
@@ -223,31 +233,22 @@ func appendTick(b []byte, t Tick) ([]byte, bool) {
 	b = append(b, `,"leader_epoch":`...)
 	b = strconv.AppendInt(b, t.LeaderEpoch, 10)
 	b = append(b, `,"emitted_at":`...)
-	b, ok = appendTime(b, t.EmittedAt, ok)
+	b, ok = st.emitted.appendJSON(b, t.EmittedAt, ok)
 	return append(b, '}'), ok
 }
 
 // appendString appends s as a JSON string. Text of plain printable ASCII (names, IDs, most payloads) is copied;
 // anything else goes through encoding/json, which escapes it (HTML characters, control characters, invalid
 // UTF-8) as it would inside the struct.
-func appendString(b []byte, s string) []byte {
+func appendString[T string | []byte](b []byte, s T) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			j, _ := json.Marshal(s) // a string always marshals
+			// A copy is marshalled: passing s itself would make every caller's text escape to the heap.
+			j, _ := json.Marshal(strings.Clone(string(s))) // a string always marshals
 			return append(b, j...)
 		}
 	}
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
-}
-
-// appendTime appends t as time.Time.MarshalJSON writes it; ok turns false for a year it refuses.
-func appendTime(b []byte, t time.Time, ok bool) ([]byte, bool) {
-	if y := t.Year(); y < 0 || y > 9999 {
-		return b, false
-	}
-	b = append(b, '"')
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"'), ok
 }

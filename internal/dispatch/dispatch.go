@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"maps"
 	"sync"
 	"time"
 
@@ -248,7 +247,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		}
 		return err
 	}
-	defer func() { d.metrics.endTerm(maps.Keys(pl.items)) }()
+	defer func() { d.metrics.endTerm(pl.optedIn()) }()
 	for _, name := range pl.metered {
 		if it, ok := pl.items[name]; ok && it.entry.Schedule.Metrics() {
 			d.metrics.next(name, it.entry, it.base)

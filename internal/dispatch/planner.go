@@ -168,6 +168,20 @@ func (p *planner) base(name string) time.Time {
 	return time.Time{}
 }
 
+// optedIn lists the schedules whose definition opts in to per-schedule metrics: the only ones with series of
+// their own (a change or a deletion drops a schedule's series as it happens). A term's end drops those alone,
+// rather than asking the registry to delete two series of each of a million schedules (a quarter second,
+// which a revoked term's handoff waits for).
+func (p *planner) optedIn() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for name, it := range p.items {
+			if it.entry.Schedule.Metrics() && !yield(name) {
+				return
+			}
+		}
+	}
+}
+
 // len is the number of schedules.
 func (p *planner) len() int { return len(p.items) }
 

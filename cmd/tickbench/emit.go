@@ -22,8 +22,10 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/cli"
+	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
 func init() {
@@ -50,9 +52,11 @@ func runEmitBench(ctx context.Context, args []string, getenv func(string) string
 	fs.Usage = cli.Usage(fs, `Usage: tickbench emit [flags]
 
 Loads --schedules interval schedules into a fresh namespace, measures raw transactional produce throughput of
-the same volume (baseline), then starts one real ticker process and measures, for --rounds slots: emission lag
-(slot -> tick visible to a read_committed consumer) p50/p99/max, the time to emit a whole slot, the leader's
-throughput against the baseline, and the leader's peak memory (RSS and Go heap from its /metrics).
+the same records (baseline: a tick and a state record per schedule; producing and committing only, and also
+as the benchmark's read_committed consumer sees the ticks), then starts one real ticker process and measures,
+for --rounds slots: emission lag (slot -> tick visible to that consumer) p50/p99/max, the time to emit a whole
+slot, the leader's throughput against both baselines, and the leader's peak memory (RSS and Go heap from its
+/metrics).
 
 With --takeover a standby ticker starts beside the leader once the leader emits, and the leader gets SIGKILL
 halfway through the run: the report adds the takeover time, both terms' start phases (from their logs), the
@@ -72,24 +76,44 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	}
 	defer ns.close()
 	kcfg, names, base, adm := ns.cfg, ns.names, ns.opts, ns.adm
-	rawTopic := names.Work + ".raw"
+	rawTopic, rawStates := names.Work+".raw", names.Ticker+".raw"
 	if _, err := adm.CreateTopic(ctx, int32(*parts), -1, nil, rawTopic); err != nil {
+		return err
+	}
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, rawStates); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "namespace %s: %d schedules every %v (%s), %d work partitions\n", kcfg.Namespace, *n, *every, map[bool]string{true: "offsets spread", false: "all on one slot"}[*spread], *parts)
 
-	// Baseline: the same number of records the leader writes per slot (a tick and a state record per schedule),
-	// transactionally, 10,000 records per transaction.
+	// Baseline: the records the leader writes per slot, a tick to a work partition and a state record to a
+	// one-partition topic per schedule, transactionally, 10,000 records per transaction. The benchmark's
+	// consumer reads the ticks as it reads the leader's, so the baseline is also given as the consumer sees it:
+	// the leader's figures are taken with that consumer on the same cores.
 	// A warm-up transaction first: a topic created a moment ago takes a while to appear in metadata.
-	if _, err := fill(ctx, base, rawTopic, 100, *parts, 100); err != nil {
+	rawSeen, err := consumeArrivals(ctx, base, rawTopic)
+	if err != nil {
+		return err
+	}
+	defer rawSeen.stop()
+	if _, err := fillBaseline(ctx, base, rawTopic, rawStates, warmUp, *parts); err != nil {
 		return fmt.Errorf("baseline warm-up: %w", err)
 	}
-	took, err := fill(ctx, base, rawTopic, 2**n, *parts, *n)
+	if err := rawSeen.await(ctx, warmUp, time.Minute); err != nil {
+		return fmt.Errorf("baseline warm-up: %w", err)
+	}
+	took, err := fillBaseline(ctx, base, rawTopic, rawStates, *n, *parts)
 	if err != nil {
 		return fmt.Errorf("baseline: %w", err)
 	}
 	rawRate := float64(2**n) / took.Seconds()
-	fmt.Fprintf(stdout, "baseline: raw transactional produce of %d records in %.2fs (producing and committing only; each transaction's records built before its clock starts): %.0f records/s\n", 2**n, took.Seconds(), rawRate)
+	if err := rawSeen.await(ctx, warmUp+*n, time.Minute); err != nil {
+		return fmt.Errorf("baseline: %w", err)
+	}
+	rawSeen.stop()
+	seenSpan := rawSeen.span(warmUp)
+	seenRate := float64(2**n) / seenSpan.Seconds() // records: its ticks' span covers their states as well
+	fmt.Fprintf(stdout, "baseline: raw transactional produce of %d records, a tick and a state per schedule, in %.2fs (producing and committing only; the records built before the clock starts): %.0f records/s; as the benchmark's consumer saw the ticks (first to last visible, the measure of a leader's slot below): %.2fs, %.0f records/s\n",
+		2**n, took.Seconds(), rawRate, seenSpan.Seconds(), seenRate)
 
 	// The schedules.
 	if err := loadSchedules(ctx, base, names.Schedules, *n, *every, *spread); err != nil {
@@ -123,45 +147,12 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	defer leaderProc.stop()
 
 	// Tick arrivals, read_committed.
-	var (
-		mu       sync.Mutex
-		arrivals []arrival
-	)
-	cl, err := kgo.NewClient(append(base[:len(base):len(base)],
-		kgo.ConsumeTopics(names.Work),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(100*time.Millisecond),
-	)...)
+	ticks, err := consumeArrivals(ctx, base, names.Work)
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	cctx, stopConsume := context.WithCancel(ctx)
-	defer stopConsume()
-	consumed := make(chan struct{})
-	go func() {
-		defer close(consumed)
-		for {
-			fetches := cl.PollFetches(cctx)
-			if cctx.Err() != nil {
-				return
-			}
-			now := time.Now().UnixNano()
-			mu.Lock()
-			fetches.EachRecord(func(r *kgo.Record) {
-				if a, ok := arrivalOf(r, now); ok {
-					arrivals = append(arrivals, a)
-				}
-			})
-			mu.Unlock()
-		}
-	}()
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(arrivals)
-	}
+	defer ticks.stop()
+	count := ticks.count
 
 	// Peak memory of each process, sampled every 250 ms; the standby's takeover comes halfway through the run.
 	var standby *tickerProc
@@ -211,8 +202,7 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 		}
 	}
 	sample()
-	stopConsume()
-	<-consumed
+	ticks.stop()
 	final := leaderProc.scrape()
 	if leaderProc.killed && standby != nil {
 		final = standby.scrape() // the counters of the term that finished the run
@@ -221,8 +211,7 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 		saveProfile(leaderProc.addr, filepath.Join(*profileDir, "heap-end.pb.gz"))
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
+	arrivals := ticks.list
 	lags := make([]time.Duration, 0, len(arrivals))
 	bySlot := map[int64][]int64{}
 	late := 0
@@ -279,9 +268,9 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 			// ticks alone: the records/s are then twice what it wrote, and ticks/s is its figure).
 			ticks := float64(len(seen)) / span.Seconds()
 			rate := 2 * ticks
-			fmt.Fprintf(stdout, "slot %s: %d ticks, first visible %v and last %v after the slot: %.0f ticks/s (%.2f of the raw baseline's records/s), %.0f records/s (%.2f)\n",
+			fmt.Fprintf(stdout, "slot %s: %d ticks, first visible %v and last %v after the slot: %.0f ticks/s (%.2f of the raw baseline's records/s), %.0f records/s (%.2f; %.2f of the baseline as its consumer saw it)\n",
 				time.Unix(s, 0).UTC().Format(time.TimeOnly), len(seen), first.Sub(time.Unix(s, 0)).Round(time.Millisecond),
-				last.Sub(time.Unix(s, 0)).Round(time.Millisecond), ticks, ticks/rawRate, rate, rate/rawRate)
+				last.Sub(time.Unix(s, 0)).Round(time.Millisecond), ticks, ticks/rawRate, rate, rate/rawRate, rate/seenRate)
 		}
 	}
 	fmt.Fprintf(stdout, "leader memory: peak RSS %.0f MiB (%.0f B a schedule), peak Go heap in use %.0f MiB; transactions committed %.0f, ticks emitted %.0f (the last leader's counters)\n",
@@ -295,6 +284,157 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	return nil
 }
 
+// warmUp is the number of schedules of the baseline's warm-up transaction.
+const warmUp = 100
+
+// fillBaseline writes what a leader writes for one slot of n schedules, n ticks to topic's partitions and n
+// state records to stateTopic's partition 0, in transactions of 10,000 records (5,000 schedules, a leader's
+// batch), and returns the time spent producing and committing them. One transaction's records are built
+// before the clock starts and written again by every transaction, so that nothing but producing and committing
+// happens between the first tick visible and the last: the consumer's view of the baseline is then the
+// leader's slot without the leader's work.
+func fillBaseline(ctx context.Context, base []kgo.Opt, topic, stateTopic string, n, parts int) (time.Duration, error) {
+	cl, err := kgo.NewClient(append(base[:len(base):len(base)],
+		kgo.TransactionalID(fmt.Sprintf("tickbench-baseline-%d", time.Now().UnixNano())),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(1<<20),
+	)...)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	const perTxn = 5000
+	slot := time.Now().Truncate(time.Second).Add(-24 * time.Hour)
+	recs := make([]*kgo.Record, 0, 2*min(n, perTxn))
+	for i := range min(n, perTxn) {
+		tk := tick.New(fmt.Sprintf("bench-%07d", i), slot, 0, 1)
+		v, err := tick.Encode(tk)
+		if err != nil {
+			return 0, err
+		}
+		st := dispatch.EncodeState(dispatch.State{LastSlot: slot, ScheduleVersion: int64(i), ProducerID: 1, LeaderEpoch: 1, EmittedAt: time.Now()})
+		recs = append(recs,
+			&kgo.Record{Topic: topic, Partition: tick.Partition(tk.Schedule, 0, parts), Key: []byte(tk.ID), Value: v},
+			&kgo.Record{Topic: stateTopic, Partition: 0, Key: []byte(tk.Schedule), Value: st})
+	}
+	var took time.Duration
+	for left := n; left > 0; left -= perTxn {
+		txn := recs[:2*min(left, perTxn)]
+		for _, r := range txn {
+			r.Timestamp = time.Time{} // stamped again by the client, as a new record is
+		}
+		start := time.Now()
+		if err := cl.BeginTransaction(); err != nil {
+			return 0, err
+		}
+		var perr firstError
+		for _, r := range txn {
+			cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+				if err != nil {
+					perr.set(err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			return 0, err
+		}
+		if e := perr.get(); e != nil {
+			return 0, fmt.Errorf("baseline: %w", e)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			return 0, fmt.Errorf("baseline: %w", err)
+		}
+		took += time.Since(start)
+	}
+	return took, nil
+}
+
+// arrivalConsumer reads a topic of ticks read_committed from its start and notes when each tick became
+// visible. The leader's ticks and the raw baseline are read by the same code, so both figures carry its cost.
+type arrivalConsumer struct {
+	cl       *kgo.Client
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopOnce sync.Once
+
+	mu   sync.Mutex
+	list []arrival // in the order seen; safe to read without mu once stop has returned
+}
+
+func consumeArrivals(ctx context.Context, base []kgo.Opt, topic string) (*arrivalConsumer, error) {
+	cl, err := kgo.NewClient(append(base[:len(base):len(base)],
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)...)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	c := &arrivalConsumer{cl: cl, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for {
+			fetches := cl.PollFetches(cctx)
+			if cctx.Err() != nil {
+				return
+			}
+			now := time.Now().UnixNano()
+			c.mu.Lock()
+			fetches.EachRecord(func(r *kgo.Record) {
+				if a, ok := arrivalOf(r, now); ok {
+					c.list = append(c.list, a)
+				}
+			})
+			c.mu.Unlock()
+		}
+	}()
+	return c, nil
+}
+
+// count is the number of ticks seen so far.
+func (c *arrivalConsumer) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.list)
+}
+
+// await waits until n ticks were seen, for at most limit.
+func (c *arrivalConsumer) await(ctx context.Context, n int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for c.count() < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d records visible after %v", c.count(), n, limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// span is the time from the first to the last visible of the ticks seen after the first skip.
+func (c *arrivalConsumer) span(skip int) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := c.list[skip:]
+	first := slices.MinFunc(seen, func(a, b arrival) int { return cmp.Compare(a.seen, b.seen) }).seen
+	last := slices.MaxFunc(seen, func(a, b arrival) int { return cmp.Compare(a.seen, b.seen) }).seen
+	return max(time.Duration(last-first), time.Millisecond)
+}
+
+// stop ends the consumer and waits for it; later calls return at once.
+func (c *arrivalConsumer) stop() {
+	c.stopOnce.Do(func() {
+		c.cancel()
+		<-c.done
+		c.cl.Close()
+	})
+}
+
 // arrival is one tick as the benchmark's consumer saw it.
 type arrival struct {
 	slot  int64 // Unix seconds
@@ -305,7 +445,7 @@ type arrival struct {
 
 // arrivalOf reads a tick record seen at now. It reads the schedule and the slot from the key (the tick ID,
 // name@slot) and the leader epoch from the value without decoding the tick: the benchmark's consumer shares
-// the cores with the leader it measures, and the raw baseline runs without it.
+// the cores with the leader it measures.
 func arrivalOf(r *kgo.Record, now int64) (arrival, bool) {
 	name, at, ok := bytes.Cut(r.Key, []byte("@"))
 	if !ok || bytes.ContainsAny(at, "~#") { // a trigger, or a shard of a sharded schedule: not this benchmark's

@@ -551,16 +551,18 @@ func (p *producer) transact(ctx context.Context, recs []*kgo.Record) error {
 		mu    sync.Mutex
 		first error
 	)
-	for _, r := range recs {
-		p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = fmt.Errorf("producing %s to %s[%d]: %w", r.Key, r.Topic, r.Partition, kafka.NeedACL(err, "Write", "topic", r.Topic))
-				}
-				mu.Unlock()
+	// One promise for the transaction's records: a closure written in the loop is allocated once per record.
+	promise := func(r *kgo.Record, err error) {
+		if err != nil {
+			mu.Lock()
+			if first == nil {
+				first = fmt.Errorf("producing %s to %s[%d]: %w", r.Key, r.Topic, r.Partition, kafka.NeedACL(err, "Write", "topic", r.Topic))
 			}
-		})
+			mu.Unlock()
+		}
+	}
+	for _, r := range recs {
+		p.cl.Produce(ctx, r, promise)
 	}
 	if err := p.cl.Flush(ctx); err != nil {
 		p.lastResult = "aborted"

@@ -207,9 +207,7 @@ func (l *lane) finish(it *item) {
 	}
 	w.mu.Unlock()
 	if resume {
-		if cl := w.cl.Load(); cl != nil {
-			cl.ResumeFetchPartitions(map[string][]int32{w.names.Work: {l.partition}})
-		}
+		w.client().ResumeFetchPartitions(map[string][]int32{w.names.Work: {l.partition}})
 	}
 	w.wakeCommitter()
 }

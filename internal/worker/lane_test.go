@@ -515,15 +515,22 @@ func (b *testBundle) failNextLedgerWrite(t *testing.T, p int32) <-chan time.Time
 // refusal.
 func (b *testBundle) refuseLedgerWrites(t *testing.T, p int32, keep bool) (refused <-chan time.Time, stop func()) {
 	t.Helper()
+	return b.refuseProduce(t, b.names.Results, p, keep)
+}
+
+// refuseProduce makes the broker refuse, with a non-retriable error, produce requests to partition p of topic:
+// the next one, or with keep every one until stop is called. refused receives the time of the first refusal.
+func (b *testBundle) refuseProduce(t *testing.T, topic string, p int32, keep bool) (refused <-chan time.Time, stop func()) {
+	t.Helper()
 	done := make(chan time.Time, 1)
 	var once sync.Once
 	var stopped atomic.Bool
 	// Produce requests name topics by ID from version 13 on.
-	tds, err := b.adm.ListTopics(t.Context(), b.names.Results)
-	if err != nil || tds[b.names.Results].Err != nil {
-		t.Fatalf("describing %s: %v %v", b.names.Results, err, tds[b.names.Results].Err)
+	tds, err := b.adm.ListTopics(t.Context(), topic)
+	if err != nil || tds[topic].Err != nil {
+		t.Fatalf("describing %s: %v %v", topic, err, tds[topic].Err)
 	}
-	id := tds[b.names.Results].ID
+	id := tds[topic].ID
 	b.cluster.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		if stopped.Load() {
 			b.cluster.DropControl()
@@ -533,7 +540,7 @@ func (b *testBundle) refuseLedgerWrites(t *testing.T, p int32, keep bool) (refus
 		hit := false
 		for _, tp := range req.Topics {
 			for _, pp := range tp.Partitions {
-				hit = hit || (tp.Topic == b.names.Results || tp.TopicID == id) && pp.Partition == p
+				hit = hit || (tp.Topic == topic || tp.TopicID == id) && pp.Partition == p
 			}
 		}
 		if !hit {

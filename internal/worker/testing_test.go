@@ -91,7 +91,11 @@ func (b *testBundle) start(t *testing.T, cfg Config, h HandlerFunc, deps Deps) *
 	if deps.Logger == nil && os.Getenv("LANETEST_LOGS") != "" {
 		deps.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("worker_id", cfg.WorkerID)
 	}
-	w, err := New(cfg, h, deps)
+	var handler Handler // nil in forward mode (a nil HandlerFunc in the interface would not be)
+	if h != nil {
+		handler = h
+	}
+	w, err := New(cfg, handler, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

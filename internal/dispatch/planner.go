@@ -100,19 +100,23 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 	var slab []item
 	left := n
 	chunk := make([]named, 0, chunkLen)
-	// The schedules are taken in groups: their definitions are first read one after the other, then planned. A
-	// million definitions do not fit the caches, and reading each just before planning it waited for one memory
-	// load at a time; read in a row, the processor has a group's loads in flight together.
+	// The schedules are taken in groups: their definitions (and states) are first read one after the other, then
+	// planned. A million definitions do not fit the caches, and reading each just before planning it waited for
+	// one memory load at a time; read in a row, the processor has a group's loads in flight together.
 	type pending struct {
 		name    string
 		e       store.Entry
 		metered bool
+		last    time.Time
 	}
 	var group [32]pending
 	grouped := 0
 	plan := func() {
 		for i := range group[:grouped] {
 			group[i].metered = group[i].e.Schedule.Metrics() // the first read of each definition
+			if len(state) > 0 {
+				group[i].last = state[group[i].name].LastSlot // and its state, as a takeover has one for most
+			}
 		}
 		for _, x := range group[:grouped] {
 			if len(slab) == 0 && left > 0 {
@@ -128,7 +132,7 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 			if x.metered {
 				p.metered = append(p.metered, x.name)
 			}
-			p.update(it, x.name, x.e, state[x.name].LastSlot, false)
+			p.update(it, x.name, x.e, x.last, false)
 			if chunk = append(chunk, named{x.name, it}); len(chunk) == chunkLen {
 				chunks <- chunk
 				chunk = make([]named, 0, chunkLen)

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -245,6 +246,27 @@ func BenchmarkPlannerBuild(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		p := newPlanner(entries, nil, 10*time.Second)
+		if p.len() != n {
+			b.Fatal(p.len())
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/schedule")
+}
+
+// BenchmarkPlannerBuildWithState: the same with a state for every schedule, as a takeover starts (the state
+// read from the ticker topic).
+func BenchmarkPlannerBuildWithState(b *testing.B) {
+	const n = 1_000_000
+	entries := make(map[string]store.Entry, n)
+	state := make(map[string]stored, n)
+	for i := range n {
+		name := fmt.Sprintf("load-%07d", i)
+		entries[name] = entry(b, schedule.Spec{Name: name, Every: schedule.Duration(time.Minute), Offset: schedule.Duration(time.Duration(i%60) * time.Second)}, t0)
+		state[name] = stored{LastSlot: t0.Add(time.Duration(i%60) * time.Second), ScheduleVersion: 1}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p := newPlannerFrom(n, maps.All(entries), state, 10*time.Second)
 		if p.len() != n {
 			b.Fatal(p.len())
 		}

@@ -76,10 +76,13 @@ func TestWriterIsAppendSlot(t *testing.T) {
 	base := time.Date(2026, 3, 29, 0, 59, 59, 0, time.UTC) // an hour before Berlin's clocks go forward
 	instants := []time.Time{
 		base, base, base.In(berlin), base.Add(time.Nanosecond), base.Add(time.Nanosecond).In(berlin),
-		base.Add(time.Second).In(berlin),                               // past the change: another offset
+		base.Add(time.Second).In(berlin), // past the change: another offset
+		base,
 		time.Date(2026, 3, 29, 0, 59, 59, 0, time.FixedZone("", 3600)), // base's wall clock, another instant
 		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.FixedZone("", -(23*3600+59*60))),
 		base.Add(123456789 * time.Nanosecond), base,
+		time.Date(2026, 3, 29, 0, 59, 59, 0, time.FixedZone("", 24*3600)), // an offset MarshalJSON refuses
+		base,
 	}
 	sources := []Source{
 		{Schedule: "scan"},

@@ -15,17 +15,19 @@ type Stamp struct {
 	text       [40]byte
 }
 
-// format returns t in RFC 3339 with nanoseconds, and whether MarshalJSON would write it (a year in 0-9999).
+// format returns t in RFC 3339 with nanoseconds, and whether MarshalJSON would write it: a year in 0-9999 and
+// a zone offset of less than 24 hours, as it checks.
 func (s *Stamp) format(t time.Time) ([]byte, bool) {
 	sec, nsec := t.Unix(), t.Nanosecond()
 	_, zone := t.Zone()
 	if s.n > 0 && s.sec == sec && s.nsec == nsec && s.zone == zone {
 		return s.text[:s.n], true
 	}
-	if y := t.Year(); y < 0 || y > 9999 {
+	if y := t.Year(); y < 0 || y > 9999 || zone <= -24*3600 || zone >= 24*3600 {
 		return nil, false
 	}
-	text := t.AppendFormat(s.text[:0], time.RFC3339Nano) // at most 35 bytes in those years: it stays in s.text
+	s.n = 0                                              // nothing is kept while the text is written over
+	text := t.AppendFormat(s.text[:0], time.RFC3339Nano) // at most 35 bytes: it stays in s.text
 	if len(text) <= len(s.text) {
 		s.sec, s.nsec, s.zone, s.n = sec, nsec, zone, len(text)
 	}
@@ -33,7 +35,7 @@ func (s *Stamp) format(t time.Time) ([]byte, bool) {
 }
 
 // AppendJSON appends t as time.Time.MarshalJSON writes it, quoted. For a time MarshalJSON refuses (a year
-// outside 0-9999) it appends nothing and reports false.
+// outside 0-9999, a zone offset of 24 hours or more) it appends nothing and reports false.
 func (s *Stamp) AppendJSON(b []byte, t time.Time) ([]byte, bool) {
 	text, ok := s.format(t)
 	if !ok {

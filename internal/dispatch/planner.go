@@ -383,7 +383,6 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		slab = append(slab, r)
 		recs = append(recs, &slab[len(slab)-1])
 	}
-	var ticks []tick.Tick // for a tick the Writer leaves to AppendEncode (a year past 9999)
 	for _, em := range ems {
 		if len(em.slots) == 0 {
 			continue
@@ -406,11 +405,9 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 				arena = b.ticks.AppendID(arena, em.name, slot, shard, shards)
 				key := arena[k:len(arena):len(arena)]
 				v := len(arena)
-				var ok bool
-				if arena, ok = b.ticks.AppendTick(arena, src, key, slot, due, now, shard); !ok {
-					ticks = src.AppendSlot(ticks[:0], slot, due, now)
-					arena, _ = tick.AppendEncode(arena, ticks[shard]) // fails as the Writer did: an empty value
-				}
+				// A tick the Writer cannot write (a time json.Marshal refuses) gets an empty value, as the failed
+				// AppendEncode of its Tick did before: the Writer refuses exactly what json.Marshal does.
+				arena, _ = b.ticks.AppendTick(arena, src, key, slot, due, now, shard)
 				add(kgo.Record{
 					Topic:     names.work,
 					Partition: tick.PartitionOf(key[:len(em.name)], shard, partitions), // the ID starts with the name

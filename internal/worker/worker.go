@@ -538,9 +538,6 @@ func (w *Worker) wakeCommitter() {
 // offsets stay pending).
 func (w *Worker) commit(ctx context.Context) bool {
 	cl := w.client()
-	if cl == nil {
-		return true
-	}
 	w.commitMu.Lock()
 	defer w.commitMu.Unlock()
 	w.mu.Lock()

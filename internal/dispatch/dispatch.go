@@ -225,7 +225,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	now := d.cfg.Now()
 	var orphans []string
 	var cancels []tick.Cancel
-	for name, st := range state {
+	for name, st := range pl.stateToCheck(state, len(recovered)) {
 		e, ok := pl.entry(name)
 		switch {
 		case !ok && st.LastSlot.After(now):
@@ -237,6 +237,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			cancels = append(cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
 		}
 	}
+	pl.startChecked()
 	if err := d.cancel(ctx, p, partitions, cancels); err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -36,6 +36,13 @@ type planner struct {
 	// metered lists the schedules with their own metrics that the term started with (set in bulk), so that
 	// the term start does not visit every item for the few that have them.
 	metered []string
+	// When the planner was built from a state (a takeover), what the term start's checks need of it, found by
+	// the build's own lookups (see withoutState and stateToCheck): the schedules that had no state, the paused
+	// ones that had one, and how many had one. Dropped by startChecked.
+	fromState   bool
+	stateless   []string
+	pausedState []string
+	stated      int
 }
 
 // item is one schedule of the planner.
@@ -108,14 +115,17 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 		e       store.Entry
 		metered bool
 		last    time.Time
+		stated  bool
 	}
 	var group [32]pending
 	grouped := 0
+	p.fromState = len(state) > 0
 	plan := func() {
 		for i := range group[:grouped] {
 			group[i].metered = group[i].e.Schedule.Metrics() // the first read of each definition
-			if len(state) > 0 {
-				group[i].last = state[group[i].name].LastSlot // and its state, as a takeover has one for most
+			if p.fromState {
+				st, ok := state[group[i].name] // and its state, as a takeover has one for most
+				group[i].last, group[i].stated = st.LastSlot, ok
 			}
 		}
 		for _, x := range group[:grouped] {
@@ -131,6 +141,16 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 			}
 			if x.metered {
 				p.metered = append(p.metered, x.name)
+			}
+			switch {
+			case !p.fromState:
+			case !x.stated:
+				p.stateless = append(p.stateless, x.name)
+			default:
+				p.stated++
+				if x.e.Schedule.Paused() {
+					p.pausedState = append(p.pausedState, x.name)
+				}
 			}
 			p.update(it, x.name, x.e, x.last, false)
 			if chunk = append(chunk, named{x.name, it}); len(chunk) == chunkLen {
@@ -153,6 +173,56 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 	<-filled
 	p.bulk = false
 	return p
+}
+
+// withoutState yields the schedules that have no entry in state: the state the planner was built from, or that
+// state with entries added since. Built from a state, the planner knows them already; a takeover's million
+// schedules are then not looked up a second time.
+func (p *planner) withoutState(state map[string]stored) iter.Seq2[string, store.Entry] {
+	return func(yield func(string, store.Entry) bool) {
+		if !p.fromState {
+			for name, it := range p.items {
+				if _, ok := state[name]; !ok && !yield(name, it.entry) {
+					return
+				}
+			}
+			return
+		}
+		for _, name := range p.stateless {
+			it, ok := p.items[name]
+			if _, has := state[name]; ok && !has && !yield(name, it.entry) {
+				return
+			}
+		}
+	}
+}
+
+// stateToCheck yields the entries of state that a term start's last check needs (the Lead loop over them): the
+// states of schedules the planner does not hold, and those of paused schedules. state is the state the planner
+// was built from, with added entries since, all of running schedules it holds (checkState's recoveries, which
+// skip paused ones). When every entry of state then belongs to a schedule of the planner, that is the paused
+// schedules' alone; otherwise (or when the planner was built without a state) every entry is yielded.
+func (p *planner) stateToCheck(state map[string]stored, added int) iter.Seq2[string, stored] {
+	return func(yield func(string, stored) bool) {
+		if p.fromState && p.stated+added == len(state) {
+			for _, name := range p.pausedState {
+				if st, ok := state[name]; ok && !yield(name, st) {
+					return
+				}
+			}
+			return
+		}
+		for name, st := range state {
+			if !yield(name, st) {
+				return
+			}
+		}
+	}
+}
+
+// startChecked drops what the term start's checks needed (withoutState, stateToCheck).
+func (p *planner) startChecked() {
+	p.fromState, p.stateless, p.pausedState, p.stated = false, nil, nil, 0
 }
 
 // entry returns the definition of schedule name.

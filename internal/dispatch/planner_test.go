@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -272,4 +273,79 @@ func BenchmarkPlannerBuildWithState(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/schedule")
+}
+
+// The term start's checks get, from the planner built from a state, what they would find by looking every
+// schedule and every state up again: the schedules without a state, and the states of schedules it does not
+// hold or that are paused. Also after checkState's recoveries add states.
+func TestPlannerStartChecks(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name              string
+		orphans, recovers int
+	}{
+		{"every state has its schedule", 0, 0},
+		{"states of deleted schedules", 3, 0},
+		{"recovered states added", 0, 2},
+		{"both", 2, 2},
+		{"no state at all", -1, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			entries := map[string]store.Entry{}
+			state := map[string]stored{}
+			for i := range 40 {
+				name := fmt.Sprintf("s%02d", i)
+				entries[name] = entry(t, schedule.Spec{Name: name, Every: schedule.Duration(time.Minute), Paused: i%5 == 0}, t0)
+				if i%3 != 0 && tt.orphans >= 0 {
+					state[name] = stored{LastSlot: t0.Add(time.Minute), ScheduleVersion: 1}
+				}
+			}
+			for i := range max(tt.orphans, 0) {
+				state[fmt.Sprintf("gone-%d", i)] = stored{LastSlot: t0, ScheduleVersion: 1}
+			}
+			p := newPlanner(entries, state, 0)
+			added := 0
+			for name, e := range entries { // checkState's recoveries: running schedules without a state get one
+				if _, ok := state[name]; !ok && !e.Schedule.Paused() && added < tt.recovers {
+					state[name] = stored{LastSlot: t0, ScheduleVersion: 1}
+					added++
+				}
+			}
+			var without, wantWithout []string
+			for name := range p.withoutState(state) {
+				without = append(without, name)
+			}
+			for name := range entries {
+				if _, ok := state[name]; !ok {
+					wantWithout = append(wantWithout, name)
+				}
+			}
+			slices.Sort(without)
+			slices.Sort(wantWithout)
+			if !slices.Equal(without, wantWithout) {
+				t.Errorf("withoutState = %v, want %v", without, wantWithout)
+			}
+			checked := map[string]bool{}
+			for name, st := range p.stateToCheck(state, added) {
+				if st != state[name] {
+					t.Errorf("stateToCheck: %s = %+v, want %+v", name, st, state[name])
+				}
+				checked[name] = true
+			}
+			for name := range state {
+				e, ok := entries[name]
+				if need := !ok || e.Schedule.Paused(); need && !checked[name] {
+					t.Errorf("stateToCheck left out %s (a schedule held: %v)", name, ok)
+				}
+			}
+			if tt.orphans == 0 {
+				for name := range checked {
+					if !entries[name].Schedule.Paused() {
+						t.Errorf("stateToCheck yielded %s, a running schedule, with every state's schedule held", name)
+					}
+				}
+			}
+		})
+	}
 }

@@ -107,9 +107,8 @@ func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map
 		return nil, nil
 	}
 	var missing []string
-	for name, it := range pl.items {
-		e := it.entry
-		if _, ok := state[name]; ok || e.Schedule.Paused() {
+	for name, e := range pl.withoutState(state) {
+		if e.Schedule.Paused() {
 			continue
 		}
 		// Only a schedule whose first slot is due counts. A previous leader may also have emitted the first slots

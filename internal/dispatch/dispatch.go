@@ -110,9 +110,9 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		kgo.TransactionalID(txnID),
 		kgo.TransactionTimeout(d.cfg.TransactionTimeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		// The client's default linger (10 ms): every transaction ends with a Flush, which sends what lingers at
-		// once, so it delays no tick, and a transaction's records go out in fewer, fuller batches (with no
-		// linger, a slot of a million schedules ran about 7 % slower).
+		// The client's default linger (10 ms), as the raw-produce baseline has: every transaction ends with a
+		// Flush, which sends what lingers at once, so it delays no tick (a slot of a million schedules ran at
+		// about the same rate with no linger, a few per cent slower: docs/benchmarks.md).
 	), d.producerOpts(k)...)...)
 	if err != nil {
 		return fmt.Errorf("creating the leader's producer: %w", err)

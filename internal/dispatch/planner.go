@@ -119,7 +119,9 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 	}
 	var group [32]pending
 	grouped := 0
-	p.fromState = len(state) > 0
+	if p.fromState = len(state) > 0; p.fromState {
+		p.stateless = make([]string, 0, max(n-len(state), 0)) // a takeover's: few, as most have a state
+	}
 	plan := func() {
 		for i := range group[:grouped] {
 			group[i].metered = group[i].e.Schedule.Metrics() // the first read of each definition
@@ -199,9 +201,10 @@ func (p *planner) withoutState(state map[string]stored) iter.Seq2[string, store.
 
 // stateToCheck yields the entries of state that a term start's last check needs (the Lead loop over them): the
 // states of schedules the planner does not hold, and those of paused schedules. state is the state the planner
-// was built from, with added entries since, all of running schedules it holds (checkState's recoveries, which
-// skip paused ones). When every entry of state then belongs to a schedule of the planner, that is the paused
-// schedules' alone; otherwise (or when the planner was built without a state) every entry is yielded.
+// was built from, with nothing deleted since and added entries only of running schedules it holds (checkState's
+// recoveries, which skip paused ones): added counts them. When every entry of state then belongs to a schedule
+// of the planner, that is the paused schedules' alone; otherwise (or when the planner was built without a
+// state) every entry is yielded.
 func (p *planner) stateToCheck(state map[string]stored, added int) iter.Seq2[string, stored] {
 	return func(yield func(string, stored) bool) {
 		if p.fromState && p.stated+added == len(state) {
@@ -219,6 +222,9 @@ func (p *planner) stateToCheck(state map[string]stored, added int) iter.Seq2[str
 		}
 	}
 }
+
+// checkedStateless drops what withoutState needed; fromState stays for stateToCheck.
+func (p *planner) checkedStateless() { p.stateless = nil }
 
 // startChecked drops what the term start's checks needed (withoutState, stateToCheck).
 func (p *planner) startChecked() {

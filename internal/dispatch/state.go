@@ -53,7 +53,8 @@ func appendState(b []byte, s State, lastSlot, emittedAt *tick.Stamp) []byte {
 }
 
 // appendTime appends t as time.Time.MarshalJSON writes it (RFC 3339 with nanoseconds, quoted), through st. A
-// time it refuses (a year outside 0-9999) is written as null, as a state never holds one.
+// time it refuses (a year outside 0-9999, a zone offset of 24 hours or more) is written as null, as a state
+// never holds one.
 func appendTime(b []byte, t time.Time, st *tick.Stamp) []byte {
 	if b, ok := st.AppendJSON(b, t); ok {
 		return b

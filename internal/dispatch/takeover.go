@@ -107,6 +107,7 @@ func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map
 		return nil, nil
 	}
 	var missing []string
+	defer pl.checkedStateless()
 	for name, e := range pl.withoutState(state) {
 		if e.Schedule.Paused() {
 			continue
@@ -138,7 +139,7 @@ func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map
 		if !ok {
 			continue // nothing emitted within the look-back: the schedule starts from its change time
 		}
-		state[name] = stored{LastSlot: t.Slot, ScheduleVersion: t.ScheduleVersion}
+		state[name] = stored{LastSlot: t.Slot, ScheduleVersion: t.ScheduleVersion} // counted by stateToCheck's added
 		e, _ := pl.entry(name)
 		pl.set(name, e, t.Slot)
 		recovered = append(recovered, name)

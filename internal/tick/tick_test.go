@@ -106,7 +106,9 @@ func TestEncodeIsMarshal(t *testing.T) {
 			Trigger: true, Overlap: "skip", ScheduleVersion: -4, LeaderEpoch: 1 << 40, EmittedAt: at},
 		{Payload: "plain ascii ~!@#$%^*()_+=-`[]{}|;':,./?", EmittedAt: far},                         // a year json.Marshal refuses
 		{Schedule: "z", Slot: slot, EmittedAt: slot.In(time.FixedZone("", 24*3600))},                 // and a zone offset
+		{Schedule: "z", Slot: slot, EmittedAt: slot.In(time.FixedZone("", -24*3600))},                // either way
 		{Schedule: "z", Slot: slot, EmittedAt: slot.In(time.FixedZone("", -(23*3600 + 59*60 + 59)))}, // the last it accepts
+		{Schedule: "z", Slot: slot, EmittedAt: slot.In(time.FixedZone("", 23*3600+59*60+59))},        // either way
 	} {
 		want := tk
 		if want.V == 0 {

@@ -326,24 +326,7 @@ func fillBaseline(ctx context.Context, base []kgo.Opt, topic, stateTopic string,
 			r.Timestamp = time.Time{} // stamped again by the client, as a new record is
 		}
 		start := time.Now()
-		if err := cl.BeginTransaction(); err != nil {
-			return 0, err
-		}
-		var perr firstError
-		for _, r := range txn {
-			cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-				if err != nil {
-					perr.set(err)
-				}
-			})
-		}
-		if err := cl.Flush(ctx); err != nil {
-			return 0, err
-		}
-		if e := perr.get(); e != nil {
-			return 0, fmt.Errorf("baseline: %w", e)
-		}
-		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		if err := transact(ctx, cl, txn); err != nil {
 			return 0, fmt.Errorf("baseline: %w", err)
 		}
 		took += time.Since(start)

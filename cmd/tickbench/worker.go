@@ -120,29 +120,35 @@ func fill(ctx context.Context, base []kgo.Opt, topic string, n, parts, schedules
 			recs = append(recs, &kgo.Record{Topic: topic, Partition: tick.Partition(tk.Schedule, 0, parts), Key: []byte(tk.ID), Value: v})
 		}
 		start := time.Now()
-		if err := cl.BeginTransaction(); err != nil {
-			return 0, err
-		}
-		var perr firstError
-		for _, r := range recs {
-			cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-				if err != nil {
-					perr.set(err)
-				}
-			})
-		}
-		if err := cl.Flush(ctx); err != nil {
-			return 0, err
-		}
-		if e := perr.get(); e != nil {
-			return 0, fmt.Errorf("filling: %w", e)
-		}
-		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		if err := transact(ctx, cl, recs); err != nil {
 			return 0, fmt.Errorf("filling: %w", err)
 		}
 		took += time.Since(start)
 	}
 	return took, nil
+}
+
+// transact produces recs in one transaction of cl and commits it.
+func transact(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) error {
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	var perr firstError
+	promise := func(_ *kgo.Record, err error) {
+		if err != nil {
+			perr.set(err)
+		}
+	}
+	for _, r := range recs {
+		cl.Produce(ctx, r, promise)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	if e := perr.get(); e != nil {
+		return e
+	}
+	return cl.EndTransaction(ctx, kgo.TryCommit)
 }
 
 // consumeRaw reads n records and returns how long it took and, per partition, the offset after its last data

@@ -223,9 +223,6 @@ func (p *planner) stateToCheck(state map[string]stored, added int) iter.Seq2[str
 	}
 }
 
-// checkedStateless drops what withoutState needed; fromState stays for stateToCheck.
-func (p *planner) checkedStateless() { p.stateless = nil }
-
 // startChecked drops what the term start's checks needed (withoutState, stateToCheck).
 func (p *planner) startChecked() {
 	p.fromState, p.stateless, p.pausedState, p.stated = false, nil, nil, 0

@@ -107,7 +107,6 @@ func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map
 		return nil, nil
 	}
 	var missing []string
-	defer pl.checkedStateless()
 	for name, e := range pl.withoutState(state) {
 		if e.Schedule.Paused() {
 			continue

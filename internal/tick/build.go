@@ -1,9 +1,6 @@
 package tick
 
-import (
-	"strconv"
-	"time"
-)
+import "time"
 
 // Source is what a tick takes from its schedule: the one place that turns a schedule's slot (or a manual
 // trigger) into the ticks of its shards, for the leader and for `ticker schedule trigger` alike.
@@ -89,14 +86,7 @@ type stamps struct{ slot, deadline, notBefore, emitted Stamp }
 
 // AppendID appends ID(schedule, slot, shard, shards) to dst.
 func (w *Writer) AppendID(dst []byte, schedule string, slot time.Time, shard, shards int) []byte {
-	dst = append(dst, schedule...)
-	dst = append(dst, '@')
-	dst = w.st.slot.appendText(dst, slot.UTC())
-	if shards > 1 {
-		dst = append(dst, '#')
-		dst = strconv.AppendInt(dst, int64(shard), 10)
-	}
-	return dst
+	return appendID(dst, &w.st.slot, schedule, slot, shard, shards)
 }
 
 // AppendTick appends the JSON of shard's tick of slot (AppendSlot's, with notBefore and emittedAt), whose ID is

@@ -64,19 +64,20 @@ type Tick struct {
 // ID returns the ID of the tick of schedule at slot for shard (of shards). The shard suffix is present only when
 // the schedule has more than one shard, so a one-shard schedule's IDs read naturally.
 func ID(schedule string, slot time.Time, shard, shards int) string {
-	// Built in one allocation: a leader makes one per schedule per slot.
-	var stamp [48]byte
-	ts := slot.UTC().AppendFormat(stamp[:0], time.RFC3339Nano)
-	var b strings.Builder
-	b.Grow(len(schedule) + 1 + len(ts) + 8)
-	b.WriteString(schedule)
-	b.WriteByte('@')
-	b.Write(ts)
+	var buf [256]byte // the string is the one allocation for names of up to about 200 bytes
+	return string(appendID(buf[:0], &Stamp{}, schedule, slot, shard, shards))
+}
+
+// appendID appends ID(schedule, slot, shard, shards) to dst, writing the slot through st.
+func appendID(dst []byte, st *Stamp, schedule string, slot time.Time, shard, shards int) []byte {
+	dst = append(dst, schedule...)
+	dst = append(dst, '@')
+	dst = st.appendText(dst, slot.UTC())
 	if shards > 1 {
-		b.WriteByte('#')
-		b.WriteString(strconv.Itoa(shard))
+		dst = append(dst, '#')
+		dst = strconv.AppendInt(dst, int64(shard), 10)
 	}
-	return b.String()
+	return dst
 }
 
 // TriggerID returns the ID of a manual trigger of schedule at instant at. nonce makes two triggers in the same

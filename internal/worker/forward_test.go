@@ -50,7 +50,8 @@ func TestForwardAbortedTransactionForwardsAgain(t *testing.T) {
 	}
 }
 
-// readCommitted reads partition p of topic, read_committed, from its start to its current end.
+// readCommitted reads partition p of topic, read_committed, from its start to its current end: the few records
+// of a test, which one fetch returns whole (it stops at the first fetch whose high watermark reaches the end).
 func (b *testBundle) readCommitted(t *testing.T, topic string, p int32) []*kgo.Record {
 	t.Helper()
 	end := b.endOffset(t, topic, p)

@@ -287,8 +287,8 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			}
 			d.observe(committed, res.at) // when it committed, not when the next batch was ready
 			for _, em := range committed {
-				if em.entry.Schedule.Metrics() {
-					d.metrics.next(em.name, em.entry, pl.base(em.name))
+				if em.metrics {
+					d.metrics.next(em.name(), em.entry, pl.base(em.name()))
 				}
 			}
 			return nil
@@ -390,21 +390,30 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 }
 
 func (d *Dispatcher) observe(ems []emission, committed time.Time) {
-	for _, em := range ems {
-		shards := em.entry.Schedule.Shards()
-		d.metrics.emitted.Add(float64(len(em.slots) * shards))
-		d.metrics.missed.Add(float64(em.missed))
+	// Counted for the whole transaction: a slot of a million schedules adds to each counter once a transaction,
+	// not once a schedule.
+	var emitted, missed, late int
+	for i := range ems {
+		em := &ems[i]
+		shards := max(em.src.Shards, 1)
+		emitted += len(em.slots) * shards
+		missed += int(em.missed)
 		for _, s := range em.slots {
-			due := em.entry.Schedule.Due(s)
+			due := em.due(s)
 			d.metrics.emitLag.Observe(max(committed.Sub(due.Add(-d.cfg.Lead)), 0).Seconds())
 			if committed.After(due) {
-				d.metrics.emittedLate.Add(float64(shards))
+				late += shards
 			}
 		}
-		if em.entry.Schedule.Metrics() && len(em.slots) > 0 {
-			d.metrics.lastSlot.WithLabelValues(em.name).Set(float64(em.slots[len(em.slots)-1].Unix()))
-			d.metrics.optIn(em.name)
+		if em.metrics && len(em.slots) > 0 {
+			d.metrics.lastSlot.WithLabelValues(em.name()).Set(float64(em.slots[len(em.slots)-1].Unix()))
+			d.metrics.optIn(em.name())
 		}
+	}
+	d.metrics.emitted.Add(float64(emitted))
+	d.metrics.missed.Add(float64(missed))
+	if late > 0 {
+		d.metrics.emittedLate.Add(float64(late))
 	}
 }
 

@@ -43,6 +43,8 @@ type planner struct {
 	stateless   []string
 	pausedState []string
 	stated      int
+	// touched only keeps what collect's touch reads.
+	touched uint32
 }
 
 // item is one schedule of the planner.
@@ -55,12 +57,47 @@ type item struct {
 	gen uint32
 }
 
-// emission is what one schedule emits in one transaction.
+// emission is what one schedule emits in one transaction. It carries what the transaction's records and its
+// metrics take from the definition, read once by collect: at a million schedules each definition is a miss of
+// the processor's caches, and the records, then the metrics, came back to it after thousands of others.
 type emission struct {
-	name   string
-	entry  store.Entry
-	slots  []time.Time
-	missed int64
+	src     tick.Source // name, shards, payload, version, deadline, overlap; LeaderEpoch is the record writer's
+	entry   store.Entry
+	slots   []time.Time
+	missed  int64
+	jitter  bool // the schedule has a jitter: a slot's due instant may not be the slot (see due)
+	metrics bool // the schedule opts in to metrics of its own
+}
+
+// newEmission is the emission of slots, and missed passed over, by the schedule of e.
+func newEmission(e store.Entry, slots []time.Time, missed int64) emission {
+	s := e.Schedule
+	return emission{
+		src: tick.Source{
+			Schedule: s.Name(),
+			Shards:   s.Shards(),
+			Payload:  s.Payload(),
+			Version:  e.Version,
+			Deadline: s.Deadline(),
+			Overlap:  s.Overlap(),
+		},
+		entry:   e,
+		slots:   slots,
+		missed:  missed,
+		jitter:  s.Jittered(),
+		metrics: s.Metrics(),
+	}
+}
+
+// name is the schedule's name.
+func (em *emission) name() string { return em.src.Schedule }
+
+// due is when slot is due (Schedule.Due), without reading the definition again when it has no jitter.
+func (em *emission) due(slot time.Time) time.Time {
+	if !em.jitter {
+		return slot
+	}
+	return em.entry.Schedule.Due(slot)
 }
 
 // newPlanner starts from the schedules and the stored state. A schedule's base is its last emitted slot, or the
@@ -382,33 +419,84 @@ func (p *planner) nextWake() (time.Time, bool) {
 func (p *planner) collect(b *batch, now time.Time, max int) []emission {
 	out, slots := b.ems[:0], b.slots[:0]
 	defer func() { b.ems, b.slots = out, slots }()
+	at := now.UnixNano()
+	// The due entries are taken in groups, and each group's items, then their definitions, are read in a row
+	// before any is planned (see touch): with a million schedules each of these is a miss of the caches, and
+	// read one schedule at a time the loop waited for one memory load after another. An entry re-armed below
+	// is pushed after its group was taken; if it is due already (MaxAhead slots were planned), a later group
+	// takes it.
+	var group [32]due
 	for len(out) < max {
-		d, ok := p.heap.peek()
-		if !ok || d.at > now.UnixNano() {
+		n := 0
+		for n < len(group) && n < max-len(out) {
+			d, ok := p.heap.peek()
+			if !ok || d.at > at {
+				break
+			}
+			group[n] = p.heap.pop()
+			n++
+		}
+		if n == 0 {
 			break
 		}
-		p.heap.pop()
-		it := d.it
-		if d.gen != it.gen {
-			continue
-		}
-		e := it.entry
-		// The slots of earlier emissions stay as they are: slots only grows (by reallocation, past its capacity).
-		var plan schedule.Plan
-		slots, plan = e.Schedule.AppendPlanAhead(slots, it.base, now, now.Add(p.lead))
-		if n := len(plan.Emit); n > 0 {
-			it.base = plan.Emit[n-1]
-		}
-		if !plan.Next.IsZero() {
-			// Everything before Next was considered: emitted or passed over by the catch-up policy.
-			it.base = plan.Next.Add(-time.Nanosecond)
-			p.heap.push(due{at: e.Schedule.Due(plan.Next).Add(-p.lead).UnixNano(), it: it, gen: d.gen})
-		}
-		if len(plan.Emit) > 0 || plan.Missed > 0 {
-			out = append(out, emission{name: e.Schedule.Name(), entry: e, slots: plan.Emit, missed: plan.Missed})
+		p.touch(group[:n])
+		for _, d := range group[:n] {
+			it := d.it
+			if d.gen != it.gen {
+				continue
+			}
+			e := it.entry
+			// The slots of earlier emissions stay as they are: slots only grows (by reallocation, past its
+			// capacity).
+			var plan schedule.Plan
+			slots, plan = e.Schedule.AppendPlanAhead(slots, it.base, now, now.Add(p.lead))
+			if n := len(plan.Emit); n > 0 {
+				it.base = plan.Emit[n-1]
+			}
+			if !plan.Next.IsZero() {
+				// Everything before Next was considered: emitted or passed over by the catch-up policy.
+				it.base = plan.Next.Add(-time.Nanosecond)
+				p.heap.push(due{at: e.Schedule.Due(plan.Next).Add(-p.lead).UnixNano(), it: it, gen: d.gen})
+			}
+			if len(plan.Emit) > 0 || plan.Missed > 0 {
+				out = append(out, newEmission(e, plan.Emit, plan.Missed))
+			}
 		}
 	}
 	return out
+}
+
+// touch reads, for each entry of group, its item, then the item's definition, each a row of loads that do not
+// wait for one another: the processor has a row's cache misses in flight together, and collect then finds
+// them in the cache. What it reads is kept in p.touched, so that the compiler cannot drop the loads.
+func (p *planner) touch(group []due) {
+	// An item (72 bytes) and a definition (80 today) can each span two cache lines: each is read at both ends
+	// (its first field, and its last: the entry's generation, the definition's rarely set fields).
+	var sum uint32
+	for _, d := range group {
+		sum += d.it.gen
+	}
+	for _, d := range group {
+		s := d.it.entry.Schedule
+		sum += uint32(len(s.Name())) + uint32(s.Deadline())
+	}
+	p.touched += sum
+}
+
+// touchNames reads the first byte of each name and payload of ems in a row, as touch does for collect: the
+// records copy them next, and at a million schedules each was a miss of the caches, waited for one at a time.
+// It returns what it read, for the caller to keep (so that the compiler cannot drop the loads).
+func touchNames(ems []emission) byte {
+	var sum byte
+	for i := range ems {
+		if name := ems[i].src.Schedule; name != "" {
+			sum += name[0]
+		}
+		if payload := ems[i].src.Payload; payload != "" {
+			sum += payload[0]
+		}
+	}
+	return sum
 }
 
 // term identifies the producer that writes a transaction.
@@ -431,16 +519,19 @@ type batch struct {
 	// What writes the records, keeping the instants that they share formatted (tick.Stamp).
 	ticks            tick.Writer
 	lastSlot, emitAt tick.Stamp
+	// touched only keeps what appendRecords' touchNames reads.
+	touched byte
 }
 
 // appendRecords fills b with the tick records and the state record of ems, for a work topic of partitions
 // partitions, and returns them. Whatever b held before is overwritten.
 func appendRecords(b *batch, ems []emission, names recordTopics, partitions int, t term, now time.Time) []*kgo.Record {
 	n, size := 0, 0
-	for _, em := range ems {
-		k := len(em.slots) * em.entry.Schedule.Shards()
+	for i := range ems {
+		em := &ems[i]
+		k := len(em.slots) * max(em.src.Shards, 1)
 		n += k + 1
-		size += k*(3*len(em.name)+240+len(em.entry.Schedule.Payload())) + len(em.name) + 160 // about their sizes
+		size += k*(3*len(em.name())+240+len(em.src.Payload)) + len(em.name()) + 160 // about their sizes
 	}
 	if cap(b.slab) < n {
 		b.slab = make([]kgo.Record, 0, n)
@@ -456,26 +547,23 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		slab = append(slab, r)
 		recs = append(recs, &slab[len(slab)-1])
 	}
-	for _, em := range ems {
+	var touched byte
+	for i := range ems {
+		em := &ems[i]
+		if i%32 == 0 {
+			touched += touchNames(ems[i:min(i+32, len(ems))])
+		}
 		if len(em.slots) == 0 {
 			continue
 		}
-		sc := em.entry.Schedule
-		src := tick.Source{
-			Schedule:    em.name,
-			Shards:      sc.Shards(),
-			Payload:     sc.Payload(),
-			Version:     em.entry.Version,
-			Deadline:    sc.Deadline(),
-			LeaderEpoch: int64(t.epoch),
-			Overlap:     sc.Overlap(),
-		}
-		shards := max(src.Shards, 1)
+		src := em.src
+		src.LeaderEpoch = int64(t.epoch)
+		name, shards := src.Schedule, max(src.Shards, 1)
 		for _, slot := range em.slots {
-			due := sc.Due(slot)
+			due := em.due(slot)
 			for shard := range shards {
 				k := len(arena)
-				arena = b.ticks.AppendID(arena, em.name, slot, shard, shards)
+				arena = b.ticks.AppendID(arena, name, slot, shard, shards)
 				key := arena[k:len(arena):len(arena)]
 				v := len(arena)
 				// A tick the Writer cannot write (a time json.Marshal refuses) gets an empty value, as the failed
@@ -483,7 +571,7 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 				arena, _ = b.ticks.AppendTick(arena, src, key, slot, due, now, shard)
 				add(kgo.Record{
 					Topic:     names.work,
-					Partition: tick.PartitionOf(key[:len(em.name)], shard, partitions), // the ID starts with the name
+					Partition: tick.PartitionOf(key[:len(name)], shard, partitions), // the ID starts with the name
 					Key:       key,
 					Value:     arena[v:len(arena):len(arena)],
 				})
@@ -494,18 +582,19 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		}
 		st := State{
 			LastSlot:        em.slots[len(em.slots)-1],
-			ScheduleVersion: em.entry.Version,
+			ScheduleVersion: src.Version,
 			ProducerID:      t.producerID,
 			LeaderEpoch:     int64(t.epoch),
 			EmittedAt:       now,
 		}
 		k := len(arena)
-		arena = append(arena, em.name...)
+		arena = append(arena, name...)
 		key := arena[k:len(arena):len(arena)]
 		v := len(arena)
 		arena = appendState(arena, st, &b.lastSlot, &b.emitAt)
 		add(kgo.Record{Topic: names.ticker, Partition: t.part, Key: key, Value: arena[v:len(arena):len(arena)]})
 	}
+	b.touched += touched
 	return recs
 }
 

@@ -114,6 +114,9 @@ func (s *Schedule) Deadline() time.Duration {
 // Shards is the number of ticks per slot: Spec().Shards, at least 1, without the copy.
 func (s *Schedule) Shards() int { return max(int(s.shards), 1) }
 
+// Jittered reports whether the schedule has a jitter: without one, Due(slot) is slot.
+func (s *Schedule) Jittered() bool { return s.jitter != 0 }
+
 // Next returns the first slot strictly after `after`, in UTC, or the zero time if there is none (past End).
 // Slots are whole seconds, never before Start and never after End.
 func (s *Schedule) Next(after time.Time) time.Time {

@@ -58,6 +58,10 @@ measures, for --rounds slots: emission lag (slot -> tick visible to a consumer o
 the time to emit a whole slot, the leader's throughput against both baselines, and the leader's peak memory
 (RSS and Go heap from its /metrics).
 
+With all schedules on one slot (no --spread, no --takeover), the baseline is measured again while the leader
+waits after each slot, and once after the last: each slot is also compared with the mean of the baselines
+measured either side of it, as the machine's speed drifts over the minutes of a run.
+
 With --takeover a standby ticker starts beside the leader once the leader emits, and the leader gets SIGKILL
 halfway through the run: the report adds the takeover time, both terms' start phases (from their logs), the
 lag of the slots around the kill, the slots missing or doubled, and the standby's memory.`)
@@ -89,19 +93,19 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	// one-partition topic per schedule, transactionally, 10,000 records per transaction. The benchmark's
 	// consumer reads the ticks as it reads the leader's, so the baseline is also given as the consumer sees it:
 	// the leader's figures are taken with that consumer on the same cores.
-	// A warm-up transaction first: a topic created a moment ago takes a while to appear in metadata.
+	// A warm-up first (see warmUp).
 	rawSeen, err := consumeArrivals(ctx, base, rawTopic)
 	if err != nil {
 		return err
 	}
 	defer rawSeen.stop()
-	if _, err := fillBaseline(ctx, base, rawTopic, rawStates, warmUp, *parts); err != nil {
+	if _, err := fillBaseline(ctx, base, rawTopic, rawStates, warmUp, *parts, *lead != 0); err != nil {
 		return fmt.Errorf("baseline warm-up: %w", err)
 	}
 	if err := rawSeen.await(ctx, warmUp, time.Minute); err != nil {
 		return fmt.Errorf("baseline warm-up: %w", err)
 	}
-	took, err := fillBaseline(ctx, base, rawTopic, rawStates, *n, *parts)
+	took, err := fillBaseline(ctx, base, rawTopic, rawStates, *n, *parts, *lead != 0)
 	if err != nil {
 		return fmt.Errorf("baseline: %w", err)
 	}
@@ -109,7 +113,6 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	if err := rawSeen.await(ctx, warmUp+*n, time.Minute); err != nil {
 		return fmt.Errorf("baseline: %w", err)
 	}
-	rawSeen.stop()
 	seenSpan := rawSeen.span(warmUp)
 	// Records: the ticks' span covers their states as well. Like a leader's slot rate below, it counts the first
 	// transaction's records in a span that starts when they become visible (0.5 % at a million schedules).
@@ -171,11 +174,39 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 			}
 		}
 	}
+	// On one slot, the baseline is measured again while the leader waits after each slot (and once after the
+	// last): the machine's speed drifts over the minutes of a run, and each slot is then compared with the
+	// baselines measured either side of it (the raw consumer stays on, as during the first).
+	baselines := []baselineRun{{at: time.Now(), rate: rawRate}}
+	leadTime := dispatch.DefaultLead
+	if *lead >= 0 {
+		leadTime = *lead
+	}
+	rebaseline := func() error {
+		took, err := fillBaseline(ctx, base, rawTopic, rawStates, *n, *parts, *lead != 0)
+		if err != nil {
+			return fmt.Errorf("baseline again: %w", err)
+		}
+		baselines = append(baselines, baselineRun{at: time.Now(), rate: float64(2**n) / took.Seconds()})
+		return nil
+	}
+	again := !*spread && !*takeover
+	seenAtBaseline := 0
 	want := *n * *rounds
 	deadline := time.Now().Add(time.Duration(*rounds+1)**every + 3*time.Minute)
 	for {
 		sample()
 		got := count()
+		if again && got > seenAtBaseline && got < want && time.Since(ticks.lastSeen()) >= 3*time.Second {
+			// The leader has waited 3 s since its last tick; the next slot's emission is far enough off.
+			next := time.Now().Add(leadTime).Truncate(*every).Add(*every).Add(-leadTime)
+			if time.Until(next) >= 2*took+3*time.Second {
+				if err := rebaseline(); err != nil {
+					return err
+				}
+			}
+			seenAtBaseline = got
+		}
 		if got >= want {
 			break
 		}
@@ -204,6 +235,14 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 		}
 	}
 	sample()
+	if again {
+		for time.Since(ticks.lastSeen()) < 3*time.Second { // the leader's last slot, and what it does after
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err := rebaseline(); err != nil {
+			return err
+		}
+	}
 	ticks.stop()
 	final := leaderProc.scrape()
 	if leaderProc.killed && standby != nil {
@@ -270,9 +309,15 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 			// ticks alone: the records/s are then twice what it wrote, and ticks/s is its figure).
 			ticks := float64(len(seen)) / span.Seconds()
 			rate := 2 * ticks
-			fmt.Fprintf(stdout, "slot %s: %d ticks, first visible %v and last %v after the slot: %.0f ticks/s (%.2f of the raw baseline's records/s), %.0f records/s (%.2f; %.2f of the baseline as its consumer saw it)\n",
+			fmt.Fprintf(stdout, "slot %s: %d ticks, first visible %v and last %v after the slot: %.0f ticks/s (%.2f of the raw baseline's records/s), %.0f records/s (%.2f; %.2f of the baseline as its consumer saw it)",
 				time.Unix(s, 0).UTC().Format(time.TimeOnly), len(seen), first.Sub(time.Unix(s, 0)).Round(time.Millisecond),
 				last.Sub(time.Unix(s, 0)).Round(time.Millisecond), ticks, ticks/rawRate, rate, rate/rawRate, rate/seenRate)
+			if before, after, ok := around(baselines, first, last); ok {
+				mean := (before.rate + after.rate) / 2
+				fmt.Fprintf(stdout, "; against the baselines either side of it (%s %.0f and %s %.0f records/s, mean %.0f): %.2f in records, %.2f in ticks",
+					before.at.Format(time.TimeOnly), before.rate, after.at.Format(time.TimeOnly), after.rate, mean, rate/mean, ticks/mean)
+			}
+			fmt.Fprintln(stdout)
 		}
 	}
 	fmt.Fprintf(stdout, "leader memory: peak RSS %.0f MiB (%.0f B a schedule), peak Go heap in use %.0f MiB; transactions committed %.0f, ticks emitted %.0f (the last leader's counters)\n",
@@ -286,8 +331,32 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	return nil
 }
 
-// warmUp is the number of schedules of the baseline's warm-up transaction.
-const warmUp = 100
+// baselineRun is one measurement of the raw baseline: when it ended and its records/s.
+type baselineRun struct {
+	at   time.Time
+	rate float64
+}
+
+// around returns the last baseline that ended before first and the first that ended after last (runs is in
+// the order measured).
+func around(runs []baselineRun, first, last time.Time) (before, after baselineRun, ok bool) {
+	var hasBefore bool
+	for _, r := range runs {
+		switch {
+		case !r.at.After(first):
+			before, hasBefore = r, true
+		case r.at.After(last):
+			return before, r, hasBefore
+		}
+	}
+	return before, after, false
+}
+
+// warmUp is the number of schedules of the baseline's warm-up, written (and read by the consumer) before the
+// baseline is timed: a topic created a moment ago takes a while to appear in metadata, and a broker started a
+// moment ago runs its produce path interpreted until the JVM has compiled it (the first baseline after a start
+// ran at a fifth of the next ones': 151,693 records/s, and the leader then at 2.5 times that).
+const warmUp = 50_000
 
 // fillBaseline writes what a leader writes for one slot of n schedules, n ticks to topic's partitions and n
 // state records to stateTopic's partition 0, in transactions of 10,000 records (5,000 schedules, a leader's
@@ -295,7 +364,11 @@ const warmUp = 100
 // before the clock starts and written again by every transaction, so that nothing but producing and committing
 // happens between the first tick visible and the last: the consumer's view of the baseline is then the
 // leader's slot without the leader's work.
-func fillBaseline(ctx context.Context, base []kgo.Opt, topic, stateTopic string, n, parts int) (time.Duration, error) {
+//
+// The records are the leader's byte for byte but for their names and instants: each tick has every field a
+// leader's has (its schedule's version, the term's epoch, the emission instant, and the slot's due instant when
+// the leader emits ahead, ahead), and the state the same fields as a leader's state.
+func fillBaseline(ctx context.Context, base []kgo.Opt, topic, stateTopic string, n, parts int, ahead bool) (time.Duration, error) {
 	cl, err := kgo.NewClient(append(base[:len(base):len(base)],
 		kgo.TransactionalID(fmt.Sprintf("tickbench-baseline-%d", time.Now().UnixNano())),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -307,14 +380,21 @@ func fillBaseline(ctx context.Context, base []kgo.Opt, topic, stateTopic string,
 	defer cl.Close()
 	const perTxn = 5000
 	slot := time.Now().Truncate(time.Second).Add(-24 * time.Hour)
+	emitted := time.Now() // one instant for all, as a leader's transaction has
 	recs := make([]*kgo.Record, 0, 2*min(n, perTxn))
 	for i := range min(n, perTxn) {
-		tk := tick.New(fmt.Sprintf("bench-%07d", i), slot, 0, 1)
+		// A leader's version is its schedule record's offset: at a million schedules, about seven digits.
+		src := tick.Source{Schedule: fmt.Sprintf("bench-%07d", i), Version: int64(1_000_000 + i), LeaderEpoch: 1}
+		var notBefore time.Time
+		if ahead {
+			notBefore = slot
+		}
+		tk := src.AppendSlot(nil, slot, notBefore, emitted)[0]
 		v, err := tick.Encode(tk)
 		if err != nil {
 			return 0, err
 		}
-		st := dispatch.EncodeState(dispatch.State{LastSlot: slot, ScheduleVersion: int64(i), ProducerID: 1, LeaderEpoch: 1, EmittedAt: time.Now()})
+		st := dispatch.EncodeState(dispatch.State{LastSlot: slot, ScheduleVersion: src.Version, ProducerID: 1, LeaderEpoch: 1, EmittedAt: emitted})
 		recs = append(recs,
 			&kgo.Record{Topic: topic, Partition: tick.Partition(tk.Schedule, 0, parts), Key: []byte(tk.ID), Value: v},
 			&kgo.Record{Topic: stateTopic, Partition: 0, Key: []byte(tk.Schedule), Value: st})
@@ -376,6 +456,16 @@ func consumeArrivals(ctx context.Context, base []kgo.Opt, topic string) (*arriva
 		}
 	}()
 	return c, nil
+}
+
+// lastSeen is when the last tick was seen (the zero time before the first).
+func (c *arrivalConsumer) lastSeen() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.list) == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, c.list[len(c.list)-1].seen)
 }
 
 // count is the number of ticks seen so far.

@@ -28,3 +28,27 @@ func TestArrivalOf(t *testing.T) {
 		t.Fatalf("a trigger (%s) counted as a slot", trig.ID)
 	}
 }
+
+// A slot is compared with the last baseline that ended before its first tick and the first that ended after
+// its last.
+func TestAround(t *testing.T) {
+	t.Parallel()
+	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
+	runs := []baselineRun{{at: at(0), rate: 1}, {at: at(70), rate: 2}, {at: at(130), rate: 3}}
+	for _, tt := range []struct {
+		first, last int
+		before      float64
+		after       float64
+		ok          bool
+	}{
+		{first: 50, last: 53, before: 1, after: 2, ok: true},
+		{first: 110, last: 113, before: 2, after: 3, ok: true},
+		{first: 140, last: 143, ok: false},                   // none after it
+		{first: 65, last: 75, before: 1, after: 3, ok: true}, // one inside the slot (not measured so) is passed over
+	} {
+		before, after, ok := around(runs, at(tt.first), at(tt.last))
+		if ok != tt.ok || ok && (before.rate != tt.before || after.rate != tt.after) {
+			t.Errorf("around(%d, %d) = %v, %v, %v", tt.first, tt.last, before.rate, after.rate, ok)
+		}
+	}
+}

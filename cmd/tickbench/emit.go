@@ -60,7 +60,8 @@ the time to emit a whole slot, the leader's throughput against both baselines, a
 
 With all schedules on one slot (no --spread, no --takeover), the baseline is measured again while the leader
 waits after each slot, and once after the last: each slot is also compared with the mean of the baselines
-measured either side of it, as the machine's speed drifts over the minutes of a run.
+measured either side of it, and the median of the whole slots with the median of the baselines, as the
+machine's speed drifts over the minutes of a run.
 
 With --takeover a standby ticker starts beside the leader once the leader emits, and the leader gets SIGKILL
 halfway through the run: the report adds the takeover time, both terms' start phases (from their logs), the
@@ -301,6 +302,7 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	}
 	if !*spread {
 		slots := slices.Sorted(maps.Keys(bySlot))
+		var slotRates []float64 // records/s of the whole slots
 		for _, s := range slots {
 			seen := bySlot[s]
 			first, last := time.Unix(0, slices.Min(seen)), time.Unix(0, slices.Max(seen))
@@ -318,6 +320,19 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 					before.at.Format(time.TimeOnly), before.rate, after.at.Format(time.TimeOnly), after.rate, mean, rate/mean, ticks/mean)
 			}
 			fmt.Fprintln(stdout)
+			if len(seen) == *n {
+				slotRates = append(slotRates, rate)
+			}
+		}
+		if len(baselines) > 1 && len(slotRates) > 0 {
+			// The machine's speed drifts: the median of the slots against the median of the baselines of the run
+			// pairs no slot with one baseline.
+			var baseRates []float64
+			for _, b := range baselines {
+				baseRates = append(baseRates, b.rate)
+			}
+			fmt.Fprintf(stdout, "over the run: median of %d whole slots %.0f records/s, median of %d baselines %.0f records/s: %.2f in records, %.2f in ticks\n",
+				len(slotRates), median(slotRates), len(baseRates), median(baseRates), median(slotRates)/median(baseRates), median(slotRates)/2/median(baseRates))
 		}
 	}
 	fmt.Fprintf(stdout, "leader memory: peak RSS %.0f MiB (%.0f B a schedule), peak Go heap in use %.0f MiB; transactions committed %.0f, ticks emitted %.0f (the last leader's counters)\n",
@@ -329,6 +344,15 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 		reportTakeover(stdout, arrivals, killedAt, standby, standbyRSS, takeoverRSS, *every)
 	}
 	return nil
+}
+
+// median is the median of xs (which it sorts).
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	if n := len(xs); n%2 == 0 {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return xs[len(xs)/2]
 }
 
 // baselineRun is one measurement of the raw baseline: when it ended and its records/s.

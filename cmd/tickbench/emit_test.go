@@ -52,3 +52,13 @@ func TestAround(t *testing.T) {
 		}
 	}
 }
+
+func TestMedian(t *testing.T) {
+	t.Parallel()
+	if got := median([]float64{3, 1, 2}); got != 2 {
+		t.Errorf("median(3, 1, 2) = %v", got)
+	}
+	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
+		t.Errorf("median(4, 1, 3, 2) = %v", got)
+	}
+}

@@ -100,17 +100,17 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 		return err
 	}
 	defer rawSeen.stop()
-	if _, err := fillBaseline(ctx, base, rawTopic, rawStates, warmUp, *parts, *lead != 0); err != nil {
+	if _, err := fillBaseline(ctx, base, rawTopic, rawStates, warmUp, *parts); err != nil {
 		return fmt.Errorf("baseline warm-up: %w", err)
 	}
 	if err := rawSeen.await(ctx, warmUp, time.Minute); err != nil {
 		return fmt.Errorf("baseline warm-up: %w", err)
 	}
-	took, err := fillBaseline(ctx, base, rawTopic, rawStates, *n, *parts, *lead != 0)
+	took, err := fillBaseline(ctx, base, rawTopic, rawStates, *n, *parts)
 	if err != nil {
 		return fmt.Errorf("baseline: %w", err)
 	}
-	rawRate := float64(2**n) / took.Seconds()
+	rawRate, rawAt := float64(2**n)/took.Seconds(), time.Now()
 	if err := rawSeen.await(ctx, warmUp+*n, time.Minute); err != nil {
 		return fmt.Errorf("baseline: %w", err)
 	}
@@ -178,18 +178,25 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	// On one slot, the baseline is measured again while the leader waits after each slot (and once after the
 	// last): the machine's speed drifts over the minutes of a run, and each slot is then compared with the
 	// baselines measured either side of it (the raw consumer stays on, as during the first).
-	baselines := []baselineRun{{at: time.Now(), rate: rawRate}}
+	baselines := []baselineRun{{at: rawAt, rate: rawRate}}
 	leadTime := dispatch.DefaultLead
 	if *lead >= 0 {
 		leadTime = *lead
 	}
 	rebaseline := func() error {
-		took, err := fillBaseline(ctx, base, rawTopic, rawStates, *n, *parts, *lead != 0)
+		took, err := fillBaseline(ctx, base, rawTopic, rawStates, *n, *parts)
 		if err != nil {
 			return fmt.Errorf("baseline again: %w", err)
 		}
 		baselines = append(baselines, baselineRun{at: time.Now(), rate: float64(2**n) / took.Seconds()})
 		return nil
+	}
+	// Whether the next slot's emission is far enough off for a baseline: the schedules' slots are multiples of
+	// every in Unix time, emitted lead ahead.
+	roomFor := func() bool {
+		e := int64(max(*every/time.Second, 1))
+		next := time.Unix((time.Now().Add(leadTime).Unix()/e+1)*e, 0).Add(-leadTime)
+		return time.Until(next) >= 2*took+3*time.Second
 	}
 	again := !*spread && !*takeover
 	seenAtBaseline := 0
@@ -199,9 +206,8 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 		sample()
 		got := count()
 		if again && got > seenAtBaseline && got < want && time.Since(ticks.lastSeen()) >= 3*time.Second {
-			// The leader has waited 3 s since its last tick; the next slot's emission is far enough off.
-			next := time.Now().Add(leadTime).Truncate(*every).Add(*every).Add(-leadTime)
-			if time.Until(next) >= 2*took+3*time.Second {
+			// The leader has waited 3 s since its last tick.
+			if roomFor() {
 				if err := rebaseline(); err != nil {
 					return err
 				}
@@ -237,11 +243,20 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	}
 	sample()
 	if again {
-		for time.Since(ticks.lastSeen()) < 3*time.Second { // the leader's last slot, and what it does after
-			time.Sleep(100 * time.Millisecond)
+		// Once the leader has been quiet for 3 s after its last slot (for at most an interval: with a short one
+		// it may not be), and if its next slot leaves room.
+		quiet := time.Now().Add(*every + 10*time.Second)
+		for time.Since(ticks.lastSeen()) < 3*time.Second && time.Now().Before(quiet) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
-		if err := rebaseline(); err != nil {
-			return err
+		if time.Since(ticks.lastSeen()) >= 3*time.Second && roomFor() {
+			if err := rebaseline(); err != nil {
+				return err
+			}
 		}
 	}
 	ticks.stop()
@@ -376,6 +391,9 @@ func around(runs []baselineRun, first, last time.Time) (before, after baselineRu
 	return before, after, false
 }
 
+// benchPayload is the payload of the benchmark's schedules, and of its baseline's ticks.
+const benchPayload = "x"
+
 // warmUp is the number of schedules of the baseline's warm-up, written (and read by the consumer) before the
 // baseline is timed: a topic created a moment ago takes a while to appear in metadata, and a broker started a
 // moment ago runs its produce path interpreted until the JVM has compiled it (the first baseline after a start
@@ -389,10 +407,10 @@ const warmUp = 50_000
 // happens between the first tick visible and the last: the consumer's view of the baseline is then the
 // leader's slot without the leader's work.
 //
-// The records are the leader's byte for byte but for their names and instants: each tick has every field a
-// leader's has (its schedule's version, the term's epoch, the emission instant, and the slot's due instant when
-// the leader emits ahead, ahead), and the state the same fields as a leader's state.
-func fillBaseline(ctx context.Context, base []kgo.Opt, topic, stateTopic string, n, parts int, ahead bool) (time.Duration, error) {
+// The records have the fields of the leader's for the benchmark's schedules (loadSchedules), with values of
+// the same lengths: each tick its schedule's payload and version, the term's epoch, the transaction's emission
+// instant and the slot's due instant; each state the fields of a leader's state.
+func fillBaseline(ctx context.Context, base []kgo.Opt, topic, stateTopic string, n, parts int) (time.Duration, error) {
 	cl, err := kgo.NewClient(append(base[:len(base):len(base)],
 		kgo.TransactionalID(fmt.Sprintf("tickbench-baseline-%d", time.Now().UnixNano())),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -408,12 +426,8 @@ func fillBaseline(ctx context.Context, base []kgo.Opt, topic, stateTopic string,
 	recs := make([]*kgo.Record, 0, 2*min(n, perTxn))
 	for i := range min(n, perTxn) {
 		// A leader's version is its schedule record's offset: at a million schedules, about seven digits.
-		src := tick.Source{Schedule: fmt.Sprintf("bench-%07d", i), Version: int64(1_000_000 + i), LeaderEpoch: 1}
-		var notBefore time.Time
-		if ahead {
-			notBefore = slot
-		}
-		tk := src.AppendSlot(nil, slot, notBefore, emitted)[0]
+		src := tick.Source{Schedule: fmt.Sprintf("load-%07d", i), Payload: benchPayload, Version: int64(1_000_000 + i), LeaderEpoch: 1}
+		tk := src.AppendSlot(nil, slot, slot, emitted)[0] // a leader's ticks carry their due instant, ahead or not
 		v, err := tick.Encode(tk)
 		if err != nil {
 			return 0, err
@@ -660,7 +674,7 @@ func loadSchedules(ctx context.Context, base []kgo.Opt, topic string, n int, eve
 		first error
 	)
 	for i := range n {
-		spec := schedule.Spec{Name: fmt.Sprintf("load-%07d", i), Every: schedule.Duration(every), Payload: "x"}
+		spec := schedule.Spec{Name: fmt.Sprintf("load-%07d", i), Every: schedule.Duration(every), Payload: benchPayload}
 		if spread {
 			spec.Offset = schedule.Duration(time.Duration(i%int(every/time.Second)) * time.Second)
 		}

@@ -392,12 +392,12 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 func (d *Dispatcher) observe(ems []emission, committed time.Time) {
 	// Counted for the whole transaction: a slot of a million schedules adds to each counter once a transaction,
 	// not once a schedule.
-	var emitted, missed, late int
+	var emitted, missed, late int64
 	for i := range ems {
 		em := &ems[i]
-		shards := max(em.src.Shards, 1)
-		emitted += len(em.slots) * shards
-		missed += int(em.missed)
+		shards := int64(max(em.src.Shards, 1))
+		emitted += int64(len(em.slots)) * shards
+		missed += em.missed
 		for _, s := range em.slots {
 			due := em.due(s)
 			d.metrics.emitLag.Observe(max(committed.Sub(due.Add(-d.cfg.Lead)), 0).Seconds())

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -126,7 +127,7 @@ func TestDevRun(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("run after cancel = %v, want nil; stdout:\n%s", err, out.String())
+			t.Fatalf("run after cancel = %v, want nil; stdout:\n%s\nlogs:\n%s", err, out.String(), logTails(dataDir))
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatalf("run did not return within 20s of cancel; stdout:\n%s", out.String())
@@ -140,4 +141,19 @@ func TestDevRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dataDir, "logs", "ticker-1.log")); err != nil {
 		t.Errorf("ticker log: %v", err)
 	}
+}
+
+// logTails is the last lines of each process log of a run in dataDir, for a failure's report.
+func logTails(dataDir string) string {
+	paths, _ := filepath.Glob(filepath.Join(dataDir, "logs", "*.log"))
+	var b strings.Builder
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		fmt.Fprintf(&b, "== %s\n%s\n", filepath.Base(p), strings.Join(lines[max(len(lines)-15, 0):], "\n"))
+	}
+	return b.String()
 }

@@ -198,6 +198,8 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 		next := time.Unix((time.Now().Add(leadTime).Unix()/e+1)*e, 0).Add(-leadTime)
 		return time.Until(next) >= 2*took+3*time.Second
 	}
+	// idle: the leader has emitted nothing for 3 s (its slot is done).
+	idle := func() bool { return time.Since(ticks.lastSeen()) >= 3*time.Second }
 	again := !*spread && !*takeover
 	seenAtBaseline := 0
 	want := *n * *rounds
@@ -205,7 +207,7 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	for {
 		sample()
 		got := count()
-		if again && got > seenAtBaseline && got < want && time.Since(ticks.lastSeen()) >= 3*time.Second {
+		if again && got > seenAtBaseline && got < want && idle() {
 			// The leader has waited 3 s since its last tick.
 			if roomFor() {
 				if err := rebaseline(); err != nil {
@@ -245,15 +247,15 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	if again {
 		// Once the leader has been quiet for 3 s after its last slot (for at most an interval: with a short one
 		// it may not be), and if its next slot leaves room.
-		quiet := time.Now().Add(*every + 10*time.Second)
-		for time.Since(ticks.lastSeen()) < 3*time.Second && time.Now().Before(quiet) {
+		limit := time.Now().Add(*every + 10*time.Second)
+		for !idle() && time.Now().Before(limit) {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
-		if time.Since(ticks.lastSeen()) >= 3*time.Second && roomFor() {
+		if idle() && roomFor() {
 			if err := rebaseline(); err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -117,7 +118,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	if err != nil {
 		return fmt.Errorf("creating the leader's producer: %w", err)
 	}
-	p := &producer{cl: cl, logger: logger}
+	p := &producer{cl: cl, leader: strconv.Itoa(int(k)), logger: logger}
 	defer p.close()
 
 	// 1. Fence every earlier leader. When this returns, all their transactions are decided.
@@ -456,9 +457,11 @@ type commitResult struct {
 
 // commit writes recs in one transaction of the term and counts the result. A fencing error says so.
 func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record) error {
+	start := time.Now()
 	err := p.transact(ctx, recs)
 	if err == nil {
 		d.metrics.transactions.WithLabelValues("committed").Inc()
+		d.metrics.txnDuration.WithLabelValues(p.leader).Observe(time.Since(start).Seconds())
 		return nil
 	}
 	if ctx.Err() != nil {
@@ -547,6 +550,7 @@ func (d *Dispatcher) Follow(ctx context.Context) error {
 // producer runs the term's transactions.
 type producer struct {
 	cl         *kgo.Client
+	leader     string // the leader's partition, the metrics' label
 	logger     *slog.Logger
 	inTxn      bool
 	lastResult string

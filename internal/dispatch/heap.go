@@ -71,3 +71,45 @@ func (h dueHeap) down(i int) {
 		i = least
 	}
 }
+
+// dueQueue is the planner's queue: two heaps, the entries it started with (or took over last) and the entries
+// pushed since. peek and pop take the earlier of the two tops; when the first heap is empty the second takes its
+// place, and the emptied one (its array kept) takes the pushes.
+//
+// One heap would do, but a slot of a million schedules due at one instant made it pay for every pop: the last
+// entry, moved to the root, was a schedule re-armed for its next slot, and it sank through every level of the
+// heap (about a seventh of the leader's work on such a slot, most of it cache misses). Here the entries of the
+// slot stay in a heap of their own, whose last entry is tied with the root: a pop costs two comparisons. Schedules
+// spread over their interval cost what one heap did: a pop from a heap of the same size, a push that stays at
+// the bottom. The price is a second array, of up to 24 bytes a schedule.
+type dueQueue struct {
+	cur, next dueHeap
+}
+
+// push adds d.
+func (q *dueQueue) push(d due) { q.next.push(d) }
+
+// peek returns the earliest entry.
+func (q *dueQueue) peek() (due, bool) {
+	a, okA := q.cur.peek()
+	b, okB := q.next.peek()
+	if !okA || (okB && b.at < a.at) {
+		return b, okB
+	}
+	return a, true
+}
+
+// pop removes and returns the earliest entry; the queue must not be empty.
+func (q *dueQueue) pop() due {
+	if len(q.cur) == 0 { // only in a queue that began empty (no bulk start): every entry is in next
+		q.cur, q.next = q.next, q.cur
+	}
+	if len(q.next) > 0 && q.next[0].at < q.cur[0].at {
+		return q.next.pop()
+	}
+	d := q.cur.pop()
+	if len(q.cur) == 0 {
+		q.cur, q.next = q.next, q.cur
+	}
+	return d
+}

@@ -18,6 +18,7 @@ type metrics struct {
 	missed            prometheus.Counter
 	fenced            prometheus.Counter
 	transactions      *prometheus.CounterVec
+	txnDuration       *prometheus.HistogramVec
 	invalidState      prometheus.Counter
 	stateBlocked      prometheus.Gauge
 	stateRefused      *prometheus.CounterVec
@@ -64,6 +65,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_transactions_total",
 			Help: "Emission transactions by result: committed, aborted, or failed (commit unconfirmed or refused).",
 		}, []string{"result"}),
+		txnDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tickgroup_transaction_duration_seconds",
+			Help:    "Time from the start of a committed leader transaction (its first record handed to the client) to the broker's confirmation of its commit, by leader (ticker-topic partition).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"leader"}),
 		stateBlocked: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tickgroup_leader_state_blocked",
 			Help: "1 while a new leader waits for an open transaction of another producer on the ticker topic before it reads the state.",
@@ -102,7 +108,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.transactions.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.emitted, m.emitLag, m.emittedLate, m.cancels, m.missed, m.fenced, m.transactions, m.invalidState, m.lastSlot, m.nextDue, m.period,
+		reg.MustRegister(m.emitted, m.emitLag, m.emittedLate, m.cancels, m.missed, m.fenced, m.transactions, m.txnDuration, m.invalidState, m.lastSlot, m.nextDue, m.period,
 			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired)
 	}
 	m.stateRefused.WithLabelValues("future")

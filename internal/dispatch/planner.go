@@ -30,7 +30,7 @@ type planner struct {
 	lead   time.Duration
 	items  map[string]*item
 	graves map[string]time.Time // deleted schedules whose emitted slots are not all past: name -> base
-	heap   dueHeap
+	heap   dueQueue
 	// bulk is set while newPlannerFrom fills the heap: entries are appended and ordered once at the end.
 	bulk bool
 	// metered lists the schedules with their own metrics that the term started with (set in bulk), so that
@@ -55,6 +55,9 @@ type item struct {
 	// gen counts the item's changes; a heap entry of an older generation is stale. An item that is removed
 	// gets one more, so every heap entry of it is stale.
 	gen uint32
+	// hash is tick.NameHash of the name once a record of the schedule was made (0 until then: a name whose
+	// hash is 0 is hashed every time), kept for the partitions of its next ticks.
+	hash uint32
 }
 
 // emission is what one schedule emits in one transaction. It carries what the transaction's records and its
@@ -63,6 +66,7 @@ type item struct {
 type emission struct {
 	src     tick.Source // name, shards, payload, version, deadline, overlap; LeaderEpoch is the record writer's
 	entry   store.Entry
+	it      *item // for its hash (see appendRecords); nil in a test's emission
 	slots   []time.Time
 	missed  int64
 	jitter  bool // the schedule has a jitter: a slot's due instant may not be the slot (see due)
@@ -119,7 +123,7 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 		lead:   lead,
 		items:  make(map[string]*item, n), // sized once: growing it to a million names took twice as long, for the same memory
 		graves: map[string]time.Time{},
-		heap:   make(dueHeap, 0, n),
+		heap:   dueQueue{cur: make(dueHeap, 0, n), next: make(dueHeap, 0, n)}, // next: the first slot re-arms every schedule
 		bulk:   true,
 	}
 	type named struct {
@@ -208,7 +212,7 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 	plan()
 	chunks <- chunk
 	close(chunks)
-	p.heap.init()
+	p.heap.cur.init()
 	<-filled
 	p.bulk = false
 	return p
@@ -389,7 +393,7 @@ func (p *planner) arm(it *item) {
 	}
 	d := due{at: e.Schedule.Due(next).Add(-p.lead).UnixNano(), it: it, gen: it.gen}
 	if p.bulk {
-		p.heap = append(p.heap, d)
+		p.heap.cur = append(p.heap.cur, d)
 		return
 	}
 	p.heap.push(d)
@@ -459,7 +463,9 @@ func (p *planner) collect(b *batch, now time.Time, max int) []emission {
 				p.heap.push(due{at: e.Schedule.Due(plan.Next).Add(-p.lead).UnixNano(), it: it, gen: d.gen})
 			}
 			if len(plan.Emit) > 0 || plan.Missed > 0 {
-				out = append(out, newEmission(e, plan.Emit, plan.Missed))
+				em := newEmission(e, plan.Emit, plan.Missed)
+				em.it = it
+				out = append(out, em)
 			}
 		}
 	}
@@ -559,6 +565,10 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		src := em.src
 		src.LeaderEpoch = int64(t.epoch)
 		name, shards := src.Schedule, max(src.Shards, 1)
+		var hash uint32 // of the name, found in the first key (the ID starts with the name)
+		if em.it != nil {
+			hash = em.it.hash
+		}
 		for _, slot := range em.slots {
 			due := em.due(slot)
 			for shard := range shards {
@@ -569,11 +579,18 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 				// A tick the Writer cannot write (a time json.Marshal refuses) gets an empty value, as the failed
 				// AppendEncode of its Tick did before: the Writer refuses exactly what json.Marshal does.
 				arena, _ = b.ticks.AppendTick(arena, src, key, slot, due, now, shard)
+				if hash == 0 {
+					hash = tick.NameHash(key[:len(name)])
+					if em.it != nil {
+						em.it.hash = hash
+					}
+				}
 				add(kgo.Record{
 					Topic:     names.work,
-					Partition: tick.PartitionOf(key[:len(name)], shard, partitions), // the ID starts with the name
+					Partition: tick.PartitionOfHash(hash, shard, partitions),
 					Key:       key,
 					Value:     arena[v:len(arena):len(arena)],
+					Timestamp: now, // else the client reads the clock for every record
 				})
 			}
 		}
@@ -592,7 +609,7 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		key := arena[k:len(arena):len(arena)]
 		v := len(arena)
 		arena = appendState(arena, st, &b.lastSlot, &b.emitAt)
-		add(kgo.Record{Topic: names.ticker, Partition: t.part, Key: key, Value: arena[v:len(arena):len(arena)]})
+		add(kgo.Record{Topic: names.ticker, Partition: t.part, Key: key, Value: arena[v:len(arena):len(arena)], Timestamp: now})
 	}
 	b.touched += touched
 	return recs

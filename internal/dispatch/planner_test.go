@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -261,6 +262,46 @@ func TestAppendRecords(t *testing.T) {
 	st, err := DecodeState(recs[4].Value)
 	if err != nil || recs[4].Topic != "t" || string(recs[4].Key) != "scan" || !st.LastSlot.Equal(t0.Add(30*time.Second)) {
 		t.Errorf("state record %s=%s: %+v %v", recs[4].Key, recs[4].Value, st, err)
+	}
+}
+
+// The records of a planner's emissions, slot after slot: each tick on its schedule's partition (tick.Partition,
+// what the workers and the audit compute; the leader keeps each name's hash after its first record), and every
+// record stamped with the instant the batch was made.
+func TestAppendRecordsPartitionsOverSlots(t *testing.T) {
+	t.Parallel()
+	const parts = 7
+	entries := map[string]store.Entry{}
+	shards := 0
+	for i := range 50 {
+		spec := schedule.Spec{Name: fmt.Sprintf("part-%d-%s", i, strings.Repeat("x", i)), Every: schedule.Duration(time.Second), Shards: 1 + i%4}
+		entries[spec.Name] = entry(t, spec, t0)
+		shards += spec.Shards
+	}
+	p := newPlanner(entries, nil, 0)
+	var b batch
+	seen := 0
+	for now := t0.Add(time.Second); now.Before(t0.Add(4 * time.Second)); now = now.Add(time.Second) {
+		ems := p.collect(&b, now, 1000)
+		for _, r := range appendRecords(&b, ems, recordTopics{work: "w", ticker: "t"}, parts, term{1, 1, 0}, now) {
+			if !r.Timestamp.Equal(now) {
+				t.Fatalf("%s: timestamp %v, want %v", r.Key, r.Timestamp, now)
+			}
+			if r.Topic != "w" {
+				continue
+			}
+			tk, err := tick.Decode(r.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tick.Partition(tk.Schedule, tk.Shard, parts); r.Partition != want {
+				t.Errorf("%s: partition %d, want %d", r.Key, r.Partition, want)
+			}
+			seen++
+		}
+	}
+	if want := 3 * shards; seen != want {
+		t.Errorf("%d ticks over three slots, want %d", seen, want)
 	}
 }
 

@@ -63,7 +63,7 @@ func TestOperateMetricsHealthStatus(t *testing.T) {
 	for _, name := range []string{
 		"tickgroup_leader 1", "tickgroup_leader_changes_total 1", "tickgroup_ticks_emitted_total",
 		"tickgroup_emit_lag_seconds_bucket", "tickgroup_slots_missed_total", "tickgroup_fenced_total 0",
-		`tickgroup_transactions_total{result="committed"}`, "tickgroup_schedules 2", "tickgroup_build_info",
+		`tickgroup_transactions_total{result="committed"}`, `tickgroup_transaction_duration_seconds_count{leader="0"}`, "tickgroup_schedules 2", "tickgroup_build_info",
 		`tickgroup_kafka_connects_total{node_id=`, `role="election"`, `role="leader"`, "go_goroutines", "process_resident_memory_bytes",
 		"tickgroup_clock_offset_seconds", "tickgroup_clock_skewed 0", `role="clock"`,
 	} {

@@ -123,7 +123,17 @@ func PartitionOf(schedule []byte, shard int, partitions int) int32 {
 	if partitions <= 0 {
 		return 0
 	}
-	h := crc32.ChecksumIEEE(schedule)
+	return PartitionOfHash(NameHash(schedule), shard, partitions)
+}
+
+// NameHash is the hash of a schedule's name that Partition takes: crc32 (IEEE).
+func NameHash(schedule []byte) uint32 { return crc32.ChecksumIEEE(schedule) }
+
+// PartitionOfHash is Partition from NameHash of the schedule's name (a leader keeps it with the schedule).
+func PartitionOfHash(h uint32, shard int, partitions int) int32 {
+	if partitions <= 0 {
+		return 0
+	}
 	return int32((uint64(h) + uint64(shard)) % uint64(partitions))
 }
 
@@ -238,12 +248,21 @@ func appendTick(b []byte, t *Tick, id []byte, st *stamps) ([]byte, bool) {
 	return append(b, '}'), ok
 }
 
+// plain marks the bytes that encoding/json copies into a string as they are: printable ASCII but for '"', '\\'
+// and the HTML characters '<', '>' and '&': one load a byte instead of seven comparisons.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7e; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendString appends s as a JSON string. Text of plain printable ASCII (names, IDs, most payloads) is copied;
 // anything else goes through encoding/json, which escapes it (HTML characters, control characters, invalid
 // UTF-8) as it would inside the struct.
 func appendString[T string | []byte](b []byte, s T) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plain[s[i]] {
 			// A copy is marshalled: passing s itself would make every caller's text escape to the heap.
 			j, _ := json.Marshal(strings.Clone(string(s))) // a string always marshals
 			return append(b, j...)

@@ -442,8 +442,9 @@ func fillBaseline(ctx context.Context, base []kgo.Opt, topic, stateTopic string,
 	var took time.Duration
 	for left := n; left > 0; left -= perTxn {
 		txn := recs[:2*min(left, perTxn)]
+		stamp := time.Now() // one timestamp a transaction, as a leader stamps its batch
 		for _, r := range txn {
-			r.Timestamp = time.Time{} // stamped again by the client, as a new record is
+			r.Timestamp = stamp
 		}
 		start := time.Now()
 		if err := transact(ctx, cl, txn); err != nil {

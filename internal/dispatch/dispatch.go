@@ -298,7 +298,7 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 			ems := pl.collect(&next, now, d.cfg.MaxBatch)
 			var recs []*kgo.Record
 			if len(ems) > 0 {
-				recs = appendRecords(&next, ems, topics, partitions, t, now)
+				recs = appendRecords(&next, ems, topics, partitions, t, now, d.cfg.Now())
 			}
 			if committing != nil {
 				if err := finish(); err != nil {

@@ -67,7 +67,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"result"}),
 		txnDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "tickgroup_transaction_duration_seconds",
-			Help:    "Time from the start of a committed leader transaction (its first record handed to the client) to the broker's confirmation of its commit, by leader (ticker-topic partition).",
+			Help:    "Time from the start of a committed leader transaction (emission, cancellations, tombstones, a takeover's state rewrite; from its first record handed to the client) to the broker's confirmation of its commit, by leader (ticker-topic partition).",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"leader"}),
 		stateBlocked: prometheus.NewGauge(prometheus.GaugeOpts{

@@ -477,7 +477,7 @@ func (p *planner) collect(b *batch, now time.Time, max int) []emission {
 // them in the cache. What it reads is kept in p.touched, so that the compiler cannot drop the loads.
 func (p *planner) touch(group []due) {
 	// An item (72 bytes) and a definition (80 today) can each span two cache lines: each is read at both ends
-	// (its first field, and its last: the entry's generation, the definition's rarely set fields).
+	// (its first field, and its last word: the entry's generation and hash, the definition's rarely set fields).
 	var sum uint32
 	for _, d := range group {
 		sum += d.it.gen
@@ -530,8 +530,10 @@ type batch struct {
 }
 
 // appendRecords fills b with the tick records and the state record of ems, for a work topic of partitions
-// partitions, and returns them. Whatever b held before is overwritten.
-func appendRecords(b *batch, ems []emission, names recordTopics, partitions int, t term, now time.Time) []*kgo.Record {
+// partitions, and returns them. Whatever b held before is overwritten. now is the emission instant the ticks
+// and states carry (emitted_at); stamp is the records' timestamp, when the batch is made: without one, the
+// client reads the clock for every record.
+func appendRecords(b *batch, ems []emission, names recordTopics, partitions int, t term, now, stamp time.Time) []*kgo.Record {
 	n, size := 0, 0
 	for i := range ems {
 		em := &ems[i]
@@ -590,7 +592,7 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 					Partition: tick.PartitionOfHash(hash, shard, partitions),
 					Key:       key,
 					Value:     arena[v:len(arena):len(arena)],
-					Timestamp: now, // else the client reads the clock for every record
+					Timestamp: stamp,
 				})
 			}
 		}
@@ -609,7 +611,7 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		key := arena[k:len(arena):len(arena)]
 		v := len(arena)
 		arena = appendState(arena, st, &b.lastSlot, &b.emitAt)
-		add(kgo.Record{Topic: names.ticker, Partition: t.part, Key: key, Value: arena[v:len(arena):len(arena)], Timestamp: now})
+		add(kgo.Record{Topic: names.ticker, Partition: t.part, Key: key, Value: arena[v:len(arena):len(arena)], Timestamp: stamp})
 	}
 	b.touched += touched
 	return recs

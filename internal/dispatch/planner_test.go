@@ -241,7 +241,7 @@ func TestAppendRecords(t *testing.T) {
 	t.Parallel()
 	spec := schedule.Spec{Name: "scan", Every: schedule.Duration(30 * time.Second), Shards: 4, Payload: "p", Deadline: schedule.Duration(5 * time.Second)}
 	ems := []emission{newEmission(entry(t, spec, t0), []time.Time{t0.Add(30 * time.Second)}, 0)}
-	recs := appendRecords(&batch{}, ems, recordTopics{work: "w", ticker: "t"}, 12, term{producerID: 9, epoch: 3}, t0)
+	recs := appendRecords(&batch{}, ems, recordTopics{work: "w", ticker: "t"}, 12, term{producerID: 9, epoch: 3}, t0, t0)
 	if len(recs) != 5 {
 		t.Fatalf("%d records, want 4 ticks + 1 state", len(recs))
 	}
@@ -267,7 +267,7 @@ func TestAppendRecords(t *testing.T) {
 
 // The records of a planner's emissions, slot after slot: each tick on its schedule's partition (tick.Partition,
 // what the workers and the audit compute; the leader keeps each name's hash after its first record), and every
-// record stamped with the instant the batch was made.
+// record stamped with the instant the batch was made (the ticks carry their emission instant).
 func TestAppendRecordsPartitionsOverSlots(t *testing.T) {
 	t.Parallel()
 	const parts = 7
@@ -283,9 +283,9 @@ func TestAppendRecordsPartitionsOverSlots(t *testing.T) {
 	seen := 0
 	for now := t0.Add(time.Second); now.Before(t0.Add(4 * time.Second)); now = now.Add(time.Second) {
 		ems := p.collect(&b, now, 1000)
-		for _, r := range appendRecords(&b, ems, recordTopics{work: "w", ticker: "t"}, parts, term{1, 1, 0}, now) {
-			if !r.Timestamp.Equal(now) {
-				t.Fatalf("%s: timestamp %v, want %v", r.Key, r.Timestamp, now)
+		for _, r := range appendRecords(&b, ems, recordTopics{work: "w", ticker: "t"}, parts, term{1, 1, 0}, now, now.Add(time.Millisecond)) {
+			if !r.Timestamp.Equal(now.Add(time.Millisecond)) {
+				t.Fatalf("%s: timestamp %v, want the batch's %v", r.Key, r.Timestamp, now.Add(time.Millisecond))
 			}
 			if r.Topic != "w" {
 				continue
@@ -333,7 +333,7 @@ func benchmarkEmissionLoop(b *testing.B, n int) {
 			if len(ems) == 0 {
 				break
 			}
-			total += len(appendRecords(&buf, ems, topics, 12, term{1, 1, 0}, now))
+			total += len(appendRecords(&buf, ems, topics, 12, term{1, 1, 0}, now, now))
 		}
 		if total != 2*n {
 			b.Fatalf("%d records, want %d", total, 2*n)

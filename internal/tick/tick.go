@@ -118,7 +118,7 @@ func Partition(schedule string, shard int, partitions int) int32 {
 	return PartitionOf([]byte(schedule), shard, partitions)
 }
 
-// PartitionOf is Partition from the schedule name's bytes (a leader has them in a record's key already: no copy).
+// PartitionOf is Partition from the schedule name's bytes.
 func PartitionOf(schedule []byte, shard int, partitions int) int32 {
 	if partitions <= 0 {
 		return 0

@@ -66,15 +66,16 @@ type item struct {
 type emission struct {
 	src     tick.Source // name, shards, payload, version, deadline, overlap; LeaderEpoch is the record writer's
 	entry   store.Entry
-	it      *item // for its hash (see appendRecords); nil in a test's emission
+	it      *item // for its name's hash (see appendRecords)
 	slots   []time.Time
 	missed  int64
 	jitter  bool // the schedule has a jitter: a slot's due instant may not be the slot (see due)
 	metrics bool // the schedule opts in to metrics of its own
 }
 
-// newEmission is the emission of slots, and missed passed over, by the schedule of e.
-func newEmission(e store.Entry, slots []time.Time, missed int64) emission {
+// newEmission is the emission of slots, and missed passed over, by the schedule of it.
+func newEmission(it *item, slots []time.Time, missed int64) emission {
+	e := it.entry
 	s := e.Schedule
 	return emission{
 		src: tick.Source{
@@ -86,6 +87,7 @@ func newEmission(e store.Entry, slots []time.Time, missed int64) emission {
 			Overlap:  s.Overlap(),
 		},
 		entry:   e,
+		it:      it,
 		slots:   slots,
 		missed:  missed,
 		jitter:  s.Jittered(),
@@ -463,9 +465,7 @@ func (p *planner) collect(b *batch, now time.Time, max int) []emission {
 				p.heap.push(due{at: e.Schedule.Due(plan.Next).Add(-p.lead).UnixNano(), it: it, gen: d.gen})
 			}
 			if len(plan.Emit) > 0 || plan.Missed > 0 {
-				em := newEmission(e, plan.Emit, plan.Missed)
-				em.it = it
-				out = append(out, em)
+				out = append(out, newEmission(it, plan.Emit, plan.Missed))
 			}
 		}
 	}
@@ -567,10 +567,7 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		src := em.src
 		src.LeaderEpoch = int64(t.epoch)
 		name, shards := src.Schedule, max(src.Shards, 1)
-		var hash uint32 // of the name, found in the first key (the ID starts with the name)
-		if em.it != nil {
-			hash = em.it.hash
-		}
+		hash := em.it.hash // of the name; 0 until the first key is written (the ID starts with the name)
 		for _, slot := range em.slots {
 			due := em.due(slot)
 			for shard := range shards {
@@ -583,9 +580,7 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 				arena, _ = b.ticks.AppendTick(arena, src, key, slot, due, now, shard)
 				if hash == 0 {
 					hash = tick.NameHash(key[:len(name)])
-					if em.it != nil {
-						em.it.hash = hash
-					}
+					em.it.hash = hash
 				}
 				add(kgo.Record{
 					Topic:     names.work,

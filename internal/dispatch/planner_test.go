@@ -240,7 +240,7 @@ func fmtSlots(ts []time.Time) []string {
 func TestAppendRecords(t *testing.T) {
 	t.Parallel()
 	spec := schedule.Spec{Name: "scan", Every: schedule.Duration(30 * time.Second), Shards: 4, Payload: "p", Deadline: schedule.Duration(5 * time.Second)}
-	ems := []emission{newEmission(entry(t, spec, t0), []time.Time{t0.Add(30 * time.Second)}, 0)}
+	ems := []emission{newEmission(&item{entry: entry(t, spec, t0)}, []time.Time{t0.Add(30 * time.Second)}, 0)}
 	recs := appendRecords(&batch{}, ems, recordTopics{work: "w", ticker: "t"}, 12, term{producerID: 9, epoch: 3}, t0, t0)
 	if len(recs) != 5 {
 		t.Fatalf("%d records, want 4 ticks + 1 state", len(recs))

@@ -120,9 +120,6 @@ func Partition(schedule string, shard int, partitions int) int32 {
 
 // PartitionOf is Partition from the schedule name's bytes.
 func PartitionOf(schedule []byte, shard int, partitions int) int32 {
-	if partitions <= 0 {
-		return 0
-	}
 	return PartitionOfHash(NameHash(schedule), shard, partitions)
 }
 

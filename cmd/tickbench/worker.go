@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	schedules := fs.Int("schedules", 1000, "distinct schedules the ticks belong to")
 	concurrency := fs.Int("concurrency", worker.DefaultConcurrency, "worker concurrency")
 	keep := fs.Bool("keep", false, "keep the namespace's topics and group afterwards")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the worker library's phase to this file")
 	fs.Usage = cli.Usage(fs, "Usage: tickbench worker [flags]\n\nWrites --ticks ticks into a fresh namespace, then measures (1) raw franz-go\nconsumption (read_committed, no processing) and (2) the worker library with a no-op handler\n(outcome records and offset commits included), and prints both rates, their ratio, each partition's\nrate and the round trip of one produce and its read-back (the floor of a lane's per-tick ledger cost).")
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
@@ -79,7 +81,12 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	}
 
 	// (2) The worker library: group, lanes, no-op handler, outcome records, offset commits.
+	stopProfile, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
 	wd, handled, done, err := runWorkerLib(ctx, kcfg, adm, names, ends, *concurrency)
+	stopProfile()
 	if err != nil {
 		return err
 	}
@@ -91,6 +98,25 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	runtime.ReadMemStats(&ms)
 	fmt.Fprintf(stdout, "memory: Go heap in use %.1f MiB, heap reserved from the OS %.1f MiB, %s\n", float64(ms.HeapInuse)/(1<<20), float64(ms.HeapSys)/(1<<20), rss())
 	return nil
+}
+
+// startCPUProfile starts a CPU profile into path (none when path is empty) and returns the function that ends it.
+func startCPUProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // fill writes n tick records to topic in transactions of 10,000 and returns the time spent producing and

@@ -130,10 +130,10 @@ func (r *reader) result(rec *kgo.Record) {
 	}
 	switch e.Kind {
 	case ledger.KindClaim:
-		f.Apply(e, rec.Offset)
+		f.Apply(e, rec.Offset, rec.Timestamp)
 		return
 	case ledger.KindStarted:
-		valid := f.Apply(e, rec.Offset)
+		valid := f.Apply(e, rec.Offset, rec.Timestamp) == ""
 		delete(f.Ticks, e.Offset) // only the claim bookkeeping is needed
 		if !valid {
 			return // its writer had lost the partition: it never ran

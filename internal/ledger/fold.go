@@ -1,6 +1,54 @@
 package ledger
 
-// TickState is what the ledger says about one work record.
+import (
+	"math"
+	"time"
+)
+
+// Bounds on what an entry may say. The ledger is a topic that any principal with Write on it can append to, so
+// the fold refuses what no worker of this build writes, rather than letting one record block or hide a tick.
+const (
+	// MaxFence is the highest fencing token a claim may carry (a claim adds one per takeover: no real
+	// partition gets near it).
+	MaxFence = 1 << 48
+	// MaxFenceStep is how far above the highest token seen a claim may go: a worker claims one above the
+	// highest token it read.
+	MaxFenceStep = 1 << 16
+	// MaxLease is the longest handler lease a claim may announce (the longest a worker may be configured with).
+	MaxLease = 10 * time.Minute
+	// MaxIDsPerOffset bounds the tick IDs the fold keeps for one work offset: one is the real one, the others
+	// come from entries that named the wrong tick.
+	MaxIDsPerOffset = 3
+	// maxProofs bounds the fencing tokens whose last proof the fold remembers.
+	maxProofs = 64
+)
+
+// Refusal says why Fold.Apply did not apply an entry ("" when it did).
+type Refusal string
+
+// Refusals. RefusedStale, RefusedNotOwner and RefusedDone happen without any hostile writer (a worker that froze
+// and woke up writes stale claims and starts); the others do not.
+const (
+	RefusedPartition Refusal = "other_partition"    // the entry names another work partition
+	RefusedStale     Refusal = "stale_claim"        // a claim at or below the highest token of another worker
+	RefusedFence     Refusal = "fence_out_of_range" // a token beyond MaxFence or far above the highest seen
+	RefusedLease     Refusal = "lease_out_of_range" // a lease beyond MaxLease or negative
+	RefusedNotOwner  Refusal = "not_owner"          // neither the partition's owner of the time nor the tick's runner
+	RefusedOffset    Refusal = "offset_out_of_range"
+	RefusedDone      Refusal = "after_outcome" // a second outcome, or a start or release after the outcome
+	RefusedIDs       Refusal = "too_many_ids"  // more than MaxIDsPerOffset tick IDs for one work offset
+)
+
+// Hostile reports whether r is a refusal that no worker of this build causes by itself.
+func (r Refusal) Hostile() bool {
+	switch r {
+	case "", RefusedStale, RefusedNotOwner, RefusedDone:
+		return false
+	}
+	return true
+}
+
+// TickState is what the ledger says about one tick at one work offset.
 type TickState struct {
 	Offset int64
 	ID     string
@@ -10,13 +58,17 @@ type TickState struct {
 	Attempts int
 	// Started is set when an attempt started and neither an outcome nor a release followed it.
 	Started bool
-	// StartedBy is the worker of the latest started attempt, StartedFence its fencing token.
+	// StartedBy is the worker of the latest started attempt, StartedFence its fencing token and StartedLease
+	// the lease its claim announced.
 	StartedBy    string
 	StartedFence int64
+	StartedLease time.Duration
 	// Released is set when the latest attempt was cut off and its process is known to be gone.
 	Released bool
 	// Outcome is the tick's final entry, if any.
 	Outcome *Entry
+
+	other *TickState // another tick ID that entries named for this offset
 }
 
 // Finished reports whether the tick has a final outcome.
@@ -30,72 +82,186 @@ func (s *TickState) Interrupted() bool { return s.Outcome == nil && (s.Started |
 type Fold struct {
 	Partition int32
 	// Fence is the highest fencing token claimed so far; Owner the worker that claimed it, ClaimOffset the
-	// ledger offset of that claim.
+	// ledger offset of that claim (-1: no claim read yet) and OwnerLease the lease it announced.
 	Fence       int64
 	Owner       string
 	ClaimOffset int64
-	// MaxLeaseMS is the longest handler lease any claim has announced: a handler of a former owner is over at
-	// most that long after the claim that replaced its owner.
-	MaxLeaseMS int64
-	// Ticks maps work offsets to their state.
+	OwnerLease  time.Duration
+	// BaseFence is the token of the owner that committed the offset the fold was read from (from the commit's
+	// metadata): before the first claim it reads, the fold takes entries with a token up to BaseFence. NewFold
+	// sets MaxFence (nothing known: every token).
+	BaseFence int64
+	// Floor and Limit bound the work offsets the fold keeps: entries about offsets below Floor (committed past)
+	// are dropped quietly, those at or above Limit (records that did not exist when the reader started, or
+	// that it has not fetched) are refused. NewFold sets 0 and no limit.
+	Floor, Limit int64
+	// Ticks maps work offsets to their states.
 	Ticks map[int64]*TickState
+
+	proofs map[int64]time.Time // token -> the latest timestamp of a claim, renewal or start under it
 }
 
-// NewFold returns an empty fold of work partition p.
+// NewFold returns an empty fold of work partition p that takes every entry.
 func NewFold(p int32) *Fold {
-	return &Fold{Partition: p, ClaimOffset: -1, Ticks: map[int64]*TickState{}}
+	return &Fold{Partition: p, ClaimOffset: -1, BaseFence: MaxFence, Limit: math.MaxInt64, Ticks: map[int64]*TickState{},
+		proofs: map[int64]time.Time{}}
 }
 
-// Apply applies e, read at ledger offset at. It reports whether e is valid: entries of another partition are
-// ignored, and a started entry written by a worker that is not the owner of the latest claim is not valid (its
-// writer sees the newer claim before it confirms the start, so it never runs).
-func (f *Fold) Apply(e Entry, at int64) bool {
+// Tick returns the state of the tick id at work offset o, or nil.
+func (f *Fold) Tick(o int64, id string) *TickState {
+	for s := f.Ticks[o]; s != nil; s = s.other {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// OtherIDs reports whether entries named a tick other than id for work offset o.
+func (f *Fold) OtherIDs(o int64, id string) bool {
+	for s := f.Ticks[o]; s != nil; s = s.other {
+		if s.ID != id {
+			return true
+		}
+	}
+	return false
+}
+
+// LastProof returns the timestamp of the latest claim, renewal or start written under fence while it was the
+// partition's token: a run under that token cannot have a lease beyond it plus the lease.
+func (f *Fold) LastProof(fence int64) (time.Time, bool) {
+	t, ok := f.proofs[fence]
+	return t, ok
+}
+
+// Apply applies e, read at ledger offset at with record timestamp ts, and says why it did not ("" when it did).
+//
+// A claim stands when its token is above the highest so far (a renewal repeats its owner's token). A started
+// entry is valid only from the owner of the latest claim; a release or outcome from that owner or from the worker
+// that started the tick's latest attempt (a former owner reporting the end of a run it started). Before the first
+// claim read, entries with a token up to BaseFence stand.
+func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 	if e.Partition != f.Partition {
-		return false
+		return RefusedPartition
 	}
 	if e.Kind == KindClaim {
-		f.MaxLeaseMS = max(f.MaxLeaseMS, e.LeaseMS)
-		if e.Fence <= f.Fence && f.ClaimOffset >= 0 {
-			return false // a stale claim (its writer read an older ledger); the higher token stands
+		return f.claim(e, at, ts)
+	}
+	if e.Offset < f.Floor {
+		return "" // committed past: nothing to keep
+	}
+	if e.Offset >= f.Limit {
+		return RefusedOffset
+	}
+	owner := f.isOwner(e)
+	s := f.Tick(e.Offset, e.ID)
+	switch e.Kind {
+	case KindStarted:
+		if !owner {
+			return RefusedNotOwner
 		}
-		f.Fence, f.Owner, f.ClaimOffset = e.Fence, e.Worker, at
-		return true
+	default:
+		if !owner && (s == nil || s.StartedBy != e.Worker || s.StartedFence != e.Fence) {
+			return RefusedNotOwner
+		}
 	}
-	if e.Kind == KindStarted && f.ClaimOffset >= 0 && (e.Worker != f.Owner || e.Fence != f.Fence) {
-		return false
-	}
-	s := f.Ticks[e.Offset]
 	if s == nil {
-		s = &TickState{Offset: e.Offset, ID: e.ID, FirstAt: at}
-		f.Ticks[e.Offset] = s
+		var r Refusal
+		if s, r = f.newTick(e, at); r != "" {
+			return r
+		}
+	}
+	if s.Outcome != nil {
+		return RefusedDone
 	}
 	switch e.Kind {
 	case KindStarted:
-		if s.Outcome != nil {
-			return false
-		}
 		s.Started, s.Released = true, false
 		s.Attempts = max(s.Attempts, e.Attempt)
 		s.StartedBy, s.StartedFence = e.Worker, e.Fence
+		s.StartedLease = f.OwnerLease
+		f.prove(e.Fence, ts)
 	case KindReleased:
-		if s.Outcome != nil {
-			return false
-		}
 		s.Started, s.Released = false, true
 		s.Attempts = max(s.Attempts, e.Attempt)
 	case KindOutcome:
-		if s.Outcome != nil {
-			return false // the first outcome stands
-		}
 		e := e
 		s.Outcome, s.Started, s.Released = &e, false, false
 		s.Attempts = max(s.Attempts, e.Attempts)
 	}
-	return true
+	return ""
 }
 
-// Forget drops the states of work offsets below offset (they are committed and never delivered again).
+func (f *Fold) claim(e Entry, at int64, ts time.Time) Refusal {
+	if e.LeaseMS < 0 || e.LeaseMS > MaxLease.Milliseconds() {
+		return RefusedLease
+	}
+	if f.ClaimOffset >= 0 && e.Fence == f.Fence && e.Worker == f.Owner {
+		f.prove(e.Fence, ts) // a renewal
+		return ""
+	}
+	base := f.Fence
+	if f.ClaimOffset < 0 && f.BaseFence < MaxFence {
+		base = max(base, f.BaseFence)
+	}
+	switch {
+	case e.Fence < 1 || e.Fence > MaxFence || (base > 0 && e.Fence > base+MaxFenceStep):
+		return RefusedFence
+	case f.ClaimOffset >= 0 && e.Fence <= f.Fence:
+		return RefusedStale // its writer read an older ledger; the higher token stands
+	}
+	f.Fence, f.Owner, f.ClaimOffset = e.Fence, e.Worker, at
+	f.OwnerLease = time.Duration(e.LeaseMS) * time.Millisecond
+	f.prove(e.Fence, ts)
+	return ""
+}
+
+// isOwner reports whether e's writer owned the partition when e was appended.
+func (f *Fold) isOwner(e Entry) bool {
+	if f.ClaimOffset < 0 {
+		return e.Fence <= f.BaseFence
+	}
+	return e.Worker == f.Owner && e.Fence == f.Fence
+}
+
+func (f *Fold) newTick(e Entry, at int64) (*TickState, Refusal) {
+	s := &TickState{Offset: e.Offset, ID: e.ID, FirstAt: at}
+	head := f.Ticks[e.Offset]
+	if head == nil {
+		f.Ticks[e.Offset] = s
+		return s, ""
+	}
+	n := 1
+	last := head
+	for ; last.other != nil; last = last.other {
+		n++
+	}
+	if n >= MaxIDsPerOffset {
+		return nil, RefusedIDs
+	}
+	last.other = s
+	return s, ""
+}
+
+// prove records ts as the latest proof under fence.
+func (f *Fold) prove(fence int64, ts time.Time) {
+	if ts.After(f.proofs[fence]) {
+		f.proofs[fence] = ts
+	}
+	if len(f.proofs) <= maxProofs {
+		return
+	}
+	low := int64(math.MaxInt64)
+	for k := range f.proofs {
+		low = min(low, k)
+	}
+	delete(f.proofs, low)
+}
+
+// Forget drops the states of work offsets below offset (they are committed and never delivered again) and
+// keeps no entry about them from then on.
 func (f *Fold) Forget(offset int64) {
+	f.Floor = max(f.Floor, offset)
 	for o := range f.Ticks {
 		if o < offset {
 			delete(f.Ticks, o)

@@ -30,7 +30,8 @@ func BenchmarkHotPath(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		o, dl := w.process(ctx, rec, nil, noGate{}, time.Time{}, nil)
+		t, err := tick.Decode(rec.Value)
+		o, dl := w.process(ctx, rec, t, err, nil, noGate{}, time.Time{}, nil)
 		if dl != nil || o.Status != StatusOK {
 			b.Fatalf("status %s, %v", o.Status, dl)
 		}

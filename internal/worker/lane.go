@@ -16,24 +16,28 @@ import (
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
-// lane runs the records of one assigned partition, one at a time and in order, so one schedule's ticks (which
-// share a partition) never overlap; each scheduled tick starts at its instant (see queue.go). Before its first record it takes the partition over in the execution ledger
-// (takeover), and it consults the ledger for every record: a tick with an outcome is not run again, a tick whose
-// run was cut off is an interrupted tick.
+// lane runs the records of one assigned partition: the ticks of one schedule and shard one at a time and in
+// order, so they never overlap, and those of different schedules side by side (pick, in queue.go); each
+// scheduled tick starts at its instant. Before its first record it takes the partition over in the execution
+// ledger (takeover), and it consults the ledger for every record: a tick with an outcome is not run again, a tick
+// whose run was cut off is an interrupted tick.
 type lane struct {
 	w         *Worker
 	partition int32
 	wake      chan struct{}   // a batch was enqueued
 	ctx       context.Context // handlers' parent; ends on revocation, loss or the end of the grace period
 	cancel    context.CancelCauseFunc
-	done      chan struct{} // closed when run returns
-	adjusted  chan struct{} // closed once the group's start offset of the partition is settled (pinStart)
-	pending   sync.WaitGroup
-	ledger    *laneLedger // set by takeover
+	done      chan struct{}  // closed when run returns
+	adjusted  chan struct{}  // closed once the group's start offset of the partition is settled (pinStart)
+	pending   sync.WaitGroup // outcome records in flight
+	runs      sync.WaitGroup // records being handled
+	ledger    *laneLedger    // set by takeover
 
 	// Guarded by w.mu.
 	queue      []*item                  // the records fetched and not yet committable, in offset order
 	jumps      int                      // unhandled records of the queue that need not wait (triggers)
+	busy       map[string]bool          // the keys (itemKey) with a record running
+	blocked    map[string]bool          // pick's scratch: the keys seen in this scan
 	cancels    map[string][]tick.Cancel // the cancellations read, by schedule
 	ncancels   int
 	paused     bool            // fetching paused: the queue is full
@@ -49,6 +53,8 @@ func (w *Worker) newLane(p int32) *lane {
 		partition: p,
 		wake:      make(chan struct{}, 1),
 		cancels:   map[string][]tick.Cancel{},
+		busy:      map[string]bool{},
+		blocked:   map[string]bool{},
 		ctx:       ctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
@@ -91,6 +97,14 @@ func (l *lane) run() {
 			return
 		}
 	}
+	l.dispatch()
+}
+
+// dispatch hands each record pick allows to the worker's runners (Config.Concurrency of them, shared by every
+// lane), until the lane's context ends or the worker drains; it then waits for the records it handed over.
+func (l *lane) dispatch() {
+	w := l.w
+	defer l.runs.Wait()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -101,10 +115,10 @@ func (l *lane) run() {
 			return
 		default:
 		}
-		it, wait, ok := l.next(w.cfg.Now())
+		it, wait, ok := l.pick(w.cfg.Now())
 		if !ok {
 			if wait <= 0 {
-				wait = time.Hour // nothing queued: wait for a batch
+				wait = time.Hour // nothing due: wait for a batch or the end of a run
 			}
 			timer.Reset(wait)
 			select {
@@ -123,21 +137,64 @@ func (l *lane) run() {
 			}
 			continue
 		}
-		o, ok := l.handle(it)
-		if !ok {
-			return // cancelled: no outcome; the ledger tells the next owner whether it had started
+		l.runs.Add(1)
+		select {
+		case w.runq <- run{l, it}:
+		case <-l.ctx.Done():
+			l.runs.Done()
+			return
+		case <-w.draining:
+			l.runs.Done()
+			return
 		}
-		w.mu.Lock()
-		it.handled = true
-		if it.jump {
-			l.jumps--
-		}
-		w.mu.Unlock()
-		if o == nil {
-			l.finish(it)
-		} else {
-			l.publish(it, *o)
-		}
+	}
+}
+
+// run is a record handed to the worker's runners.
+type run struct {
+	l  *lane
+	it *item
+}
+
+// runners are the Config.Concurrency goroutines that take records to their outcomes, for every lane: a record
+// waits for a free runner, so Concurrency bounds the handlers running at once in the worker. They return once
+// runq is closed.
+func (w *Worker) runners(wg *sync.WaitGroup) {
+	for range w.cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range w.runq {
+				r.l.runItem(r.it)
+			}
+		}()
+	}
+}
+
+// runItem takes it to its outcome, then frees its key and wakes the dispatcher.
+func (l *lane) runItem(it *item) {
+	w := l.w
+	defer l.runs.Done()
+	o, ok := l.handle(it)
+	if !ok {
+		return // cancelled: no outcome; the ledger tells the next owner whether it had started
+	}
+	w.mu.Lock()
+	l.handledLocked(it)
+	w.mu.Unlock()
+	l.wakeUp()
+	if o == nil {
+		l.finish(it)
+	} else {
+		l.publish(it, *o)
+	}
+}
+
+// wakeUp makes the dispatcher look at the queue again.
+func (l *lane) wakeUp() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -147,7 +204,7 @@ func (l *lane) run() {
 func (l *lane) handle(it *item) (*Outcome, bool) {
 	w := l.w
 	rec := it.rec
-	prior, ok := l.prior(rec)
+	prior, ok := l.prior(it)
 	if !ok {
 		return nil, false
 	}
@@ -157,14 +214,8 @@ func (l *lane) handle(it *item) (*Outcome, bool) {
 		w.logger.Debug("tick finished already: not run again", "tick_id", prior.ID, "partition", rec.Partition, "offset", rec.Offset, "status", prior.Outcome.Status)
 		return nil, true
 	}
-	select {
-	case w.sem <- struct{}{}:
-	case <-l.ctx.Done():
-		return nil, false
-	}
-	defer func() { <-w.sem }()
 	newer, cancelled := l.hints(it, w.cfg.Now())
-	o, dl := w.process(l.ctx, rec, prior, l, newer, cancelled)
+	o, dl := w.process(l.ctx, rec, it.t, it.err, prior, l, newer, cancelled)
 	if l.ctx.Err() != nil && o.Status != StatusOK {
 		return nil, false
 	}
@@ -181,14 +232,19 @@ func (l *lane) handle(it *item) (*Outcome, bool) {
 // prior returns what the ledger says about rec from before this lane's claim. A tick that a former owner
 // started and did not finish is waited for until its run is surely over (interruptedWait) or until the former
 // owner's outcome or release arrives, whichever is first.
-func (l *lane) prior(rec *kgo.Record) (*ledger.TickState, bool) {
+func (l *lane) prior(it *item) (*ledger.TickState, bool) {
+	rec := it.rec
+	id := it.t.ID
+	if it.err != nil {
+		id = string(resultKey(rec))
+	}
 	logged := false
 	for {
-		s, changed := l.ledger.state(rec.Offset)
+		s, changed := l.ledger.state(l.w, rec.Offset, id)
 		if s == nil || s.Finished() || !s.Started {
 			return s, true
 		}
-		wait := time.Until(l.interruptedWait())
+		wait := time.Until(l.interruptedWait(s))
 		if wait <= 0 {
 			return s, true
 		}
@@ -217,6 +273,7 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a Attemp
 	slot := t.Slot
 	e := ledger.Entry{Kind: ledger.KindStarted, ID: t.ID, Schedule: t.Schedule, Slot: &slot, Partition: rec.Partition,
 		Offset: rec.Offset, Fence: a.Fence, Worker: w.cfg.WorkerID, Attempt: a.N, Interrupted: a.Interrupted, At: w.cfg.Now().UTC()}
+	l.ledger.raiseLimit(rec.Offset + 1)
 	var until time.Time
 	for try := 1; ; try++ {
 		var err error
@@ -242,14 +299,17 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a Attemp
 	// The renewals run under their own context, ended as soon as the handler returns: a renewal in flight must
 	// not hold back the outcome.
 	lctx, stopLease := context.WithCancel(hctx)
+	// Most runs end before the first renewal is due: the renewals' goroutine starts only then.
 	stopped := make(chan struct{})
-	go func() {
+	renewals := time.AfterFunc(l.renewEvery(), func() {
 		defer close(stopped)
 		l.keepLease(lctx, ls, cancel)
-	}()
+	})
 	end := func(herr error) {
 		stopLease()
-		<-stopped
+		if !renewals.Stop() {
+			<-stopped
+		}
 		cause := context.Cause(hctx)
 		cancel(nil)
 		cutOff := ctx.Err() != nil || errors.Is(cause, errFenced) || errors.Is(cause, errLeaseExpired)
@@ -285,6 +345,7 @@ func (l *lane) commitMeta(next int64) string {
 func (l *lane) publish(it *item, o Outcome) {
 	w := l.w
 	rec := it.rec
+	l.ledger.raiseLimit(rec.Offset + 1)
 	l.pending.Add(1)
 	w.prod.Produce(context.WithoutCancel(l.ctx), w.resultRecord(rec, o, w.resultParts), func(_ *kgo.Record, err error) {
 		defer l.pending.Done()
@@ -316,17 +377,17 @@ type gate interface {
 	begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a Attempt) (context.Context, func(error), error)
 }
 
-// process runs the handler for rec, given what the ledger knew of it (prior, nil for a tick never started).
+// process runs the handler for rec, decoded as t (or not readable: err), given what the ledger knew of it (prior,
+// nil for a tick never started).
 // When the record must go to the dead-letter topic it returns the cause as well. When ctx ends first the
 // outcome is meaningless and the caller records nothing.
 //
 // newer is the latest start instant of a later tick of the same schedule and shard already fetched (zero: none):
 // a tick of an overlap-skip schedule does not start when such a newer tick is already due. cancelled, when not
 // nil, is a cancellation that applies to the tick: it does not run.
-func (w *Worker) process(ctx context.Context, rec *kgo.Record, prior *ledger.TickState, g gate, newer time.Time, cancelled *tick.Cancel) (Outcome, error) {
+func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err error, prior *ledger.TickState, g gate, newer time.Time, cancelled *tick.Cancel) (Outcome, error) {
 	start := w.cfg.Now()
 	o := Outcome{ID: string(resultKey(rec)), Worker: w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset}
-	t, err := tick.Decode(rec.Value)
 	if err != nil {
 		o.Status, o.Error, o.reason = StatusDeadLettered, errString(err), decodeReason(err)
 		w.logger.Warn("unreadable record: dead-lettering", "partition", rec.Partition, "offset", rec.Offset, "reason", o.reason, "error", err)

@@ -48,7 +48,13 @@ type laneLedger struct {
 	claimAt time.Time     // when this lane's claim was acknowledged
 	fenced  bool          // a claim of another worker followed this lane's claim
 	changed chan struct{} // closed and replaced whenever the fold or readTo changes
+	warned  map[ledger.Refusal]time.Time
+	// wrongTick remembers the work offsets whose entries named another tick (counted once each).
+	wrongTick map[int64]bool
 }
+
+// refusalWarnEvery is how often a lane warns about refused ledger entries of one reason (each is counted).
+const refusalWarnEvery = 10 * time.Second
 
 func newTail(cl *kgo.Client, w *Worker) *tail {
 	return &tail{cl: cl, topic: w.names.Results, w: w, lanes: map[int32]*laneLedger{}}
@@ -78,9 +84,13 @@ func (t *tail) run(ctx context.Context) {
 	}
 }
 
-// add starts reading partition p's ledger at offset from for a new lane.
-func (t *tail) add(p int32, from int64, self string) *laneLedger {
-	ll := &laneLedger{partition: p, self: self, fold: ledger.NewFold(p), readTo: from, changed: make(chan struct{})}
+// add starts reading partition p's ledger at offset from for a new lane. The fold takes entries about work
+// offsets in [floor, limit) (limit: the work partition's end when the lane's claim stood), and before the first
+// claim it reads, entries with a token up to base (the committed offset's token; ledger.MaxFence when unknown).
+func (t *tail) add(p int32, from int64, self string, base, floor, limit int64) *laneLedger {
+	f := ledger.NewFold(p)
+	f.BaseFence, f.Floor, f.Limit = base, floor, limit
+	ll := &laneLedger{partition: p, self: self, fold: f, readTo: from, changed: make(chan struct{}), warned: map[ledger.Refusal]time.Time{}}
 	t.mu.Lock()
 	t.lanes[p] = ll
 	t.mu.Unlock()
@@ -117,13 +127,44 @@ func (ll *laneLedger) apply(recs []*kgo.Record, w *Worker) {
 			w.logger.Warn("unreadable ledger entry: ignored", "partition", r.Partition, "offset", r.Offset, "error", err)
 			continue
 		}
-		ll.fold.Apply(e, r.Offset)
+		if why := ll.fold.Apply(e, r.Offset, r.Timestamp); why != "" {
+			ll.refusedLocked(w, why, "ledger_offset", r.Offset, "kind", e.Kind, "writer", e.Worker, "fence", e.Fence, "work_offset", e.Offset)
+		}
 	}
 	if ll.fence > 0 && (ll.fold.Owner != ll.self || ll.fold.Fence != ll.fence) {
 		ll.fenced = true
 	}
 	close(ll.changed)
 	ll.changed = make(chan struct{})
+}
+
+// refusedLocked counts a refused entry and warns about it, at most once per refusalWarnEvery and reason for the
+// refusals no worker causes by itself. Called with ll.mu held.
+func (ll *laneLedger) refusedLocked(w *Worker, why ledger.Refusal, attrs ...any) {
+	w.m.ledgerRefused.WithLabelValues(string(why)).Inc()
+	if !why.Hostile() && why != refusedWrongTick && why != refusedForeignClaim {
+		return
+	}
+	now := time.Now()
+	if now.Sub(ll.warned[why]) < refusalWarnEvery {
+		return
+	}
+	ll.warned[why] = now
+	w.logger.Warn("ledger entry refused: it does not match what the log proves (counted in tickgroup_worker_ledger_refused_total)",
+		append([]any{"partition", ll.partition, "reason", string(why)}, attrs...)...)
+}
+
+// Refusals the lane decides, beside the fold's.
+const (
+	refusedWrongTick    ledger.Refusal = "wrong_tick"
+	refusedForeignClaim ledger.Refusal = "foreign_claim"
+)
+
+// raiseLimit lets the fold take entries about work offsets below limit (records the lane has fetched).
+func (ll *laneLedger) raiseLimit(limit int64) {
+	ll.mu.Lock()
+	ll.fold.Limit = max(ll.fold.Limit, limit)
+	ll.mu.Unlock()
 }
 
 // waitRead waits until the entry at ledger offset o has been read. It reports false when ctx ended or d passed.
@@ -147,17 +188,36 @@ func (ll *laneLedger) waitRead(ctx context.Context, o int64, d time.Duration) bo
 	}
 }
 
-// state returns a copy of what the ledger says about work offset o (nil: nothing), and a channel closed at the
-// next change.
-func (ll *laneLedger) state(o int64) (*ledger.TickState, <-chan struct{}) {
+// state returns a copy of what the ledger says about tick id at work offset o (nil: nothing), and a channel
+// closed at the next change. Entries that name another tick for o are refused here (counted once per offset).
+func (ll *laneLedger) state(w *Worker, o int64, id string) (*ledger.TickState, <-chan struct{}) {
 	ll.mu.Lock()
 	defer ll.mu.Unlock()
-	s := ll.fold.Ticks[o]
+	s := ll.fold.Tick(o, id)
+	if ll.fold.OtherIDs(o, id) && !ll.wrongTickSeen(o) {
+		ll.refusedLocked(w, refusedWrongTick, "work_offset", o, "tick_id", id)
+	}
 	if s == nil {
 		return nil, ll.changed
 	}
 	c := *s
 	return &c, ll.changed
+}
+
+// wrongTickSeen reports whether offset o's wrong-tick entries were counted already, and remembers that they
+// were. Called with ll.mu held.
+func (ll *laneLedger) wrongTickSeen(o int64) bool {
+	if ll.wrongTick == nil {
+		ll.wrongTick = map[int64]bool{}
+	}
+	if ll.wrongTick[o] {
+		return true
+	}
+	if len(ll.wrongTick) > 10_000 {
+		clear(ll.wrongTick)
+	}
+	ll.wrongTick[o] = true
+	return false
 }
 
 func (ll *laneLedger) isFenced() bool {
@@ -253,7 +313,7 @@ func withCommitMeta(ctx context.Context, topic string, meta map[int32]string) co
 // start, and the ticks it had started are over at most its lease after our claim (see interruptedWait).
 func (l *lane) takeover(ctx context.Context) error {
 	w := l.w
-	from, fence, err := w.ledgerStart(ctx, l.partition)
+	st, err := w.ledgerStart(ctx, l.partition)
 	if err != nil {
 		return err
 	}
@@ -261,14 +321,13 @@ func (l *lane) takeover(ctx context.Context) error {
 	// the entries that try read, so a fresh reader would start with a fold that lacks them (re-adding a
 	// partition that is being consumed does not rewind it).
 	ll := l.ledger
-	if ll == nil {
-		ll = w.tail.add(l.partition, from, w.cfg.WorkerID)
-		l.ledger = ll
-	}
 	begin := time.Now()
-	ll.mu.Lock()
-	next := max(fence, ll.fold.Fence) + 1
-	ll.mu.Unlock()
+	next := st.fence + 1
+	if ll != nil {
+		ll.mu.Lock()
+		next = max(next, ll.fold.Fence+1)
+		ll.mu.Unlock()
+	}
 	for try := 0; ; try++ {
 		if try == 5 {
 			return fmt.Errorf("claiming partition %d: other claims kept winning", l.partition)
@@ -278,13 +337,24 @@ func (l *lane) takeover(ctx context.Context) error {
 			return fmt.Errorf("claiming partition %d: %w", l.partition, err)
 		}
 		ackAt := time.Now()
+		// Listed once the claim stands: every entry before the claim is about a work record below this end.
+		end, err := w.workEnd(ctx, l.partition)
+		if err != nil {
+			return err
+		}
+		if ll == nil {
+			ll = w.tail.add(l.partition, st.from, w.cfg.WorkerID, st.base, st.floor, end)
+			l.ledger = ll
+		} else {
+			ll.raiseLimit(end)
+		}
 		if !ll.waitRead(ctx, o, 30*time.Second) {
 			return fmt.Errorf("claiming partition %d: reading the ledger up to the claim at offset %d: %w", l.partition, o, cmp.Or(ctx.Err(), errors.New("timed out")))
 		}
 		ll.mu.Lock()
 		won := ll.fold.Owner == w.cfg.WorkerID && ll.fold.Fence == next && ll.fold.ClaimOffset == o
 		if won {
-			ll.fence, ll.claimAt = next, ackAt
+			ll.fence, ll.claimAt, ll.fenced = next, ackAt, false
 		}
 		highest, latest := ll.fold.Fence, ll.fold.ClaimOffset
 		pending := len(ll.fold.Ticks)
@@ -296,39 +366,63 @@ func (l *lane) takeover(ctx context.Context) error {
 		}
 		if won {
 			w.m.takeover.Observe(time.Since(begin).Seconds())
-			w.logger.Debug("partition claimed", "partition", l.partition, "fence", next, "ledger_from", from, "ledger_claim", o, "known_ticks", pending)
+			w.logger.Debug("partition claimed", "partition", l.partition, "fence", next, "ledger_from", st.from, "ledger_claim", o, "known_ticks", pending)
 			return nil
 		}
 		next = highest + 1
 	}
 }
 
-// ledgerStart returns where partition p's ledger must be read from, and the last fencing token, from its
-// committed metadata. Without such metadata (a group that an older build committed), the whole retained ledger
-// partition is read.
-func (w *Worker) ledgerStart(ctx context.Context, p int32) (from, fence int64, err error) {
+// ledgerPos is where a new owner of a work partition starts reading its ledger, from the committed offset.
+type ledgerPos struct {
+	from  int64 // the ledger offset to read from
+	fence int64 // the committing owner's token (0: unknown)
+	base  int64 // the highest token the entries before the first claim read may carry (ledger.MaxFence: any)
+	floor int64 // the committed work offset: entries about offsets below it do not matter
+}
+
+// ledgerStart returns where partition p's ledger must be read from, from its committed metadata. Without such
+// metadata (a group that an older build committed, or a new one), the whole retained ledger partition is read.
+func (w *Worker) ledgerStart(ctx context.Context, p int32) (ledgerPos, error) {
 	adm := kadm.NewClient(w.client())
 	resp, err := adm.FetchOffsets(ctx, w.names.WorkerGroup)
 	if err != nil {
-		return 0, 0, fmt.Errorf("fetching the committed offset of partition %d: %w", p, err)
+		return ledgerPos{}, fmt.Errorf("fetching the committed offset of partition %d: %w", p, err)
 	}
+	pos := ledgerPos{base: ledger.MaxFence}
 	if o, ok := resp.Lookup(w.names.Work, p); ok && o.Err == nil {
+		pos.floor = max(o.At, 0)
 		if from, fence, ok := parseMeta(o.Metadata); ok {
-			return from, fence, nil
+			pos.from, pos.fence, pos.base = from, fence, fence
+			return pos, nil
 		}
 	}
 	starts, err := adm.ListStartOffsets(ctx, w.names.Results)
 	if err != nil {
-		return 0, 0, fmt.Errorf("listing the start of ledger partition %d: %w", p, err)
+		return ledgerPos{}, fmt.Errorf("listing the start of ledger partition %d: %w", p, err)
 	}
 	lo, ok := starts.Lookup(w.names.Results, p)
 	if !ok || lo.Err != nil {
-		return 0, 0, fmt.Errorf("listing the start of ledger partition %d: %w", p, cmp.Or(lo.Err, errors.New("partition not listed")))
+		return ledgerPos{}, fmt.Errorf("listing the start of ledger partition %d: %w", p, cmp.Or(lo.Err, errors.New("partition not listed")))
 	}
 	// A new group (or one whose offsets were lost, or committed by an older build) learns its ledger from the
 	// whole retained partition: slow only when the results topic is old and busy.
 	w.logger.Debug("no ledger position in the committed offset: reading the whole ledger partition", "partition", p, "from", lo.Offset)
-	return lo.Offset, 0, nil
+	pos.from = lo.Offset
+	return pos, nil
+}
+
+// workEnd returns the end offset of work partition p.
+func (w *Worker) workEnd(ctx context.Context, p int32) (int64, error) {
+	ends, err := kadm.NewClient(w.client()).ListEndOffsets(ctx, w.names.Work)
+	if err != nil {
+		return 0, fmt.Errorf("listing the end of work partition %d: %w", p, err)
+	}
+	lo, ok := ends.Lookup(w.names.Work, p)
+	if !ok || lo.Err != nil {
+		return 0, fmt.Errorf("listing the end of work partition %d: %w", p, cmp.Or(lo.Err, errors.New("partition not listed")))
+	}
+	return lo.Offset, nil
 }
 
 // writeLedger writes e to partition p's ledger and returns its ledger offset once acknowledged.
@@ -385,15 +479,21 @@ func (l *lane) renew(ctx context.Context) (time.Time, error) {
 // keepLease renews ls while an attempt runs, until ctx ends. When the lease cannot be renewed before it ends,
 // or another worker claimed the partition, it cancels the attempt (an exec handler's supervisor kills the
 // process group at the lease's end by itself, even if this process is frozen).
+//
+// It is called a renewal period after the attempt's start (renewEvery) and renews at once, then every period.
 func (l *lane) keepLease(ctx context.Context, ls *lease, cancel context.CancelCauseFunc) {
-	every := max(l.w.cfg.Lease/5, 10*time.Millisecond)
-	ticker := time.NewTicker(every)
+	ticker := time.NewTicker(l.renewEvery())
 	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+		if ctx.Err() != nil {
 			return
-		case <-ticker.C:
 		}
 		rctx, rcancel := context.WithDeadline(ctx, ls.Deadline())
 		until, err := l.renew(rctx)
@@ -414,13 +514,27 @@ func (l *lane) keepLease(ctx context.Context, ls *lease, cancel context.CancelCa
 	}
 }
 
-// interruptedWait is how long after its claim a lane waits before it runs again a tick that a former owner had
-// started and not finished: the former owner's handler is over by then, whatever became of that owner (dead,
-// frozen or cut off), because its lease could be renewed only by proofs written before our claim.
-func (l *lane) interruptedWait() time.Time {
+// renewEvery is how often a running handler's lease is renewed: a fifth of the lease.
+func (l *lane) renewEvery() time.Duration { return max(l.w.cfg.Lease/5, 10*time.Millisecond) }
+
+// interruptedWait is when a run of s that a former owner started and did not finish is surely over, whatever
+// became of that owner (dead, frozen or cut off): its lease could be renewed only by proofs written before this
+// lane's claim, so it ends at most the lease after the former owner's last proof (its last renewal or start, by
+// the timestamp its writer gave it) or after this lane's claim, whichever is earlier, plus the clock skew
+// between the hosts. After a crash the last proof is about when the worker died, so the wait is mostly over
+// by the time the session timeout has moved the partition.
+func (l *lane) interruptedWait(s *ledger.TickState) time.Time {
 	ll := l.ledger
 	ll.mu.Lock()
 	defer ll.mu.Unlock()
-	lease := max(time.Duration(ll.fold.MaxLeaseMS)*time.Millisecond, l.w.cfg.Lease)
-	return ll.claimAt.Add(lease + l.w.cfg.MaxClockSkew)
+	from := ll.claimAt
+	// Record timestamps are whole milliseconds, cut down from the instant the writer sent its proof at.
+	if proof, ok := ll.fold.LastProof(s.StartedFence); ok && proof.Add(time.Millisecond).Before(from) {
+		from = proof.Add(time.Millisecond)
+	}
+	lease := s.StartedLease
+	if lease <= 0 {
+		lease = max(ll.fold.OwnerLease, l.w.cfg.Lease) // a start read before any claim: its lease is unknown
+	}
+	return from.Add(lease + l.w.cfg.MaxClockSkew)
 }

@@ -28,6 +28,7 @@ type metrics struct {
 	commits        *prometheus.CounterVec
 	outcomeErrs    prometheus.Counter
 	ledgerBad      prometheus.Counter
+	ledgerRefused  *prometheus.CounterVec
 	deadLetterErrs prometheus.Counter
 	ledgerSkips    *prometheus.CounterVec
 	takeover       prometheus.Histogram
@@ -78,6 +79,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_worker_ledger_bad_entries_total",
 			Help: "Ledger (results topic) records this worker could not read; they are ignored.",
 		}),
+		ledgerRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickgroup_worker_ledger_refused_total",
+			Help: "Ledger entries this worker refused, by reason: other_partition, stale_claim, fence_out_of_range, lease_out_of_range, not_owner, offset_out_of_range, after_outcome, too_many_ids, wrong_tick (the entry's tick ID is not the work record's), foreign_claim (a claim of another worker while the group still gives this worker the partition).",
+		}, []string{"reason"}),
 		ledgerSkips: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickgroup_worker_ledger_ticks_total",
 			Help: "Ticks whose handling the ledger decided on a takeover: finished (had an outcome: not run again), rerun (interrupted, run again), interrupted (interrupted, not run again: --on-interrupted skip).",
@@ -98,7 +103,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.deadLetters.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.ticks, m.startDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerSkips, m.takeover)
+		reg.MustRegister(m.ticks, m.startDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.ledgerSkips, m.takeover)
 	}
 	return m
 }

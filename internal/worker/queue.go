@@ -2,6 +2,7 @@ package worker
 
 import (
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -15,10 +16,12 @@ import (
 // keeps reading while it waits: the cancellations of paused and deleted schedules (tick.Cancel) and manual
 // triggers arrive behind the held ticks and take effect at once.
 //
-// Order: the scheduled ticks of a partition start one at a time, in offset order, each at its instant. A manual
-// trigger (or an unreadable record, which is only dead-lettered) does not wait behind a held tick: it runs as
-// soon as the lane is free. The committed offset stays below the first record not finished, so a crash never
-// skips a held tick; a trigger that ran out of order has its outcome in the ledger, which the next owner reads.
+// Order (pick): the scheduled ticks of one schedule and shard start one at a time, in offset order, each at its
+// instant; ticks of other schedules run beside them, up to the worker's Concurrency. A manual trigger (or an
+// unreadable record, which is only dead-lettered) does not wait behind a held tick: it runs as soon as no other
+// run of its schedule and shard is under way. The committed offset stays below the first record not finished, so
+// a crash never skips a held tick; a record that finished out of order has its outcome in the ledger, which the
+// next owner reads.
 
 // laneQueueMax is how many records a lane holds before fetching of its partition pauses (it resumes below half).
 const laneQueueMax = 50_000
@@ -36,8 +39,11 @@ type item struct {
 	// behind a held tick: manual triggers and unreadable records.
 	startAt time.Time
 	jump    bool
-	// handled is set by the lane goroutine once it is done with the record (its outcome may still be in
-	// flight); done (under w.mu) once the record may be committed past.
+	// key orders the runs of one schedule and shard (itemKey; empty for an unreadable record).
+	key string
+	// running is set (under w.mu) while a run of the record is under way; handled once the lane is done with
+	// the record (its outcome may still be in flight); done once the record may be committed past.
+	running bool
 	handled bool
 	done    bool
 }
@@ -55,6 +61,9 @@ func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
 		default:
 			// A tick, or an unreadable record (a cancel among them): an unreadable one is dead-lettered.
 			it.t, it.err = tick.Decode(r.Value)
+			if it.err == nil {
+				it.key = itemKey(&it.t)
+			}
 			switch {
 			case it.err != nil || it.t.Trigger:
 				it.jump = true
@@ -130,35 +139,81 @@ func (l *lane) pruneCancelsLocked() {
 	}
 }
 
-// next returns the record the lane should take now, or, when none is ready, how long to wait for the first
-// held one (ok false, wait 0: the queue has nothing to run).
-func (l *lane) next(now time.Time) (it *item, wait time.Duration, ok bool) {
+// pick returns the record the lane should start now and marks it running, or, when none is ready, how long to
+// wait for the first held one (ok false, wait 0: nothing to wait for but a batch or the end of a run).
+//
+// The rules, per key (a schedule and shard, see itemKey): the key's scheduled ticks start one at a time, in
+// offset order, each on its instant, and never while another record of the key runs; a manual trigger does not
+// wait behind the key's held ticks, only for its running one; an unreadable record (only dead-lettered) needs no
+// key and goes at once. Records of different keys run side by side, so a slow job delays only its own schedule.
+//
+// The scan stops at the first scheduled tick that is not due when no trigger is queued: the leader emits slots
+// in order, so the ticks behind it are due no earlier (catch-up ticks, due at once, come before the slots
+// emitted after them).
+func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 	w := l.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var head *item
+	blocked := l.blocked
+	clear(blocked)
 	for _, c := range l.queue {
-		if c.handled {
+		if c.handled || c.running {
 			continue
 		}
-		if head == nil {
-			head = c
-			if c.jump || c.startAt.IsZero() || !now.Before(c.startAt.Add(-w.cfg.PreStart)) {
-				return c, 0, true
-			}
-			if l.jumps == 0 {
-				break
-			}
-			continue
+		if c.err != nil {
+			return l.startLocked(c), 0, true
 		}
 		if c.jump {
-			return c, 0, true
+			if !l.busy[c.key] {
+				return l.startLocked(c), 0, true
+			}
+			continue
+		}
+		if blocked[c.key] {
+			continue // an earlier tick of the key has not started yet
+		}
+		blocked[c.key] = true
+		if l.busy[c.key] {
+			continue
+		}
+		due := c.startAt.Add(-w.cfg.PreStart)
+		if c.startAt.IsZero() || !now.Before(due) {
+			return l.startLocked(c), 0, true
+		}
+		if wait == 0 || due.Sub(now) < wait {
+			wait = due.Sub(now)
+		}
+		if l.jumps == 0 {
+			break
 		}
 	}
-	if head == nil {
-		return nil, 0, false
+	return nil, wait, false
+}
+
+// startLocked marks it running: no other record of its key starts until it is handled. Called with w.mu held.
+func (l *lane) startLocked(it *item) *item {
+	it.running = true
+	if it.err == nil {
+		l.busy[it.key] = true
 	}
-	return nil, head.startAt.Add(-w.cfg.PreStart).Sub(now), false
+	return it
+}
+
+// handledLocked records that the lane is done with it (its outcome may still be in flight) and frees its key.
+// Called with w.mu held.
+func (l *lane) handledLocked(it *item) {
+	it.handled, it.running = true, false
+	if it.jump {
+		l.jumps--
+	}
+	if it.err == nil {
+		delete(l.busy, it.key)
+	}
+}
+
+// itemKey is the key under which a tick's runs are ordered and never overlap: its schedule and shard.
+func itemKey(t *tick.Tick) string {
+	return t.Schedule + "#" + strconv.Itoa(t.Shard)
 }
 
 // hints returns what the rest of the queue says about it: the latest start instant, at or before now, of a later

@@ -71,7 +71,7 @@ type Worker struct {
 	startAt     time.Time  // when start was computed
 	resultParts int
 	dlqParts    int
-	sem         chan struct{}
+	runq        chan run                // records for the runners
 	hardCtx     context.Context         // ends when the grace period runs out
 	stopPoll    context.CancelCauseFunc // ends the poll loop with a fatal cause (a missing ACL), see fatal
 	draining    chan struct{}           // closed when shutdown begins: lanes stop before their next record
@@ -208,7 +208,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	hardCtx, hardCancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hardCancel(nil)
 	w.hardCtx = hardCtx
-	w.sem = make(chan struct{}, w.cfg.Concurrency)
+	w.runq = make(chan run)
+	var runners sync.WaitGroup
+	w.runners(&runners)
 	w.draining = make(chan struct{})
 	w.commitWake = make(chan struct{}, 1)
 
@@ -259,6 +261,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.logger.Info("stopping worker", "grace", w.cfg.Grace)
 	close(w.draining)
 	w.waitLanes(hardCancel)
+	close(w.runq) // every lane has stopped: nothing is handed over any more
+	runners.Wait()
 	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	if err := prod.Flush(flushCtx); err != nil {
 		w.logger.Warn("flushing outcome records", "error", err)

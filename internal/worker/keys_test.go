@@ -1,0 +1,83 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// TestLaneRunsKeysSideBySide: on one partition, a schedule whose job blocks does not hold back another
+// schedule's ticks, and its own later ticks wait for it, in order and never overlapping.
+func TestLaneRunsKeysSideBySide(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	slow, _ := b.produceTicks(t, 0, "slow", 3)
+	fast, _ := b.produceTicks(t, 0, "fast", 10)
+	release := make(chan struct{})
+	var (
+		mu          sync.Mutex
+		order       = map[string][]string{}
+		slowRunning int
+		overlaps    int
+	)
+	rec := newRecorder()
+	cfg := b.config("w1")
+	cfg.Concurrency = 4
+	b.start(t, cfg, rec.handler(func(ctx context.Context, tk tick.Tick, _ Attempt) error {
+		mu.Lock()
+		order[tk.Schedule] = append(order[tk.Schedule], tk.ID)
+		if tk.Schedule == "slow" {
+			slowRunning++
+			if slowRunning > 1 {
+				overlaps++
+			}
+		}
+		mu.Unlock()
+		if tk.Schedule == "slow" {
+			defer func() {
+				mu.Lock()
+				slowRunning--
+				mu.Unlock()
+			}()
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}), Deps{})
+
+	// Every fast tick finishes while the first slow one is still blocked.
+	kafkatest.Eventually(t, 10*time.Second, "the fast schedule's ticks to run beside the blocked slow one", func() bool {
+		return rec.count() >= len(fast)
+	})
+	mu.Lock()
+	if n := len(order["slow"]); n != 1 {
+		t.Errorf("%d slow ticks started while the first was blocked, want 1", n)
+	}
+	mu.Unlock()
+	close(release)
+	kafkatest.Eventually(t, 10*time.Second, "every tick to run", func() bool { return rec.count() >= len(fast)+len(slow) })
+
+	mu.Lock()
+	defer mu.Unlock()
+	if overlaps != 0 {
+		t.Errorf("%d runs of the slow schedule overlapped another", overlaps)
+	}
+	for name, want := range map[string][]tick.Tick{"slow": slow, "fast": fast} {
+		got := order[name]
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d runs, want %d", name, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i].ID {
+				t.Errorf("%s: run %d was %s, want %s (offset order)", name, i, got[i], want[i].ID)
+			}
+		}
+	}
+}

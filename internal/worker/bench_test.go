@@ -53,6 +53,6 @@ func BenchmarkDecode(b *testing.B) {
 // noGate starts every attempt at once, without a ledger.
 type noGate struct{}
 
-func (noGate) begin(ctx context.Context, _ *kgo.Record, _ tick.Tick, _ Attempt) (context.Context, func(error), error) {
+func (noGate) begin(ctx context.Context, _ *kgo.Record, _ tick.Tick, _ *Attempt) (context.Context, func(error), error) {
 	return ctx, func(error) {}, nil
 }

@@ -32,6 +32,7 @@ type lane struct {
 	pending   sync.WaitGroup // outcome records in flight
 	runs      sync.WaitGroup // records being handled
 	ledger    *laneLedger    // set by takeover
+	reclaimMu sync.Mutex     // serialises foreignClaim
 
 	// Guarded by w.mu.
 	queue      []*item                  // the records fetched and not yet committable, in offset order
@@ -83,6 +84,9 @@ func (l *lane) run() {
 			return
 		}
 		if errors.Is(err, errFenced) {
+			if l.ledger != nil && l.foreignClaim(l.ctx) {
+				continue // the group still gives this worker the partition: claim again, above it
+			}
 			w.logger.Warn("another worker claimed the partition after this one: leaving it to that worker", "partition", l.partition, "error", err)
 			l.cancel(errFenced)
 			return
@@ -225,7 +229,7 @@ func (l *lane) handle(it *item) (*Outcome, bool) {
 		}
 	}
 	o.FinishedAt = w.cfg.Now().UTC()
-	o.Fence = l.ledger.fence
+	o.Fence = l.ledger.currentFence()
 	return &o, true
 }
 
@@ -265,22 +269,28 @@ func (l *lane) prior(it *item) (*ledger.TickState, bool) {
 	}
 }
 
-// begin records in the ledger that attempt a of t is about to start, and returns the context the handler runs
-// under (with its lease, renewed while it runs) and the function to call once the handler returned. It retries
-// until the start is confirmed or ctx ends; when another worker has claimed the partition it cancels the lane.
-func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a Attempt) (context.Context, func(error), error) {
+// begin records in the ledger that attempt a of t is about to start, under the lane's current token (set in
+// a.Fence), and returns the context the handler runs under (with its lease, renewed while it runs) and the
+// function to call once the handler returned. It retries until the start is confirmed or ctx ends; when another
+// worker has claimed the partition, and the group no longer gives it to this worker, it cancels the lane.
+func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt) (context.Context, func(error), error) {
 	w := l.w
 	slot := t.Slot
 	e := ledger.Entry{Kind: ledger.KindStarted, ID: t.ID, Schedule: t.Schedule, Slot: &slot, Partition: rec.Partition,
-		Offset: rec.Offset, Fence: a.Fence, Worker: w.cfg.WorkerID, Attempt: a.N, Interrupted: a.Interrupted, At: w.cfg.Now().UTC()}
+		Offset: rec.Offset, Worker: w.cfg.WorkerID, Attempt: a.N, Interrupted: a.Interrupted}
 	l.ledger.raiseLimit(rec.Offset + 1)
 	var until time.Time
 	for try := 1; ; try++ {
 		var err error
+		e.Fence, e.At = l.ledger.currentFence(), w.cfg.Now().UTC()
 		if until, err = l.confirm(ctx, e); err == nil {
+			a.Fence = e.Fence
 			break
 		}
 		if errors.Is(err, errFenced) {
+			if l.foreignClaim(ctx) {
+				continue
+			}
 			w.logger.Warn("partition claimed by another worker: stopping its lane", "partition", l.partition, "tick_id", t.ID)
 			l.cancel(errFenced)
 			return nil, nil, err
@@ -374,7 +384,7 @@ func (l *lane) waitPending(d time.Duration) {
 
 // gate is where an attempt is recorded before it starts (the lane's ledger); see lane.begin.
 type gate interface {
-	begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a Attempt) (context.Context, func(error), error)
+	begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt) (context.Context, func(error), error)
 }
 
 // process runs the handler for rec, decoded as t (or not readable: err), given what the ledger knew of it (prior,
@@ -435,9 +445,6 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err 
 	}
 	for attempt := 1; ; attempt++ {
 		a := Attempt{N: base + attempt, Interrupted: interrupted, Worker: w.cfg.WorkerID}
-		if l, ok := g.(*lane); ok {
-			a.Fence = l.ledger.fence
-		}
 		o.Attempts = a.N
 		err = w.attempt(ctx, rec, t, a, g)
 		if err == nil { // a success is recorded even when ctx ended meanwhile: it must not run again
@@ -474,7 +481,7 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err 
 
 // attempt records the attempt's start through g, then runs the handler once under the attempt timeout.
 func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a Attempt, g gate) error {
-	hctx, end, err := g.begin(ctx, rec, t, a)
+	hctx, end, err := g.begin(ctx, rec, t, &a)
 	if err != nil {
 		return err // ctx has ended (or the lane was cancelled): nothing ran
 	}

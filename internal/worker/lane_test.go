@@ -722,42 +722,38 @@ func TestLaneClaimsAboveHighestTokenInLedger(t *testing.T) {
 	}
 }
 
-// TestLaneFencedByForeignClaim: once another worker's claim follows the lane's in the ledger, the lane starts
-// nothing more: the start it writes reads back behind the foreign claim, and the handler is not called.
-func TestLaneFencedByForeignClaim(t *testing.T) {
+// TestLaneClaimsAgainAfterForeignClaim: a claim of another worker follows the lane's in the ledger while the
+// group still assigns the partition to this worker (a forged record: a real new owner gets the partition only
+// after this worker lost it). The lane does not stop: it counts the claim, claims the partition again above it,
+// and the next tick runs once, under the new token.
+func TestLaneClaimsAgainAfterForeignClaim(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	rec := newRecorder()
-	tw := b.start(t, b.config("w1"), rec.handler(nil), Deps{})
+	reg := prometheus.NewRegistry()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{Registerer: reg})
 	b.produceTicks(t, 0, "before", 1)
 	kafkatest.Eventually(t, 10*time.Second, "the first tick to run", func() bool { return rec.count() >= 1 })
 	f := rec.snapshot()[0].Attempt.Fence
 	b.writeLedger(t, 0, ledger.Entry{Kind: ledger.KindClaim, Partition: 0, Fence: f + 1, Worker: "usurper",
 		At: time.Now().UTC(), LeaseMS: 300})
 
-	ticks, _ := b.produceTicks(t, 0, "after", 1)
-	kafkatest.Eventually(t, 10*time.Second, "w1's started entry of the second tick", func() bool {
-		return len(b.entries(t, 0, ledger.KindStarted, ticks[0].ID)) > 0
-	})
-	tw.w.mu.Lock()
-	l := tw.w.lanes[0]
-	tw.w.mu.Unlock()
-	if l == nil {
-		t.Fatal("w1 has no lane of partition 0")
+	ticks, _ := b.produceTicks(t, 0, "after", 3)
+	kafkatest.Eventually(t, 20*time.Second, "the ticks after the foreign claim to run", func() bool { return rec.count() >= 4 })
+	calls := rec.snapshot()
+	if got, want := ids(calls[1:]), ticks[0].ID+" "+ticks[1].ID+" "+ticks[2].ID; got != want {
+		t.Fatalf("handler ran %q after the foreign claim, want %q", got, want)
 	}
-	select {
-	case <-l.done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the fenced lane did not stop within 10s")
+	for _, c := range calls[1:] {
+		if c.Attempt.Fence <= f+1 {
+			t.Errorf("tick %s ran under token %d, want above the foreign claim's %d", c.ID, c.Attempt.Fence, f+1)
+		}
+		if n := len(b.outcomesOf(t, 0, c.ID, "w1")); n != 1 {
+			t.Errorf("tick %s has %d outcomes, want 1", c.ID, n)
+		}
 	}
-	if !errors.Is(context.Cause(l.ctx), errFenced) {
-		t.Errorf("lane ended with %v, want %v", context.Cause(l.ctx), errFenced)
-	}
-	if got := rec.count(); got != 1 {
-		t.Errorf("%d handler calls, want only the one before the foreign claim", got)
-	}
-	if n := len(b.entries(t, 0, ledger.KindOutcome, ticks[0].ID)); n != 0 {
-		t.Errorf("the tick after the foreign claim has %d outcomes, want none", n)
+	if n := metricValue(t, reg, "tickgroup_worker_ledger_refused_total"); n < 1 {
+		t.Errorf("tickgroup_worker_ledger_refused_total = %v, want the foreign claim counted", n)
 	}
 }
 

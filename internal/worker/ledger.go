@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -435,7 +436,8 @@ func (w *Worker) writeLedger(ctx context.Context, p int32, key []byte, e ledger.
 }
 
 // confirm writes e (a started entry) and reads the ledger back up to it. It reports the instant up to which the
-// lease may then run: the entry was appended after it was sent, and no claim of another worker precedes it.
+// lease may then run: the entry was appended after it was sent, no claim of another worker precedes it, and the
+// fold took it (it was written under the lane's token of the time).
 func (l *lane) confirm(ctx context.Context, e ledger.Entry) (time.Time, error) {
 	w := l.w
 	sent := time.Now()
@@ -449,7 +451,102 @@ func (l *lane) confirm(ctx context.Context, e ledger.Entry) (time.Time, error) {
 	if l.ledger.isFenced() {
 		return time.Time{}, errFenced
 	}
+	if !l.ledger.took(e) {
+		return time.Time{}, fmt.Errorf("the %s entry of %s was written under token %d, no longer the lane's", e.Kind, e.ID, e.Fence)
+	}
 	return sent.Add(w.cfg.Lease), nil
+}
+
+// took reports whether the fold took e, this lane's started entry: the tick's latest start is e's.
+func (ll *laneLedger) took(e ledger.Entry) bool {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	s := ll.fold.Tick(e.Offset, e.ID)
+	return s != nil && s.Started && s.StartedBy == ll.self && s.StartedFence == e.Fence && s.Attempts == e.Attempt
+}
+
+// currentFence is the lane's token.
+func (ll *laneLedger) currentFence() int64 {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	return ll.fence
+}
+
+// foreignClaim handles a claim of another worker that followed this lane's: when the group, stable, still
+// assigns the partition to this worker, the claim cannot be a real owner's (a new owner gets the partition
+// only after this worker lost it), so it is counted, warned about, and the lane claims the partition again,
+// above it; it then reports true. It reports false when the group does not, or cannot be shown to, assign the
+// partition to this worker: the lane then gives way. Concurrent callers claim once.
+func (l *lane) foreignClaim(ctx context.Context) bool {
+	w := l.w
+	l.reclaimMu.Lock()
+	defer l.reclaimMu.Unlock()
+	if !l.ledger.isFenced() {
+		return true // claimed again meanwhile
+	}
+	for try := 1; try <= 5; try++ {
+		ours, err := w.groupAssigns(ctx, l.partition)
+		switch {
+		case errors.Is(err, errGroupUnsettled):
+		case err != nil:
+			w.logger.Warn("describing the worker group after a claim of another worker", "partition", l.partition, "error", err)
+		case ours:
+			ll := l.ledger
+			ll.mu.Lock()
+			owner, fence := ll.fold.Owner, ll.fold.Fence
+			ll.refusedLocked(w, refusedForeignClaim, "writer", owner, "fence", fence)
+			ll.mu.Unlock()
+			if err := l.takeover(ctx); err == nil {
+				w.logger.Warn("a claim of another worker followed this worker's while the group assigns it the partition: claimed again",
+					"partition", l.partition, "foreign_writer", owner, "foreign_fence", fence, "fence", ll.currentFence())
+				return true
+			} else if ctx.Err() != nil {
+				return false
+			}
+		default:
+			return false // the stable group gives the partition to another member: a real owner's claim
+		}
+		if !sleep(ctx, w.backoff(try)) {
+			return false
+		}
+	}
+	return false
+}
+
+// errGroupUnsettled: the worker group is rebalancing; who owns what is not known yet.
+var errGroupUnsettled = errors.New("worker group not stable")
+
+// groupAssigns reports whether the worker group, stable, assigns work partition p to this worker's member
+// (errGroupUnsettled: the group is not stable).
+func (w *Worker) groupAssigns(ctx context.Context, p int32) (bool, error) {
+	cl := w.client()
+	member, _ := cl.GroupMetadata()
+	described, err := kadm.NewClient(cl).DescribeGroups(ctx, w.names.WorkerGroup)
+	if err != nil {
+		return false, err
+	}
+	g, ok := described[w.names.WorkerGroup]
+	if !ok || g.Err != nil {
+		return false, cmp.Or(g.Err, errors.New("group not described"))
+	}
+	if g.State != "Stable" {
+		return false, errGroupUnsettled
+	}
+	for _, m := range g.Members {
+		if m.MemberID != member {
+			continue
+		}
+		c, ok := m.Assigned.AsConsumer()
+		if !ok {
+			return false, nil
+		}
+		for _, t := range c.Topics {
+			if t.Topic == w.names.Work && slices.Contains(t.Partitions, p) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // claim is this lane's claim entry with token fence (a renewal repeats the lane's own token).
@@ -463,7 +560,8 @@ func (l *lane) claim(fence int64) ledger.Entry {
 func (l *lane) renew(ctx context.Context) (time.Time, error) {
 	w := l.w
 	sent := time.Now()
-	o, err := w.writeLedger(ctx, l.partition, ledger.ClaimKey(l.partition), l.claim(l.ledger.fence))
+	fence := l.ledger.currentFence()
+	o, err := w.writeLedger(ctx, l.partition, ledger.ClaimKey(l.partition), l.claim(fence))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -472,6 +570,9 @@ func (l *lane) renew(ctx context.Context) (time.Time, error) {
 	}
 	if l.ledger.isFenced() {
 		return time.Time{}, errFenced
+	}
+	if l.ledger.currentFence() != fence {
+		return time.Time{}, errors.New("the lane claimed the partition again during the renewal")
 	}
 	return sent.Add(w.cfg.Lease), nil
 }
@@ -501,6 +602,8 @@ func (l *lane) keepLease(ctx context.Context, ls *lease, cancel context.CancelCa
 		switch {
 		case ctx.Err() != nil:
 			return
+		case errors.Is(err, errFenced) && l.foreignClaim(ctx):
+			continue // claimed again: the next renewal proves ownership under the new token
 		case errors.Is(err, errFenced):
 			cancel(errFenced)
 			return

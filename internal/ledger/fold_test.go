@@ -1,0 +1,121 @@
+package ledger
+
+import (
+	"testing"
+	"time"
+)
+
+func claimE(worker string, fence int64, leaseMS int64) Entry {
+	return Entry{Kind: KindClaim, Partition: 0, Fence: fence, Worker: worker, LeaseMS: leaseMS}
+}
+
+func tickE(kind, worker, id string, fence, offset int64) Entry {
+	e := Entry{Kind: kind, Partition: 0, ID: id, Offset: offset, Fence: fence, Worker: worker, Attempt: 1}
+	if kind == KindOutcome {
+		e.Status, e.Attempts = StatusOK, 1
+	}
+	return e
+}
+
+// TestFoldRefuses: each entry that the log cannot prove is refused with its reason, and changes nothing.
+func TestFoldRefuses(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		e    Entry
+		want Refusal
+	}{
+		{"token beyond MaxFence", claimE("x", MaxFence+1, 1000), RefusedFence},
+		{"token far above the highest", claimE("x", 5+MaxFenceStep+1, 1000), RefusedFence},
+		{"token zero", claimE("x", 0, 1000), RefusedFence},
+		{"lease beyond MaxLease", claimE("x", 6, MaxLease.Milliseconds()+1), RefusedLease},
+		{"negative lease", claimE("x", 6, -1), RefusedLease},
+		{"stale claim", claimE("x", 4, 1000), RefusedStale},
+		{"start by another worker", tickE(KindStarted, "x", "a@1", 5, 10), RefusedNotOwner},
+		{"start under an old token", tickE(KindStarted, "w", "a@1", 4, 10), RefusedNotOwner},
+		{"outcome by another worker", tickE(KindOutcome, "x", "a@1", 5, 10), RefusedNotOwner},
+		{"outcome beyond the limit", tickE(KindOutcome, "w", "a@1", 5, 100), RefusedOffset},
+		{"other partition", Entry{Kind: KindOutcome, Partition: 1, ID: "a@1", Status: StatusOK, Fence: 5, Worker: "w"}, RefusedPartition},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := NewFold(0)
+			f.Limit = 100
+			if r := f.Apply(claimE("w", 5, 1000), 0, t0); r != "" {
+				t.Fatalf("the owner's claim: %q", r)
+			}
+			if r := f.Apply(c.e, 1, t0.Add(time.Second)); r != c.want {
+				t.Fatalf("Apply = %q, want %q", r, c.want)
+			}
+			if f.Owner != "w" || f.Fence != 5 || len(f.Ticks) != 0 {
+				t.Errorf("after the refusal: owner %s, fence %d, %d ticks; want w, 5, none", f.Owner, f.Fence, len(f.Ticks))
+			}
+			if p, _ := f.LastProof(5); !p.Equal(t0) {
+				t.Errorf("last proof of token 5 = %v, want the claim's %v", p, t0)
+			}
+		})
+	}
+}
+
+// TestFoldRunnerReportsAfterNewClaim: a former owner may still report the end (release or outcome) of a run it
+// started after a new claim; anybody else may not, and the first outcome stands.
+func TestFoldRunnerReportsAfterNewClaim(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	f := NewFold(0)
+	for i, e := range []Entry{claimE("old", 1, 5000), tickE(KindStarted, "old", "a@1", 1, 7), claimE("new", 2, 5000)} {
+		if r := f.Apply(e, int64(i), t0.Add(time.Duration(i)*time.Second)); r != "" {
+			t.Fatalf("entry %d: %q", i, r)
+		}
+	}
+	if r := f.Apply(tickE(KindOutcome, "other", "a@1", 1, 7), 3, t0); r != RefusedNotOwner {
+		t.Fatalf("outcome by a third worker: %q, want %q", r, RefusedNotOwner)
+	}
+	if r := f.Apply(tickE(KindOutcome, "old", "a@1", 1, 7), 4, t0); r != "" {
+		t.Fatalf("outcome by the runner: %q", r)
+	}
+	if r := f.Apply(tickE(KindOutcome, "new", "a@1", 2, 7), 5, t0); r != RefusedDone {
+		t.Fatalf("second outcome: %q, want %q", r, RefusedDone)
+	}
+	s := f.Tick(7, "a@1")
+	if s == nil || !s.Finished() || s.Outcome.Worker != "old" {
+		t.Fatalf("tick state %+v, want finished by old", s)
+	}
+	if p, _ := f.LastProof(1); !p.Equal(t0.Add(time.Second)) {
+		t.Errorf("last proof of token 1 = %v, want its start at %v", p, t0.Add(time.Second))
+	}
+}
+
+// TestFoldKeepsTicksApartByID: an entry naming another tick for an offset does not change the real tick's
+// state, and the IDs kept per offset are bounded.
+func TestFoldKeepsTicksApartByID(t *testing.T) {
+	f := NewFold(0)
+	f.Apply(claimE("w", 1, 1000), 0, time.Time{})
+	if r := f.Apply(tickE(KindOutcome, "w", "forged@1", 1, 3), 1, time.Time{}); r != "" {
+		t.Fatal(r)
+	}
+	if f.Tick(3, "real@1") != nil || !f.OtherIDs(3, "real@1") {
+		t.Fatal("the forged outcome is taken as the real tick's")
+	}
+	f.Apply(tickE(KindStarted, "w", "real@1", 1, 3), 2, time.Time{})
+	if s := f.Tick(3, "real@1"); s == nil || !s.Started || s.Finished() {
+		t.Fatalf("real tick %+v, want started and not finished", s)
+	}
+	f.Apply(tickE(KindOutcome, "w", "f2@1", 1, 3), 3, time.Time{})
+	if r := f.Apply(tickE(KindOutcome, "w", "f3@1", 1, 3), 4, time.Time{}); r != RefusedIDs {
+		t.Fatalf("a fourth ID for one offset: %q, want %q", r, RefusedIDs)
+	}
+}
+
+// TestFoldBaseFence: before its first claim, the fold takes entries up to the committing owner's token only.
+func TestFoldBaseFence(t *testing.T) {
+	f := NewFold(0)
+	f.BaseFence = 4
+	if r := f.Apply(tickE(KindOutcome, "w", "a@1", 4, 1), 0, time.Time{}); r != "" {
+		t.Fatalf("outcome under the base token: %q", r)
+	}
+	if r := f.Apply(tickE(KindOutcome, "x", "b@1", 9, 2), 1, time.Time{}); r != RefusedNotOwner {
+		t.Fatalf("outcome above the base token: %q, want %q", r, RefusedNotOwner)
+	}
+	if r := f.Apply(claimE("x", 4+MaxFenceStep+1, 1000), 2, time.Time{}); r != RefusedFence {
+		t.Fatalf("claim far above the base token: %q, want %q", r, RefusedFence)
+	}
+}

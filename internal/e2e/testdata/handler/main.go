@@ -1,6 +1,6 @@
 // Command handler is the e2e tests' exec handler. It appends
 // "start <TICK_ID> <TICK_ATTEMPT> <pid> <TICK_WORKER> <TICK_FENCE> <TICK_INTERRUPTED> <unix ns>" to $HANDLER_LOG,
-// sleeps $HANDLER_SLEEP (writing "alive <TICK_ID> <TICK_ATTEMPT> <pid> <unix ns>" every 20 ms meanwhile when
+// sleeps $HANDLER_SLEEP ($HANDLER_SLEEP_SLOW for schedules named slow*) (writing "alive <TICK_ID> <TICK_ATTEMPT> <pid> <unix ns>" every 20 ms meanwhile when
 // $HANDLER_HEARTBEAT is set, so a test can tell when a killed run last lived), decides, and appends
 // "done <TICK_ID> <TICK_ATTEMPT> <pid> <TICK_WORKER> ok|fail <unix ns>". Each line is one O_APPEND write, so
 // concurrent handlers never interleave. Schedules named flaky* fail their first two attempts; schedules named
@@ -26,7 +26,11 @@ func main() {
 	pid := strconv.Itoa(os.Getpid())
 	_, _ = f.WriteString(strings.Join([]string{"start", id, attempt, pid, os.Getenv("TICK_WORKER"),
 		os.Getenv("TICK_FENCE"), os.Getenv("TICK_INTERRUPTED"), now()}, " ") + "\n")
-	if d, err := time.ParseDuration(os.Getenv("HANDLER_SLEEP")); err == nil {
+	sleep := os.Getenv("HANDLER_SLEEP")
+	if v := os.Getenv("HANDLER_SLEEP_SLOW"); v != "" && strings.HasPrefix(sched, "slow") {
+		sleep = v
+	}
+	if d, err := time.ParseDuration(sleep); err == nil {
 		end := time.Now().Add(d)
 		if os.Getenv("HANDLER_HEARTBEAT") != "" {
 			for time.Now().Before(end) {

@@ -1,0 +1,352 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
+	"github.com/tickgroup/tickgroup/internal/ledger"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// emitted is one tick a test emitted: its ID and its instant.
+type emitted struct {
+	id   string
+	slot time.Time
+}
+
+// emitter emits, every second, the ticks plan returns for the next slot, lead ahead of it (with not_before set
+// to the slot when lead > 0, as the leader does), until stop is called.
+type emitter struct {
+	mu   sync.Mutex
+	all  []emitted
+	stop func()
+}
+
+func (e *env) emitEvery(lead time.Duration, plan func(slot time.Time) []*kgo.Record) *emitter {
+	prod := e.producer()
+	ctx, cancel := context.WithCancel(context.Background())
+	em := &emitter{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		slot := time.Now().Truncate(time.Second).Add(lead)
+		for {
+			slot = slot.Add(time.Second)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(slot.Add(-lead))):
+			}
+			recs := plan(slot)
+			if err := e.tryEmit(prod, recs...); err != nil {
+				e.t.Errorf("emitting slot %s: %v", slot.Format(time.TimeOnly), err)
+				return
+			}
+			em.mu.Lock()
+			for _, r := range recs {
+				em.all = append(em.all, emitted{id: string(r.Key), slot: slot})
+			}
+			em.mu.Unlock()
+		}
+	}()
+	em.stop = func() {
+		cancel()
+		<-done
+	}
+	return em
+}
+
+func (em *emitter) ticks(prefix string) []emitted {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	var out []emitted
+	for _, x := range em.all {
+		if strings.HasPrefix(x.id, prefix) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func ids(xs []emitted) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = x.id
+	}
+	return out
+}
+
+// heldTick is the record of tick tk on work partition p, held by workers until its slot.
+func (e *env) heldTick(tk tick.Tick, p int32) *kgo.Record {
+	slot := tk.Slot
+	tk.NotBefore = &slot
+	r := e.tickRecord(tk)
+	r.Partition = p
+	return r
+}
+
+// startDelays returns, per tick, how late its first execution started after its slot.
+func startDelays(xs []emitted, ex map[string][]*execution) []time.Duration {
+	var out []time.Duration
+	for _, x := range xs {
+		if runs := ex[x.id]; len(runs) > 0 {
+			out = append(out, runs[0].start.Sub(x.slot))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func pct(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	return ds[min(len(ds)-1, int(math.Ceil(q*float64(len(ds))))-1)]
+}
+
+// TestE2ESlowJobDelaysOnlyItsSchedule: on one work partition, "slow" (an 8 s job every 10 s) and "fast" (every
+// second, an instant job); "control" (every second) alone on another partition. Counted from the handler's own
+// log: fast starts as promptly as control (p99 within 0.3 s of it), every tick runs once, and slow's runs never
+// overlap and run in order.
+func TestE2ESlowJobDelaysOnlyItsSchedule(t *testing.T) {
+	e := setup(t)
+	if e.parts < 2 {
+		t.Skip("needs two work partitions")
+	}
+	w := e.start([]string{"HANDLER_SLEEP_SLOW=8s"}, "--exec", handlerBin, "--timeout", "30s")
+	e.waitGroupStable(1)
+	em := e.emitEvery(2*time.Second, func(slot time.Time) []*kgo.Record {
+		recs := []*kgo.Record{e.heldTick(tick.New("fast", slot, 0, 1), 0), e.heldTick(tick.New("control", slot, 0, 1), 1)}
+		if slot.Unix()%10 == 0 {
+			recs = append(recs, e.heldTick(tick.New("slow", slot, 0, 1), 0))
+		}
+		return recs
+	})
+	time.Sleep(25 * time.Second)
+	em.stop()
+	all := append(append(em.ticks("fast@"), em.ticks("control@")...), em.ticks("slow@")...)
+	ex := e.waitAllOK(ids(all), 60*time.Second)
+
+	fast, control := startDelays(em.ticks("fast@"), ex), startDelays(em.ticks("control@"), ex)
+	t.Logf("start delay, fast beside slow: p50 %s p99 %s max %s; control: p50 %s p99 %s max %s (%d and %d ticks)",
+		pct(fast, .5), pct(fast, .99), pct(fast, 1), pct(control, .5), pct(control, .99), pct(control, 1), len(fast), len(control))
+	if pct(fast, .99) > pct(control, .99)+300*time.Millisecond {
+		t.Errorf("fast's p99 start delay %s is more than 0.3 s above control's %s: the slow job held it back", pct(fast, .99), pct(control, .99))
+	}
+	for _, x := range all {
+		if n := len(ex[x.id]); n != 1 {
+			t.Errorf("tick %s ran %d times, want once", x.id, n)
+		}
+	}
+	slow := em.ticks("slow@")
+	if len(slow) < 2 {
+		t.Fatalf("%d slow ticks emitted, want at least 2", len(slow))
+	}
+	for i := 1; i < len(slow); i++ {
+		prev, cur := ex[slow[i-1].id][0], ex[slow[i].id][0]
+		if cur.start.Before(prev.last) {
+			t.Errorf("slow tick %s started at %s, before %s ended at %s", slow[i].id, cur.start.Format("15:04:05.000"), slow[i-1].id, prev.last.Format("15:04:05.000"))
+		}
+	}
+	e.stop(w)
+}
+
+// ledgerOwner returns the latest claim in ledger partition p.
+func (e *env) ledgerOwner(p int32) ledger.Entry {
+	e.t.Helper()
+	var last ledger.Entry
+	for _, r := range readAll(e.t, e.brokers, e.names.Results) {
+		if r.Partition != p || !ledger.IsClaimKey(r.Key) {
+			continue
+		}
+		if c, err := ledger.Decode(r.Value); err == nil && c.Fence >= last.Fence {
+			last = c
+		}
+	}
+	if last.Worker == "" {
+		e.t.Fatalf("no claim in ledger partition %d", p)
+	}
+	return last
+}
+
+// forge writes entries to ledger partition p as any principal with Write on the results topic could.
+func (e *env) forge(p int32, entries ...ledger.Entry) {
+	e.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var first error
+	var mu sync.Mutex
+	for _, x := range entries {
+		key := []byte(x.ID)
+		if x.Kind == ledger.KindClaim {
+			key = ledger.ClaimKey(p)
+		}
+		cl.Produce(ctx, &kgo.Record{Topic: e.names.Results, Partition: p, Key: key, Value: ledger.Encode(x)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				first = cmpOr(first, err)
+				mu.Unlock()
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+	if first != nil {
+		e.t.Fatal(first)
+	}
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// rssKiB returns the resident set of process pid.
+func rssKiB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// TestE2ELedgerForgeries: records written to <ns>.results by a principal with Write on it lose, block and hide
+// no tick. One worker runs a schedule every second while the test forges, on the schedule's ledger partition:
+// outcomes (with the real tick IDs) for the next 40 work offsets; a claim with token 2^63-1; a claim of another
+// worker one token above the owner's; a stale claim announcing a lease of 10^12 ms with a start under it and a
+// start copying the owner's identity; 500,000 well-formed entries for far-away offsets. The worker is then
+// killed with -9 and a new one takes over. Counted from the handler's own log: every tick ran, none twice; no
+// start waited on a forged lease; the worker's memory did not grow with the forged entries; every refusal is
+// counted.
+func TestE2ELedgerForgeries(t *testing.T) {
+	e := setup(t)
+	p := tick.Partition("beat", 0, e.parts)
+	w1 := e.start(nil, "--exec", handlerBin)
+	e.waitGroupStable(1)
+	em := e.emitEvery(0, func(slot time.Time) []*kgo.Record { return []*kgo.Record{e.tickRecord(tick.New("beat", slot, 0, 1))} })
+	defer em.stop()
+	waitFor(t, 30*time.Second, "the first ticks to run", func() (bool, string) {
+		n := len(e.executions())
+		return n >= 3, fmt.Sprintf("%d ran", n)
+	})
+	owner := e.ledgerOwner(p)
+
+	// Outcomes for the next 40 ticks (each slot is one record and one transaction marker), as the owner.
+	ends, err := kafkatest.Admin(t).ListEndOffsets(context.Background(), e.names.Work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, _ := ends.Lookup(e.names.Work, p)
+	end := lo.Offset
+	next := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	var forged []ledger.Entry
+	for k := range 40 {
+		tk := tick.New("beat", next.Add(time.Duration(k)*time.Second), 0, 1)
+		slot := tk.Slot
+		forged = append(forged, ledger.Entry{Kind: ledger.KindOutcome, ID: tk.ID, Schedule: "beat", Slot: &slot, Partition: p,
+			Offset: end + int64(2*k), Fence: owner.Fence, Worker: owner.Worker, Status: ledger.StatusOK, Attempts: 1, At: time.Now().UTC()})
+	}
+	// Claims: the highest token; another worker just above the owner; a stale one with an endless lease.
+	forged = append(forged,
+		ledger.Entry{Kind: ledger.KindClaim, Partition: p, Fence: math.MaxInt64, Worker: "mallory", LeaseMS: 5000, At: time.Now().UTC()},
+		ledger.Entry{Kind: ledger.KindClaim, Partition: p, Fence: owner.Fence + 1, Worker: "mallory", LeaseMS: 5000, At: time.Now().UTC()},
+		ledger.Entry{Kind: ledger.KindClaim, Partition: p, Fence: 1, Worker: "ghost", LeaseMS: 1_000_000_000_000, At: time.Now().UTC()})
+	// Starts: under the stale claim, and copying the owner, for the tick about to be emitted.
+	held := tick.New("beat", next, 0, 1)
+	forged = append(forged,
+		ledger.Entry{Kind: ledger.KindStarted, ID: held.ID, Partition: p, Offset: end, Fence: 1, Worker: "ghost", Attempt: 1, At: time.Now().UTC()},
+		ledger.Entry{Kind: ledger.KindStarted, ID: held.ID, Partition: p, Offset: end, Fence: owner.Fence, Worker: owner.Worker, Attempt: 1, At: time.Now().UTC()})
+	e.forge(p, forged...)
+
+	rssBefore := rssKiB(t, w1.cmd.Process.Pid)
+	const far = 500_000
+	flood := make([]ledger.Entry, far)
+	for i := range flood {
+		flood[i] = ledger.Entry{Kind: ledger.KindOutcome, ID: fmt.Sprintf("beat@far-%d", i), Partition: p, Offset: 1<<40 + int64(i),
+			Fence: owner.Fence, Worker: owner.Worker, Status: ledger.StatusOK, Attempts: 1}
+	}
+	e.forge(p, flood...)
+	var m admin.Samples
+	waitFor(t, 60*time.Second, "the worker to read the flood", func() (bool, string) {
+		m, err = w1.scrape()
+		if err != nil {
+			return false, err.Error()
+		}
+		n := m.ByLabel("tickgroup_worker_ledger_refused_total", "reason")["offset_out_of_range"]
+		return n >= far, fmt.Sprintf("%v refused as out of range", n)
+	})
+	rssAfter := rssKiB(t, w1.cmd.Process.Pid)
+	t.Logf("worker RSS before the flood %d KiB, after %d KiB", rssBefore, rssAfter)
+	if rssAfter-rssBefore > 100<<10 {
+		t.Errorf("the worker grew by %d KiB reading %d forged entries, want under 100 MiB", rssAfter-rssBefore, far)
+	}
+	m, err = w1.scrape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := m.ByLabel("tickgroup_worker_ledger_refused_total", "reason")
+	t.Logf("refused: %v", refused)
+	for _, r := range []string{"fence_out_of_range", "lease_out_of_range", "foreign_claim"} {
+		if refused[r] < 1 {
+			t.Errorf("refused{reason=%q} = %v, want the forgery counted", r, refused[r])
+		}
+	}
+
+	time.Sleep(5 * time.Second)
+	e.kill9(w1)
+	killedAt := time.Now()
+	w2 := e.start(nil, "--exec", handlerBin)
+	time.Sleep(15 * time.Second)
+	em.stop()
+	all := em.ticks("beat@")
+	ex := e.waitAllOK(ids(all), 60*time.Second)
+	twice := 0
+	for _, x := range all {
+		oks := 0
+		for _, run := range ex[x.id] {
+			if run.done && run.result == "ok" {
+				oks++
+			}
+		}
+		if oks > 1 {
+			twice++
+			t.Errorf("tick %s finished %d times", x.id, oks)
+		}
+	}
+	delays := startDelays(all, ex)
+	t.Logf("%d ticks, %d finished twice; start delay p50 %s, max %s (worker killed at %s)", len(all), twice,
+		pct(delays, .5), pct(delays, 1), killedAt.Format("15:04:05.000"))
+	if worst := pct(delays, 1); worst > 20*time.Second {
+		t.Errorf("a tick started %s after its slot: a takeover waited on a forged lease", worst)
+	}
+	e.stop(w2)
+}

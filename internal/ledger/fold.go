@@ -63,6 +63,14 @@ type TickState struct {
 	StartedBy    string
 	StartedFence int64
 	StartedLease time.Duration
+	// ProofAt is the latest sign of life of the latest attempt's run: the timestamp of its start or of its
+	// runner's latest renewal (capped by the reader at the instant it read the entry). The run's lease ends at
+	// most StartedLease after it.
+	ProofAt time.Time
+	// SeizedAt and SeizedLease are, when the latest start took the tick from another worker's unfinished
+	// run, that run's last proof and lease: the new run must not start its handler before they ran out.
+	SeizedAt    time.Time
+	SeizedLease time.Duration
 	// Released is set when the latest attempt was cut off and its process is known to be gone.
 	Released bool
 	// Outcome is the tick's final entry, if any.
@@ -137,9 +145,9 @@ func (f *Fold) LastProof(fence int64) (time.Time, bool) {
 // Apply applies e, read at ledger offset at with record timestamp ts, and says why it did not ("" when it did).
 //
 // A claim stands when its token is above the highest so far (a renewal repeats its owner's token). A started
-// entry is valid only from the owner of the latest claim; a release or outcome from that owner or from the worker
-// that started the tick's latest attempt (a former owner reporting the end of a run it started). Before the first
-// claim read, entries with a token up to BaseFence stand.
+// entry is valid only from the owner of the latest claim; a renewal only from the runner of the tick's latest
+// attempt; a release or outcome from the owner or from that runner (a former owner reporting on a run it
+// started). Before the first claim read, entries with a token up to BaseFence stand.
 func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 	if e.Partition != f.Partition {
 		return RefusedPartition
@@ -160,6 +168,10 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 		if !owner {
 			return RefusedNotOwner
 		}
+	case KindRenewed:
+		if s == nil || !s.Started || s.StartedBy != e.Worker || s.StartedFence != e.Fence || s.Attempts != e.Attempt {
+			return RefusedNotOwner // not the runner of the tick's latest attempt (another worker started it since)
+		}
 	default:
 		if !owner && (s == nil || s.StartedBy != e.Worker || s.StartedFence != e.Fence) {
 			return RefusedNotOwner
@@ -176,11 +188,20 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 	}
 	switch e.Kind {
 	case KindStarted:
+		s.SeizedAt, s.SeizedLease = time.Time{}, 0
+		if s.Started && (s.StartedBy != e.Worker || s.StartedFence != e.Fence) {
+			s.SeizedAt, s.SeizedLease = s.ProofAt, s.StartedLease
+		}
 		s.Started, s.Released = true, false
 		s.Attempts = max(s.Attempts, e.Attempt)
 		s.StartedBy, s.StartedFence = e.Worker, e.Fence
 		s.StartedLease = f.OwnerLease
+		s.ProofAt = ts
 		f.prove(e.Fence, ts)
+	case KindRenewed:
+		if ts.After(s.ProofAt) {
+			s.ProofAt = ts
+		}
 	case KindReleased:
 		s.Started, s.Released = false, true
 		s.Attempts = max(s.Attempts, e.Attempt)

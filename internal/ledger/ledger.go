@@ -12,8 +12,12 @@
 //     between its writer's own claim and it.
 //   - started (key: tick ID): attempt Attempt of the tick at work offset Offset is about to run. It is written,
 //     acknowledged and confirmed (read back with no foreign claim before it) before the handler starts.
-//   - released (key: tick ID): the run was cut off (partition revoked or shutdown) and its process is known to
-//     be gone; the next owner may run it again at once.
+//   - renewed (key: tick ID): the worker that started attempt Attempt still runs it, under the lease it
+//     renews with this entry. Valid only from the attempt's runner while no other worker has started the tick
+//     since: a run goes on after its partition moved to another worker (a rebalance does not cut it), and the
+//     partition's new owner waits for it, key by key.
+//   - released (key: tick ID): the run was cut off (lease lost, or the worker lost its partition or ran out of
+//     grace) and its process is known to be gone; the next owner may run it again at once.
 //   - outcome (key: tick ID): the tick's final result (ok, failed, skipped_late, skipped_overlap,
 //     dead_lettered, interrupted). Records written before the ledger existed have no "kind" and a "status":
 //     they are outcomes.
@@ -38,6 +42,7 @@ const (
 	KindClaim    = "claim"
 	KindStarted  = "started"
 	KindReleased = "released"
+	KindRenewed  = "renewed"
 	KindOutcome  = "outcome"
 )
 
@@ -70,7 +75,7 @@ type Entry struct {
 	// Fence is the writer's fencing token for the partition.
 	Fence  int64  `json:"fence"`
 	Worker string `json:"worker"`
-	// Attempt is the attempt number (started, released), counted across owners.
+	// Attempt is the attempt number (started, renewed, released), counted across owners.
 	Attempt int `json:"attempt,omitempty"`
 	// Attempts is how many attempts the tick took in total (outcome).
 	Attempts int `json:"attempts,omitempty"`
@@ -116,7 +121,7 @@ func Decode(b []byte) (Entry, error) {
 	}
 	switch e.Kind {
 	case KindClaim:
-	case KindStarted, KindReleased, KindOutcome:
+	case KindStarted, KindReleased, KindOutcome, KindRenewed:
 		if e.ID == "" {
 			return Entry{}, fmt.Errorf("decoding ledger entry: %s without a tick id", e.Kind)
 		}

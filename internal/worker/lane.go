@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,13 +22,22 @@ import (
 // scheduled tick starts at its instant. Before its first record it takes the partition over in the execution
 // ledger (takeover), and it consults the ledger for every record: a tick with an outcome is not run again, a tick
 // whose run was cut off is an interrupted tick.
+//
+// A run belongs to the worker that started it, not to the partition: when the partition is revoked (another
+// worker joins or leaves, or this one stops gracefully) the lane stops starting records at once, and the runs
+// it started go on under their leases, renewed in the ledger, until they end with an outcome; the partition's
+// next owner waits for those ticks only. A run is cut only when its lease cannot be renewed (a frozen or
+// partitioned worker, or another worker took the tick after the lease ran out), when the partition is lost
+// (the group expired this worker), or when the shutdown's grace period ends.
 type lane struct {
 	w         *Worker
 	partition int32
-	wake      chan struct{}   // a batch was enqueued
-	ctx       context.Context // handlers' parent; ends on revocation, loss or the end of the grace period
+	wake      chan struct{}   // a batch was enqueued, a run ended, or (see waitLedger) the ledger changed
+	ctx       context.Context // starting records; ends on revocation, loss, fencing or drain
 	cancel    context.CancelCauseFunc
-	done      chan struct{}  // closed when run returns
+	runCtx    context.Context // handlers' parent; ends on loss or the end of the grace period
+	cutRuns   context.CancelCauseFunc
+	done      chan struct{}  // closed when run returns: nothing more starts
 	adjusted  chan struct{}  // closed once the group's start offset of the partition is settled (pinStart)
 	pending   sync.WaitGroup // outcome records in flight
 	runs      sync.WaitGroup // records being handled
@@ -35,20 +45,23 @@ type lane struct {
 	reclaimMu sync.Mutex     // serialises foreignClaim
 
 	// Guarded by w.mu.
-	queue      []*item                  // the records fetched and not yet committable, in offset order
-	jumps      int                      // unhandled records of the queue that need not wait (triggers)
-	busy       map[string]bool          // the keys (itemKey) with a record running
-	blocked    map[string]bool          // pick's scratch: the keys seen in this scan
-	cancels    map[string][]tick.Cancel // the cancellations read, by schedule
-	ncancels   int
-	paused     bool            // fetching paused: the queue is full
-	active     bool            // false once revoked or lost: finished offsets are ignored from then on
-	doneOffset kgo.EpochOffset // the offset after the last record finished with its outcome written
-	dirty      bool            // doneOffset not committed yet
+	queue   []*item         // the records fetched and not yet committable, in offset order
+	jumps   int             // unhandled records of the queue that need not wait (triggers)
+	busy    map[string]bool // the keys (itemKey) with a record running
+	blocked map[string]bool // pick's scratch: the keys seen in this scan
+	// waitsOnLedger: pick left a key waiting for another worker's run of its tick
+	waitsOnLedger bool
+	cancels       map[string][]tick.Cancel // the cancellations read, by schedule
+	ncancels      int
+	paused        bool            // fetching paused: the queue is full
+	active        bool            // false once revoked or lost: finished offsets are ignored from then on
+	doneOffset    kgo.EpochOffset // the offset after the last record finished with its outcome written
+	dirty         bool            // doneOffset not committed yet
 }
 
 func (w *Worker) newLane(p int32) *lane {
-	ctx, cancel := context.WithCancelCause(w.hardCtx)
+	runCtx, cutRuns := context.WithCancelCause(w.hardCtx)
+	ctx, cancel := context.WithCancelCause(runCtx)
 	return &lane{
 		w:         w,
 		partition: p,
@@ -58,6 +71,8 @@ func (w *Worker) newLane(p int32) *lane {
 		blocked:   map[string]bool{},
 		ctx:       ctx,
 		cancel:    cancel,
+		runCtx:    runCtx,
+		cutRuns:   cutRuns,
 		done:      make(chan struct{}),
 		adjusted:  make(chan struct{}),
 		active:    true,
@@ -105,10 +120,9 @@ func (l *lane) run() {
 }
 
 // dispatch hands each record pick allows to the worker's runners (Config.Concurrency of them, shared by every
-// lane), until the lane's context ends or the worker drains; it then waits for the records it handed over.
+// lane), until the lane's context ends or the worker drains. The records it handed over go on (runs).
 func (l *lane) dispatch() {
 	w := l.w
-	defer l.runs.Wait()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -125,12 +139,17 @@ func (l *lane) dispatch() {
 				wait = time.Hour // nothing due: wait for a batch or the end of a run
 			}
 			timer.Reset(wait)
+			var changed <-chan struct{} // a key waits for a former owner's run: its renewals and outcome matter
+			if l.waitsLedger() {
+				changed = l.ledger.changedCh()
+			}
 			select {
 			case <-l.ctx.Done():
 				return
 			case <-w.draining:
 				return
 			case <-l.wake:
+			case <-changed:
 			case <-timer.C:
 			}
 			if !timer.Stop() {
@@ -194,6 +213,22 @@ func (l *lane) runItem(it *item) {
 	}
 }
 
+// handling returns how many records the lane has handed to runners and not finished.
+func (l *lane) handling() int {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	return len(l.busy)
+}
+
+// closeLedger stops reading the lane's ledger once its runs (which renew their leases through it) are over.
+func (l *lane) closeLedger() {
+	l.runs.Wait()
+	l.waitPending(10 * time.Second)
+	if l.ledger != nil {
+		l.w.tail.remove(l.ledger)
+	}
+}
+
 // wakeUp makes the dispatcher look at the queue again.
 func (l *lane) wakeUp() {
 	select {
@@ -203,11 +238,14 @@ func (l *lane) wakeUp() {
 }
 
 // handle takes one record to its outcome. It returns a nil outcome for a tick the ledger says is finished
-// already, and false when the lane's context ended first (the record then has no outcome and must not be
-// committed).
+// already, and false when the record was not started (the lane stopped starting records first) or its run was
+// cut (the record then has no outcome and must not be committed).
 func (l *lane) handle(it *item) (*Outcome, bool) {
 	w := l.w
 	rec := it.rec
+	if l.ctx.Err() != nil {
+		return nil, false // handed over just before the lane stopped starting records
+	}
 	prior, ok := l.prior(it)
 	if !ok {
 		return nil, false
@@ -219,17 +257,19 @@ func (l *lane) handle(it *item) (*Outcome, bool) {
 		return nil, true
 	}
 	newer, cancelled := l.hints(it, w.cfg.Now())
-	o, dl := w.process(l.ctx, rec, it.t, it.err, prior, l, newer, cancelled)
-	if l.ctx.Err() != nil && o.Status != StatusOK {
+	o, dl := w.process(l.runCtx, rec, it.t, it.err, prior, l, newer, cancelled)
+	if o.cut {
 		return nil, false
 	}
 	if dl != nil {
-		if !w.deadLetter(l.ctx, rec, o, dl) {
+		if !w.deadLetter(l.runCtx, rec, o, dl) {
 			return nil, false
 		}
 	}
 	o.FinishedAt = w.cfg.Now().UTC()
-	o.Fence = l.ledger.currentFence()
+	if o.Fence == 0 {
+		o.Fence = l.ledger.currentFence()
+	}
 	return &o, true
 }
 
@@ -261,7 +301,7 @@ func (l *lane) prior(it *item) (*ledger.TickState, bool) {
 		select {
 		case <-changed:
 		case <-timer.C:
-		case <-l.ctx.Done():
+		case <-l.ctx.Done(): // nothing started yet: leave the tick to the next owner
 			timer.Stop()
 			return nil, false
 		}
@@ -271,8 +311,10 @@ func (l *lane) prior(it *item) (*ledger.TickState, bool) {
 
 // begin records in the ledger that attempt a of t is about to start, under the lane's current token (set in
 // a.Fence), and returns the context the handler runs under (with its lease, renewed while it runs) and the
-// function to call once the handler returned. It retries until the start is confirmed or ctx ends; when another
-// worker has claimed the partition, and the group no longer gives it to this worker, it cancels the lane.
+// function to call once the handler returned. It retries until the start is confirmed; it starts nothing once
+// the lane stopped starting records (errNotStarted), and when another worker has claimed the partition, and the
+// group no longer gives it to this worker, it stops the lane's starts. When the start took the tick from another
+// worker's unfinished run, the handler waits until that run's lease has surely run out.
 func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt) (context.Context, func(error), error) {
 	w := l.w
 	slot := t.Slot
@@ -281,26 +323,29 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 	l.ledger.raiseLimit(rec.Offset + 1)
 	var until time.Time
 	for try := 1; ; try++ {
+		if l.ctx.Err() != nil {
+			return nil, nil, errNotStarted
+		}
 		var err error
 		e.Fence, e.At = l.ledger.currentFence(), w.cfg.Now().UTC()
-		if until, err = l.confirm(ctx, e); err == nil {
+		if until, err = l.confirm(l.ctx, e); err == nil {
 			a.Fence = e.Fence
 			break
 		}
 		if errors.Is(err, errFenced) {
-			if l.foreignClaim(ctx) {
+			if l.foreignClaim(l.ctx) {
 				continue
 			}
-			w.logger.Warn("partition claimed by another worker: stopping its lane", "partition", l.partition, "tick_id", t.ID)
+			w.logger.Warn("partition claimed by another worker: this worker starts nothing more on it", "partition", l.partition, "tick_id", t.ID)
 			l.cancel(errFenced)
-			return nil, nil, err
+			return nil, nil, errNotStarted
 		}
-		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
+		if l.ctx.Err() != nil || ctx.Err() != nil {
+			return nil, nil, errNotStarted
 		}
 		w.logger.Warn("recording the start of a tick; retrying", "tick_id", t.ID, "partition", rec.Partition, "try", try, "error", err)
-		if !sleep(ctx, w.backoff(min(try, 5))) {
-			return nil, nil, ctx.Err()
+		if !sleep(l.ctx, w.backoff(min(try, 5))) {
+			return nil, nil, errNotStarted
 		}
 	}
 	ls := &lease{}
@@ -313,7 +358,7 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 	stopped := make(chan struct{})
 	renewals := time.AfterFunc(l.renewEvery(), func() {
 		defer close(stopped)
-		l.keepLease(lctx, ls, cancel)
+		l.keepLease(lctx, e, ls, cancel)
 	})
 	end := func(herr error) {
 		stopLease()
@@ -322,9 +367,9 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 		}
 		cause := context.Cause(hctx)
 		cancel(nil)
-		cutOff := ctx.Err() != nil || errors.Is(cause, errFenced) || errors.Is(cause, errLeaseExpired)
+		cutOff := ctx.Err() != nil || errors.Is(cause, errLeaseExpired)
 		if herr == nil || !cutOff {
-			return
+			return // a seized run says nothing more: the tick is another worker's now
 		}
 		// The handler was cut off (and has returned: its process group is gone). Say so, so that the next
 		// owner may run the tick again at once rather than wait for the lease.
@@ -335,8 +380,14 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 		if _, err := w.writeLedger(wctx, l.partition, []byte(t.ID), rel); err != nil {
 			w.logger.Warn("recording the release of an interrupted tick", "tick_id", t.ID, "partition", rec.Partition, "error", err)
 		}
-		if errors.Is(cause, errFenced) {
-			l.cancel(errFenced)
+	}
+	if seized := l.ledger.seizedUntil(e, w.cfg.MaxClockSkew); !seized.IsZero() {
+		if wait := time.Until(seized); wait > 0 {
+			w.logger.Info("took the tick from a former owner's run: starting once its lease has surely run out", "tick_id", t.ID, "wait", wait.Round(time.Millisecond))
+			if !sleep(hctx, wait) {
+				end(hctx.Err())
+				return nil, nil, cmp.Or(ctx.Err(), errNotStarted)
+			}
 		}
 	}
 	return withLease(hctx, ls), end, nil
@@ -446,7 +497,8 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err 
 	for attempt := 1; ; attempt++ {
 		a := Attempt{N: base + attempt, Interrupted: interrupted, Worker: w.cfg.WorkerID}
 		o.Attempts = a.N
-		err = w.attempt(ctx, rec, t, a, g)
+		err = w.attempt(ctx, rec, t, &a, g)
+		o.Fence = a.Fence
 		if err == nil { // a success is recorded even when ctx ended meanwhile: it must not run again
 			o.Status = StatusOK
 			o.Error = ""
@@ -454,8 +506,9 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err 
 			w.count(resultOK, 1)
 			return o, nil
 		}
-		if ctx.Err() != nil {
-			return o, nil // the caller sees ctx and records nothing
+		if ctx.Err() != nil || errors.Is(err, errNotStarted) || errors.Is(err, errSeized) {
+			o.cut = true // the caller records nothing: the next owner decides from the ledger
+			return o, nil
 		}
 		o.Error = errString(err)
 		o.DurationMS = float64(w.cfg.Now().Sub(start).Microseconds()) / 1000
@@ -474,16 +527,17 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err 
 		delay := w.backoff(attempt)
 		w.logger.Warn("tick failed: retrying", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N, "retry_in", delay, "error", err)
 		if !sleep(ctx, delay) {
+			o.cut = true
 			return o, nil
 		}
 	}
 }
 
 // attempt records the attempt's start through g, then runs the handler once under the attempt timeout.
-func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a Attempt, g gate) error {
-	hctx, end, err := g.begin(ctx, rec, t, &a)
+func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt, g gate) error {
+	hctx, end, err := g.begin(ctx, rec, t, a)
 	if err != nil {
-		return err // ctx has ended (or the lane was cancelled): nothing ran
+		return err // ctx has ended, or the lane starts nothing more: nothing ran
 	}
 	if a.N == 1 {
 		// A held tick's start was recorded up to PreStart before its instant: the handler starts on it.
@@ -498,7 +552,7 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a At
 	defer cancel()
 	w.m.inflight.Inc()
 	begin := time.Now()
-	err = w.handler.Handle(actx, t, a)
+	err = w.handler.Handle(actx, t, *a)
 	w.m.duration.Observe(time.Since(begin).Seconds())
 	w.m.inflight.Dec()
 	end(err)
@@ -506,7 +560,8 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a At
 		return fmt.Errorf("timed out after %s: %w", w.cfg.Timeout, err)
 	}
 	if err != nil && hctx.Err() != nil && ctx.Err() == nil {
-		// Cut off by its lease (not by the lane): an interruption, retried like a failure.
+		// Cut off by its lease (an interruption, retried like a failure) or seized by another worker (the
+		// caller records nothing).
 		return fmt.Errorf("%w: %w", context.Cause(hctx), err)
 	}
 	return err

@@ -399,19 +399,22 @@ func TestLaneShutdownCancelsAndReleases(t *testing.T) {
 	}
 }
 
-// TestLaneRevokedMidRun: when a second worker joins, the partition moved to it is revoked from the first
-// worker mid-run: the handler's context ends with errRevoked, the tick is released, and the new owner runs it
-// again at once.
-func TestLaneRevokedMidRun(t *testing.T) {
+// TestLaneRunOutlivesRevocation: when a second worker joins, the partition moved to it is revoked from the
+// first worker mid-run. The run goes on (its lease renewed in the ledger) and finishes with its outcome; the new
+// owner never runs that tick, while it runs another schedule's tick of the same partition meanwhile.
+func TestLaneRunOutlivesRevocation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	cfg := b.config("w1")
-	cfg.Grace = 200 * time.Millisecond
-	cfg.Lease, cfg.MaxClockSkew = 3*time.Second, time.Second // a lease wait would be 4s
+	release := make(chan struct{})
 	rec1 := newRecorder()
 	b.start(t, cfg, rec1.handler(func(ctx context.Context, _ tick.Tick, _ Attempt) error {
-		<-ctx.Done()
-		return ctx.Err()
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 	}), Deps{})
 	var ticks [testParts]tick.Tick
 	for p := range int32(testParts) {
@@ -426,35 +429,45 @@ func TestLaneRevokedMidRun(t *testing.T) {
 		}
 	}
 
-	cfg2 := b.config("w2")
-	cfg2.Lease, cfg2.MaxClockSkew = cfg.Lease, cfg.MaxClockSkew
 	rec2 := newRecorder()
-	b.start(t, cfg2, rec2.handler(nil), Deps{})
-	kafkatest.Eventually(t, 20*time.Second, "w2 to rerun the tick of the partition it got", func() bool { return rec2.count() >= 1 })
-	c := rec2.snapshot()[0]
-	p := int32(-1)
-	for i, tk := range ticks {
-		if tk.ID == c.ID {
-			p = int32(i)
+	b.start(t, b.config("w2"), rec2.handler(nil), Deps{})
+	var p int32 = -1
+	kafkatest.Eventually(t, 20*time.Second, "w2 to claim a partition", func() bool {
+		for q := range int32(testParts) {
+			for _, r := range b.entries(t, q, ledger.KindClaim, "") {
+				if r.Entry.Worker == "w2" {
+					p = q
+					return true
+				}
+			}
+		}
+		return false
+	})
+	other, _ := b.produceTicks(t, p, "other", 1)
+	kafkatest.Eventually(t, 20*time.Second, "w2 to run the other schedule's tick beside w1's run", func() bool { return rec2.count() >= 1 })
+	time.Sleep(3 * cfg.Lease) // w1's run outlives several of its leases
+	if n := rec1.count(); n != 0 {
+		t.Fatalf("%d of w1's runs ended before they were let go: %+v", n, rec1.snapshot())
+	}
+	close(release)
+	kafkatest.Eventually(t, 10*time.Second, "w1's runs to finish", func() bool { return rec1.count() >= testParts })
+	kafkatest.Eventually(t, 10*time.Second, "the outcome of w1's run on the moved partition", func() bool {
+		return len(b.outcomesOf(t, p, ticks[p].ID, "w1")) == 1
+	})
+	for _, c := range rec1.snapshot() {
+		if c.Cause != nil {
+			t.Errorf("w1's run of %s was cut: %v", c.ID, c.Cause)
 		}
 	}
-	if p < 0 {
-		t.Fatalf("w2 ran %s, none of the blocked ticks", c.ID)
+	if got := ids(rec2.snapshot()); got != other[0].ID {
+		t.Errorf("w2 ran %q, want only %q (w1's run of %s must not run again)", got, other[0].ID, ticks[p].ID)
 	}
-	if c.Attempt.N != 2 || !c.Attempt.Interrupted {
-		t.Errorf("w2 ran %s with %+v, want attempt 2, interrupted", c.ID, c.Attempt)
+	if n := len(b.entries(t, p, ledger.KindRenewed, ticks[p].ID)); n < 3 {
+		t.Errorf("%d renewals of w1's run, want several over its leases", n)
 	}
-	if waited := c.Start.Sub(b.claimOf(t, p, "w2").At); waited >= cfg2.Lease+cfg2.MaxClockSkew {
-		t.Errorf("the revoked tick ran %s after w2's claim: it waited for the lease", waited)
-	}
-	calls := rec1.snapshot()
-	if len(calls) != 1 || calls[0].ID != ticks[p].ID || !errors.Is(calls[0].Cause, errRevoked) {
-		t.Fatalf("w1's finished calls %+v, want the one of partition %d, cancelled with %v", calls, p, errRevoked)
-	}
-	rel := b.entries(t, p, ledger.KindReleased, ticks[p].ID)
-	if len(rel) != 1 || rel[0].Entry.Worker != "w1" {
-		t.Errorf("released entries of the revoked tick: %+v, want one by w1", rel)
-	}
+	kafkatest.Eventually(t, 10*time.Second, "w2 to commit past both ticks", func() bool {
+		return b.committed(t, p).At > b.endOffset(t, b.names.Work, p)-1
+	})
 }
 
 // TestLaneCommitsEveryFinishedOffset: however commits coalesce, the committed offset of each partition ends at
@@ -781,7 +794,7 @@ func TestLaneLeaseRenewedWhileHandlerRuns(t *testing.T) {
 		extended.Store(ls.Deadline().After(first.Add(2 * cfg.Lease)))
 		return nil
 	}), Deps{})
-	_, offsets := b.produceTicks(t, 0, "long", 1)
+	long, offsets := b.produceTicks(t, 0, "long", 1)
 	kafkatest.Eventually(t, 10*time.Second, "the long tick's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
 	calls := rec.snapshot()
 	if len(calls) != 1 || calls[0].Cause != nil {
@@ -790,8 +803,8 @@ func TestLaneLeaseRenewedWhileHandlerRuns(t *testing.T) {
 	if !extended.Load() {
 		t.Error("the lease deadline did not move on while the handler ran")
 	}
-	if n := len(b.entries(t, 0, ledger.KindClaim, "")); n < 3 {
-		t.Errorf("%d claims (takeover and renewals) in the ledger, want several renewals over 4 leases", n)
+	if n := len(b.entries(t, 0, ledger.KindRenewed, long[0].ID)); n < 3 {
+		t.Errorf("%d renewals of the run in the ledger, want several over 4 leases", n)
 	}
 }
 

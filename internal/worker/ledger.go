@@ -19,22 +19,29 @@ import (
 	"github.com/tickgroup/tickgroup/internal/ledger"
 )
 
-// Causes of a lane's end that the ledger reports.
+// What the ledger reports to a lane and its runs.
 var (
-	errFenced       = errors.New("partition claimed by another worker (fenced)")
-	errLeaseExpired = errors.New("handler lease expired: ownership of the partition could not be proven")
+	// errFenced: a claim of another worker followed the lane's (the lane starts nothing more).
+	errFenced = errors.New("partition claimed by another worker (fenced)")
+	// errNotStarted: the lane stopped starting records before this attempt started (nothing ran).
+	errNotStarted = errors.New("not started: the lane no longer starts records")
+	// errLeaseExpired: the run's lease could not be renewed in time.
+	errLeaseExpired = errors.New("handler lease expired: the run could not be proven alive in the ledger")
+	// errSeized: another worker started the tick after this run's lease had run out.
+	errSeized = errors.New("another worker took the tick over after this run's lease ran out")
 )
 
 // tail reads the ledger partitions of the lanes this worker owns (results partition p is work partition p's
 // ledger) and applies each entry to its lane's fold. It is one direct-assigned consumer for the whole worker:
-// a lane adds its partition when it takes the partition over and removes it when it is done.
+// a lane adds its partition when it takes the partition over and removes it once its runs are over. A partition
+// can have two lanes at once: one whose runs outlive a revocation, and a new one after it came back.
 type tail struct {
 	cl    *kgo.Client
 	topic string
 	w     *Worker
 
 	mu    sync.Mutex
-	lanes map[int32]*laneLedger
+	lanes map[int32][]*laneLedger
 }
 
 // laneLedger is one lane's view of its partition's ledger.
@@ -50,6 +57,7 @@ type laneLedger struct {
 	fenced  bool          // a claim of another worker followed this lane's claim
 	changed chan struct{} // closed and replaced whenever the fold or readTo changes
 	warned  map[ledger.Refusal]time.Time
+	lease   time.Duration // this worker's lease (Config.Lease)
 	// wrongTick remembers the work offsets whose entries named another tick (counted once each).
 	wrongTick map[int64]bool
 }
@@ -58,7 +66,7 @@ type laneLedger struct {
 const refusalWarnEvery = 10 * time.Second
 
 func newTail(cl *kgo.Client, w *Worker) *tail {
-	return &tail{cl: cl, topic: w.names.Results, w: w, lanes: map[int32]*laneLedger{}}
+	return &tail{cl: cl, topic: w.names.Results, w: w, lanes: map[int32][]*laneLedger{}}
 }
 
 // run applies ledger entries until ctx ends or the client is closed.
@@ -75,12 +83,14 @@ func (t *tail) run(ctx context.Context) {
 		})
 		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
 			t.mu.Lock()
-			ll := t.lanes[ftp.Partition]
+			lls := slices.Clone(t.lanes[ftp.Partition])
 			t.mu.Unlock()
-			if ll == nil || len(ftp.Records) == 0 {
+			if len(ftp.Records) == 0 {
 				return
 			}
-			ll.apply(ftp.Records, t.w)
+			for _, ll := range lls {
+				ll.apply(ftp.Records, t.w)
+			}
 		})
 	}
 }
@@ -91,23 +101,41 @@ func (t *tail) run(ctx context.Context) {
 func (t *tail) add(p int32, from int64, self string, base, floor, limit int64) *laneLedger {
 	f := ledger.NewFold(p)
 	f.BaseFence, f.Floor, f.Limit = base, floor, limit
-	ll := &laneLedger{partition: p, self: self, fold: f, readTo: from, changed: make(chan struct{}), warned: map[ledger.Refusal]time.Time{}}
+	ll := &laneLedger{partition: p, self: self, fold: f, readTo: from, changed: make(chan struct{}), warned: map[ledger.Refusal]time.Time{},
+		lease: t.w.cfg.Lease}
 	t.mu.Lock()
-	t.lanes[p] = ll
-	t.mu.Unlock()
-	t.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{t.topic: {p: kgo.NewOffset().At(from)}})
+	defer t.mu.Unlock()
+	at := from
+	if others := t.lanes[p]; len(others) > 0 {
+		// Read again from the lowest position any reader of the partition needs (each skips what it has read):
+		// a consumed partition added again is not rewound.
+		for _, o := range others {
+			o.mu.Lock()
+			at = min(at, o.readTo)
+			o.mu.Unlock()
+		}
+		t.cl.RemoveConsumePartitions(map[string][]int32{t.topic: {p}})
+	}
+	t.lanes[p] = append(t.lanes[p], ll)
+	t.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{t.topic: {p: kgo.NewOffset().At(at)}})
 	return ll
 }
 
-// remove stops reading ll's partition (if ll still holds it).
+// remove stops feeding ll, and reading its partition when no other lane needs it.
 func (t *tail) remove(ll *laneLedger) {
 	t.mu.Lock()
-	if t.lanes[ll.partition] != ll {
-		t.mu.Unlock()
+	defer t.mu.Unlock()
+	lls := t.lanes[ll.partition]
+	i := slices.Index(lls, ll)
+	if i < 0 {
+		return
+	}
+	lls = slices.Delete(lls, i, i+1)
+	if len(lls) > 0 {
+		t.lanes[ll.partition] = lls
 		return
 	}
 	delete(t.lanes, ll.partition)
-	t.mu.Unlock()
 	t.cl.RemoveConsumePartitions(map[string][]int32{t.topic: {ll.partition}})
 }
 
@@ -128,7 +156,13 @@ func (ll *laneLedger) apply(recs []*kgo.Record, w *Worker) {
 			w.logger.Warn("unreadable ledger entry: ignored", "partition", r.Partition, "offset", r.Offset, "error", err)
 			continue
 		}
-		if why := ll.fold.Apply(e, r.Offset, r.Timestamp); why != "" {
+		// A record was written before it was read: a timestamp later than now is its writer's clock running
+		// ahead (or a forged one), and must not stretch a run's lease.
+		ts := r.Timestamp
+		if now := time.Now(); ts.After(now) {
+			ts = now
+		}
+		if why := ll.fold.Apply(e, r.Offset, ts); why != "" {
 			ll.refusedLocked(w, why, "ledger_offset", r.Offset, "kind", e.Kind, "writer", e.Worker, "fence", e.Fence, "work_offset", e.Offset)
 		}
 	}
@@ -166,6 +200,30 @@ func (ll *laneLedger) raiseLimit(limit int64) {
 	ll.mu.Lock()
 	ll.fold.Limit = max(ll.fold.Limit, limit)
 	ll.mu.Unlock()
+}
+
+// changedCh returns a channel closed at the next change of the fold.
+func (ll *laneLedger) changedCh() <-chan struct{} {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	return ll.changed
+}
+
+// seizedUntil returns, when this lane's start e took its tick from another worker's unfinished run, when that
+// run's lease surely ran out: its last proof + its lease + skew (this worker's lease when its own is unknown);
+// zero otherwise.
+func (ll *laneLedger) seizedUntil(e ledger.Entry, skew time.Duration) time.Time {
+	ll.mu.Lock()
+	defer ll.mu.Unlock()
+	s := ll.fold.Tick(e.Offset, e.ID)
+	if s == nil || s.SeizedAt.IsZero() || s.StartedBy != ll.self || s.StartedFence != e.Fence {
+		return time.Time{}
+	}
+	lease := s.SeizedLease
+	if lease <= 0 {
+		lease = ll.lease
+	}
+	return s.SeizedAt.Add(time.Millisecond + lease + skew)
 }
 
 // waitRead waits until the entry at ledger offset o has been read. It reports false when ctx ended or d passed.
@@ -556,33 +614,33 @@ func (l *lane) claim(fence int64) ledger.Entry {
 		At: w.cfg.Now().UTC(), LeaseMS: w.cfg.Lease.Milliseconds()}
 }
 
-// renew proves, by writing a claim renewal and reading it back, that this lane still owns its partition.
-func (l *lane) renew(ctx context.Context) (time.Time, error) {
+// renewRun proves that the run started by e (this lane's started entry) is still alive, by writing a renewal
+// of it and reading it back: it stands when no other worker started the tick in between.
+func (l *lane) renewRun(ctx context.Context, e ledger.Entry) (time.Time, error) {
 	w := l.w
 	sent := time.Now()
-	fence := l.ledger.currentFence()
-	o, err := w.writeLedger(ctx, l.partition, ledger.ClaimKey(l.partition), l.claim(fence))
+	r := e
+	r.Kind, r.At = ledger.KindRenewed, w.cfg.Now().UTC()
+	o, err := w.writeLedger(ctx, l.partition, []byte(e.ID), r)
 	if err != nil {
 		return time.Time{}, err
 	}
 	if !l.ledger.waitRead(ctx, o, w.cfg.Lease) {
 		return time.Time{}, cmp.Or(ctx.Err(), errors.New("timed out reading the renewal back"))
 	}
-	if l.ledger.isFenced() {
-		return time.Time{}, errFenced
-	}
-	if l.ledger.currentFence() != fence {
-		return time.Time{}, errors.New("the lane claimed the partition again during the renewal")
+	if !l.ledger.took(e) {
+		return time.Time{}, errSeized
 	}
 	return sent.Add(w.cfg.Lease), nil
 }
 
-// keepLease renews ls while an attempt runs, until ctx ends. When the lease cannot be renewed before it ends,
-// or another worker claimed the partition, it cancels the attempt (an exec handler's supervisor kills the
-// process group at the lease's end by itself, even if this process is frozen).
+// keepLease renews ls, the lease of the run started by e, while it runs, until ctx ends. When the lease cannot
+// be renewed before it ends, or another worker took the tick over, it cancels the attempt (an exec handler's
+// supervisor kills the process group at the lease's end by itself, even if this process is frozen). The
+// partition's ownership does not matter: a run goes on after its partition moved to another worker.
 //
 // It is called a renewal period after the attempt's start (renewEvery) and renews at once, then every period.
-func (l *lane) keepLease(ctx context.Context, ls *lease, cancel context.CancelCauseFunc) {
+func (l *lane) keepLease(ctx context.Context, e ledger.Entry, ls *lease, cancel context.CancelCauseFunc) {
 	ticker := time.NewTicker(l.renewEvery())
 	defer ticker.Stop()
 	for first := true; ; first = false {
@@ -597,15 +655,14 @@ func (l *lane) keepLease(ctx context.Context, ls *lease, cancel context.CancelCa
 			return
 		}
 		rctx, rcancel := context.WithDeadline(ctx, ls.Deadline())
-		until, err := l.renew(rctx)
+		until, err := l.renewRun(rctx, e)
 		rcancel()
 		switch {
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, errFenced) && l.foreignClaim(ctx):
-			continue // claimed again: the next renewal proves ownership under the new token
-		case errors.Is(err, errFenced):
-			cancel(errFenced)
+		case errors.Is(err, errSeized):
+			l.w.logger.Warn("another worker took the tick over: cancelling the run", "partition", l.partition, "tick_id", e.ID)
+			cancel(errSeized)
 			return
 		case err == nil:
 			ls.extend(until)
@@ -620,24 +677,49 @@ func (l *lane) keepLease(ctx context.Context, ls *lease, cancel context.CancelCa
 // renewEvery is how often a running handler's lease is renewed: a fifth of the lease.
 func (l *lane) renewEvery() time.Duration { return max(l.w.cfg.Lease/5, 10*time.Millisecond) }
 
-// interruptedWait is when a run of s that a former owner started and did not finish is surely over, whatever
-// became of that owner (dead, frozen or cut off): its lease could be renewed only by proofs written before this
-// lane's claim, so it ends at most the lease after the former owner's last proof (its last renewal or start, by
-// the timestamp its writer gave it) or after this lane's claim, whichever is earlier, plus the clock skew
-// between the hosts. After a crash the last proof is about when the worker died, so the wait is mostly over
-// by the time the session timeout has moved the partition.
+// interruptedWait is when a run of s that another worker (or an earlier lane of this one) started and did not
+// finish is surely over, unless a renewal or its outcome arrives first: its lease runs at most the lease after
+// its latest proof of life (its start or its latest renewal, by the timestamp its writer gave it and never later
+// than when it was read), plus the clock skew between the hosts. A run of an older build renews its lease by
+// claims, which stop proving anything once this lane's claim follows them: the partition's last proof under
+// the run's token, up to this lane's claim, counts too. After a crash the last proof is about when the worker
+// died, so the wait is mostly over by the time the session timeout has moved the partition.
 func (l *lane) interruptedWait(s *ledger.TickState) time.Time {
 	ll := l.ledger
 	ll.mu.Lock()
 	defer ll.mu.Unlock()
-	from := ll.claimAt
-	// Record timestamps are whole milliseconds, cut down from the instant the writer sent its proof at.
-	if proof, ok := ll.fold.LastProof(s.StartedFence); ok && proof.Add(time.Millisecond).Before(from) {
-		from = proof.Add(time.Millisecond)
+	from := s.ProofAt
+	if proof, ok := ll.fold.LastProof(s.StartedFence); ok {
+		if proof.After(ll.claimAt) {
+			proof = ll.claimAt
+		}
+		if proof.After(from) {
+			from = proof
+		}
 	}
+	from = from.Add(time.Millisecond) // record timestamps are whole milliseconds, cut down from the send instant
 	lease := s.StartedLease
 	if lease <= 0 {
 		lease = max(ll.fold.OwnerLease, l.w.cfg.Lease) // a start read before any claim: its lease is unknown
 	}
 	return from.Add(lease + l.w.cfg.MaxClockSkew)
+}
+
+// formerRunUntil returns, for a due record whose tick the ledger shows running elsewhere (started, not
+// finished, not released), when that run is surely over; zero when nothing runs it. Called with w.mu held.
+func (l *lane) formerRunUntil(it *item) time.Time {
+	id := it.t.ID
+	if it.err != nil {
+		return time.Time{}
+	}
+	ll := l.ledger
+	ll.mu.Lock()
+	s := ll.fold.Tick(it.rec.Offset, id)
+	if s == nil || !s.Started || s.Outcome != nil {
+		ll.mu.Unlock()
+		return time.Time{}
+	}
+	c := *s
+	ll.mu.Unlock()
+	return l.interruptedWait(&c)
 }

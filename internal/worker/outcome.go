@@ -75,13 +75,16 @@ type Outcome struct {
 	Partition  int32      `json:"partition"`
 	Offset     int64      `json:"offset"`
 	FinishedAt time.Time  `json:"finished_at"`
-	// Fence is the fencing token of the lane that wrote the outcome.
+	// Fence is the fencing token the tick's last attempt started under (the lane's token when no attempt ran).
 	Fence int64 `json:"fence,omitempty"`
 	// Interrupted marks the outcome of a tick whose earlier run had been cut off.
 	Interrupted bool `json:"interrupted,omitempty"`
 
 	// reason is the dead-letter reason when the record went to the dead-letter topic.
 	reason string
+	// cut is set when the record has no outcome: its run was cut, or it never started (the lane stopped
+	// starting records); nothing is recorded and the next owner decides from the ledger.
+	cut bool
 }
 
 // maxKeyBytes bounds the keys the worker writes: a work record with a longer key (not a tick the leader wrote)

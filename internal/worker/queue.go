@@ -156,6 +156,7 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 	defer w.mu.Unlock()
 	blocked := l.blocked
 	clear(blocked)
+	l.waitsOnLedger = false
 	for _, c := range l.queue {
 		if c.handled || c.running {
 			continue
@@ -178,6 +179,15 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 		}
 		due := c.startAt.Add(-w.cfg.PreStart)
 		if c.startAt.IsZero() || !now.Before(due) {
+			if until := l.formerRunUntil(c); now.Before(until) {
+				// Another worker's run of this tick may still be alive (it outlived a rebalance, or its
+				// worker died): the key waits for its outcome or the end of its lease; other keys go on.
+				l.waitsOnLedger = true
+				if wait == 0 || until.Sub(now) < wait {
+					wait = until.Sub(now)
+				}
+				continue
+			}
 			return l.startLocked(c), 0, true
 		}
 		if wait == 0 || due.Sub(now) < wait {
@@ -188,6 +198,14 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 		}
 	}
 	return nil, wait, false
+}
+
+// waitsLedger reports whether pick left a key waiting for a run elsewhere (the dispatcher then also wakes on
+// ledger changes: a renewal pushes the wait out, an outcome or release ends it).
+func (l *lane) waitsLedger() bool {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	return l.waitsOnLedger
 }
 
 // startLocked marks it running: no other record of its key starts until it is handled. Called with w.mu held.
@@ -256,7 +274,7 @@ func (l *lane) finish(it *item) {
 	w.mu.Lock()
 	it.done = true
 	l.advanceLocked()
-	resume := l.paused && len(l.queue) < laneQueueMax/2
+	resume := l.active && l.paused && len(l.queue) < laneQueueMax/2 // a retired lane's partition is not ours
 	if resume {
 		l.paused = false
 	}

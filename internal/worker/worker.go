@@ -154,8 +154,9 @@ func (w *Worker) opts(role string, extra ...[]kgo.Opt) []kgo.Opt {
 	return append(opts, w.hooks(role)...)
 }
 
-// Run consumes until ctx ends, then shuts down gracefully: it stops fetching, lets in-flight handlers finish
-// within the grace period (then cancels them), writes the outstanding outcomes, commits and leaves the group.
+// Run consumes until ctx ends, then shuts down gracefully: it stops fetching and starting records, commits and
+// leaves the group at once (its partitions move to other workers, which wait only for the ticks still running
+// here), lets the running handlers finish within the grace period (then cuts them), and writes their outcomes.
 // It returns nil on such a stop.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.Forward != "" {
@@ -260,7 +261,23 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	w.logger.Info("stopping worker", "grace", w.cfg.Grace)
 	close(w.draining)
-	w.waitLanes(hardCancel)
+	lanes := w.allLanes()
+	for _, l := range lanes {
+		<-l.done // nothing more starts
+	}
+	stopCommitter()
+	<-committerDone
+	commitCtx, cancelCommit := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	w.commit(commitCtx)
+	cancelCommit()
+	// Close leaves the group (OnPartitionsRevoked runs first: it commits and retires the lanes, whose runs go on),
+	// so the partitions move on now rather than after the runs.
+	memberID, _ := cl.GroupMetadata() // the leave below names it
+	cl.Close()
+	if w.cfg.InstanceID != "" && !errors.Is(pollErr, ErrFencedInstance) {
+		w.leaveStatic(ctx, memberID)
+	}
+	w.waitRuns(lanes, hardCancel)
 	close(w.runq) // every lane has stopped: nothing is handed over any more
 	runners.Wait()
 	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -268,21 +285,21 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.logger.Warn("flushing outcome records", "error", err)
 	}
 	cancelFlush()
-	stopCommitter()
-	<-committerDone
-	commitCtx, cancelCommit := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	w.commit(commitCtx)
-	cancelCommit()
-	// Close leaves the group; OnPartitionsRevoked runs first and finds every lane stopped and committed.
-	memberID, _ := cl.GroupMetadata() // the leave below names it
-	cl.Close()
 	stopSummary()
 	<-sumDone
-	if w.cfg.InstanceID != "" && !errors.Is(pollErr, ErrFencedInstance) {
-		w.leaveStatic(ctx, memberID)
-	}
 	w.logger.Info("worker stopped")
 	return pollErr
+}
+
+// allLanes returns the current lanes.
+func (w *Worker) allLanes() []*lane {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lanes := make([]*lane, 0, len(w.lanes))
+	for _, l := range w.lanes {
+		lanes = append(lanes, l)
+	}
+	return lanes
 }
 
 // leaveStatic removes this static member from the group. Close does not send LeaveGroup for a static member
@@ -399,14 +416,15 @@ func (w *Worker) assigned(_ context.Context, cl *kgo.Client, assigned map[string
 	w.logger.Info("partitions assigned", "partitions", parts, "owned", n)
 }
 
-// revoked cancels the lanes of the revoked partitions (their in-flight handlers end), waits for them and their
-// outstanding outcome records, and commits what they finished. Nothing is committed for them afterwards.
+// revoked stops the lanes of the revoked partitions from starting records and commits what they finished;
+// their running handlers go on (see lane), and their outcomes reach the ledger, where the partitions' next
+// owners read them. Nothing is committed for them afterwards.
 func (w *Worker) revoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	parts := revoked[w.names.Work]
 	if len(parts) == 0 {
 		return
 	}
-	lanes := w.stopLanes(parts, errRevoked)
+	lanes := w.stopLanes(parts, errRevoked, false)
 	w.commitMu.Lock()
 	defer w.commitMu.Unlock()
 	offsets, meta := w.retire(lanes, true)
@@ -415,46 +433,49 @@ func (w *Worker) revoked(ctx context.Context, cl *kgo.Client, revoked map[string
 		defer cancel()
 		w.commitOffsets(commitCtx, cl, offsets, meta)
 	}
-	for _, l := range lanes {
-		if l.ledger != nil {
-			w.tail.remove(l.ledger)
-		}
-	}
-	w.logger.Info("partitions revoked", "partitions", parts)
+	w.logger.Info("partitions revoked", "partitions", parts, "runs_going_on", running(lanes))
 }
 
-// lost cancels the lanes of lost partitions without committing: another member may own them already.
+// lost stops the lanes of lost partitions and cuts their runs, without committing: the group expired this
+// worker (it was frozen or cut off), and another member may own them already.
 func (w *Worker) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	parts := lost[w.names.Work]
 	if len(parts) == 0 {
 		return
 	}
-	lanes := w.stopLanes(parts, errLost)
+	lanes := w.stopLanes(parts, errLost, true)
 	w.retire(lanes, false)
-	for _, l := range lanes {
-		if l.ledger != nil {
-			w.tail.remove(l.ledger)
-		}
-	}
 	w.logger.Warn("partitions lost", "partitions", parts)
 }
 
-// stopLanes cancels the lanes of parts and waits for them and for their outstanding outcome records.
-func (w *Worker) stopLanes(parts []int32, cause error) []*lane {
+// stopLanes stops the lanes of parts from starting records (and cuts their runs when cut is set), and waits
+// until nothing more starts.
+func (w *Worker) stopLanes(parts []int32, cause error, cut bool) []*lane {
 	w.mu.Lock()
 	var lanes []*lane
 	for _, p := range parts {
 		if l := w.lanes[p]; l != nil {
 			lanes = append(lanes, l)
 			l.cancel(cause)
+			if cut {
+				l.cutRuns(cause)
+			}
 		}
 	}
 	w.mu.Unlock()
 	for _, l := range lanes {
 		<-l.done
-		l.waitPending(10 * time.Second)
 	}
 	return lanes
+}
+
+// running counts the records the lanes are still handling.
+func running(lanes []*lane) int {
+	n := 0
+	for _, l := range lanes {
+		n += l.handling()
+	}
+	return n
 }
 
 // retire removes lanes and returns their uncommitted finished offsets (and the offsets' metadata) when commit
@@ -476,23 +497,19 @@ func (w *Worker) retire(lanes []*lane, commit bool) (map[string]map[int32]kgo.Ep
 		if w.lanes[l.partition] == l {
 			delete(w.lanes, l.partition)
 		}
+		go l.closeLedger()
 	}
 	w.m.partitions.Set(float64(len(w.lanes)))
 	return offsets, meta
 }
 
-// waitLanes waits for every lane to finish its current record, cancelling them when the grace period ends.
-func (w *Worker) waitLanes(hardCancel context.CancelCauseFunc) {
-	w.mu.Lock()
-	var lanes []*lane
-	for _, l := range w.lanes {
-		lanes = append(lanes, l)
-	}
-	w.mu.Unlock()
+// waitRuns waits for the runs of lanes to end, cutting them when the grace period ends, and for their outcome
+// records.
+func (w *Worker) waitRuns(lanes []*lane, hardCancel context.CancelCauseFunc) {
 	all := make(chan struct{})
 	go func() {
 		for _, l := range lanes {
-			<-l.done
+			l.runs.Wait()
 		}
 		close(all)
 	}()
@@ -501,7 +518,7 @@ func (w *Worker) waitLanes(hardCancel context.CancelCauseFunc) {
 	select {
 	case <-all:
 	case <-timer.C:
-		w.logger.Warn("grace period over: cancelling in-flight handlers", "grace", w.cfg.Grace)
+		w.logger.Warn("grace period over: cancelling in-flight handlers", "grace", w.cfg.Grace, "running", running(lanes))
 		hardCancel(errGraceExpired)
 		<-all
 	}

@@ -44,7 +44,9 @@ the first worker joined run too), and a new group on an old work topic runs at m
 ticks, never the days the topic retains. --start latest runs only ticks written from now on; --start earliest
 everything retained.
 Exec and http handlers run at least once per tick: use the tick ID as an idempotency key.
-On SIGINT/SIGTERM the worker stops fetching, lets handlers finish within --grace, commits and leaves the group.
+On SIGINT/SIGTERM the worker stops fetching and starting ticks, commits and leaves the group at once (its
+partitions move on; their new owners wait only for the ticks still running here), and lets its handlers finish
+within --grace.
 Exit status: 0 clean stop, 1 error, 2 bad usage.`
 
 type runFlags struct {
@@ -96,7 +98,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&f.execEnv, "exec-env", "", "comma-separated variables the --exec program may see, a trailing * matches a prefix (AWS_*); TICKGROUP_* never passes (default: all but TICKGROUP_*)")
 	fs.StringVar(&f.http, "http", "", "URL to POST each tick to")
 	fs.StringVar(&f.forward, "forward", "", "topic to republish each tick to, exactly once (created when missing)")
-	fs.IntVar(&f.concurrency, "concurrency", worker.DefaultConcurrency, "how many partitions may run a handler at once")
+	fs.IntVar(&f.concurrency, "concurrency", worker.DefaultConcurrency, "how many handlers may run at once, over all partitions (ticks of one schedule and shard run one at a time, in order)")
 	fs.IntVar(&f.maxAttempts, "max-attempts", worker.DefaultMaxAttempts, "attempts per tick before the dead-letter topic")
 	fs.DurationVar(&f.backoff, "backoff", worker.DefaultBackoff, "delay before the first retry; doubles per retry, with jitter")
 	fs.DurationVar(&f.maxBackoff, "max-backoff", worker.DefaultMaxBackoff, "cap of the delay between retries")
@@ -108,7 +110,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.IntVar(&f.outputLimit, "output-limit", worker.DefaultOutputLimit, "bytes of an exec handler's output kept and logged per attempt")
 	fs.DurationVar(&f.sessionTimeo, "session-timeout", worker.DefaultSessionTimeout, "group session timeout: how soon a crashed worker's partitions move")
 	fs.StringVar(&f.onInterrupt, "on-interrupted", worker.OnInterruptedRerun, "a tick whose earlier run was cut off (crash, freeze, lost partition): rerun (again, with TICK_INTERRUPTED=1 and the attempt counting on) or skip (never again: at most once; outcome interrupted)")
-	fs.DurationVar(&f.lease, "lease", worker.DefaultLease, "how long a handler may run on without this worker proving it still owns the partition; an interrupted tick's next owner waits this long (plus --max-clock-skew) after its claim")
+	fs.DurationVar(&f.lease, "lease", worker.DefaultLease, "how long a handler may run on without this worker renewing its run in the ledger (every lease/5); a run found unfinished elsewhere is waited for until its last renewal plus this (plus --max-clock-skew); at most 10m")
 	fs.DurationVar(&f.maxClockSkew, "max-clock-skew", worker.DefaultMaxClockSkew, "clock difference between hosts that the lease rule tolerates; this worker measures its clock against the broker's every 10s (on <ns>.clock) and warns while it is off by more (it keeps working)")
 	fs.StringVar(&f.instanceID, "instance-id", "", "static group membership: a worker restarted with the same ID within the session timeout takes its partitions back at once (no rebalance); never give two running workers the same ID (the older one is fenced and exits 1); off by default")
 	fs.Usage = cli.Usage(fs, usageHead)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,8 +21,8 @@ import (
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
-// emitted is one tick a test emitted: its ID and its instant.
-type emitted struct {
+// emittedTick is one tick a test emitted: its ID and its instant.
+type emittedTick struct {
 	id   string
 	slot time.Time
 }
@@ -30,7 +31,7 @@ type emitted struct {
 // to the slot when lead > 0, as the leader does), until stop is called.
 type emitter struct {
 	mu   sync.Mutex
-	all  []emitted
+	all  []emittedTick
 	stop func()
 }
 
@@ -56,7 +57,7 @@ func (e *env) emitEvery(lead time.Duration, plan func(slot time.Time) []*kgo.Rec
 			}
 			em.mu.Lock()
 			for _, r := range recs {
-				em.all = append(em.all, emitted{id: string(r.Key), slot: slot})
+				em.all = append(em.all, emittedTick{id: string(r.Key), slot: slot})
 			}
 			em.mu.Unlock()
 		}
@@ -68,10 +69,10 @@ func (e *env) emitEvery(lead time.Duration, plan func(slot time.Time) []*kgo.Rec
 	return em
 }
 
-func (em *emitter) ticks(prefix string) []emitted {
+func (em *emitter) ticks(prefix string) []emittedTick {
 	em.mu.Lock()
 	defer em.mu.Unlock()
-	var out []emitted
+	var out []emittedTick
 	for _, x := range em.all {
 		if strings.HasPrefix(x.id, prefix) {
 			out = append(out, x)
@@ -80,7 +81,15 @@ func (em *emitter) ticks(prefix string) []emitted {
 	return out
 }
 
-func ids(xs []emitted) []string {
+// first returns the ID of the first emitted tick whose ID starts with prefix ("" when none yet).
+func (em *emitter) first(prefix string) string {
+	if xs := em.ticks(prefix); len(xs) > 0 {
+		return xs[0].id
+	}
+	return ""
+}
+
+func ids(xs []emittedTick) []string {
 	out := make([]string, len(xs))
 	for i, x := range xs {
 		out[i] = x.id
@@ -98,7 +107,7 @@ func (e *env) heldTick(tk tick.Tick, p int32) *kgo.Record {
 }
 
 // startDelays returns, per tick, how late its first execution started after its slot.
-func startDelays(xs []emitted, ex map[string][]*execution) []time.Duration {
+func startDelays(xs []emittedTick, ex map[string][]*execution) []time.Duration {
 	var out []time.Duration
 	for _, x := range xs {
 		if runs := ex[x.id]; len(runs) > 0 {
@@ -349,4 +358,165 @@ func TestE2ELedgerForgeries(t *testing.T) {
 		t.Errorf("a tick started %s after its slot: a takeover waited on a forged lease", worst)
 	}
 	e.stop(w2)
+}
+
+// TestE2EScaleOutKeepsRuns: one worker runs a 20 s job; 4 s in, two more workers join (the job's partition may
+// move), and once the group is stable one of them stops gracefully. Counted from the handler's own log: the job
+// ran once, to the end (no run cut, no re-run), and a 1 s schedule on every partition ran every tick once, never
+// more than 1 s late.
+func TestE2EScaleOutKeepsRuns(t *testing.T) {
+	e := setup(t)
+	env := []string{"HANDLER_SLEEP_SLOW=20s", "HANDLER_HEARTBEAT=1"}
+	flags := []string{"--exec", handlerBin, "--timeout", "1m"}
+	w1 := e.start(env, flags...)
+	e.waitGroupStable(1)
+	slowSent := false // touched by the emitter's goroutine only
+	em := e.emitEvery(2*time.Second, func(slot time.Time) []*kgo.Record {
+		var recs []*kgo.Record
+		for p := range int32(e.parts) {
+			recs = append(recs, e.heldTick(tick.New(fmt.Sprintf("beat-%d", p), slot, 0, 1), p))
+		}
+		if !slowSent {
+			slowSent = true
+			recs = append(recs, e.heldTick(tick.New("slowjob", slot, 0, 1), tick.Partition("slowjob", 0, e.parts)))
+		}
+		return recs
+	})
+	defer em.stop()
+	waitFor(t, 20*time.Second, "the slow job to start", func() (bool, string) {
+		return len(e.executions()[em.first("slowjob@")]) > 0, "not yet"
+	})
+	time.Sleep(4 * time.Second)
+	w2, w3 := e.start(env, flags...), e.start(env, flags...)
+	e.waitGroupStable(3)
+	time.Sleep(3 * time.Second)
+	e.stop(w2)
+	e.waitGroupStable(2)
+	time.Sleep(3 * time.Second)
+	em.stop()
+
+	slow := em.first("slowjob@")
+	beats := em.ticks("beat-")
+	ex := e.waitAllOK(append(ids(beats), slow), 60*time.Second)
+	if runs := ex[slow]; len(runs) != 1 || !runs[0].done || runs[0].result != "ok" {
+		t.Errorf("the slow job ran %d times (%s), want once, to the end", len(runs), attempts(runs))
+	}
+	late := 0
+	for _, x := range beats {
+		runs := ex[x.id]
+		if len(runs) != 1 {
+			t.Errorf("tick %s ran %d times, want once", x.id, len(runs))
+			continue
+		}
+		if d := runs[0].start.Sub(x.slot); d > time.Second {
+			late++
+			t.Errorf("tick %s started %s after its slot, want at most 1 s", x.id, d.Round(time.Millisecond))
+		}
+	}
+	delays := startDelays(beats, ex)
+	t.Logf("%d beat ticks over the scale-out and scale-in: start delay p50 %s, p99 %s, max %s; %d over 1 s",
+		len(beats), pct(delays, .5), pct(delays, .99), pct(delays, 1), late)
+	e.stop(w3)
+	e.stop(w1)
+}
+
+// TestE2EHostKillCostsTheSessionTimeout: three hosts, each running `ticker run` and `worker run` with default
+// flags (6 s sessions, 5 s leases), a schedule every second and a 0.5 s job. Three times, the host whose worker
+// runs the schedule is killed (ticker and worker, kill -9) and restarted 3 s later. Counted from the handler's
+// own log: every slot emitted once and run; a slot finishes twice only when the kill came right after its
+// run; and no slot starts more than the session timeout + 3 s after its instant: the new owner waits for the
+// dead worker's last sign of life plus its lease, not for its own claim plus a lease.
+func TestE2EHostKillCostsTheSessionTimeout(t *testing.T) {
+	e := setup(t)
+	e.f.cli("schedule", "put", "beat", "--every", "1s")
+	env := []string{"HANDLER_SLEEP=500ms"}
+	ticks := e.f.collect()
+	type host struct{ ticker, worker *proc }
+	var hosts []host
+	startHost := func(i int) host {
+		return host{ticker: e.f.start(fmt.Sprintf("ticker%d-%d", i, len(hosts)), "ticker", "run"), worker: e.start(env, "--exec", handlerBin)}
+	}
+	for i := range 3 {
+		hosts = append(hosts, startHost(i))
+	}
+	waitFor(t, 60*time.Second, "the first slots to run", func() (bool, string) {
+		n := len(e.executions())
+		return n >= 5, fmt.Sprintf("%d ran", n)
+	})
+	var killedAt []time.Time
+	for range 3 {
+		time.Sleep(12 * time.Second)
+		// The worker that ran the latest slot owns the schedule's partition.
+		var latest *execution
+		for _, xs := range e.executions() {
+			for _, x := range xs {
+				if latest == nil || x.start.After(latest.start) {
+					latest = x
+				}
+			}
+		}
+		victim := -1
+		for i, h := range hosts {
+			if h.worker.name == latest.worker {
+				victim = i
+			}
+		}
+		if victim < 0 {
+			t.Fatalf("no running host has worker %s", latest.worker)
+		}
+		h := hosts[victim]
+		e.kill9(h.worker)
+		h.ticker.kill()
+		killedAt = append(killedAt, time.Now())
+		time.Sleep(3 * time.Second)
+		hosts[victim] = startHost(victim)
+	}
+	time.Sleep(12 * time.Second)
+	for _, h := range hosts {
+		h.ticker.signal(syscall.SIGTERM)
+	}
+	for _, h := range hosts {
+		_ = h.ticker.wait(t, 30*time.Second)
+	}
+	time.Sleep(time.Second) // the last transaction's markers reach the collector
+	emitted := ticks.of("beat")
+	slots := checkSequence(t, emitted, time.Second)
+	var all []emittedTick
+	for _, s := range emitted {
+		all = append(all, emittedTick{id: s.tick.ID, slot: s.tick.StartAt()})
+	}
+	ex := e.waitAllOK(ids(all), 90*time.Second)
+	reruns := 0
+	for _, x := range all {
+		runs := ex[x.id]
+		reruns += len(runs) - 1
+		oks := 0
+		for _, r := range runs {
+			if r.done && r.result == "ok" {
+				oks++
+				if oks == 2 && !killedRightAfter(killedAt, runs[0].last) {
+					t.Errorf("tick %s finished twice, and no kill came right after its first run", x.id)
+				}
+			}
+		}
+	}
+	delays := startDelays(all, ex)
+	t.Logf("%d slots; start delay p50 %s, p99 %s, max %s; %d re-runs of runs cut by a kill", slots,
+		pct(delays, .5), pct(delays, .99), pct(delays, 1), reruns)
+	if worst, bound := pct(delays, 1), 6*time.Second+3*time.Second; worst > bound {
+		t.Errorf("a slot started %s after its instant, want at most the session timeout + 3 s (%s)", worst.Round(time.Millisecond), bound)
+	}
+	for _, h := range hosts {
+		e.stop(h.worker)
+	}
+}
+
+// killedRightAfter reports whether one of the kills came within half a second after at.
+func killedRightAfter(kills []time.Time, at time.Time) bool {
+	for _, k := range kills {
+		if d := k.Sub(at); d >= -50*time.Millisecond && d <= 500*time.Millisecond {
+			return true
+		}
+	}
+	return false
 }

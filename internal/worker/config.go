@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/ledger"
 )
 
 // Config configures a Worker. The zero value of every field but Kafka takes the default documented on it.
@@ -21,7 +22,8 @@ type Config struct {
 	Kafka kafka.Config
 	// WorkerID names this process in outcome records and logs. Defaults to <hostname>-<pid>.
 	WorkerID string
-	// Concurrency is how many partitions may run a handler at the same time. Defaults to 12.
+	// Concurrency is how many records the worker takes to their outcome at once, over all its partitions: it
+	// bounds the handlers running at the same time. Defaults to 12.
 	Concurrency int
 	// MaxAttempts is how many times a tick is tried in one delivery before it goes to the dead-letter topic.
 	// Defaults to 3.
@@ -140,8 +142,8 @@ func (c Config) validate() error {
 		return errors.New("durations must not be negative")
 	case c.OnInterrupted != OnInterruptedRerun && c.OnInterrupted != OnInterruptedSkip:
 		return fmt.Errorf("on-interrupted %q: want %q or %q", c.OnInterrupted, OnInterruptedRerun, OnInterruptedSkip)
-	case c.Lease < 100*time.Millisecond:
-		return fmt.Errorf("lease %s: want at least 100ms", c.Lease)
+	case c.Lease < 100*time.Millisecond || c.Lease > ledger.MaxLease:
+		return fmt.Errorf("lease %s: want between 100ms and %s", c.Lease, ledger.MaxLease)
 	case c.MaxClockSkew < 0:
 		return errors.New("max clock skew must not be negative")
 	case c.PreStart < 0 || c.PreStart > time.Second:

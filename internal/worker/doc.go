@@ -1,21 +1,23 @@
 // Package worker is the work-topic consumer: it runs every tick the leader emitted, once per delivery, in order
-// per partition, with retries, dead letters, deadlines and outcome records.
+// per schedule and shard, with retries, dead letters, deadlines and outcome records.
 //
 // # Consumption
 //
 // A Worker consumes <ns>.work in group <ns>.workers with read_committed isolation (a tick from a transaction a
 // fenced leader aborted is never seen), manual commits and the cooperative-sticky balancer. Each assigned
-// partition gets a lane: a goroutine that runs the partition's records one after the other, so the ticks of one
-// schedule and shard (which share a partition) never overlap. Config.Concurrency bounds how many lanes run a
-// handler at once.
+// partition gets a lane: a dispatcher that starts the partition's records by key (a schedule and shard): one
+// key's ticks one at a time, in offset order, so they never overlap; different keys side by side. The records
+// it starts go to the worker's Config.Concurrency runners, shared by every lane, so Concurrency bounds the
+// handlers running at once.
 //
 // Held ticks (queue.go). The leader emits ticks up to its --lead before their instant (tick.Tick.NotBefore).
 // The poll loop appends every batch to its lane's queue at once, so a lane keeps reading its partition while it
-// holds ticks: it starts each scheduled tick, in offset order, on its instant (its start recorded in the ledger
-// Config.PreStart ahead), lets manual triggers run without waiting behind held ticks, and remembers the
-// cancellations of paused and deleted schedules (tick.Cancel), which it applies to the ticks it holds (outcome
-// cancelled). The committed offset stays below the first record not finished. A partition is paused while its
-// queue holds laneQueueMax records, so memory stays bounded.
+// holds ticks: it starts each scheduled tick on its instant (its start recorded in the ledger Config.PreStart
+// ahead), lets manual triggers run without waiting behind held ticks (only behind a running tick of their key),
+// and remembers the cancellations of paused and deleted schedules (tick.Cancel), which it applies to the ticks
+// it holds (outcome cancelled). The committed offset stays below the first record not finished, whatever
+// finished after it. A partition is paused while its queue holds laneQueueMax records, so memory stays bounded
+// with a slow key and a fast one.
 //
 // Per record: consult the ledger (below), decode (an undecodable record or an unknown major version goes to
 // <ns>.dlq at once), check the deadline (a tick that would start after tick.Tick.Deadline is skipped and
@@ -27,16 +29,17 @@
 //
 // # Lane states
 //
-//	assigned ──► takeover ──► holding (next tick not due) ◄──► running (a tick is due, or a trigger waits) ...
+//	assigned ──► takeover ──► dispatching (starts each key's next due tick) ...
 //	   │            │
-//	   │            ├─ revoked: cancel the in-flight handler (exec: SIGTERM/SIGKILL to its process group), wait,
-//	   │            │           release it in the ledger, commit what the lane finished, forget the lane
-//	   │            ├─ lost:    cancel, wait, forget; nothing is committed (another member may own it already)
-//	   │            └─ shutdown: finish the current record (all its attempts) within Config.Grace, then cancel;
-//	   │                        write outcomes, commit, leave the group
+//	   │            ├─ revoked:  stop starting records, commit what the lane finished, forget the lane; its runs
+//	   │            │            go on under their leases and write their outcomes (a run belongs to its worker)
+//	   │            ├─ lost:     stop, cut the runs (exec: SIGTERM/SIGKILL to the process group), release them in
+//	   │            │            the ledger; nothing is committed (another member may own it already)
+//	   │            └─ shutdown: stop starting, commit, leave the group at once; the runs finish within
+//	   │                         Config.Grace, then are cut
 //
-// A cancelled record has no outcome and is not committed: the partition's next owner finds it released (or
-// started) in the ledger and runs it again as an interrupted tick.
+// A cut record has no outcome and is not committed: the partition's next owner finds it released (or started)
+// in the ledger and runs it again as an interrupted tick.
 //
 // # Start offset of a new group
 //
@@ -54,7 +57,7 @@
 // for as long as a classic-protocol rebalance lasts (after a crash, until the dead member's session expires),
 // while live workers keep running ticks. So every lane also keeps a ledger, in <ns>.results: results partition
 // p is work partition p's ledger (the results topic must have at least as many partitions as the work topic),
-// one ordered log of claim, started, released and outcome entries (internal/ledger). A lane's life:
+// one ordered log of claim, started, renewed, released and outcome entries (internal/ledger). A lane's life:
 //
 //	assigned ─► takeover ─► for each record: ledger says ─┬─ outcome:  not run again; committed past
 //	                                                      ├─ started:  interrupted ─► wait until surely over ─┐
@@ -78,16 +81,17 @@
 // token is the handler's fencing token (Attempt.Fence, TICK_FENCE, the Tickgroup-Fence header) for downstream
 // stores that want to refuse a zombie's writes.
 //
-// Leases: two runs of one tick never overlap. A running handler holds a lease (Config.Lease) that the lane
-// renews, every Lease/5, only by writing a claim renewal and reading it back with no foreign claim before it;
-// the lease then runs until the renewal's send time plus Lease. A handler whose lease runs out is cancelled,
-// and an exec handler's supervisor process kills its process group at the lease's end by itself, even when the
-// worker is frozen; when the worker dies, the supervisor kills the group at once. Any proof a former owner
-// wrote was sent before the new owner's claim was appended, so every run of a former owner is over by the new
-// claim's acknowledgement plus Lease (plus Config.MaxClockSkew between the hosts). That is how long a new owner
-// waits before it decides about a tick that a former owner started and did not finish, unless the former
-// owner's own outcome or release arrives first (a worker that loses a partition gracefully releases what it
-// cancelled, so that its next owner need not wait).
+// Leases: two runs of one tick never overlap. A running handler holds a lease (Config.Lease) that its runner
+// renews, every Lease/5, by writing a renewed entry of the run and reading it back: the renewal stands when no
+// other worker started the tick in between, and the lease then runs until the renewal's send time plus Lease.
+// The partition's ownership does not matter: a run outlives a rebalance. A handler whose lease runs out is
+// cancelled, and an exec handler's supervisor process kills its process group at the lease's end by itself,
+// even when the worker is frozen; when the worker dies, the supervisor kills the group at once. A worker that
+// finds a tick started and not finished elsewhere (ledger.TickState.ProofAt) waits, for that key only, until its
+// last proof (start or renewal, by its writer's timestamp and never later than when it was read) plus its lease
+// plus Config.MaxClockSkew, a wait that each renewal pushes out and the run's outcome or release ends. It then
+// starts the tick itself (its started entry ends the old run's renewals) and, should a renewal have slipped in
+// before its start, waits for that one's lease too before the handler starts (seizedUntil).
 //
 // Interrupted ticks: started (or released) with no outcome. Config.OnInterrupted decides: rerun (the default)
 // runs the tick again, with Attempt.N counting on from the former owners' attempts and Attempt.Interrupted set
@@ -100,6 +104,11 @@
 //   - A tick with an outcome never runs again: not after a graceful stop, a kill -9, a rebalance of any length,
 //     a broker restart or a worker that wakes from SIGSTOP.
 //   - Two runs of one tick never overlap (leases, above), and a re-run only follows a run that was cut off.
+//   - A rebalance does not cut a run; a crash, a freeze beyond the lease, the loss of the group membership or the
+//     end of the shutdown's grace period does.
+//   - The ledger takes only what the log proves (ledger.Fold.Apply): entries from the owner or runner of the
+//     time, about work offsets that exist, for the tick the work record holds; every refusal is counted
+//     (tickgroup_worker_ledger_refused_total) and warned about.
 //   - What still can run twice (with rerun): a tick whose handler had its effect and whose worker died or was
 //     cut off before the outcome was acknowledged. The re-run carries TICK_INTERRUPTED=1, a higher TICK_ATTEMPT
 //     and a higher TICK_FENCE; the tick ID is the idempotency key. With skip such a tick runs at most once.

@@ -41,12 +41,14 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	concurrency := fs.Int("concurrency", worker.DefaultConcurrency, "worker concurrency")
 	keep := fs.Bool("keep", false, "keep the namespace's topics and group afterwards")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the worker library's phase to this file")
-	fs.Usage = cli.Usage(fs, "Usage: tickbench worker [flags]\n\nWrites --ticks ticks into a fresh namespace, then measures (1) raw franz-go\nconsumption (read_committed, no processing) and (2) the worker library with a no-op handler\n(outcome records and offset commits included), and prints both rates, their ratio, each partition's\nrate and the round trip of one produce and its read-back (the floor of a lane's per-tick ledger cost).")
+	workers := fs.Int("workers", 1, "worker instances in this process, in one group")
+	sleep := fs.Duration("handler-sleep", 0, "how long the handler takes (waiting, not computing): 0 is a no-op handler")
+	fs.Usage = cli.Usage(fs, "Usage: tickbench worker [flags]\n\nWrites --ticks ticks into a fresh namespace, then measures (1) raw franz-go\nconsumption (read_committed, no processing) and (2) the worker library (--workers instances in one group,\na no-op handler or one that waits --handler-sleep; outcome records and offset commits included), and prints both rates, their ratio, each partition's\nrate and the round trip of one produce and its read-back (the floor of a lane's per-tick ledger cost).")
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
-	if *n < 1 || *parts < 1 || *schedules < 1 {
-		return cli.Usagef("--ticks, --partitions and --schedules must be at least 1")
+	if *n < 1 || *parts < 1 || *schedules < 1 || *workers < 1 || *sleep < 0 {
+		return cli.Usagef("--ticks, --partitions, --schedules and --workers must be at least 1, --handler-sleep not negative")
 	}
 	ns, err := newBenchNamespace(ctx, *brokers, "tickbench", *parts, *keep)
 	if err != nil {
@@ -85,13 +87,14 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	if err != nil {
 		return err
 	}
-	wd, handled, done, err := runWorkerLib(ctx, kcfg, adm, names, ends, *concurrency)
+	wd, handled, done, err := runWorkerLib(ctx, kcfg, adm, names, ends, *concurrency, *workers, *sleep)
 	stopProfile()
 	if err != nil {
 		return err
 	}
 	wRate := float64(*n) / wd.Seconds()
-	fmt.Fprintf(stdout, "worker: %8d ticks in %6.2fs  %9.0f ticks/s  (internal/worker, no-op handler, %d handled, outcomes + commits)\n", *n, wd.Seconds(), wRate, handled)
+	fmt.Fprintf(stdout, "worker: %8d ticks in %6.2fs  %9.0f ticks/s  (internal/worker x%d, concurrency %d, handler %s, %d handled, outcomes + commits)\n",
+		*n, wd.Seconds(), wRate, *workers, *concurrency, handlerName(*sleep), handled)
 	fmt.Fprintf(stdout, "ratio:  worker/raw = %.3f\n", wRate/rawRate)
 	printPerPartition(stdout, counts, done)
 	var ms runtime.MemStats
@@ -212,23 +215,38 @@ func consumeRaw(ctx context.Context, base []kgo.Opt, topic string, n int) (time.
 
 // runWorkerLib runs the worker library until every partition is committed up to its end and returns the total
 // time, the ticks handled and, per partition, when its commit first reached its end (polled every 100 ms).
-func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, names kafka.Names, ends map[int32]int64, concurrency int) (time.Duration, int64, map[int32]time.Duration, error) {
+func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, names kafka.Names, ends map[int32]int64, concurrency, workers int, sleep time.Duration) (time.Duration, int64, map[int32]time.Duration, error) {
 	var handled atomic.Int64
-	h := worker.HandlerFunc(func(context.Context, tick.Tick, worker.Attempt) error {
+	h := worker.HandlerFunc(func(ctx context.Context, _ tick.Tick, _ worker.Attempt) error {
 		handled.Add(1)
+		if sleep > 0 {
+			t := time.NewTimer(sleep)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
 		return nil
 	})
-	w, err := worker.New(worker.Config{Kafka: kcfg, WorkerID: "tickbench", Concurrency: concurrency, Start: worker.StartEarliest},
-		h, worker.Deps{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return 0, 0, nil, err
+	var ws []*worker.Worker
+	for i := range workers {
+		w, err := worker.New(worker.Config{Kafka: kcfg, WorkerID: fmt.Sprintf("tickbench-%d", i), Concurrency: concurrency, Start: worker.StartEarliest},
+			h, worker.Deps{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		ws = append(ws, w)
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	errc := make(chan error, 1)
+	errc := make(chan error, workers)
 	start := time.Now()
 	doneAt := map[int32]time.Duration{}
-	go func() { errc <- w.Run(wctx) }()
+	for _, w := range ws {
+		go func() { errc <- w.Run(wctx) }()
+	}
 	for {
 		select {
 		case err := <-errc:
@@ -250,12 +268,21 @@ func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, name
 		if done {
 			d := time.Since(start)
 			stop()
-			if err := <-errc; err != nil {
-				return 0, 0, nil, err
+			for range ws {
+				if err := <-errc; err != nil {
+					return 0, 0, nil, err
+				}
 			}
 			return d, handled.Load(), doneAt, nil
 		}
 	}
+}
+
+func handlerName(sleep time.Duration) string {
+	if sleep == 0 {
+		return "no-op"
+	}
+	return "sleeping " + sleep.String()
 }
 
 // printPerPartition prints what one partition's lane achieved: its ticks over the time until its commit reached

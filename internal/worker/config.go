@@ -23,7 +23,7 @@ type Config struct {
 	// WorkerID names this process in outcome records and logs. Defaults to <hostname>-<pid>.
 	WorkerID string
 	// Concurrency is how many records the worker takes to their outcome at once, over all its partitions: it
-	// bounds the handlers running at the same time. Defaults to 12.
+	// bounds the handlers running at the same time. Defaults to 64.
 	Concurrency int
 	// MaxAttempts is how many times a tick is tried in one delivery before it goes to the dead-letter topic.
 	// Defaults to 3.
@@ -89,7 +89,7 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultConcurrency    = 12
+	DefaultConcurrency    = 64
 	DefaultMaxAttempts    = 3
 	DefaultBackoff        = time.Second
 	DefaultMaxBackoff     = 30 * time.Second

@@ -408,12 +408,14 @@ func (l *lane) publish(it *item, o Outcome) {
 	rec := it.rec
 	l.ledger.raiseLimit(rec.Offset + 1)
 	l.pending.Add(1)
-	w.prod.Produce(context.WithoutCancel(l.ctx), w.resultRecord(rec, o, w.resultParts), func(_ *kgo.Record, err error) {
+	w.prod.Produce(context.WithoutCancel(l.ctx), w.resultRecord(rec, o, w.resultParts), func(r *kgo.Record, err error) {
 		defer l.pending.Done()
 		if err != nil {
 			// The tick has run (or been dead-lettered); holding its offset back would only run it again.
 			w.m.outcomeErrs.Inc()
 			w.logger.Error("writing outcome", "tick_id", o.ID, "partition", rec.Partition, "offset", rec.Offset, "error", err)
+		} else {
+			w.tail.remember(r.Partition, r.Offset, o.entry())
 		}
 		l.finish(it)
 	})

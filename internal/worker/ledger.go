@@ -42,7 +42,14 @@ type tail struct {
 
 	mu    sync.Mutex
 	lanes map[int32][]*laneLedger
+	// own holds this worker's own entries, by partition and ledger offset, from their acknowledgement until
+	// the tail reads them, so that it need not decode what it wrote; read is the next offset to read.
+	own  map[int32]map[int64]ledger.Entry
+	read map[int32]int64
 }
+
+// maxOwn bounds the entries a tail remembers per partition.
+const maxOwn = 100_000
 
 // laneLedger is one lane's view of its partition's ledger.
 type laneLedger struct {
@@ -66,7 +73,8 @@ type laneLedger struct {
 const refusalWarnEvery = 10 * time.Second
 
 func newTail(cl *kgo.Client, w *Worker) *tail {
-	return &tail{cl: cl, topic: w.names.Results, w: w, lanes: map[int32][]*laneLedger{}}
+	return &tail{cl: cl, topic: w.names.Results, w: w, lanes: map[int32][]*laneLedger{}, own: map[int32]map[int64]ledger.Entry{},
+		read: map[int32]int64{}}
 }
 
 // run applies ledger entries until ctx ends or the client is closed.
@@ -82,16 +90,54 @@ func (t *tail) run(ctx context.Context) {
 			}
 		})
 		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
-			t.mu.Lock()
-			lls := slices.Clone(t.lanes[ftp.Partition])
-			t.mu.Unlock()
 			if len(ftp.Records) == 0 {
 				return
 			}
+			t.mu.Lock()
+			lls := slices.Clone(t.lanes[ftp.Partition])
+			known := t.takeOwn(ftp.Partition, ftp.Records)
+			t.mu.Unlock()
 			for _, ll := range lls {
-				ll.apply(ftp.Records, t.w)
+				ll.apply(ftp.Records, known, t.w)
 			}
 		})
+	}
+}
+
+// takeOwn returns, for each of recs, the entry this worker wrote at its offset (nil: decode it), and moves the
+// partition's read position past them. Called with t.mu held.
+func (t *tail) takeOwn(p int32, recs []*kgo.Record) []*ledger.Entry {
+	t.read[p] = max(t.read[p], recs[len(recs)-1].Offset+1)
+	own := t.own[p]
+	if len(own) == 0 {
+		return nil
+	}
+	known := make([]*ledger.Entry, len(recs))
+	for i, r := range recs {
+		if e, ok := own[r.Offset]; ok {
+			known[i] = &e
+			delete(own, r.Offset)
+		}
+	}
+	return known
+}
+
+// remember keeps e, acknowledged at ledger offset o of partition p, for the tail to apply without decoding it,
+// unless the tail has read that offset already.
+func (t *tail) remember(p int32, o int64, e ledger.Entry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, reading := t.lanes[p]; !reading || o < t.read[p] {
+		return
+	}
+	own := t.own[p]
+	if own == nil {
+		own = map[int64]ledger.Entry{}
+		t.own[p] = own
+	}
+	if len(own) < maxOwn {
+		e.V = ledger.Version
+		own[o] = e
 	}
 }
 
@@ -136,13 +182,17 @@ func (t *tail) remove(ll *laneLedger) {
 		return
 	}
 	delete(t.lanes, ll.partition)
+	delete(t.own, ll.partition)
+	delete(t.read, ll.partition)
 	t.cl.RemoveConsumePartitions(map[string][]int32{t.topic: {ll.partition}})
 }
 
-func (ll *laneLedger) apply(recs []*kgo.Record, w *Worker) {
+// apply applies recs to the fold; known, when not nil, holds the entries this worker wrote itself (nil for
+// the others, which are decoded).
+func (ll *laneLedger) apply(recs []*kgo.Record, known []*ledger.Entry, w *Worker) {
 	ll.mu.Lock()
 	defer ll.mu.Unlock()
-	for _, r := range recs {
+	for i, r := range recs {
 		if r.Offset < ll.readTo {
 			continue // a refetch after remove and add
 		}
@@ -150,11 +200,16 @@ func (ll *laneLedger) apply(recs []*kgo.Record, w *Worker) {
 		if r.Value == nil {
 			continue // a tombstone (an operator's deletion); the ledger keeps what it has
 		}
-		e, err := ledger.Decode(r.Value)
-		if err != nil {
-			w.m.ledgerBad.Inc()
-			w.logger.Warn("unreadable ledger entry: ignored", "partition", r.Partition, "offset", r.Offset, "error", err)
-			continue
+		var e ledger.Entry
+		if known != nil && known[i] != nil {
+			e = *known[i]
+		} else {
+			var err error
+			if e, err = ledger.Decode(r.Value); err != nil {
+				w.m.ledgerBad.Inc()
+				w.logger.Warn("unreadable ledger entry: ignored", "partition", r.Partition, "offset", r.Offset, "error", err)
+				continue
+			}
 		}
 		// A record was written before it was read: a timestamp later than now is its writer's clock running
 		// ahead (or a forged one), and must not stretch a run's lease.
@@ -490,6 +545,7 @@ func (w *Worker) writeLedger(ctx context.Context, p int32, key []byte, e ledger.
 	if err := w.prod.ProduceSync(ctx, r).FirstErr(); err != nil {
 		return 0, kafka.NeedACL(err, "Write", "topic", w.names.Results)
 	}
+	w.tail.remember(p, r.Offset, e)
 	return r.Offset, nil
 }
 

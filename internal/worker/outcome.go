@@ -107,6 +107,14 @@ func resultKey(rec *kgo.Record) []byte {
 	return []byte(rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) + "/" + strconv.FormatInt(rec.Offset, 10))
 }
 
+// entry is o as the ledger entry its record decodes to.
+func (o Outcome) entry() ledger.Entry {
+	finished := o.FinishedAt
+	return ledger.Entry{V: ledger.Version, Kind: ledger.KindOutcome, ID: o.ID, Schedule: o.Schedule, Slot: o.Slot,
+		Partition: o.Partition, Offset: o.Offset, Fence: o.Fence, Worker: o.Worker, Attempts: o.Attempts,
+		Status: o.Status, Error: o.Error, DurationMS: o.DurationMS, Interrupted: o.Interrupted, FinishedAt: &finished}
+}
+
 func (w *Worker) resultRecord(rec *kgo.Record, o Outcome, partitions int) *kgo.Record {
 	o.V, o.Kind = ledger.Version, ledger.KindOutcome
 	v, err := json.Marshal(o)

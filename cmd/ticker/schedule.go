@@ -256,7 +256,8 @@ func trigger(ctx context.Context, cl *kgo.Client, names kafka.Names, e store.Ent
 	s := e.Spec()
 	nonce := make([]byte, 4)
 	_, _ = rand.Read(nonce)
-	src := tick.Source{Schedule: s.Name, Shards: s.Shards, Payload: s.Payload, Version: e.Version, Deadline: time.Duration(s.Deadline)}
+	src := tick.Source{Schedule: s.Name, Shards: s.Shards, Payload: s.Payload, Version: e.Version, Deadline: time.Duration(s.Deadline),
+		Metrics: s.Metrics}
 	var recs []*kgo.Record
 	for _, t := range src.Trigger(time.Now().UTC(), hex.EncodeToString(nonce)) {
 		v, err := tick.Encode(t)

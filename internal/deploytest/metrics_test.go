@@ -52,8 +52,11 @@ var (
 		"tickgroup_worker_partitions":          "gauge",
 		"tickgroup_worker_dead_letters_total":  "counter",
 		// The execution ledger.
-		"tickgroup_worker_ledger_ticks_total": "counter",
-		"tickgroup_worker_takeover_seconds":   "histogram",
+		"tickgroup_worker_ledger_ticks_total":   "counter",
+		"tickgroup_worker_takeover_seconds":     "histogram",
+		"tickgroup_worker_ledger_refused_total": "counter",
+		// Per opted-in schedule (metrics: true).
+		"tickgroup_worker_schedule_start_delay_seconds": "histogram",
 	}
 	// franz-go's kprom plugin, registered under the namespace tickgroup_kafka (always-on families only).
 	kpromMetrics = []string{

@@ -85,6 +85,7 @@ func newEmission(it *item, slots []time.Time, missed int64) emission {
 			Version:  e.Version,
 			Deadline: s.Deadline(),
 			Overlap:  s.Overlap(),
+			Metrics:  s.Metrics(),
 		},
 		entry:   e,
 		it:      it,

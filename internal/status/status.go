@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/store"
+	"github.com/tickgroup/tickgroup/internal/worklag"
 )
 
 // Report is what `ticker status` shows; its JSON (`ticker status --json`) is a stable contract for scripts:
@@ -61,12 +63,16 @@ type Schedule struct {
 	NextSlot *time.Time `json:"next_slot"`
 }
 
+// Lag is one work partition's: Lag records not committed yet (held ticks, emitted ahead of their instant,
+// included), and LateSeconds, how late the oldest of them is (its instant to now; 0 when it is held for its
+// instant or nothing waits).
 type Lag struct {
-	Partition int32  `json:"partition"`
-	Committed int64  `json:"committed"`
-	End       int64  `json:"end"`
-	Lag       int64  `json:"lag"`
-	Member    string `json:"member,omitempty"`
+	Partition   int32   `json:"partition"`
+	Committed   int64   `json:"committed"`
+	End         int64   `json:"end"`
+	Lag         int64   `json:"lag"`
+	LateSeconds float64 `json:"late_seconds"`
+	Member      string  `json:"member,omitempty"`
 }
 
 // Broken is a schedules-topic key waiting for the leader's repair.
@@ -200,7 +206,33 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 		}
 	}
 	sort.Slice(rep.Work, func(i, j int) bool { return rep.Work[i].Partition < rep.Work[j].Partition })
+	if rep.WorkLag > 0 {
+		late(ctx, opts, names, rep)
+	}
 	return rep, nil
+}
+
+// late fills each partition's LateSeconds from the oldest tick it has not executed (internal/worklag).
+func late(ctx context.Context, opts []kgo.Opt, names kafka.Names, rep *Report) {
+	m, err := worklag.New(worklag.Config{Topic: names.Work, Group: names.WorkerGroup, FetchTimeout: 3 * time.Second}, opts, slog.New(slog.DiscardHandler), nil)
+	if err == nil {
+		var cl *kgo.Client
+		if cl, err = kgo.NewClient(opts...); err == nil {
+			defer cl.Close()
+			var parts []worklag.Partition
+			if parts, err = m.Measure(ctx, kadm.NewClient(cl)); err == nil {
+				by := map[int32]float64{}
+				for _, p := range parts {
+					by[p.Partition] = p.Seconds
+				}
+				for i := range rep.Work {
+					rep.Work[i].LateSeconds = by[rep.Work[i].Partition]
+				}
+				return
+			}
+		}
+	}
+	rep.Errors = append(rep.Errors, fmt.Sprintf("reading the oldest pending ticks: %v", err))
 }
 
 // Print writes rep for a person.
@@ -240,12 +272,13 @@ func Print(w io.Writer, rep *Report) {
 	_ = tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORK PARTITION\tCOMMITTED\tEND\tLAG\tWORKER")
+	fmt.Fprintln(tw, "WORK PARTITION\tCOMMITTED\tEND\tLAG\tLATE\tWORKER")
 	for _, l := range rep.Work {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\n", l.Partition, l.Committed, l.End, l.Lag, l.Member)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\n", l.Partition, l.Committed, l.End, l.Lag,
+			(time.Duration(l.LateSeconds * float64(time.Second))).Round(time.Millisecond), l.Member)
 	}
 	_ = tw.Flush()
-	fmt.Fprintf(w, "total work lag: %d\n", rep.WorkLag)
+	fmt.Fprintf(w, "total work lag: %d (LAG counts ticks held for their instant; LATE is how late the oldest waiting tick is)\n", rep.WorkLag)
 	if len(rep.Broken) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "BROKEN SCHEDULE RECORDS (the replicas keep the last valid definition; the leader repairs them)")

@@ -18,6 +18,8 @@ type Source struct {
 	LeaderEpoch int64
 	// Overlap is the schedule's overlap policy (OverlapQueue or OverlapSkip; empty means queue).
 	Overlap string
+	// Metrics is set for a schedule with metrics of its own (Tick.Metrics).
+	Metrics bool
 }
 
 // AppendSlot appends to dst the ticks of slot, one per shard, emitted at emittedAt. notBefore, when not zero,
@@ -66,6 +68,7 @@ func (s Source) fill(t Tick, base, emittedAt time.Time) (Tick, time.Time) {
 	if s.Overlap == OverlapSkip && !t.Trigger {
 		t.Overlap = OverlapSkip
 	}
+	t.Metrics = s.Metrics
 	if s.Deadline > 0 {
 		return t, base.Add(s.Deadline)
 	}

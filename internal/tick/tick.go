@@ -55,7 +55,10 @@ type Tick struct {
 	Trigger bool `json:"trigger,omitempty"`
 	// Overlap is the schedule's overlap policy: OverlapQueue (empty: every tick runs, in order) or OverlapSkip
 	// (a tick does not start when a newer tick of the same schedule and shard is already due).
-	Overlap         string    `json:"overlap,omitempty"`
+	Overlap string `json:"overlap,omitempty"`
+	// Metrics is set when the schedule opts in to metrics of its own (metrics: true): the workers then export
+	// its start delay with a schedule label.
+	Metrics         bool      `json:"metrics,omitempty"`
 	ScheduleVersion int64     `json:"schedule_version"`
 	LeaderEpoch     int64     `json:"leader_epoch"`
 	EmittedAt       time.Time `json:"emitted_at"`
@@ -235,6 +238,9 @@ func appendTick(b []byte, t *Tick, id []byte, st *stamps) ([]byte, bool) {
 	if t.Overlap != "" {
 		b = append(b, `,"overlap":`...)
 		b = appendString(b, t.Overlap)
+	}
+	if t.Metrics {
+		b = append(b, `,"metrics":true`...)
 	}
 	b = append(b, `,"schedule_version":`...)
 	b = strconv.AppendInt(b, t.ScheduleVersion, 10)

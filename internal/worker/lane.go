@@ -548,7 +548,11 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *A
 			return hctx.Err()
 		}
 		// Instant -> start of the first attempt, measured once the start is recorded: the ledger's cost is in it.
-		w.m.startDelay.Observe(w.cfg.Now().Sub(t.StartAt()).Seconds())
+		delay := w.cfg.Now().Sub(t.StartAt()).Seconds()
+		w.m.startDelay.Observe(delay)
+		if t.Metrics && !t.Trigger {
+			w.m.scheduleDelay.WithLabelValues(t.Schedule).Observe(delay)
+		}
 	}
 	actx, cancel := context.WithTimeout(hctx, w.cfg.Timeout)
 	defer cancel()

@@ -21,6 +21,7 @@ const (
 type metrics struct {
 	ticks          *prometheus.CounterVec
 	startDelay     prometheus.Histogram
+	scheduleDelay  *prometheus.HistogramVec
 	duration       prometheus.Histogram
 	inflight       prometheus.Gauge
 	partitions     prometheus.Gauge
@@ -46,6 +47,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time from a tick's start instant (its slot plus jitter: not_before) to the start of its first handler attempt (after its started entry is recorded).",
 			Buckets: []float64{.0005, .001, .002, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}),
+		scheduleDelay: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tickgroup_worker_schedule_start_delay_seconds",
+			Help:    "tickgroup_worker_start_delay_seconds for the scheduled ticks of each schedule with metrics: true (label schedule): one slow neighbour or a stuck partition shows per schedule.",
+			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"schedule"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tickgroup_worker_duration_seconds",
 			Help:    "Duration of one handler attempt.",
@@ -103,7 +109,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.deadLetters.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.ticks, m.startDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.ledgerSkips, m.takeover)
+		reg.MustRegister(m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.ledgerSkips, m.takeover)
 	}
 	return m
 }

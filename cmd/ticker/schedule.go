@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tickgroup/tickgroup/internal/cancel"
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/schedule"
@@ -180,14 +179,10 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 
 	switch sub {
 	case "put":
-		v, err := store.Put(ctx, cl, names.Schedules, spec)
-		if err != nil {
+		if _, err := store.Put(ctx, cl, names.Schedules, spec); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "schedule %s written\n", name)
-		if spec.Paused {
-			announce(ctx, cl, names, stderr, tick.Cancel{Schedule: name, Before: v, After: time.Now().UTC(), Reason: tick.ReasonPaused})
-		}
 	case "get":
 		e, err := lookup()
 		if err != nil {
@@ -214,11 +209,9 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		if _, err := lookup(); err != nil {
 			return err
 		}
-		v, err := store.Delete(ctx, cl, names.Schedules, name)
-		if err != nil {
+		if _, err := store.Delete(ctx, cl, names.Schedules, name); err != nil {
 			return err
 		}
-		announce(ctx, cl, names, stderr, tick.Cancel{Schedule: name, Before: v, After: time.Now().UTC(), Reason: tick.ReasonDeleted})
 		fmt.Fprintf(stdout, "schedule %s deleted\n", name)
 	case "pause", "resume":
 		e, err := lookup()
@@ -227,12 +220,8 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		}
 		s := e.Spec()
 		s.Paused = sub == "pause"
-		v, err := store.Put(ctx, cl, names.Schedules, s)
-		if err != nil {
+		if _, err := store.Put(ctx, cl, names.Schedules, s); err != nil {
 			return err
-		}
-		if s.Paused {
-			announce(ctx, cl, names, stderr, tick.Cancel{Schedule: name, Before: v, After: time.Now().UTC(), Reason: tick.ReasonPaused})
 		}
 		fmt.Fprintf(stdout, "schedule %s %sd\n", name, sub)
 	case "trigger":
@@ -293,33 +282,13 @@ func apply(ctx context.Context, cl *kgo.Client, names kafka.Names, current map[s
 		fmt.Fprintf(stdout, "dry run: %d change(s) not written\n", len(changes))
 		return nil
 	}
-	offsets, err := store.Write(ctx, cl, names.Schedules, changes)
-	now := time.Now().UTC()
-	var cancels []tick.Cancel
-	for i, o := range offsets {
-		switch c := changes[i]; {
-		case c.Op == store.OpDelete:
-			cancels = append(cancels, tick.Cancel{Schedule: c.Name, Before: o, After: now, Reason: tick.ReasonDeleted})
-		case c.Spec.Paused:
-			cancels = append(cancels, tick.Cancel{Schedule: c.Name, Before: o, After: now, Reason: tick.ReasonPaused})
-		}
-	}
-	announce(ctx, cl, names, stderr, cancels...)
-	if err != nil {
+	// The leader cancels the ticks it emitted ahead for pauses and deletions once it sees them (tick.Cancel):
+	// only its transactional cancels take effect.
+	if _, err := store.Write(ctx, cl, names.Schedules, changes); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%d change(s) written\n", len(changes))
 	return nil
-}
-
-// announce writes the cancellations of the pauses and deletions just written (cancel.Announce). A failure does
-// not fail the command: the change is written, and the leader cancels the ticks it emitted ahead once it sees
-// it; until then they may still run, which the warning says.
-func announce(ctx context.Context, cl *kgo.Client, names kafka.Names, stderr io.Writer, cancels ...tick.Cancel) {
-	if err := cancel.Announce(ctx, cl, names.Work, cancels); err != nil {
-		fmt.Fprintf(stderr, "warning: the change is written, but cancelling the ticks already emitted for it failed: %v\n"+
-			"  (the leader cancels them when it sees the change; until then ticks due within ticker run --lead may run)\n", err)
-	}
 }
 
 func orDefault(s, def string) string {

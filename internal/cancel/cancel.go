@@ -1,15 +1,11 @@
-// Package cancel writes and recognises the cancel records of the work topic (tick.Cancel): how a pause or a
-// deletion reaches the ticks a leader emitted ahead of their slot.
+// Package cancel builds and recognises the cancel records of the work topic (tick.Cancel): how a pause or a
+// deletion reaches the ticks a leader emitted ahead of their slot. The leader writes them, in a transaction of
+// its term; a worker takes only such records (Genuine).
 package cancel
 
 import (
-	"context"
-	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -28,6 +24,13 @@ func Records(c tick.Cancel, topic string, partitions int) []*kgo.Record {
 	return recs
 }
 
+// Genuine reports whether the cancel record r may take effect: it was written in a transaction, as the leader
+// writes its cancels, in the same lineage of transactional producers as the ticks. Write on the work topic is
+// also held by operators (for `ticker schedule trigger`), whose records are never transactional: a forged cancel
+// must not silently suppress a live schedule. Only a principal with a transactional ID on the work topic (the
+// ticker role) can write a genuine one.
+func Genuine(r *kgo.Record) bool { return r.Attrs.IsTransactional() && r.ProducerID >= 0 }
+
 // Is reports whether r is a cancel record (by its header; its value may still be unreadable).
 func Is(r *kgo.Record) bool {
 	for _, h := range r.Headers {
@@ -36,35 +39,4 @@ func Is(r *kgo.Record) bool {
 		}
 	}
 	return false
-}
-
-// Write writes cancels to every partition of the work topic (partitions of them) and waits for them. cl must
-// use the manual partitioner.
-func Write(ctx context.Context, cl *kgo.Client, topic string, partitions int, cancels ...tick.Cancel) error {
-	var recs []*kgo.Record
-	for _, c := range cancels {
-		recs = append(recs, Records(c, topic, partitions)...)
-	}
-	if len(recs) == 0 {
-		return nil
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return fmt.Errorf("writing %d cancellation(s) to %s: %w", len(cancels), topic, err)
-	}
-	return nil
-}
-
-// Announce writes cancels to the work topic of names (all its partitions) right after the pauses or deletions
-// they describe were written, so that ticks already emitted ahead of their slot do not run. The leader writes
-// them as well once it sees the change; this write makes them take effect without waiting for it (during a
-// leader failover too). cl must use the manual partitioner.
-func Announce(ctx context.Context, cl *kgo.Client, work string, cancels []tick.Cancel) error {
-	if len(cancels) == 0 {
-		return nil
-	}
-	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(cl), work)
-	if err != nil {
-		return err
-	}
-	return Write(ctx, cl, work, partitions, cancels...)
 }

@@ -185,7 +185,9 @@ func (f *forwarder) hold(recs []*kgo.Record) {
 		if !f.parts[r.Partition] {
 			continue // released meanwhile
 		}
-		if cancel.Is(r) {
+		if cancel.Is(r) && !cancel.Genuine(r) {
+			f.w.refusedCancels(r.Partition, 1)
+		} else if cancel.Is(r) {
 			if c, err := tick.DecodeCancel(r.Value); err == nil {
 				f.cancels[c.Schedule] = append(f.cancels[c.Schedule], c)
 			} // an unreadable one is dead-lettered when its turn comes (batch)
@@ -337,10 +339,10 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 	}
 	for _, rec := range recs {
 		if cancel.Is(rec) {
-			if _, err := tick.DecodeCancel(rec.Value); err == nil {
+			if _, err := tick.DecodeCancel(rec.Value); err == nil && cancel.Genuine(rec) {
 				continue // remembered when polled; nothing to forward
 			}
-			// Unreadable: dead-lettered below, as an unreadable tick.
+			// Unreadable, or not the leader's (refused when polled): dead-lettered below, as an unreadable tick.
 		}
 		start := w.cfg.Now()
 		o := Outcome{ID: string(resultKey(rec)), Worker: w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset, Attempts: 1}

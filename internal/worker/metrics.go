@@ -30,6 +30,7 @@ type metrics struct {
 	outcomeErrs    prometheus.Counter
 	ledgerBad      prometheus.Counter
 	ledgerRefused  *prometheus.CounterVec
+	cancelsRefused prometheus.Counter
 	deadLetterErrs prometheus.Counter
 	ledgerSkips    *prometheus.CounterVec
 	takeover       prometheus.Histogram
@@ -89,6 +90,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_worker_ledger_refused_total",
 			Help: "Ledger entries this worker refused, by reason: other_partition, stale_claim, fence_out_of_range, lease_out_of_range, not_owner, offset_out_of_range, after_outcome, too_many_ids, wrong_tick (the entry's tick ID is not the work record's), foreign_claim (a claim of another worker while the group still gives this worker the partition).",
 		}, []string{"reason"}),
+		cancelsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_worker_cancels_refused_total",
+			Help: "Cancel records on the work topic that were not written in a transaction (as the leader writes them): ignored, so no live schedule is suppressed by a record anyone with Write on the topic can forge.",
+		}),
 		ledgerSkips: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickgroup_worker_ledger_ticks_total",
 			Help: "Ticks whose handling the ledger decided on a takeover: finished (had an outcome: not run again), rerun (interrupted, run again), interrupted (interrupted, not run again: --on-interrupted skip).",
@@ -105,11 +110,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range []string{resultOK, resultFailed, resultRetried, resultSkippedLate, resultSkippedOverlap, resultDeadLettered, resultInterrupted, resultCancelled} {
 		m.ticks.WithLabelValues(r)
 	}
-	for _, r := range []string{reasonMaxAttempts, reasonPermanent, reasonUndecodable, reasonUnknownVersion, reasonTooLarge} {
+	for _, r := range []string{reasonMaxAttempts, reasonPermanent, reasonUndecodable, reasonUnknownVersion, reasonTooLarge, reasonForgedCancel} {
 		m.deadLetters.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.ledgerSkips, m.takeover)
+		reg.MustRegister(m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.cancelsRefused, m.ledgerSkips, m.takeover)
 	}
 	return m
 }

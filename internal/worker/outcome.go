@@ -42,7 +42,11 @@ const (
 	reasonUndecodable    = "undecodable"
 	reasonUnknownVersion = "unknown_version"
 	reasonTooLarge       = "too_large"
+	reasonForgedCancel   = "forged_cancel"
 )
+
+// errForgedCancel: a cancel record that was not written in a transaction (cancel.Genuine).
+var errForgedCancel = errors.New("cancel record not written in a transaction (not the leader's): refused")
 
 // Dead-letter headers.
 const (
@@ -169,6 +173,9 @@ func recordSize(r *kgo.Record) int {
 func decodeReason(err error) string {
 	if errors.Is(err, tick.ErrUnknownVersion) {
 		return reasonUnknownVersion
+	}
+	if errors.Is(err, errForgedCancel) {
+		return reasonForgedCancel
 	}
 	return reasonUndecodable
 }

@@ -53,9 +53,14 @@ type item struct {
 func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
 	items := make([]*item, 0, len(recs))
 	var cancels []tick.Cancel
+	forged := 0
 	for _, r := range recs {
 		it := &item{rec: r}
 		switch {
+		case cancel.Is(r) && !cancel.Genuine(r):
+			// Not the leader's: it takes no effect, and is dead-lettered like an unreadable record.
+			it.err, it.jump = errForgedCancel, true
+			forged++
 		case cancel.Is(r) && validCancel(r, &cancels):
 			it.handled, it.done = true, true
 		default:
@@ -92,6 +97,9 @@ func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
 	full = len(l.queue) >= laneQueueMax
 	l.paused = l.paused || full
 	w.mu.Unlock()
+	if forged > 0 {
+		w.refusedCancels(l.partition, forged)
+	}
 	if len(cancels) > 0 {
 		w.logger.Debug("cancellations received", "partition", l.partition, "count", len(cancels), "schedule", cancels[0].Schedule, "reason", cancels[0].Reason)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/cancel"
@@ -36,11 +37,7 @@ func TestLaneHoldsTicksUntilTheirInstant(t *testing.T) {
 		recs = append(recs, &kgo.Record{Topic: b.names.Work, Partition: 0, Key: []byte(tk.ID), Value: v})
 	}
 	recs = append(recs, cancel.Records(tick.Cancel{Schedule: "gone", Before: 8, After: now, Reason: tick.ReasonPaused}, b.names.Work, 1)...)
-	ctx, cancelCtx := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancelCtx()
-	if err := b.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	b.produceAsLeader(t, recs...)
 
 	rec := newRecorder()
 	b.start(t, b.config("w1"), rec.handler(nil), Deps{})
@@ -88,13 +85,65 @@ func TestLaneDeadLettersUnreadableCancel(t *testing.T) {
 	bad.Value = []byte(`{"v":1,"kind":"cancel"`)
 	after := tick.New("after", time.Now().Add(-time.Minute), 0, 1)
 	v, _ := tick.Encode(after)
-	ctx, cancelCtx := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancelCtx()
-	if err := b.cl.ProduceSync(ctx, bad, &kgo.Record{Topic: b.names.Work, Partition: 0, Key: []byte(after.ID), Value: v}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	b.produceAsLeader(t, bad, &kgo.Record{Topic: b.names.Work, Partition: 0, Key: []byte(after.ID), Value: v})
 	rec := newRecorder()
 	b.start(t, b.config("w1"), rec.handler(nil), Deps{})
 	kafkatest.Eventually(t, 20*time.Second, "the tick after it to run", func() bool { return rec.count() >= 1 })
 	kafkatest.Eventually(t, 10*time.Second, "one dead letter", func() bool { return b.endOffset(t, b.names.DLQ, 0) == 1 })
+}
+
+// produceAsLeader writes recs in one transaction, as the leader writes ticks and cancels.
+func (b *testBundle) produceAsLeader(t *testing.T, recs ...*kgo.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.cluster.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionalID("leader-"+t.Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLaneRefusesForgedCancel: a cancel record that was not written in a transaction (anyone with Write on the
+// work topic can write one) cancels nothing: the live schedule's held tick runs on its instant; the record is
+// counted, dead-lettered once, and the partition goes on.
+func TestLaneRefusesForgedCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now().UTC()
+	live := tick.New("live", now, 0, 1)
+	nb := now.Add(time.Second)
+	live.NotBefore = &nb
+	v, err := tick.Encode(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.produceAsLeader(t, &kgo.Record{Topic: b.names.Work, Partition: 0, Key: []byte(live.ID), Value: v})
+	forged := cancel.Records(tick.Cancel{Schedule: "live", Before: 1 << 62, After: now, Reason: tick.ReasonPaused}, b.names.Work, 1)
+	ctx, cancelCtx := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancelCtx()
+	if err := b.cl.ProduceSync(ctx, forged...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	rec := newRecorder()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{Registerer: reg})
+	kafkatest.Eventually(t, 10*time.Second, "the live schedule's tick to run", func() bool { return rec.count() >= 1 })
+	if got := ids(rec.snapshot()); got != live.ID {
+		t.Errorf("handler ran %q, want %q", got, live.ID)
+	}
+	kafkatest.Eventually(t, 10*time.Second, "one dead letter", func() bool { return b.endOffset(t, b.names.DLQ, 0) == 1 })
+	if n := metricValue(t, reg, "tickgroup_worker_cancels_refused_total"); n != 1 {
+		t.Errorf("tickgroup_worker_cancels_refused_total = %v, want 1", n)
+	}
 }

@@ -63,20 +63,21 @@ type Worker struct {
 	// inside it), so the ones that need it call client, which waits for clSet, closed once cl is stored:
 	// reading cl directly there, a partition assigned that early pinned no start offset (pinStart) and its
 	// lane's ledger start dereferenced a nil client.
-	cl          atomic.Pointer[kgo.Client]
-	clSet       chan struct{}
-	prod        *kgo.Client
-	tail        *tail      // the ledger reader
-	start       kgo.Offset // the start offset given to kgo, compared in pinStart
-	startAt     time.Time  // when start was computed
-	resultParts int
-	dlqParts    int
-	runq        chan run                // records for the runners
-	hardCtx     context.Context         // ends when the grace period runs out
-	stopPoll    context.CancelCauseFunc // ends the poll loop with a fatal cause (a missing ACL), see fatal
-	draining    chan struct{}           // closed when shutdown begins: lanes stop before their next record
-	commitWake  chan struct{}
-	assignedYet atomic.Bool
+	cl           atomic.Pointer[kgo.Client]
+	clSet        chan struct{}
+	prod         *kgo.Client
+	tail         *tail      // the ledger reader
+	start        kgo.Offset // the start offset given to kgo, compared in pinStart
+	startAt      time.Time  // when start was computed
+	resultParts  int
+	dlqParts     int
+	runq         chan run                // records for the runners
+	hardCtx      context.Context         // ends when the grace period runs out
+	stopPoll     context.CancelCauseFunc // ends the poll loop with a fatal cause (a missing ACL), see fatal
+	draining     chan struct{}           // closed when shutdown begins: lanes stop before their next record
+	commitWake   chan struct{}
+	assignedYet  atomic.Bool
+	cancelWarned atomic.Int64 // when refusedCancels last warned (Unix ns)
 
 	commitMu sync.Mutex // serialises commits with the commit of a revocation
 	mu       sync.Mutex // guards lanes and their done offsets
@@ -717,6 +718,18 @@ func (w *Worker) denied(topic string, err error) error {
 		return kafka.NeedACL(err, "Read", "topic", cmp.Or(topic, w.names.Work))
 	}
 	return nil
+}
+
+// refusedCancels counts n cancel records of partition p that were not written transactionally, and warns about
+// them at most once a minute.
+func (w *Worker) refusedCancels(p int32, n int) {
+	w.m.cancelsRefused.Add(float64(n))
+	now := time.Now().UnixNano()
+	if last := w.cancelWarned.Load(); now-last < int64(time.Minute) || !w.cancelWarned.CompareAndSwap(last, now) {
+		return
+	}
+	w.logger.Warn("cancel record not written in a transaction (not the leader's): ignored; who writes cancels to the work topic?",
+		"partition", p, "count", n)
 }
 
 // fatal stops the worker with err, gracefully (in-flight handlers finish, offsets are committed): for what

@@ -218,11 +218,7 @@ func describeVersion(v audit.VersionReport) string {
 	if s.Shards > 1 {
 		d += fmt.Sprintf(", %d shards", s.Shards)
 	}
-	catchup := s.Catchup
-	if catchup == "" {
-		catchup = schedule.CatchupLatest
-	}
-	d += ", catchup " + catchup
+	d += ", catchup " + cmp.Or(s.Catchup, schedule.DefaultCatchup)
 	if s.Paused {
 		d += ", paused"
 	}

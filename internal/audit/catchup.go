@@ -89,18 +89,15 @@ func (x *emissionIndex) passedOver(name string, e expectation, due time.Time) bo
 	if j > 0 && (slots[j-1].slot.Equal(e.slot) || slots[j-1].epoch == start.epoch) {
 		return false // another shard of the slot was emitted, or the new term emitted an earlier slot
 	}
-	spec := e.sched.Spec()
-	switch spec.Catchup {
+	// The policy as the leader reads it (its default included: a schedule with no catchup field is all).
+	switch e.sched.Catchup() {
 	case schedule.CatchupSkip:
 		return true
 	case schedule.CatchupAll:
 		if !slots[j].at.Equal(start.at) {
 			return false
 		}
-		limit := spec.CatchupMax
-		if limit == 0 {
-			limit = schedule.DefaultCatchupMax
-		}
+		limit := e.sched.CatchupMax()
 		newer := 0 // slots after e that were due at the term's start
 		for s := e.sched.Next(e.slot); !s.IsZero() && !e.sched.Due(s).After(start.at) && newer < limit; s = e.sched.Next(s) {
 			newer++

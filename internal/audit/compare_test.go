@@ -87,6 +87,9 @@ func (f *fixture) run(name string, from, to int, skip ...int) {
 
 var every10 = schedule.Spec{Every: schedule.Duration(10 * time.Second)}
 
+// every10latest is every10 with catch-up latest (the default is all).
+var every10latest = schedule.Spec{Every: schedule.Duration(10 * time.Second), Catchup: schedule.CatchupLatest}
+
 func TestCompare(t *testing.T) {
 	// Lead -1: leaders that emit each slot when due; the case "a pause inside the lead window" sets a lead.
 	opts := Options{From: at(0), To: at(100), Now: at(3600), Lead: -1}
@@ -245,7 +248,7 @@ func TestCompare(t *testing.T) {
 		{
 			name: "catch-up latest after an outage: the slots before the new term are passed over",
 			build: func(f *fixture) {
-				f.put(every10, at(0)).run("s", 10, 30)
+				f.put(every10latest, at(0)).run("s", 10, 30)
 				id := f.emit("s", at(60), 0, 1, at(65), 2) // the new term's first batch, 5 s late
 				f.entry(id, ok("w1", 1))
 				for s := 70; s <= 100; s += 10 {
@@ -254,6 +257,18 @@ func TestCompare(t *testing.T) {
 			},
 			want:   Counts{Expected: 10, Emitted: 8, Executed: 8, PassedOver: 2},
 			wantOK: true,
+		},
+		{
+			name: "the default catch-up (all) after an outage: the slots the new term did not emit are missing",
+			build: func(f *fixture) {
+				f.put(every10, at(0)).run("s", 10, 30)
+				id := f.emit("s", at(60), 0, 1, at(65), 2) // the new term's first batch, 5 s late
+				f.entry(id, ok("w1", 1))
+				for s := 70; s <= 100; s += 10 {
+					f.entry(f.emit("s", at(float64(s)), 0, 1, at(float64(s)), 2), ok("w1", 1))
+				}
+			},
+			want: Counts{Expected: 10, Emitted: 8, Executed: 8, Missing: 2, MissingNotEmitted: 2},
 		},
 		{
 			name: "catch-up latest inside one term is not an outage: missing",

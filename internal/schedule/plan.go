@@ -123,6 +123,9 @@ func (s *Schedule) Catchup() string {
 	return catchups[s.catchup]
 }
 
+// CatchupMax returns how many missed slots catch-up all emits at most: the Spec's, or DefaultCatchupMax.
+func (s *Schedule) CatchupMax() int { return s.catchupMax() }
+
 func (s *Schedule) catchupMax() int {
 	if s.catchupCap == 0 {
 		return DefaultCatchupMax

@@ -161,6 +161,9 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 	if e.Offset >= f.Limit {
 		return RefusedOffset
 	}
+	if e.LeaseMS < 0 || e.LeaseMS > MaxLease.Milliseconds() {
+		return RefusedLease
+	}
 	owner := f.isOwner(e)
 	s := f.Tick(e.Offset, e.ID)
 	switch e.Kind {
@@ -196,11 +199,17 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 		s.Attempts = max(s.Attempts, e.Attempt)
 		s.StartedBy, s.StartedFence = e.Worker, e.Fence
 		s.StartedLease = f.OwnerLease
+		if e.LeaseMS > 0 { // the runner's own lease (entries of older builds have none: its claim's counts)
+			s.StartedLease = time.Duration(e.LeaseMS) * time.Millisecond
+		}
 		s.ProofAt = ts
 		f.prove(e.Fence, ts)
 	case KindRenewed:
 		if ts.After(s.ProofAt) {
 			s.ProofAt = ts
+		}
+		if e.LeaseMS > 0 {
+			s.StartedLease = time.Duration(e.LeaseMS) * time.Millisecond
 		}
 	case KindReleased:
 		s.Started, s.Released = false, true

@@ -119,3 +119,36 @@ func TestFoldBaseFence(t *testing.T) {
 		t.Fatalf("claim far above the base token: %q, want %q", r, RefusedFence)
 	}
 }
+
+// TestFoldRunnersLease: a start and its renewals carry the runner's own lease, which is what a run's end is
+// reckoned with (not the reader's, nor the claim's); a renewal moves the run's last proof on; a lease beyond
+// MaxLease is refused.
+func TestFoldRunnersLease(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	f := NewFold(0)
+	f.Apply(claimE("w", 1, 5000), 0, t0)
+	start := tickE(KindStarted, "w", "a@1", 1, 3)
+	start.LeaseMS = 60_000
+	if r := f.Apply(start, 1, t0.Add(time.Second)); r != "" {
+		t.Fatal(r)
+	}
+	renew := start
+	renew.Kind = KindRenewed
+	if r := f.Apply(renew, 2, t0.Add(13*time.Second)); r != "" {
+		t.Fatal(r)
+	}
+	s := f.Tick(3, "a@1")
+	if s.StartedLease != time.Minute || !s.ProofAt.Equal(t0.Add(13*time.Second)) {
+		t.Fatalf("lease %s, last proof %s; want 1m and the renewal's %s", s.StartedLease, s.ProofAt, t0.Add(13*time.Second))
+	}
+	long := renew
+	long.LeaseMS = MaxLease.Milliseconds() + 1
+	if r := f.Apply(long, 3, t0.Add(14*time.Second)); r != RefusedLease {
+		t.Fatalf("renewal with a lease beyond MaxLease: %q, want %q", r, RefusedLease)
+	}
+	other := renew
+	other.Worker = "x"
+	if r := f.Apply(other, 4, t0.Add(15*time.Second)); r != RefusedNotOwner {
+		t.Fatalf("renewal by another worker: %q, want %q", r, RefusedNotOwner)
+	}
+}

@@ -88,8 +88,8 @@ type Entry struct {
 	At          time.Time  `json:"at"`
 	StartedAt   *time.Time `json:"started_at,omitempty"`
 	FinishedAt  *time.Time `json:"finished_at,omitempty"`
-	// LeaseMS is, in a claim, the lease the claiming worker gives its running handlers: a handler of a worker
-	// that cannot prove it still owns the partition is killed within that long.
+	// LeaseMS is the lease the writer gives its running handlers: in a claim, for every run of its own; in a
+	// started or renewed entry, for that run. A run that is not renewed ends within that long of its last proof.
 	LeaseMS int64 `json:"lease_ms,omitempty"`
 }
 

@@ -45,10 +45,11 @@ type lane struct {
 	reclaimMu sync.Mutex     // serialises foreignClaim
 
 	// Guarded by w.mu.
-	queue   []*item         // the records fetched and not yet committable, in offset order
-	jumps   int             // unhandled records of the queue that need not wait (triggers)
-	busy    map[string]bool // the keys (itemKey) with a record running
-	blocked map[string]bool // pick's scratch: the keys seen in this scan
+	queue     []*item         // the records fetched and not yet committable, in offset order
+	jumps     int             // unhandled records of the queue that need not wait (triggers)
+	busy      map[string]bool // the keys (itemKey) with a record running
+	blocked   map[string]bool // pick's scratch: the keys seen in this scan
+	elsewhere map[string]bool // pick's scratch: the keys whose trigger runs on another worker
 	// waitsOnLedger: pick left a key waiting for another worker's run of its tick
 	waitsOnLedger bool
 	cancels       map[string][]tick.Cancel // the cancellations read, by schedule
@@ -69,6 +70,7 @@ func (w *Worker) newLane(p int32) *lane {
 		cancels:   map[string][]tick.Cancel{},
 		busy:      map[string]bool{},
 		blocked:   map[string]bool{},
+		elsewhere: map[string]bool{},
 		ctx:       ctx,
 		cancel:    cancel,
 		runCtx:    runCtx,
@@ -133,15 +135,15 @@ func (l *lane) dispatch() {
 			return
 		default:
 		}
+		changed := l.ledger.changedCh() // taken before pick, so that no change between the two is missed
 		it, wait, ok := l.pick(w.cfg.Now())
 		if !ok {
 			if wait <= 0 {
 				wait = time.Hour // nothing due: wait for a batch or the end of a run
 			}
 			timer.Reset(wait)
-			var changed <-chan struct{} // a key waits for a former owner's run: its renewals and outcome matter
-			if l.waitsLedger() {
-				changed = l.ledger.changedCh()
+			if !l.waitsLedger() {
+				changed = nil // no key waits for a run elsewhere: ledger changes do not matter
 			}
 			select {
 			case <-l.ctx.Done():
@@ -200,7 +202,19 @@ func (l *lane) runItem(it *item) {
 	defer l.runs.Done()
 	o, ok := l.handle(it)
 	if !ok {
-		return // cancelled: no outcome; the ledger tells the next owner whether it had started
+		// No outcome: the ledger tells the next owner whether it had started. When the lane still starts
+		// records (the run was cut by its lease, or another worker took the tick over), the key is free again:
+		// pick waits for the other run's outcome, release or lease before the tick starts here again.
+		w.mu.Lock()
+		if l.ctx.Err() == nil {
+			it.running = false
+			if it.err == nil {
+				delete(l.busy, it.key)
+			}
+		}
+		w.mu.Unlock()
+		l.wakeUp()
+		return
 	}
 	w.mu.Lock()
 	l.handledLocked(it)
@@ -227,6 +241,9 @@ func (l *lane) closeLedger() {
 	if l.ledger != nil {
 		l.w.tail.remove(l.ledger)
 	}
+	l.w.mu.Lock()
+	delete(l.w.retiring, l)
+	l.w.mu.Unlock()
 }
 
 // wakeUp makes the dispatcher look at the queue again.
@@ -319,7 +336,7 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 	w := l.w
 	slot := t.Slot
 	e := ledger.Entry{Kind: ledger.KindStarted, ID: t.ID, Schedule: t.Schedule, Slot: &slot, Partition: rec.Partition,
-		Offset: rec.Offset, Worker: w.cfg.WorkerID, Attempt: a.N, Interrupted: a.Interrupted}
+		Offset: rec.Offset, Worker: w.cfg.WorkerID, Attempt: a.N, Interrupted: a.Interrupted, LeaseMS: w.cfg.Lease.Milliseconds()}
 	l.ledger.raiseLimit(rec.Offset + 1)
 	var until time.Time
 	for try := 1; ; try++ {

@@ -67,6 +67,10 @@ type laneLedger struct {
 	lease   time.Duration // this worker's lease (Config.Lease)
 	// wrongTick remembers the work offsets whose entries named another tick (counted once each).
 	wrongTick map[int64]bool
+	// retired is set once the lane no longer owns the partition and only waits for its runs.
+	retired bool
+	// own is this lane's reader when another lane of this worker still reads the partition (see tail.add).
+	own *kgo.Client
 }
 
 // refusalWarnEvery is how often a lane warns about refused ledger entries of one reason (each is counted).
@@ -151,26 +155,56 @@ func (t *tail) add(p int32, from int64, self string, base, floor, limit int64) *
 		lease: t.w.cfg.Lease}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	at := from
-	if others := t.lanes[p]; len(others) > 0 {
-		// Read again from the lowest position any reader of the partition needs (each skips what it has read):
-		// a consumed partition added again is not rewound.
-		for _, o := range others {
-			o.mu.Lock()
-			at = min(at, o.readTo)
-			o.mu.Unlock()
+	if len(t.lanes[p]) > 0 {
+		// Another lane of this worker still reads p (its runs outlived a revocation, and the partition came back).
+		// The shared reader is past from, and a rewound one could still hand this lane a batch fetched before the
+		// rewind, skipping what lies between: this lane reads p with a reader of its own until it is removed.
+		cl, err := kgo.NewClient(append(t.w.conn[:len(t.w.conn):len(t.w.conn)],
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{t.topic: {p: kgo.NewOffset().At(from)}}),
+			kgo.FetchMaxWait(200*time.Millisecond), kgo.FetchMaxPartitionBytes(1<<20))...)
+		if err == nil {
+			ll.own = cl
+			go t.runOwn(ll)
+			return ll
 		}
-		t.cl.RemoveConsumePartitions(map[string][]int32{t.topic: {p}})
+		t.w.logger.Warn("a ledger reader of its own for a partition another lane still reads; waiting for that lane's runs", "partition", p, "error", err)
+		for len(t.lanes[p]) > 0 { // rare: a client that cannot be made; the other lane ends with its runs
+			t.mu.Unlock()
+			time.Sleep(100 * time.Millisecond)
+			t.mu.Lock()
+		}
 	}
 	t.lanes[p] = append(t.lanes[p], ll)
-	t.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{t.topic: {p: kgo.NewOffset().At(at)}})
+	t.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{t.topic: {p: kgo.NewOffset().At(from)}})
 	return ll
+}
+
+// runOwn feeds ll from its own reader until the reader is closed (remove).
+func (t *tail) runOwn(ll *laneLedger) {
+	for {
+		fetches := ll.own.PollFetches(context.Background())
+		if fetches.IsClientClosed() {
+			return
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			t.w.logger.Warn("ledger fetch error", "topic", topic, "partition", p, "error", err)
+		})
+		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
+			if len(ftp.Records) > 0 {
+				ll.apply(ftp.Records, nil, t.w)
+			}
+		})
+	}
 }
 
 // remove stops feeding ll, and reading its partition when no other lane needs it.
 func (t *tail) remove(ll *laneLedger) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if ll.own != nil {
+		ll.own.Close()
+		return
+	}
 	lls := t.lanes[ll.partition]
 	i := slices.Index(lls, ll)
 	if i < 0 {
@@ -231,6 +265,9 @@ func (ll *laneLedger) apply(recs []*kgo.Record, known []*ledger.Entry, w *Worker
 // refusedLocked counts a refused entry and warns about it, at most once per refusalWarnEvery and reason for the
 // refusals no worker causes by itself. Called with ll.mu held.
 func (ll *laneLedger) refusedLocked(w *Worker, why ledger.Refusal, attrs ...any) {
+	if ll.retired {
+		return // a lane that only waits for its runs: the entries of the partition's next owners are no concern
+	}
 	w.m.ledgerRefused.WithLabelValues(string(why)).Inc()
 	if !why.Hostile() && why != refusedWrongTick && why != refusedForeignClaim {
 		return
@@ -249,6 +286,13 @@ const (
 	refusedWrongTick    ledger.Refusal = "wrong_tick"
 	refusedForeignClaim ledger.Refusal = "foreign_claim"
 )
+
+// retire marks the lane as one that only waits for its runs.
+func (ll *laneLedger) retire() {
+	ll.mu.Lock()
+	ll.retired = true
+	ll.mu.Unlock()
+}
 
 // raiseLimit lets the fold take entries about work offsets below limit (records the lane has fetched).
 func (ll *laneLedger) raiseLimit(limit int64) {
@@ -458,7 +502,9 @@ func (l *lane) takeover(ctx context.Context) error {
 		}
 		if ll == nil {
 			ll = w.tail.add(l.partition, st.from, w.cfg.WorkerID, st.base, st.floor, end)
+			w.mu.Lock() // the committer reads it (commitMeta)
 			l.ledger = ll
+			w.mu.Unlock()
 		} else {
 			ll.raiseLimit(end)
 		}
@@ -598,12 +644,17 @@ func (l *lane) foreignClaim(ctx context.Context) bool {
 	if !l.ledger.isFenced() {
 		return true // claimed again meanwhile
 	}
-	for try := 1; try <= 5; try++ {
+	failures := 0
+	for try := 1; ; try++ {
 		ours, err := w.groupAssigns(ctx, l.partition)
 		switch {
 		case errors.Is(err, errGroupUnsettled):
+			// A rebalance is under way: it settles who owns the partition, however long it takes.
 		case err != nil:
 			w.logger.Warn("describing the worker group after a claim of another worker", "partition", l.partition, "error", err)
+			if failures++; failures >= 5 {
+				return false
+			}
 		case ours:
 			ll := l.ledger
 			ll.mu.Lock()
@@ -620,11 +671,10 @@ func (l *lane) foreignClaim(ctx context.Context) bool {
 		default:
 			return false // the stable group gives the partition to another member: a real owner's claim
 		}
-		if !sleep(ctx, w.backoff(try)) {
+		if !sleep(ctx, w.backoff(min(try, 5))) {
 			return false
 		}
 	}
-	return false
 }
 
 // errGroupUnsettled: the worker group is rebalancing; who owns what is not known yet.
@@ -756,7 +806,8 @@ func (l *lane) interruptedWait(s *ledger.TickState) time.Time {
 	from = from.Add(time.Millisecond) // record timestamps are whole milliseconds, cut down from the send instant
 	lease := s.StartedLease
 	if lease <= 0 {
-		lease = max(ll.fold.OwnerLease, l.w.cfg.Lease) // a start read before any claim: its lease is unknown
+		// A start of an older build (its lease is in its claim), read before any claim: what the old build assumed.
+		lease = max(ll.fold.OwnerLease, l.w.cfg.Lease)
 	}
 	return from.Add(lease + l.w.cfg.MaxClockSkew)
 }

@@ -162,9 +162,26 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 	w := l.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	blocked := l.blocked
+	blocked, elsewhere := l.blocked, l.elsewhere
 	clear(blocked)
+	clear(elsewhere)
 	l.waitsOnLedger = false
+	if l.jumps > 0 {
+		// A manual trigger runs out of offset order, so a former owner may still run one while the key's
+		// earlier held ticks wait here: such a key waits for that run first.
+		for _, c := range l.queue {
+			if !c.jump || c.handled || c.running || c.err != nil {
+				continue
+			}
+			if until := l.formerRunUntil(c); now.Before(until) {
+				blocked[c.key], elsewhere[c.key] = true, true
+				l.waitsOnLedger = true
+				if wait == 0 || until.Sub(now) < wait {
+					wait = until.Sub(now)
+				}
+			}
+		}
+	}
 	for _, c := range l.queue {
 		if c.handled || c.running {
 			continue
@@ -173,7 +190,7 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 			return l.startLocked(c), 0, true
 		}
 		if c.jump {
-			if !l.busy[c.key] {
+			if !l.busy[c.key] && !elsewhere[c.key] {
 				return l.startLocked(c), 0, true
 			}
 			continue

@@ -82,6 +82,7 @@ type Worker struct {
 	commitMu sync.Mutex // serialises commits with the commit of a revocation
 	mu       sync.Mutex // guards lanes and their done offsets
 	lanes    map[int32]*lane
+	retiring map[*lane]bool // lanes no longer assigned whose runs go on
 	sum      summary
 }
 
@@ -111,16 +112,17 @@ func New(cfg Config, handler Handler, deps Deps) (*Worker, error) {
 		deps.Readiness.Set(ReadinessCondition, false)
 	}
 	return &Worker{
-		cfg:     cfg,
-		handler: handler,
-		logger:  logger,
-		reg:     deps.Registerer,
-		ready:   deps.Readiness,
-		m:       newMetrics(deps.Registerer),
-		names:   cfg.Kafka.Names(),
-		conn:    conn,
-		lanes:   map[int32]*lane{},
-		clSet:   make(chan struct{}),
+		cfg:      cfg,
+		handler:  handler,
+		logger:   logger,
+		reg:      deps.Registerer,
+		ready:    deps.Readiness,
+		m:        newMetrics(deps.Registerer),
+		names:    cfg.Kafka.Names(),
+		conn:     conn,
+		lanes:    map[int32]*lane{},
+		retiring: map[*lane]bool{},
+		clSet:    make(chan struct{}),
 	}, nil
 }
 
@@ -278,7 +280,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.InstanceID != "" && !errors.Is(pollErr, ErrFencedInstance) {
 		w.leaveStatic(ctx, memberID)
 	}
-	w.waitRuns(lanes, hardCancel)
+	w.waitRuns(append(lanes, w.retiringLanes()...), hardCancel)
 	close(w.runq) // every lane has stopped: nothing is handed over any more
 	runners.Wait()
 	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -290,6 +292,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-sumDone
 	w.logger.Info("worker stopped")
 	return pollErr
+}
+
+// retiringLanes returns the lanes no longer assigned whose runs go on.
+func (w *Worker) retiringLanes() []*lane {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]*lane, 0, len(w.retiring))
+	for l := range w.retiring {
+		out = append(out, l)
+	}
+	return out
 }
 
 // allLanes returns the current lanes.
@@ -487,14 +500,20 @@ func (w *Worker) retire(lanes []*lane, commit bool) (map[string]map[int32]kgo.Ep
 	var offsets map[string]map[int32]kgo.EpochOffset
 	meta := map[int32]string{}
 	for _, l := range lanes {
-		if commit && l.dirty {
+		if m := l.commitMeta(l.doneOffset.Offset); commit && l.dirty && m != "" {
 			if offsets == nil {
 				offsets = map[string]map[int32]kgo.EpochOffset{w.names.Work: {}}
 			}
 			offsets[w.names.Work][l.partition] = l.doneOffset
-			meta[l.partition] = l.commitMeta(l.doneOffset.Offset)
+			meta[l.partition] = m
 		}
 		l.active = false
+		if l.ledger != nil {
+			l.ledger.retire()
+		}
+		if len(l.busy) > 0 {
+			w.retiring[l] = true // its runs go on: a shutdown waits for them too (waitRuns)
+		}
 		if w.lanes[l.partition] == l {
 			delete(w.lanes, l.partition)
 		}
@@ -568,11 +587,15 @@ func (w *Worker) commit(ctx context.Context) bool {
 	var lanes []*lane
 	for p, l := range w.lanes {
 		if l.dirty {
+			m := l.commitMeta(l.doneOffset.Offset)
+			if m == "" {
+				continue // the lane's claim does not stand yet: a commit now would carry no ledger position
+			}
 			if offsets[w.names.Work] == nil {
 				offsets[w.names.Work] = map[int32]kgo.EpochOffset{}
 			}
 			offsets[w.names.Work][p] = l.doneOffset
-			meta[p] = l.commitMeta(l.doneOffset.Offset)
+			meta[p] = m
 			l.dirty = false
 			lanes = append(lanes, l)
 		}

@@ -16,9 +16,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/cancel"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
+	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
 // emittedTick is one tick a test emitted: its ID and its instant.
@@ -519,4 +521,63 @@ func killedRightAfter(kills []time.Time, at time.Time) bool {
 		}
 	}
 	return false
+}
+
+// TestE2EForgedCancelCancelsNothing: a cancel record written to every work partition by a principal that is not
+// the leader (not in a transaction), with before_version 2^63-1, cancels none of a live schedule's slots: every
+// slot emitted runs, and the record is dead-lettered as a forged cancel.
+func TestE2EForgedCancelCancelsNothing(t *testing.T) {
+	e := setup(t)
+	e.f.cli("schedule", "put", "live", "--every", "1s")
+	ticks := e.f.collect()
+	tk := e.f.ticker("a")
+	w := e.start(nil, "--exec", handlerBin)
+	waitFor(t, 60*time.Second, "the first slots to run", func() (bool, string) {
+		n := len(e.executions())
+		return n >= 3, fmt.Sprintf("%d ran", n)
+	})
+	forged := cancel.Records(tick.Cancel{Schedule: "live", Before: math.MaxInt64, After: time.Now().UTC(), Reason: tick.ReasonPaused}, e.names.Work, e.parts)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancelCtx := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelCtx()
+	if err := cl.ProduceSync(ctx, forged...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	forgedAt := time.Now()
+	time.Sleep(12 * time.Second) // past the leader's --lead: ticks emitted before and after the forgery
+	tk.signal(syscall.SIGTERM)
+	_ = tk.wait(t, 30*time.Second)
+	time.Sleep(time.Second)
+	var all []emittedTick
+	after := 0
+	for _, s := range ticks.of("live") {
+		all = append(all, emittedTick{id: s.tick.ID, slot: s.tick.StartAt()})
+		if s.tick.StartAt().After(forgedAt) {
+			after++
+		}
+	}
+	if after < 5 {
+		t.Fatalf("%d slots due after the forged cancel, want at least 5", after)
+	}
+	ex := e.waitAllOK(ids(all), 60*time.Second)
+	for _, x := range all {
+		if n := len(ex[x.id]); n != 1 {
+			t.Errorf("slot %s ran %d times, want once", x.id, n)
+		}
+	}
+	dead := 0
+	for _, r := range readAll(t, e.brokers, e.names.DLQ) {
+		if header(r, worker.HeaderReason) == "forged_cancel" {
+			dead++
+		}
+	}
+	if dead != e.parts {
+		t.Errorf("%d forged cancels dead-lettered, want one per work partition (%d)", dead, e.parts)
+	}
+	t.Logf("%d slots (%d due after the forged cancel) ran once each; %d forged cancels dead-lettered", len(all), after, dead)
+	e.stop(w)
 }

@@ -44,6 +44,9 @@ Commands:
   schedule apply -f FILE
                        make the schedules match a YAML file (--prune, --dry-run)
   status               who leads, each schedule's last and next slot, work-topic lag (--json)
+  audit                compare the slots that should exist with the ticks emitted and executed: missing,
+                       doubled, re-run (exit 1 when a tick is missing or ran twice; --from, --to, --json)
+  history NAME         each slot of one schedule: when emitted, and every execution (--since, --json)
   version              print the version
 
 Run 'ticker COMMAND --help' for a command's flags. Every flag can also be set with TICKGROUP_<FLAG>, for

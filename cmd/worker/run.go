@@ -75,17 +75,20 @@ type runFlags struct {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usageHead)
-		return cli.Usagef("a subcommand is required: worker run")
+		return cli.Usagef("a subcommand is required: worker run (or worker version)")
 	}
 	switch args[0] {
 	case "run":
 		return runWorker(ctx, args[1:], getenv, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "worker", admin.Version)
+		return nil
 	case "help", "-h", "-help", "--help":
 		fmt.Fprintln(stdout, usageHead)
 		return nil
 	default:
 		fmt.Fprintln(stderr, usageHead)
-		return cli.Usagef("unknown subcommand %q: want run", args[0])
+		return cli.Usagef("unknown subcommand %q: want run or version", args[0])
 	}
 }
 

@@ -2,11 +2,13 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
+	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -79,5 +81,25 @@ func TestLaneRunsKeysSideBySide(t *testing.T) {
 				t.Errorf("%s: run %d was %s, want %s (offset order)", name, i, got[i], want[i].ID)
 			}
 		}
+	}
+}
+
+// TestLaneFailureSaysOnlyWhatFailed: a handler's plain failure is recorded as itself, not as a cancellation of
+// the attempt's context (which ends with every attempt).
+func TestLaneFailureSaysOnlyWhatFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ticks, _ := b.produceTicks(t, 0, "fails", 1)
+	cfg := b.config("w1")
+	cfg.MaxAttempts = 1
+	rec := newRecorder()
+	b.start(t, cfg, rec.handler(func(context.Context, tick.Tick, Attempt) error { return errors.New("exit status 3") }), Deps{})
+	var outs []ledger.Entry
+	kafkatest.Eventually(t, 10*time.Second, "the outcome", func() bool {
+		outs = b.outcomesOf(t, 0, ticks[0].ID, "w1")
+		return len(outs) == 1
+	})
+	if outs[0].Error != "exit status 3" {
+		t.Errorf("outcome error %q, want %q", outs[0].Error, "exit status 3")
 	}
 }

@@ -578,14 +578,18 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *A
 	err = w.handler.Handle(actx, t, *a)
 	w.m.duration.Observe(time.Since(begin).Seconds())
 	w.m.inflight.Dec()
+	var cutBy error // read before end, which ends hctx in any case
+	if hctx.Err() != nil {
+		cutBy = context.Cause(hctx)
+	}
 	end(err)
-	if err != nil && hctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+	if err != nil && cutBy == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("timed out after %s: %w", w.cfg.Timeout, err)
 	}
-	if err != nil && hctx.Err() != nil && ctx.Err() == nil {
+	if err != nil && cutBy != nil && ctx.Err() == nil {
 		// Cut off by its lease (an interruption, retried like a failure) or seized by another worker (the
 		// caller records nothing).
-		return fmt.Errorf("%w: %w", context.Cause(hctx), err)
+		return fmt.Errorf("%w: %w", cutBy, err)
 	}
 	return err
 }

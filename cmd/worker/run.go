@@ -201,6 +201,10 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 
+	// Handlers run as this process's user: close its environment (the SASL password) and memory to them.
+	if !worker.Harden() {
+		logger.Warn("could not make the worker process non-dumpable: a handler running as its user may read its environment (/proc/<pid>/environ)")
+	}
 	reg := admin.NewRegistry("worker")
 	var ready admin.Readiness
 	w, err := worker.New(cfg, handler, worker.Deps{Logger: logger, Registerer: reg, Readiness: &ready})

@@ -116,6 +116,10 @@ func Compare(l *Log, o Options) *Report {
 	if unnamed > 0 && o.Schedule == "" {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d results keys are not tick IDs and were skipped", unnamed))
 	}
+	if l.ForgedCancels > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d cancel records on the work topic were not written in a transaction "+
+			"(not the leader's): workers refuse and dead-letter them; who wrote them?", l.ForgedCancels))
+	}
 	if l.Undecodable > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d records could not be decoded and were skipped", l.Undecodable))
 	}
@@ -224,6 +228,12 @@ func compareSchedule(l *Log, idx *emissionIndex, name string, ticks []*Tick, o O
 		tr.Due = due
 		sr.Expected++
 		sr.count(&tr, true)
+		if tr.State == ledger.StatusCancelled && !def.stoppedAfter(t) {
+			// A cancel takes only ticks of a schedule paused or deleted after they were emitted: this one was
+			// cancelled by a record that no such change explains, and the slot was lost.
+			tr.Problems = append(tr.Problems, ProblemCancelledUnpaused, ProblemMissing)
+			sr.Missing++
+		}
 		add(tr)
 	}
 	for _, t := range ticks {

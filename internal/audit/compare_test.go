@@ -228,6 +228,15 @@ func TestCompare(t *testing.T) {
 			wantOK: true,
 		},
 		{
+			name: "a tick cancelled although its schedule was never paused or deleted: missing",
+			build: func(f *fixture) {
+				f.put(every10, at(0)).run("s", 10, 90)
+				id := f.emit("s", at(100), 0, 1, at(100), 1)
+				f.entry(id, ledger.Entry{Kind: ledger.KindOutcome, Status: ledger.StatusCancelled, Worker: "w1"})
+			},
+			want: Counts{Expected: 10, Emitted: 10, Executed: 10, Missing: 1},
+		},
+		{
 			name: "a change inside a term: the running leader waits for the old next slot",
 			build: func(f *fixture) {
 				f.put(schedule.Spec{Every: schedule.Duration(time.Minute)}, at(0)).put(every10, at(25))

@@ -23,6 +23,8 @@ type Log struct {
 	WorkPartitions, ResultsPartitions int
 	// Undecodable counts records that could not be decoded (skipped).
 	Undecodable int
+	// ForgedCancels counts cancel records of the work topic not written in a transaction (workers refuse them).
+	ForgedCancels int
 
 	scheduleGaps []gap // offset ranges of the schedules topic that are no longer retained
 }
@@ -101,6 +103,21 @@ func (l *Log) tick(id string) *Tick {
 }
 
 // AddVersion appends a version of schedule name (sched nil: deleted), keeping offset order.
+// stoppedAfter reports whether a retained version of d pauses or deletes the schedule after a version that
+// emitted t (a cancel may then have taken t). With no definition nothing can be said, and it reports true.
+func (d *Definition) stoppedAfter(t *Tick) bool {
+	if d == nil || len(t.Emissions) == 0 {
+		return true
+	}
+	emitted := t.Emissions[0].ScheduleVersion
+	for _, v := range d.Versions {
+		if v.Offset > emitted && (v.Schedule == nil || v.Schedule.Spec().Paused) {
+			return true
+		}
+	}
+	return false
+}
+
 func (l *Log) AddVersion(name string, offset int64, at time.Time, sched *schedule.Schedule) {
 	d := l.Definitions[name]
 	if d == nil {

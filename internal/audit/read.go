@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/cancel"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/tick"
@@ -78,6 +79,12 @@ func (r *reader) schedule(rec *kgo.Record) {
 func (r *reader) work(rec *kgo.Record) {
 	if rec.Value == nil {
 		return
+	}
+	if cancel.Is(rec) {
+		if !cancel.Genuine(rec) {
+			r.l.ForgedCancels++ // workers refuse it (and dead-letter it)
+		}
+		return // not a tick: the outcomes it causes say what it did
 	}
 	tk, err := tick.Decode(rec.Value)
 	if err != nil {

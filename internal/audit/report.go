@@ -120,6 +120,9 @@ const (
 	ProblemReRun       = "re_run"
 	ProblemInterrupted = "interrupted"
 	ProblemUnexpected  = "unexpected"
+	// ProblemCancelledUnpaused: the tick's outcome is cancelled, but no retained version of its schedule paused
+	// or deleted it after the tick was emitted.
+	ProblemCancelledUnpaused = "cancelled_unpaused"
 )
 
 // TickReport is what happened to one tick.

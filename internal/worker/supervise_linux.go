@@ -19,6 +19,9 @@ package worker
 //     start>", later "lease-expired" just before the supervisor kills the group for that reason; the supervisor
 //     never closes it, so the worker reads it to EOF, which comes when the supervisor is gone.
 //
+// The supervisor is a child subreaper (PR_SET_CHILD_SUBREAPER): a helper that leaves the program's group with
+// setsid is reparented to it once its parent exits, and sweep kills it with the rest of the group.
+//
 // The supervisor checks that its parent is still the worker (it may have died before the parent-death signal was
 // armed), starts the program with the environment minus the marker, the same stdin, stdout and stderr, then
 // SIGKILLs the whole group (itself included) on the death signal, on EOF of the lease pipe or once the wall clock
@@ -236,6 +239,11 @@ func supervise(workerPid string) int {
 		// The worker died before the kernel armed the death signal: nobody is there to run the program for.
 		return fail("the worker (pid %d) is gone", ppid)
 	}
+	// A subreaper: helpers that leave the program's process group (setsid) are reparented here when their
+	// parent exits, so that sweep can find them.
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		fmt.Fprintf(os.Stderr, "%s: cannot become a child subreaper (%v): helpers that call setsid may outlive the run\n", supervisorName, errno)
+	}
 	cmd := &exec.Cmd{
 		Path:   os.Args[1],
 		Args:   os.Args[2:],
@@ -282,6 +290,7 @@ func supervise(workerPid string) int {
 			if os.Getppid() != ppid {
 				killGroup() // the worker died as the program exited: nobody else will clean up
 			}
+			sweep() // what the run left behind, in the group or out of it
 			if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 				return 128 + int(ws.Signal())
 			}
@@ -310,8 +319,83 @@ func supervise(workerPid string) int {
 	}
 }
 
-// killGroup SIGKILLs the supervisor's process group, the supervisor included; it does not return.
+// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h).
+const prSetChildSubreaper = 36
+
+// sweep SIGKILLs every process the run left: the members of the supervisor's process group but itself, and
+// its children (a subreaper's: descendants that left the group with setsid come here once their parent is
+// gone), again and again until none is left or a second has passed, and reaps them.
+func sweep() {
+	self, pgid := os.Getpid(), syscall.Getpgrp()
+	deadline := time.Now().Add(time.Second)
+	for {
+		left := 0
+		for _, p := range processes() {
+			if p.pid != self && p.state != 'Z' && (p.pgrp == pgid || p.ppid == self) {
+				_ = syscall.Kill(p.pid, syscall.SIGKILL)
+				left++
+			}
+		}
+		for {
+			pid, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil)
+			if pid <= 0 || err != nil {
+				break
+			}
+		}
+		if left == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// proc is one line of /proc/<pid>/stat, the fields sweep needs.
+type proc struct {
+	pid, ppid, pgrp int
+	state           byte
+}
+
+// processes lists the processes of /proc.
+func processes() []proc {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	var out []proc
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + n + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses, so cut at the last ')'.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 3 || len(f[0]) == 0 {
+			continue
+		}
+		ppid, err1 := strconv.Atoi(f[1])
+		pgrp, err2 := strconv.Atoi(f[2])
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out = append(out, proc{pid: pid, ppid: ppid, pgrp: pgrp, state: f[0][0]})
+	}
+	return out
+}
+
+// killGroup SIGKILLs the supervisor's process group, the supervisor included, after sweeping what the run
+// left outside it; it does not return.
 func killGroup() {
+	sweep()
 	_ = syscall.Kill(0, syscall.SIGKILL)
 	os.Exit(128 + int(syscall.SIGKILL)) // not reached
 }

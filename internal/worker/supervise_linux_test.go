@@ -407,3 +407,40 @@ func (s *syncedBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestExecSweepsHelpersThatLeftTheGroup: a helper that leaves the program's process group with setsid (so the
+// group kill cannot reach it) is killed once the run is over, as is its own child.
+func TestExecSweepsHelpersThatLeftTheGroup(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	h, err := NewExecHandler(ExecConfig{
+		// The helper starts a grandchild, records both pids and the program exits at once, leaving them behind.
+		Command: `sh -c 'setsid sh -c "sleep 300 & echo \$\$ \$! > \"$0.tmp\"; mv \"$0.tmp\" \"$0\"; wait" & while [ ! -e "$0" ]; do sleep 0.01; done' ` + ready,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Handle(context.Background(), testTick(), Attempt{N: 1}); err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	b, err := os.ReadFile(ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("pid file %q", b)
+		}
+		pids = append(pids, pid)
+	}
+	if len(pids) != 2 {
+		t.Fatalf("pid file %q, want the helper's and its child's", b)
+	}
+	waitFor(t, 5*time.Second, "the setsid helper and its child to be killed", func() bool { return allDead(pids) })
+}

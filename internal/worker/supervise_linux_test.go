@@ -260,18 +260,19 @@ func procState(pid int) string {
 func TestExecSIGTERMReachesProgramThroughSupervisor(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
+	ready := filepath.Join(t.TempDir(), "ready")
 	h, err := NewExecHandler(ExecConfig{
-		Command:   `sh -c 'trap "echo got-term; exit 0" TERM; sleep 30 & wait'`,
+		Command:   `sh -c 'trap "echo got-term; exit 0" TERM; touch "$0"; sleep 30 & wait' ` + ready,
 		KillGrace: 10 * time.Second,
 	}, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := cancelWhenExists(ready) // once the trap is set, not at a fixed instant
 	defer cancel()
 	start := time.Now()
-	if err := h.Handle(ctx, testTick(), Attempt{N: 1}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Handle: got %v, want the context's deadline", err)
+	if err := h.Handle(ctx, testTick(), Attempt{N: 1}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Handle: got %v, want the context's cancellation", err)
 	}
 	// Well within KillGrace: the program obeyed SIGTERM, and the supervisor, which caught it, exited with it.
 	if d := time.Since(start); d > 5*time.Second {

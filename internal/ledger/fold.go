@@ -37,6 +37,7 @@ const (
 	RefusedOffset    Refusal = "offset_out_of_range"
 	RefusedDone      Refusal = "after_outcome" // a second outcome, or a start or release after the outcome
 	RefusedIDs       Refusal = "too_many_ids"  // more than MaxIDsPerOffset tick IDs for one work offset
+	RefusedDisowned  Refusal = "disowned"      // written under a claim shown to be forged (Disown)
 )
 
 // Hostile reports whether r is a refusal that no worker of this build causes by itself.
@@ -106,7 +107,14 @@ type Fold struct {
 	// Ticks maps work offsets to their states.
 	Ticks map[int64]*TickState
 
-	proofs map[int64]time.Time // token -> the latest timestamp of a claim, renewal or start under it
+	proofs   map[int64]time.Time // token -> the latest timestamp of a claim, renewal or start under it
+	disowned map[writer]bool     // claims shown to be forged (Disown): nothing written under them counts
+}
+
+// writer is who wrote an entry: a worker under a token.
+type writer struct {
+	worker string
+	fence  int64
 }
 
 // NewFold returns an empty fold of work partition p that takes every entry.
@@ -163,6 +171,9 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 	}
 	if e.LeaseMS < 0 || e.LeaseMS > MaxLease.Milliseconds() {
 		return RefusedLease
+	}
+	if f.disowned[writer{e.Worker, e.Fence}] {
+		return RefusedDisowned
 	}
 	owner := f.isOwner(e)
 	s := f.Tick(e.Offset, e.ID)
@@ -286,6 +297,27 @@ func (f *Fold) prove(fence int64, ts time.Time) {
 		low = min(low, k)
 	}
 	delete(f.proofs, low)
+}
+
+// Disown takes back what was written under the claim of worker with token fence, shown to be forged (the
+// consumer group gave the partition to nobody else): the starts and outcomes it wrote no longer count, and
+// nothing it writes later will. The partition's owner is then unknown until the next claim.
+func (f *Fold) Disown(worker string, fence int64) {
+	if f.disowned == nil {
+		f.disowned = map[writer]bool{}
+	}
+	f.disowned[writer{worker, fence}] = true
+	for _, head := range f.Ticks {
+		for s := head; s != nil; s = s.other {
+			if o := s.Outcome; o != nil && o.Worker == worker && o.Fence == fence {
+				s.Outcome = nil
+			}
+			if s.Started && s.StartedBy == worker && s.StartedFence == fence {
+				s.Started, s.SeizedAt = false, time.Time{}
+			}
+		}
+	}
+	delete(f.proofs, fence)
 }
 
 // Forget drops the states of work offsets below offset (they are committed and never delivered again) and

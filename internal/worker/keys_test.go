@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
@@ -101,5 +103,35 @@ func TestLaneFailureSaysOnlyWhatFailed(t *testing.T) {
 	})
 	if outs[0].Error != "exit status 3" {
 		t.Errorf("outcome error %q, want %q", outs[0].Error, "exit status 3")
+	}
+}
+
+// TestLaneDisownsWhatAForgedClaimWrote: a forged claim followed by a forged outcome, under that claim, for a
+// tick the lane holds for its instant: once the group shows the claim is forged, the lane claims again and the
+// forged outcome no longer counts: the tick runs on its instant.
+func TestLaneDisownsWhatAForgedClaimWrote(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now().UTC()
+	held := tick.New("held", now, 0, 1)
+	nb := now.Add(3 * time.Second)
+	held.NotBefore = &nb
+	v, err := tick.Encode(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := b.produceTicks(t, 0, "first", 1)
+	b.produceAsLeader(t, &kgo.Record{Topic: b.names.Work, Partition: 0, Key: []byte(held.ID), Value: v})
+	heldOffset := b.endOffset(t, b.names.Work, 0) - 2 // the record before the transaction's marker
+	rec := newRecorder()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{})
+	kafkatest.Eventually(t, 10*time.Second, "the first tick to run", func() bool { return rec.count() >= 1 })
+	f := rec.snapshot()[0].Attempt.Fence
+	b.writeLedger(t, 0, ledger.Entry{Kind: ledger.KindClaim, Partition: 0, Fence: f + 1, Worker: "usurper", At: time.Now().UTC(), LeaseMS: 300})
+	b.writeLedger(t, 0, ledger.Entry{Kind: ledger.KindOutcome, ID: held.ID, Partition: 0, Offset: heldOffset, Fence: f + 1,
+		Worker: "usurper", Status: ledger.StatusOK, Attempts: 1, At: time.Now().UTC()})
+	kafkatest.Eventually(t, 10*time.Second, "the held tick to run", func() bool { return rec.count() >= 2 })
+	if got := ids(rec.snapshot()); got != first[0].ID+" "+held.ID {
+		t.Errorf("handler ran %q, want %q", got, first[0].ID+" "+held.ID)
 	}
 }

@@ -135,6 +135,13 @@ func (l *lane) dispatch() {
 			return
 		default:
 		}
+		if l.ledger.isFenced() && !l.foreignClaim(l.ctx) {
+			// A claim of another worker followed this lane's, and the group does not (or no longer) give the
+			// partition to this worker: a real new owner. Start nothing more.
+			w.logger.Warn("partition claimed by another worker: this worker starts nothing more on it", "partition", l.partition)
+			l.cancel(errFenced)
+			return
+		}
 		changed := l.ledger.changedCh() // taken before pick, so that no change between the two is missed
 		it, wait, ok := l.pick(w.cfg.Now())
 		if !ok {
@@ -262,6 +269,10 @@ func (l *lane) handle(it *item) (*Outcome, bool) {
 	rec := it.rec
 	if l.ctx.Err() != nil {
 		return nil, false // handed over just before the lane stopped starting records
+	}
+	if l.ledger.isFenced() && !l.foreignClaim(l.ctx) {
+		l.cancel(errFenced) // a real new owner: decide nothing from a fold it writes now
+		return nil, false
 	}
 	prior, ok := l.prior(it)
 	if !ok {

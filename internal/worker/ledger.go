@@ -69,6 +69,9 @@ type laneLedger struct {
 	wrongTick map[int64]bool
 	// retired is set once the lane no longer owns the partition and only waits for its runs.
 	retired bool
+	// onFenced, when set, is called (with mu held; it must not block) when a claim of another worker follows
+	// the lane's.
+	onFenced func()
 	// own is this lane's reader when another lane of this worker still reads the partition (see tail.add).
 	own *kgo.Client
 }
@@ -255,8 +258,11 @@ func (ll *laneLedger) apply(recs []*kgo.Record, known []*ledger.Entry, w *Worker
 			ll.refusedLocked(w, why, "ledger_offset", r.Offset, "kind", e.Kind, "writer", e.Worker, "fence", e.Fence, "work_offset", e.Offset)
 		}
 	}
-	if ll.fence > 0 && (ll.fold.Owner != ll.self || ll.fold.Fence != ll.fence) {
+	if ll.fence > 0 && (ll.fold.Owner != ll.self || ll.fold.Fence != ll.fence) && !ll.fenced {
 		ll.fenced = true
+		if ll.onFenced != nil {
+			ll.onFenced() // the lane looks into it before it decides anything more from the fold
+		}
 	}
 	close(ll.changed)
 	ll.changed = make(chan struct{})
@@ -502,6 +508,9 @@ func (l *lane) takeover(ctx context.Context) error {
 		}
 		if ll == nil {
 			ll = w.tail.add(l.partition, st.from, w.cfg.WorkerID, st.base, st.floor, end)
+			ll.mu.Lock()
+			ll.onFenced = l.wakeUp
+			ll.mu.Unlock()
 			w.mu.Lock() // the committer reads it (commitMeta)
 			l.ledger = ll
 			w.mu.Unlock()
@@ -660,6 +669,9 @@ func (l *lane) foreignClaim(ctx context.Context) bool {
 			ll.mu.Lock()
 			owner, fence := ll.fold.Owner, ll.fold.Fence
 			ll.refusedLocked(w, refusedForeignClaim, "writer", owner, "fence", fence)
+			// Whatever it wrote under that claim (outcomes that would skip ticks, starts that would hold keys)
+			// no longer counts.
+			ll.fold.Disown(owner, fence)
 			ll.mu.Unlock()
 			if err := l.takeover(ctx); err == nil {
 				w.logger.Warn("a claim of another worker followed this worker's while the group assigns it the partition: claimed again",

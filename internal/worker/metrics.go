@@ -88,7 +88,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		ledgerRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickgroup_worker_ledger_refused_total",
-			Help: "Ledger entries this worker refused, by reason: other_partition, stale_claim, fence_out_of_range, lease_out_of_range, not_owner, offset_out_of_range, after_outcome, too_many_ids, wrong_tick (the entry's tick ID is not the work record's), foreign_claim (a claim of another worker while the group still gives this worker the partition).",
+			Help: "Ledger entries this worker refused, by reason: other_partition, stale_claim, fence_out_of_range, lease_out_of_range, not_owner, offset_out_of_range, after_outcome, too_many_ids, wrong_tick (the entry's tick ID is not the work record's), foreign_claim (a claim of another worker while the group still gives this worker the partition), disowned (written under such a claim).",
 		}, []string{"reason"}),
 		cancelsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tickgroup_worker_cancels_refused_total",

@@ -102,12 +102,11 @@ func (l *Log) tick(id string) *Tick {
 	return t
 }
 
-// AddVersion appends a version of schedule name (sched nil: deleted), keeping offset order.
 // stoppedAfter reports whether a retained version of d pauses or deletes the schedule after a version that
 // emitted t (a cancel may then have taken t). With no definition nothing can be said, and it reports true.
 func (d *Definition) stoppedAfter(t *Tick) bool {
-	if d == nil || len(t.Emissions) == 0 {
-		return true
+	if d == nil || len(t.Emissions) == 0 || d.Partial {
+		return true // a version may be gone (compaction keeps the newest record of each schedule)
 	}
 	emitted := t.Emissions[0].ScheduleVersion
 	for _, v := range d.Versions {
@@ -118,6 +117,7 @@ func (d *Definition) stoppedAfter(t *Tick) bool {
 	return false
 }
 
+// AddVersion appends a version of schedule name (sched nil: deleted), keeping offset order.
 func (l *Log) AddVersion(name string, offset int64, at time.Time, sched *schedule.Schedule) {
 	d := l.Definitions[name]
 	if d == nil {

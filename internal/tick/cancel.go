@@ -10,9 +10,9 @@ import (
 )
 
 // Cancellations. The leader emits ticks ahead of their slot, so a schedule that is paused or deleted can have
-// ticks on the work topic that must no longer run. A Cancel record says so: it is written to every work
-// partition (by `ticker schedule pause|delete|apply` as soon as the change is written, and by the leader when it
-// sees the change), and a worker remembers it while it holds ticks for their instant.
+// ticks on the work topic that must no longer run. A Cancel record says so: the leader writes it to every work
+// partition, in a transaction of its term, when it sees the change, and a worker remembers it while it holds
+// ticks for their instant (only a cancel written in a transaction counts: internal/cancel.Genuine).
 //
 // A Cancel of schedule S cancels each scheduled tick of S emitted under a version older than Before whose start
 // instant (StartAt) is after After. Manual triggers are never cancelled. A cancelled tick is recorded with the

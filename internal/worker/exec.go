@@ -268,7 +268,7 @@ func (h *ExecHandler) run(ctx context.Context, path string, env []string, payloa
 		case <-exited:
 		case <-timer.C:
 			sig = "SIGKILL"
-			_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+			p.kill(exited)
 		}
 	}()
 	// On Linux every signal to the group is sent between the group leader's exit and its reaping (awaitExit does

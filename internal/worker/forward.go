@@ -347,6 +347,9 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 		start := w.cfg.Now()
 		o := Outcome{ID: string(resultKey(rec)), Worker: w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset, Attempts: 1}
 		t, err := tick.Decode(rec.Value)
+		if cancel.Is(rec) && !cancel.Genuine(rec) {
+			t, err = tick.Tick{}, errForgedCancel // whatever its value holds, it is not forwarded
+		}
 		var c *tick.Cancel
 		if err == nil {
 			c = f.cancelled(t)

@@ -167,11 +167,17 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 	clear(elsewhere)
 	l.waitsOnLedger = false
 	if l.jumps > 0 {
-		// A manual trigger runs out of offset order, so a former owner may still run one while the key's
-		// earlier held ticks wait here: such a key waits for that run first.
+		// A manual trigger runs out of offset order: a former owner may still run one while the key's earlier
+		// held ticks wait here, or run the key's scheduled tick while a trigger of the key waits here. Either
+		// way the key waits for that run first. (Without triggers, the key's first tick is the one that may
+		// run elsewhere, and the scan below checks it.)
+		seen := map[string]bool{}
 		for _, c := range l.queue {
-			if !c.jump || c.handled || c.running || c.err != nil {
+			if c.handled || c.running || c.err != nil || (!c.jump && seen[c.key]) {
 				continue
+			}
+			if !c.jump {
+				seen[c.key] = true
 			}
 			if until := l.formerRunUntil(c); now.Before(until) {
 				blocked[c.key], elsewhere[c.key] = true, true

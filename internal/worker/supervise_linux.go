@@ -183,6 +183,20 @@ func (g *group) sendLease(last int64) {
 	}
 }
 
+// kill ends the group for good: the supervisor, on its death signal, sweeps what the run left outside the
+// group and SIGKILLs the group itself; should it not be gone within a second (stopped, or stuck), the worker
+// SIGKILLs the group. exited is closed once the supervisor has exited.
+func (g *group) kill(exited <-chan struct{}) {
+	_ = syscall.Kill(g.pgid, supervisorDeathSignal) // the supervisor leads the group: its pid is the group's ID
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-exited:
+	case <-t.C:
+		_ = syscall.Kill(-g.pgid, syscall.SIGKILL)
+	}
+}
+
 // awaitExit blocks until the supervisor has exited, without reaping it: until wait, its pid, which is the
 // group's ID, stays taken.
 func (g *group) awaitExit() {
@@ -331,9 +345,8 @@ func sweep() {
 	for {
 		left := 0
 		for _, p := range processes() {
-			if p.pid != self && p.state != 'Z' && (p.pgrp == pgid || p.ppid == self) {
-				_ = syscall.Kill(p.pid, syscall.SIGKILL)
-				left++
+			if p.pid != self && p.state != 'Z' && (p.pgrp == pgid || p.ppid == self) && syscall.Kill(p.pid, syscall.SIGKILL) == nil {
+				left++ // one it could not kill (not its user's) is not waited for
 			}
 		}
 		for {

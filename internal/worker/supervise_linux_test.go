@@ -445,3 +445,35 @@ func TestExecSweepsHelpersThatLeftTheGroup(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the setsid helper and its child to be killed", func() bool { return allDead(pids) })
 }
+
+// TestExecSweepsAfterEscalation: a program that ignores SIGTERM is killed after KillGrace by its supervisor,
+// which sweeps the helper the program left outside its group (setsid) on the way.
+func TestExecSweepsAfterEscalation(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	h, err := NewExecHandler(ExecConfig{
+		Command:   `sh -c 'trap "" TERM; setsid sh -c "sleep 300 & echo \$\$ \$! > \"$0.tmp\"; mv \"$0.tmp\" \"$0\"; wait" & while [ ! -e "$0" ]; do sleep 0.01; done; sleep 300' ` + pidFile,
+		KillGrace: 200 * time.Millisecond,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := cancelWhenExists(pidFile)
+	defer cancel()
+	if err := h.Handle(ctx, testTick(), Attempt{N: 1}); err == nil {
+		t.Fatal("cancelled handler: got nil error")
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		pid, _ := strconv.Atoi(f)
+		pids = append(pids, pid)
+	}
+	waitFor(t, 5*time.Second, "the setsid helper and its child to be killed", func() bool { return allDead(pids) })
+}

@@ -36,6 +36,7 @@ func startGroup(path string, argv, env []string, stdin, out *os.File, _ *lease) 
 
 // awaitExit waits for the program and reaps it: without waitid(WNOWAIT) a signal sent to the group afterwards
 // could, in theory, reach a new group that reuses the pid.
-func (g *group) awaitExit()         { g.err = g.cmd.Wait() }
-func (g *group) wait() error        { return g.err }
-func (g *group) leaseExpired() bool { return false }
+func (g *group) awaitExit()           { g.err = g.cmd.Wait() }
+func (g *group) kill(<-chan struct{}) { _ = syscall.Kill(-g.pgid, syscall.SIGKILL) }
+func (g *group) wait() error          { return g.err }
+func (g *group) leaseExpired() bool   { return false }

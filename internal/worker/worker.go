@@ -511,9 +511,7 @@ func (w *Worker) retire(lanes []*lane, commit bool) (map[string]map[int32]kgo.Ep
 		if l.ledger != nil {
 			l.ledger.retire()
 		}
-		if len(l.busy) > 0 {
-			w.retiring[l] = true // its runs go on: a shutdown waits for them too (waitRuns)
-		}
+		w.retiring[l] = true // its runs go on: a shutdown waits for them too (waitRuns); closeLedger forgets it
 		if w.lanes[l.partition] == l {
 			delete(w.lanes, l.partition)
 		}

@@ -135,3 +135,33 @@ func TestLaneDisownsWhatAForgedClaimWrote(t *testing.T) {
 		t.Errorf("handler ran %q, want %q", got, first[0].ID+" "+held.ID)
 	}
 }
+
+// TestLaneTriggerWaitsForItsKeyRunningElsewhere: a former owner's run of a scheduled tick is still alive (its
+// lease not run out); a manual trigger of the same schedule, behind it on the partition, does not start before
+// that run is surely over: two runs of one key never overlap, across workers either.
+func TestLaneTriggerWaitsForItsKeyRunningElsewhere(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.formerOwner(t, 0, 300*time.Millisecond)
+	ticks, offsets := b.produceTicks(t, 0, "k", 1)
+	trig := tick.Source{Schedule: "k"}.Trigger(time.Now(), "t1")[0]
+	v, err := tick.Encode(trig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.produceAsLeader(t, &kgo.Record{Topic: b.names.Work, Partition: 0, Key: []byte(trig.ID), Value: v})
+	started := startedEntry(ledger.KindStarted, ticks[0], 0, offsets[0], 1)
+	started.LeaseMS = 2000 // the former owner's run may go on for 2 s after its start
+	startedAt := time.Now()
+	b.writeLedger(t, 0, started)
+
+	cfg := b.config("w1")
+	rec := newRecorder()
+	b.start(t, cfg, rec.handler(nil), Deps{})
+	kafkatest.Eventually(t, 10*time.Second, "the trigger and the tick to run", func() bool { return rec.count() >= 2 })
+	for _, c := range rec.snapshot() {
+		if waited, min := c.Start.Sub(startedAt), 2*time.Second+cfg.MaxClockSkew; waited < min {
+			t.Errorf("%s started %s after the former owner's start, want at least its lease + skew %s", c.ID, waited, min)
+		}
+	}
+}

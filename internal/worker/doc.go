@@ -108,7 +108,12 @@
 //     end of the shutdown's grace period does.
 //   - The ledger takes only what the log proves (ledger.Fold.Apply): entries from the owner or runner of the
 //     time, about work offsets that exist, for the tick the work record holds; every refusal is counted
-//     (tickgroup_worker_ledger_refused_total) and warned about.
+//     (tickgroup_worker_ledger_refused_total) and warned about. A claim of another worker while the group
+//     still assigns the partition to this one is forged: the lane claims again, and what was written under it
+//     is disowned (foreignClaim, ledger.Fold.Disown). What the ledger cannot tell: an entry that copies the
+//     current owner's worker ID and token (ACLs on <ns>.results are the defence).
+//   - Cancels (tick.Cancel) count only when written in a transaction, as the leader writes them
+//     (cancel.Genuine); any other is dead-lettered as forged_cancel.
 //   - What still can run twice (with rerun): a tick whose handler had its effect and whose worker died or was
 //     cut off before the outcome was acknowledged. The re-run carries TICK_INTERRUPTED=1, a higher TICK_ATTEMPT
 //     and a higher TICK_FENCE; the tick ID is the idempotency key. With skip such a tick runs at most once.

@@ -46,6 +46,7 @@ type lane struct {
 
 	// Guarded by w.mu.
 	queue     []*item         // the records fetched and not yet committable, in offset order
+	open      int             // every record of queue[:open] is handled: where pick starts
 	jumps     int             // unhandled records of the queue that need not wait (triggers)
 	busy      map[string]bool // the keys (itemKey) with a record running
 	blocked   map[string]bool // pick's scratch: the keys seen in this scan

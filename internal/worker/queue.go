@@ -172,7 +172,7 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 		// way the key waits for that run first. (Without triggers, the key's first tick is the one that may
 		// run elsewhere, and the scan below checks it.)
 		seen := map[string]bool{}
-		for _, c := range l.queue {
+		for _, c := range l.queue[l.open:] {
 			if c.handled || c.running || c.err != nil || (!c.jump && seen[c.key]) {
 				continue
 			}
@@ -188,7 +188,12 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 			}
 		}
 	}
-	for _, c := range l.queue {
+	// Records before l.open are all handled (their outcomes may be in flight, or a slow record ahead of them
+	// keeps them from being committed): not scanned again.
+	for l.open < len(l.queue) && l.queue[l.open].handled {
+		l.open++
+	}
+	for _, c := range l.queue[l.open:] {
 		if c.handled || c.running {
 			continue
 		}
@@ -333,4 +338,5 @@ func (l *lane) advanceLocked() {
 	}
 	clear(l.queue[:n])
 	l.queue = l.queue[n:]
+	l.open = max(l.open-n, 0)
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -213,7 +214,7 @@ func (e *env) forge(p int32, entries ...ledger.Entry) {
 		cl.Produce(ctx, &kgo.Record{Topic: e.names.Results, Partition: p, Key: key, Value: ledger.Encode(x)}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()
-				first = cmpOr(first, err)
+				first = cmp.Or(first, err)
 				mu.Unlock()
 			}
 		})
@@ -224,13 +225,6 @@ func (e *env) forge(p int32, entries ...ledger.Entry) {
 	if first != nil {
 		e.t.Fatal(first)
 	}
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // rssKiB returns the resident set of process pid.

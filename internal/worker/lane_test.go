@@ -445,7 +445,10 @@ func TestLaneRunOutlivesRevocation(t *testing.T) {
 	})
 	other, _ := b.produceTicks(t, p, "other", 1)
 	kafkatest.Eventually(t, 20*time.Second, "w2 to run the other schedule's tick beside w1's run", func() bool { return rec2.count() >= 1 })
-	time.Sleep(3 * cfg.Lease) // w1's run outlives several of its leases
+	// w1's run outlives several of its leases: its own renewals in the ledger say so.
+	kafkatest.Eventually(t, 20*time.Second, "three renewals of w1's run", func() bool {
+		return len(b.entries(t, p, ledger.KindRenewed, ticks[p].ID)) >= 3
+	})
 	if n := rec1.count(); n != 0 {
 		t.Fatalf("%d of w1's runs ended before they were let go: %+v", n, rec1.snapshot())
 	}

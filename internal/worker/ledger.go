@@ -91,15 +91,7 @@ func (t *tail) run(ctx context.Context) {
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			return
 		}
-		fetches.EachError(func(topic string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) {
-				t.w.logger.Warn("ledger fetch error", "topic", topic, "partition", p, "error", err)
-			}
-		})
-		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
-			if len(ftp.Records) == 0 {
-				return
-			}
+		t.feed(fetches, func(ftp kgo.FetchTopicPartition) {
 			t.mu.Lock()
 			lls := slices.Clone(t.lanes[ftp.Partition])
 			known := t.takeOwn(ftp.Partition, ftp.Records)
@@ -109,6 +101,20 @@ func (t *tail) run(ctx context.Context) {
 			}
 		})
 	}
+}
+
+// feed logs the fetch errors of fetches and hands each partition's records, when there are any, to apply.
+func (t *tail) feed(fetches kgo.Fetches, apply func(kgo.FetchTopicPartition)) {
+	fetches.EachError(func(topic string, p int32, err error) {
+		if !errors.Is(err, context.Canceled) {
+			t.w.logger.Warn("ledger fetch error", "topic", topic, "partition", p, "error", err)
+		}
+	})
+	fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
+		if len(ftp.Records) > 0 {
+			apply(ftp)
+		}
+	})
 }
 
 // takeOwn returns, for each of recs, the entry this worker wrote at its offset (nil: decode it), and moves the
@@ -189,14 +195,7 @@ func (t *tail) runOwn(ll *laneLedger) {
 		if fetches.IsClientClosed() {
 			return
 		}
-		fetches.EachError(func(topic string, p int32, err error) {
-			t.w.logger.Warn("ledger fetch error", "topic", topic, "partition", p, "error", err)
-		})
-		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
-			if len(ftp.Records) > 0 {
-				ll.apply(ftp.Records, nil, t.w)
-			}
-		})
+		t.feed(fetches, func(ftp kgo.FetchTopicPartition) { ll.apply(ftp.Records, nil, t.w) })
 	}
 }
 

@@ -428,21 +428,7 @@ func TestExecSweepsHelpersThatLeftTheGroup(t *testing.T) {
 	if err := h.Handle(context.Background(), testTick(), Attempt{N: 1}); err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
-	b, err := os.ReadFile(ready)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		pid, err := strconv.Atoi(f)
-		if err != nil {
-			t.Fatalf("pid file %q", b)
-		}
-		pids = append(pids, pid)
-	}
-	if len(pids) != 2 {
-		t.Fatalf("pid file %q, want the helper's and its child's", b)
-	}
+	pids := readPids(t, ready)
 	waitFor(t, 5*time.Second, "the setsid helper and its child to be killed", func() bool { return allDead(pids) })
 }
 
@@ -466,14 +452,27 @@ func TestExecSweepsAfterEscalation(t *testing.T) {
 	if err := h.Handle(ctx, testTick(), Attempt{N: 1}); err == nil {
 		t.Fatal("cancelled handler: got nil error")
 	}
-	b, err := os.ReadFile(pidFile)
+	pids := readPids(t, pidFile)
+	waitFor(t, 5*time.Second, "the setsid helper and its child to be killed", func() bool { return allDead(pids) })
+}
+
+// readPids reads the two pids (a helper's and its child's) a test program wrote to path.
+func readPids(t *testing.T, path string) []int {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pids []int
 	for _, f := range strings.Fields(string(b)) {
-		pid, _ := strconv.Atoi(f)
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("pid file %q", b)
+		}
 		pids = append(pids, pid)
 	}
-	waitFor(t, 5*time.Second, "the setsid helper and its child to be killed", func() bool { return allDead(pids) })
+	if len(pids) != 2 {
+		t.Fatalf("pid file %q, want the helper's and its child's", b)
+	}
+	return pids
 }

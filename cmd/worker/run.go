@@ -171,6 +171,12 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 		if err != nil {
 			return cli.UsageError{Err: fmt.Errorf("--exec: %w", err)}
 		}
+		// After the worker has stopped: whatever program still runs (beyond --grace) is killed.
+		defer func() {
+			if err := h.Close(); err != nil {
+				logger.Warn("stopping the exec supervisor", "error", err)
+			}
+		}()
 		handler = h
 	case f.http != "":
 		h, err := worker.NewHTTPHandler(f.http, nil, logger)

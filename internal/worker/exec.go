@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,15 +60,17 @@ const secretPrefix = "TICKGROUP_"
 //   - when the attempt's context ends (timeout, revocation, shutdown) the group gets SIGTERM, then SIGKILL after
 //     KillGrace;
 //   - when the program exits, whatever is left of the group (background helpers) gets SIGKILL at once;
-//   - on Linux a small supervisor process (this binary, re-executed) sits between the worker and the program
-//     and kills the group when the worker dies (even by SIGKILL) or when the attempt's lease runs out without
-//     renewal (a frozen worker whose partition may already run the tick elsewhere). See supervise_linux.go.
+//   - on Linux the programs are started by the handler's supervisor, one long-lived process (this binary, run
+//     again; package supervisor) that kills a program's group when the worker dies (even by SIGKILL) or when the
+//     attempt's lease runs out without renewal (a frozen worker whose partition may already run the tick
+//     elsewhere), and sweeps the helpers that left the group (setsid) at the end of the run. Close stops it.
 //
 // Standard output and error are captured up to OutputLimit and logged with the tick ID.
 type ExecHandler struct {
 	argv   []string
 	cfg    ExecConfig
 	logger *slog.Logger
+	slot   supervisorSlot
 }
 
 // NewExecHandler checks cfg and returns the handler.
@@ -161,8 +162,7 @@ func (h *ExecHandler) Handle(ctx context.Context, t tick.Tick, a Attempt) error 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// Resolved here, with the worker's PATH, as before the supervisor existed: an allow-list without PATH must not
-	// change which program runs.
+	// Resolved here, with the worker's PATH: an allow-list without PATH must not change which program runs.
 	path, err := exec.LookPath(h.argv[0])
 	if err != nil {
 		// A program that cannot start will not start on a retry either.
@@ -174,13 +174,8 @@ func (h *ExecHandler) Handle(ctx context.Context, t tick.Tick, a Attempt) error 
 		return fmt.Errorf("running %s: lease expired before the start", h.argv[0])
 	}
 
-	// The goroutine that starts the process must also wait for it, on one OS thread: on Linux the supervisor's
-	// parent-death signal fires when the thread that forked it exits, not the process.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-
 	start := time.Now()
-	r, err := h.run(ctx, path, env, t.Payload, leaseFrom(ctx))
+	r, err := h.run(ctx, path, env, t, leaseFrom(ctx))
 	dur := time.Since(start)
 	if r == nil {
 		return err
@@ -208,6 +203,35 @@ func (h *ExecHandler) Handle(ctx context.Context, t tick.Tick, a Attempt) error 
 	return nil
 }
 
+// ExitError is a program that ended with a status other than 0.
+type ExitError struct{ Status syscall.WaitStatus }
+
+func (e *ExitError) Error() string {
+	if e.Status.Signaled() {
+		return "signal: " + e.Status.Signal().String()
+	}
+	return "exit status " + strconv.Itoa(e.Status.ExitStatus())
+}
+
+// ExitCode is the program's exit status, or 128 plus the signal's number when a signal ended it, as a shell
+// reports it.
+func (e *ExitError) ExitCode() int {
+	if e.Status.Signaled() {
+		return 128 + int(e.Status.Signal())
+	}
+	return e.Status.ExitStatus()
+}
+
+// process is a started program, in a process group of its own.
+type process interface {
+	pid() int
+	terminate() // SIGTERM to the group
+	kill()      // SIGKILL to the group and what it left
+	// wait returns once the program has exited and what it left is gone: its status, whether its lease ran
+	// out, and an error when its supervisor went away first.
+	wait() (status syscall.WaitStatus, leaseExpired bool, err error)
+}
+
 // result is what one run of the program left.
 type result struct {
 	pid          int // the program's
@@ -217,9 +241,9 @@ type result struct {
 	leaseExpired bool
 }
 
-// run starts the program in a new process group, waits for it, kills what is left of the group and collects
-// the output. A nil result means the program did not start; err says why.
-func (h *ExecHandler) run(ctx context.Context, path string, env []string, payload string, l *lease) (*result, error) {
+// run starts the program, waits for it and collects the output. A nil result means the program did not start;
+// err says why.
+func (h *ExecHandler) run(ctx context.Context, path string, env []string, t tick.Tick, l *lease) (*result, error) {
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", h.argv[0], err)
@@ -231,16 +255,16 @@ func (h *ExecHandler) run(ctx context.Context, path string, env []string, payloa
 		return nil, fmt.Errorf("starting %s: %w", h.argv[0], err)
 	}
 	defer outR.Close()
-	// The program gets the pipes' other ends as files, not through os/exec's copying goroutines: Wait then
-	// returns when the process exits, not when the last grandchild holding the output lets go of it.
-	p, err := startGroup(path, h.argv, env, stdinR, outW, l)
+	// The program gets the pipes' other ends as files, not through os/exec's copying goroutines: the run ends
+	// when the process exits, not when the last grandchild holding the output lets go of it.
+	p, err := h.startProcess(path, env, stdinR, outW, l, "TICK_ID="+t.ID)
 	stdinR.Close()
 	outW.Close()
 	if err != nil {
 		return nil, err
 	}
 	go func() {
-		_, _ = io.WriteString(stdinW, payload) // EPIPE when the program does not read it: fine
+		_, _ = io.WriteString(stdinW, t.Payload) // EPIPE when the program does not read it: fine
 		_ = stdinW.Close()
 	}()
 	out := &capWriter{limit: h.cfg.OutputLimit}
@@ -261,26 +285,22 @@ func (h *ExecHandler) run(ctx context.Context, path string, env []string, payloa
 		case <-ctx.Done():
 		}
 		sig = "SIGTERM"
-		_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+		p.terminate()
 		timer := time.NewTimer(h.cfg.KillGrace)
 		defer timer.Stop()
 		select {
 		case <-exited:
 		case <-timer.C:
 			sig = "SIGKILL"
-			p.kill(exited)
+			p.kill()
 		}
 	}()
-	// On Linux every signal to the group is sent between the group leader's exit and its reaping (awaitExit does
-	// not reap): until then its pid, which is the group's ID, cannot be reused, so a signal never reaches an
-	// unrelated group.
-	p.awaitExit()
+	status, expired, err := p.wait()
 	close(exited)
-	r := &result{pid: p.pid, signal: <-signalled}
-	// Helpers the program left behind do not outlive the attempt, whatever its outcome.
-	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-	err = p.wait()
-	r.leaseExpired = p.leaseExpired()
+	r := &result{pid: p.pid(), signal: <-signalled, leaseExpired: expired}
+	if err == nil && status != 0 {
+		err = &ExitError{Status: status}
+	}
 	// The group is gone, so the output pipe is at its end unless a process that left the group holds it.
 	_ = outR.SetReadDeadline(time.Now().Add(h.cfg.KillGrace))
 	<-copied

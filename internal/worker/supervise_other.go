@@ -9,19 +9,19 @@ import (
 	"syscall"
 )
 
-// group is a program running in its own process group. Outside Linux there is no supervisor (it needs a
-// parent-death signal): the group still gets SIGTERM and SIGKILL on cancellation and SIGKILL after the program
-// exits, but it survives a worker killed by SIGKILL, and the lease is not enforced.
-type group struct {
-	cmd       *exec.Cmd
-	pgid, pid int
-	err       error
-}
+// direct is a program the worker runs itself, in its own process group. Outside Linux there is no supervisor
+// (it needs a child subreaper and Linux's wait semantics): the group still gets SIGTERM and SIGKILL on
+// cancellation and SIGKILL after the program exits, but it survives a worker killed by SIGKILL, and the lease
+// is not enforced.
+type direct struct{ cmd *exec.Cmd }
 
-func startGroup(path string, argv, env []string, stdin, out *os.File, _ *lease) (*group, error) {
+// supervisorSlot is empty: there is no supervisor to hold.
+type supervisorSlot struct{}
+
+func (h *ExecHandler) startProcess(path string, env []string, stdin, out *os.File, _ *lease, _ string) (process, error) {
 	cmd := &exec.Cmd{
 		Path:        path,
-		Args:        argv,
+		Args:        h.argv,
 		Env:         env,
 		Stdin:       stdin,
 		Stdout:      out,
@@ -29,14 +29,23 @@ func startGroup(path string, argv, env []string, stdin, out *os.File, _ *lease) 
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, Permanent(fmt.Errorf("starting %s: %w", argv[0], err))
+		return nil, Permanent(fmt.Errorf("starting %s: %w", h.argv[0], err))
 	}
-	return &group{cmd: cmd, pgid: cmd.Process.Pid, pid: cmd.Process.Pid}, nil
+	return direct{cmd}, nil
 }
 
-// awaitExit waits for the program and reaps it: without waitid(WNOWAIT) a signal sent to the group afterwards
+func (p direct) pid() int   { return p.cmd.Process.Pid }
+func (p direct) terminate() { _ = syscall.Kill(-p.pid(), syscall.SIGTERM) }
+func (p direct) kill()      { _ = syscall.Kill(-p.pid(), syscall.SIGKILL) }
+
+// wait reaps the program, then kills what is left of its group. Without waitid(WNOWAIT) that last signal
 // could, in theory, reach a new group that reuses the pid.
-func (g *group) awaitExit()           { g.err = g.cmd.Wait() }
-func (g *group) kill(<-chan struct{}) { _ = syscall.Kill(-g.pgid, syscall.SIGKILL) }
-func (g *group) wait() error          { return g.err }
-func (g *group) leaseExpired() bool   { return false }
+func (p direct) wait() (syscall.WaitStatus, bool, error) {
+	_ = p.cmd.Wait()
+	_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+	ws, _ := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return ws, false, nil
+}
+
+// Close does nothing outside Linux: there is no supervisor.
+func (h *ExecHandler) Close() error { return nil }

@@ -1,0 +1,129 @@
+//go:build linux
+
+package supervisor
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+)
+
+const (
+	// supervisorEnv marks a process as a supervisor; it is the only variable of its environment.
+	supervisorEnv = "TICKGROUP_EXEC_SUPERVISOR"
+	// Name is argv[0] of a supervisor, as ps shows it.
+	Name = "tickgroup-exec-supervisor"
+	// connFD is the supervisor's end of the socket.
+	connFD = 3
+	// maxFrame bounds a request: a program's environment and arguments (the payload is at most 64 KiB).
+	maxFrame = 16 << 20
+)
+
+// request is a frame from the worker.
+type request struct {
+	Op     string   `json:"op"` // start, lease, term, kill
+	ID     uint64   `json:"id"`
+	Path   string   `json:"path,omitempty"`
+	Args   []string `json:"args,omitempty"`
+	Env    []string `json:"env,omitempty"`
+	Marker string   `json:"marker,omitempty"`
+	Lease  int64    `json:"lease,omitempty"`
+
+	fds []int // start: stdin, output
+}
+
+// reply is a line from the supervisor.
+type reply struct {
+	Op           string `json:"op"` // ready, started, failed, exited
+	ID           uint64 `json:"id,omitempty"`
+	Pid          int    `json:"pid,omitempty"`
+	Error        string `json:"error,omitempty"`
+	Status       uint32 `json:"status,omitempty"` // syscall.WaitStatus
+	LeaseExpired bool   `json:"lease_expired,omitempty"`
+}
+
+// writeRequest sends q, with fds attached to its first bytes.
+func writeRequest(c *net.UnixConn, q request, fds ...int) error {
+	body, err := json.Marshal(q)
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 4, 4+len(body))
+	binary.BigEndian.PutUint32(b, uint32(len(body)))
+	b = append(b, body...)
+	var oob []byte
+	if len(fds) > 0 {
+		oob = syscall.UnixRights(fds...)
+	}
+	n, oobn, err := c.WriteMsgUnix(b, oob, nil)
+	if err != nil {
+		return err
+	}
+	if oobn != len(oob) {
+		return errors.New("file descriptors not sent")
+	}
+	// WriteMsgUnix writes everything on a stream socket or fails; this is belt and braces.
+	if n < len(b) {
+		_, err = c.Write(b[n:])
+	}
+	return err
+}
+
+// readRequest reads one frame and the file descriptors that came with it. The descriptors travel on the
+// frame's first segment, which the 4-byte header read takes; the body read asks for exactly the frame's bytes,
+// so it never reaches into the next frame (whose descriptors a plain read would drop).
+func readRequest(c *net.UnixConn) (request, error) {
+	var hdr [4]byte
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	var fds []int
+	got := 0
+	for got < len(hdr) {
+		n, oobn, _, _, err := c.ReadMsgUnix(hdr[got:], oob)
+		if oobn > 0 {
+			msgs, perr := syscall.ParseSocketControlMessage(oob[:oobn])
+			for i := range msgs {
+				if f, err := syscall.ParseUnixRights(&msgs[i]); err == nil {
+					fds = append(fds, f...)
+				}
+			}
+			if perr != nil && err == nil {
+				err = perr
+			}
+		}
+		got += n
+		if err != nil {
+			closeFDs(fds)
+			if got == 0 && errors.Is(err, io.EOF) {
+				return request{}, io.EOF
+			}
+			return request{}, err
+		}
+	}
+	size := binary.BigEndian.Uint32(hdr[:])
+	if size > maxFrame {
+		closeFDs(fds)
+		return request{}, fmt.Errorf("request of %d bytes, more than %d", size, maxFrame)
+	}
+	body := make([]byte, size)
+	if _, err := io.ReadFull(c, body); err != nil {
+		closeFDs(fds)
+		return request{}, err
+	}
+	var q request
+	if err := json.Unmarshal(body, &q); err != nil {
+		closeFDs(fds)
+		return request{}, err
+	}
+	q.fds = fds
+	return q, nil
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		_ = syscall.Close(fd)
+	}
+}

@@ -59,6 +59,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		offset     cli.Duration
 		jitter     cli.Duration
 		deadline   cli.Duration
+		timeout    cli.Duration
 		start, end cli.Time
 		file       string
 		prune      bool
@@ -79,7 +80,9 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fs.StringVar(&spec.Catchup, "catchup", schedule.DefaultCatchup, "slots that fell due while no leader ran (failover, outage): all (emit each, up to --catchup-max), latest (only the newest) or skip (none)")
 		fs.IntVar(&spec.CatchupMax, "catchup-max", 0, fmt.Sprintf("with --catchup all: emit at most this many missed slots, the newest (0: %d)", schedule.DefaultCatchupMax))
 		fs.Var(&deadline, "deadline", "workers skip a tick that would start later than slot + deadline (0: never)")
-		fs.StringVar(&spec.Overlap, "overlap", "", "a tick whose successor is already due when it could start: queue (run it anyway, the default) or skip (skipped_overlap; the newest due tick runs)")
+		fs.StringVar(&spec.Overlap, "overlap", "", "a tick whose successor is already due when it could start: queue (run it anyway) or skip (skipped_overlap; the newest due tick runs); default: skip when the run before it outlasted the period, queue otherwise")
+		fs.Var(&timeout, "timeout", fmt.Sprintf("bound on one attempt of a tick, at most %s (0: the worker's --timeout, default none)", schedule.MaxTimeout))
+		fs.IntVar(&spec.MaxAttempts, "max-attempts", 0, "attempts per tick before the dead-letter topic (0: the worker's --max-attempts, default 3)")
 		fs.Var(&start, "start", "no slot before this instant (RFC 3339)")
 		fs.Var(&end, "end", "no slot after this instant (RFC 3339)")
 		fs.BoolVar(&spec.Paused, "paused", false, "create the schedule paused")
@@ -127,6 +130,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		spec.Offset = schedule.Duration(offset)
 		spec.Jitter = schedule.Duration(jitter)
 		spec.Deadline = schedule.Duration(deadline)
+		spec.Timeout = schedule.Duration(timeout)
 		spec.Start, spec.End = start.T, end.T
 		if err := spec.Validate(); err != nil {
 			return cli.UsageError{Err: err}
@@ -246,7 +250,7 @@ func trigger(ctx context.Context, cl *kgo.Client, names kafka.Names, e store.Ent
 	nonce := make([]byte, 4)
 	_, _ = rand.Read(nonce)
 	src := tick.Source{Schedule: s.Name, Shards: s.Shards, Payload: s.Payload, Version: e.Version, Deadline: time.Duration(s.Deadline),
-		Metrics: s.Metrics}
+		Metrics: s.Metrics, Timeout: time.Duration(s.Timeout), MaxAttempts: s.MaxAttempts}
 	var recs []*kgo.Record
 	for _, t := range src.Trigger(time.Now().UTC(), hex.EncodeToString(nonce)) {
 		v, err := tick.Encode(t)

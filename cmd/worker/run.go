@@ -102,10 +102,10 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&f.http, "http", "", "URL to POST each tick to")
 	fs.StringVar(&f.forward, "forward", "", "topic to republish each tick to, exactly once (created when missing)")
 	fs.IntVar(&f.concurrency, "concurrency", worker.DefaultConcurrency, "how many handlers may run at once, over all partitions (ticks of one schedule and shard run one at a time, in order)")
-	fs.IntVar(&f.maxAttempts, "max-attempts", worker.DefaultMaxAttempts, "attempts per tick before the dead-letter topic")
+	fs.IntVar(&f.maxAttempts, "max-attempts", worker.DefaultMaxAttempts, "attempts per tick before the dead-letter topic, for ticks whose schedule sets no max_attempts")
 	fs.DurationVar(&f.backoff, "backoff", worker.DefaultBackoff, "delay before the first retry; doubles per retry, with jitter")
 	fs.DurationVar(&f.maxBackoff, "max-backoff", worker.DefaultMaxBackoff, "cap of the delay between retries")
-	fs.DurationVar(&f.timeout, "timeout", worker.DefaultTimeout, "time limit of one attempt; an exec handler's process group is then terminated")
+	fs.DurationVar(&f.timeout, "timeout", 0, "time limit of one attempt of a tick whose schedule sets no timeout (0: none); an exec handler's process group is then terminated")
 	fs.DurationVar(&f.killGrace, "kill-grace", worker.DefaultKillGrace, "time between SIGTERM and SIGKILL when an exec handler is terminated")
 	fs.DurationVar(&f.grace, "grace", worker.DefaultGrace, "on shutdown, how long in-flight handlers may finish before they are cancelled")
 	fs.StringVar(&f.start, "start", worker.DefaultStart.String(), "where a brand-new group starts: a duration such as 10m (the first tick written that long ago or later), latest or earliest")
@@ -153,8 +153,8 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	if f.maxClockSkew <= 0 {
 		return cli.Usagef("--max-clock-skew %s: want a positive duration", f.maxClockSkew)
 	}
-	if f.backoff <= 0 || f.maxBackoff < f.backoff || f.timeout <= 0 || f.grace < 0 || f.killGrace <= 0 {
-		return cli.Usagef("--backoff, --timeout and --kill-grace must be positive, --max-backoff at least --backoff, --grace not negative")
+	if f.backoff <= 0 || f.maxBackoff < f.backoff || f.timeout < 0 || f.grace < 0 || f.killGrace <= 0 {
+		return cli.Usagef("--backoff and --kill-grace must be positive, --max-backoff at least --backoff, --timeout and --grace not negative")
 	}
 	logger := f.common.Logger(stderr)
 	logger.Debug(cli.SignalsHandled) // main handles them since before run; this is the log's first line

@@ -79,13 +79,15 @@ func newEmission(it *item, slots []time.Time, missed int64) emission {
 	s := e.Schedule
 	return emission{
 		src: tick.Source{
-			Schedule: s.Name(),
-			Shards:   s.Shards(),
-			Payload:  s.Payload(),
-			Version:  e.Version,
-			Deadline: s.Deadline(),
-			Overlap:  s.Overlap(),
-			Metrics:  s.Metrics(),
+			Schedule:    s.Name(),
+			Shards:      s.Shards(),
+			Payload:     s.Payload(),
+			Version:     e.Version,
+			Deadline:    s.Deadline(),
+			Overlap:     s.Overlap(),
+			Metrics:     s.Metrics(),
+			Timeout:     s.Timeout(),
+			MaxAttempts: s.MaxAttempts(),
 		},
 		entry:   e,
 		it:      it,

@@ -75,12 +75,14 @@ const (
 	fEnd
 	fPaused
 	fMetrics
+	fTimeout
+	fMaxAttempts
 )
 
 var fastFields = map[string]uint32{
 	"v": fV, "name": fName, "every": fEvery, "offset": fOffset, "cron": fCron, "tz": fTZ, "jitter": fJitter,
 	"shards": fShards, "payload": fPayload, "catchup": fCatchup, "catchup_max": fCatchupMax, "deadline": fDeadline,
-	"overlap": fOverlap, "start": fStart, "end": fEnd, "paused": fPaused, "metrics": fMetrics,
+	"overlap": fOverlap, "timeout": fTimeout, "max_attempts": fMaxAttempts, "start": fStart, "end": fEnd, "paused": fPaused, "metrics": fMetrics,
 }
 
 type fastDecoder struct {
@@ -131,6 +133,10 @@ func (d *fastDecoder) field(bit uint32, s *Spec, v **int) bool {
 		n, ok := d.integer()
 		s.CatchupMax = n
 		return ok
+	case fMaxAttempts:
+		n, ok := d.integer()
+		s.MaxAttempts = n
+		return ok
 	case fPaused, fMetrics:
 		var x bool
 		switch {
@@ -146,7 +152,7 @@ func (d *fastDecoder) field(bit uint32, s *Spec, v **int) bool {
 			s.Metrics = x
 		}
 		return true
-	case fEvery, fOffset, fJitter, fDeadline:
+	case fEvery, fOffset, fJitter, fDeadline, fTimeout:
 		raw, ok := d.rawString()
 		if !ok {
 			return false
@@ -162,6 +168,8 @@ func (d *fastDecoder) field(bit uint32, s *Spec, v **int) bool {
 			s.Offset = x
 		case fJitter:
 			s.Jitter = x
+		case fTimeout:
+			s.Timeout = x
 		default:
 			s.Deadline = x
 		}

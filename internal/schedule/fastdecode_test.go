@@ -80,7 +80,8 @@ func TestDecodeFastTakesWhatEncodeWrites(t *testing.T) {
 		{Name: "scan", Every: Duration(30 * time.Second)},
 		{Name: "load-0000042", Every: Duration(time.Minute), Offset: Duration(42 * time.Second), Payload: "x"},
 		{Name: "n", Cron: "0 3 * * *", TZ: "Europe/Berlin", Jitter: Duration(time.Minute), Shards: 4, Payload: `{"a":"<&>é` + "\u2028\n\x01\"", Catchup: CatchupAll,
-			CatchupMax: 5, Deadline: Duration(time.Minute), Overlap: OverlapSkip, Start: &start, End: &end, Paused: true, Metrics: true},
+			CatchupMax: 5, Deadline: Duration(time.Minute), Overlap: OverlapSkip, Timeout: Duration(90 * time.Second), MaxAttempts: 5,
+			Start: &start, End: &end, Paused: true, Metrics: true},
 	} {
 		b, err := Encode(s)
 		if err != nil {

@@ -30,6 +30,8 @@ type Schedule struct {
 // rare holds the fields of a Spec that a plain interval schedule leaves unset.
 type rare struct {
 	deadline     Duration
+	timeout      Duration
+	maxAttempts  int32
 	cronExpr, tz string
 	cron         *cronSched
 	start, end   *time.Time
@@ -84,6 +86,7 @@ func (s *Schedule) Spec() Spec {
 	}
 	if s.x != nil {
 		sp.Cron, sp.TZ, sp.Start, sp.End, sp.Deadline = s.x.cronExpr, s.x.tz, s.x.start, s.x.end, s.x.deadline
+		sp.Timeout, sp.MaxAttempts = s.x.timeout, int(s.x.maxAttempts)
 	}
 	return sp.clone()
 }
@@ -109,6 +112,22 @@ func (s *Schedule) Deadline() time.Duration {
 		return 0
 	}
 	return time.Duration(s.x.deadline)
+}
+
+// Timeout is Spec().Timeout without the copy: 0 for the worker's.
+func (s *Schedule) Timeout() time.Duration {
+	if s.x == nil {
+		return 0
+	}
+	return time.Duration(s.x.timeout)
+}
+
+// MaxAttempts is Spec().MaxAttempts without the copy: 0 for the worker's.
+func (s *Schedule) MaxAttempts() int {
+	if s.x == nil {
+		return 0
+	}
+	return int(s.x.maxAttempts)
 }
 
 // Shards is the number of ticks per slot: Spec().Shards, at least 1, without the copy.

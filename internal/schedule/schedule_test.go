@@ -117,6 +117,7 @@ func TestSpecRoundTrip(t *testing.T) {
 			Shards: 7, Payload: "p", Catchup: CatchupAll, CatchupMax: 12, Deadline: Duration(time.Minute), Overlap: OverlapSkip,
 			Start: &start, End: &end, Paused: true, Metrics: true},
 		{Name: "cron", Cron: "0 6 * * MON-FRI", TZ: "Europe/Berlin", Catchup: CatchupSkip, Overlap: OverlapQueue},
+		{Name: "limits", Every: Duration(time.Minute), Timeout: Duration(90 * time.Second), MaxAttempts: 1},
 		{Name: "cron-utc", Cron: "@hourly", Catchup: CatchupLatest},
 	}
 	for _, s := range specs {

@@ -32,6 +32,10 @@ const (
 	DefaultCatchupMax = 100
 	// MaxCatchupMax is the largest CatchupMax accepted.
 	MaxCatchupMax = 100_000
+	// MaxTimeout is the longest Timeout accepted.
+	MaxTimeout = 7 * 24 * time.Hour
+	// MaxMaxAttempts is the largest MaxAttempts accepted.
+	MaxMaxAttempts = 100
 )
 
 // Catch-up policies: what the leader does with slots whose due time passed while nobody was leading.
@@ -41,9 +45,11 @@ const (
 	CatchupAll    = "all"    // emit every missed slot, up to CatchupMax of the latest (the default)
 )
 
-// Overlap policies (Spec.Overlap). The default is queue: with catch-up "all" the default, a failover emits the
-// slots it missed at once, and skip would run only the newest of them. Skip is for jobs that can take longer
-// than their period, where a queue of runs would only grow.
+// Overlap policies (Spec.Overlap). The default (empty) is neither: ticks that fell due while the run before them
+// was still going are skipped but for the newest (a job that outlasts its period would otherwise build a queue
+// that only grows), and ticks late for another reason all run, in order (with catch-up "all" the default, a
+// failover emits the slots it missed at once, and skip would run only the newest of them). Queue runs every
+// tick; skip also skips the catch-up.
 const (
 	OverlapQueue = "queue"
 	OverlapSkip  = "skip"
@@ -128,9 +134,17 @@ type Spec struct {
 	// Deadline is how long after its slot a tick is still worth running; 0 means no deadline.
 	Deadline Duration `json:"deadline,omitempty" yaml:"deadline,omitempty"`
 	// Overlap is what a worker does with a tick whose successor (same schedule and shard) is already due when
-	// it could start: OverlapQueue (the default: it runs, the ticks run one after the other) or OverlapSkip (it
-	// does not run and is recorded as skipped_overlap; the newest due tick always runs).
+	// it could start: OverlapQueue (it runs: every tick runs, one after the other), OverlapSkip (it does not run
+	// and is recorded as skipped_overlap; the newest due tick always runs), or empty, the default: skip for a
+	// tick that fell due while the run before it was still going (a run that outlasted its period builds no
+	// queue), queue for a tick late for any other reason (a failover's catch-up, a backlog).
 	Overlap string `json:"overlap,omitempty" yaml:"overlap,omitempty"`
+	// Timeout bounds one attempt of a tick: the handler's context ends then, and an exec program gets SIGTERM.
+	// 0 means the worker's --timeout, which defaults to none. At most MaxTimeout.
+	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	// MaxAttempts is how many times a worker tries a tick before it goes to the dead-letter topic. 0 means the
+	// worker's --max-attempts (default 3). At most MaxMaxAttempts.
+	MaxAttempts int `json:"max_attempts,omitempty" yaml:"max_attempts,omitempty"`
 	// Start, if set, is the earliest slot: no slot is before it.
 	Start *time.Time `json:"start,omitempty" yaml:"start,omitempty"`
 	// End, if set, is the latest slot: no slot is after it. Must be after Start.
@@ -215,9 +229,9 @@ func (s Spec) compile() (*Schedule, error) {
 	}
 
 	sch := &Schedule{name: s.Name, payload: s.Payload, jitter: s.Jitter, paused: s.Paused, metrics: s.Metrics}
-	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil || s.Deadline != 0 {
+	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil || s.Deadline != 0 || s.Timeout != 0 || s.MaxAttempts != 0 {
 		c := s.clone()
-		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End, deadline: s.Deadline}
+		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End, deadline: s.Deadline, timeout: s.Timeout, maxAttempts: int32(s.MaxAttempts)}
 	}
 	every, offset, jitter := time.Duration(s.Every), time.Duration(s.Offset), time.Duration(s.Jitter)
 	switch {
@@ -291,6 +305,15 @@ func (s Spec) compile() (*Schedule, error) {
 	}
 	if s.Deadline < 0 {
 		v.fail("deadline", s.Deadline.String(), "must not be negative")
+	}
+	switch {
+	case s.Timeout < 0 || time.Duration(s.Timeout) > MaxTimeout:
+		v.fail("timeout", s.Timeout.String(), "must be between 0 and %s (0 means the worker's --timeout)", MaxTimeout)
+	case s.Timeout > 0 && time.Duration(s.Timeout) < time.Millisecond:
+		v.fail("timeout", s.Timeout.String(), "must be at least 1ms")
+	}
+	if s.MaxAttempts < 0 || s.MaxAttempts > MaxMaxAttempts {
+		v.fail("max_attempts", fmt.Sprint(s.MaxAttempts), "must be between 0 and %d (0 means the worker's --max-attempts)", MaxMaxAttempts)
 	}
 	switch s.Overlap {
 	case "", OverlapQueue, OverlapSkip:

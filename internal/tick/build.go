@@ -16,10 +16,14 @@ type Source struct {
 	Deadline time.Duration
 	// LeaderEpoch is the producer epoch of the leader term that emits the ticks (0 for a trigger).
 	LeaderEpoch int64
-	// Overlap is the schedule's overlap policy (OverlapQueue or OverlapSkip; empty means queue).
+	// Overlap is the schedule's overlap policy (OverlapQueue, OverlapSkip, or empty for the default).
 	Overlap string
 	// Metrics is set for a schedule with metrics of its own (Tick.Metrics).
 	Metrics bool
+	// Timeout and MaxAttempts are the schedule's execution settings (Tick.TimeoutMS, Tick.MaxAttempts); 0 leaves
+	// them to the worker.
+	Timeout     time.Duration
+	MaxAttempts int
 }
 
 // AppendSlot appends to dst the ticks of slot, one per shard, emitted at emittedAt. notBefore, when not zero,
@@ -65,10 +69,12 @@ func (s Source) fill(t Tick, base, emittedAt time.Time) (Tick, time.Time) {
 	t.ScheduleVersion = s.Version
 	t.LeaderEpoch = s.LeaderEpoch
 	t.EmittedAt = emittedAt
-	if s.Overlap == OverlapSkip && !t.Trigger {
-		t.Overlap = OverlapSkip
+	if !t.Trigger {
+		t.Overlap = s.Overlap
 	}
 	t.Metrics = s.Metrics
+	t.TimeoutMS = s.Timeout.Milliseconds()
+	t.MaxAttempts = s.MaxAttempts
 	if s.Deadline > 0 {
 		return t, base.Add(s.Deadline)
 	}

@@ -86,7 +86,7 @@ func TestWriterIsAppendSlot(t *testing.T) {
 	}
 	sources := []Source{
 		{Schedule: "scan"},
-		{Schedule: "scan", Shards: 3, Payload: `{"table":"orders"}`, Version: 42, Deadline: time.Minute, LeaderEpoch: 7, Overlap: OverlapSkip, Metrics: true},
+		{Schedule: "scan", Shards: 3, Payload: `{"table":"orders"}`, Version: 42, Deadline: time.Minute, LeaderEpoch: 7, Overlap: OverlapSkip, Metrics: true, Timeout: 90 * time.Second, MaxAttempts: 5},
 		{Schedule: "tenant/<a&b>", Payload: "line\nbreak \u00e9 \"quoted\"", Version: 1 << 40, Deadline: time.Nanosecond, Overlap: OverlapQueue},
 	}
 	var w Writer

@@ -53,12 +53,18 @@ type Tick struct {
 	NotBefore *time.Time `json:"not_before,omitempty"`
 	// Trigger is true for a tick requested by hand (ticker schedule trigger) rather than by the schedule.
 	Trigger bool `json:"trigger,omitempty"`
-	// Overlap is the schedule's overlap policy: OverlapQueue (empty: every tick runs, in order) or OverlapSkip
-	// (a tick does not start when a newer tick of the same schedule and shard is already due).
+	// Overlap is the schedule's overlap policy: OverlapQueue (every tick runs, in order), OverlapSkip (a tick
+	// does not start when a newer tick of the same schedule and shard is already due), or empty, the default:
+	// skip for a tick that fell due while the run before it was going, queue otherwise. Workers from before the
+	// default read empty as queue.
 	Overlap string `json:"overlap,omitempty"`
 	// Metrics is set when the schedule opts in to metrics of its own (metrics: true): the workers then export
 	// its start delay with a schedule label.
-	Metrics         bool      `json:"metrics,omitempty"`
+	Metrics bool `json:"metrics,omitempty"`
+	// TimeoutMS bounds one attempt, in milliseconds; MaxAttempts is how many attempts a worker makes before the
+	// dead-letter topic. 0 (absent) leaves each to the worker's flags; workers ignore values out of range.
+	TimeoutMS       int64     `json:"timeout_ms,omitempty"`
+	MaxAttempts     int       `json:"max_attempts,omitempty"`
 	ScheduleVersion int64     `json:"schedule_version"`
 	LeaderEpoch     int64     `json:"leader_epoch"`
 	EmittedAt       time.Time `json:"emitted_at"`
@@ -241,6 +247,14 @@ func appendTick(b []byte, t *Tick, id []byte, st *stamps) ([]byte, bool) {
 	}
 	if t.Metrics {
 		b = append(b, `,"metrics":true`...)
+	}
+	if t.TimeoutMS != 0 {
+		b = append(b, `,"timeout_ms":`...)
+		b = strconv.AppendInt(b, t.TimeoutMS, 10)
+	}
+	if t.MaxAttempts != 0 {
+		b = append(b, `,"max_attempts":`...)
+		b = strconv.AppendInt(b, int64(t.MaxAttempts), 10)
 	}
 	b = append(b, `,"schedule_version":`...)
 	b = strconv.AppendInt(b, t.ScheduleVersion, 10)

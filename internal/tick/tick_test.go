@@ -103,7 +103,7 @@ func TestEncodeIsMarshal(t *testing.T) {
 		{},
 		New("beat", slot, 0, 1),
 		{V: 1, ID: "a@x#3", Schedule: "a", Slot: slot, Shard: 3, Shards: 7, Payload: `{"k":"<v>&\u2028é` + "\x00\xff\"\\", Deadline: &at, NotBefore: &slot,
-			Trigger: true, Overlap: "skip", Metrics: true, ScheduleVersion: -4, LeaderEpoch: 1 << 40, EmittedAt: at},
+			Trigger: true, Overlap: "skip", Metrics: true, TimeoutMS: 90_000, MaxAttempts: 7, ScheduleVersion: -4, LeaderEpoch: 1 << 40, EmittedAt: at},
 		{Payload: "plain ascii ~!@#$%^*()_+=-`[]{}|;':,./?", EmittedAt: far},                         // a year json.Marshal refuses
 		{Schedule: "z", Slot: slot, EmittedAt: slot.In(time.FixedZone("", 24*3600))},                 // and a zone offset
 		{Schedule: "z", Slot: slot, EmittedAt: slot.In(time.FixedZone("", -24*3600))},                // either way

@@ -25,15 +25,18 @@ type Config struct {
 	// Concurrency is how many records the worker takes to their outcome at once, over all its partitions: it
 	// bounds the handlers running at the same time. Defaults to 64.
 	Concurrency int
-	// MaxAttempts is how many times a tick is tried in one delivery before it goes to the dead-letter topic.
-	// Defaults to 3.
+	// MaxAttempts is how many times a tick is tried in one delivery before it goes to the dead-letter topic,
+	// for ticks whose schedule sets no max_attempts. Defaults to 3.
 	MaxAttempts int
 	// Backoff is the delay before the first retry; each further retry doubles it, up to MaxBackoff, and the
 	// actual delay is drawn uniformly from [d/2, d] (jitter). Defaults to 1s.
 	Backoff time.Duration
 	// MaxBackoff caps the delay between attempts. Defaults to 30s.
 	MaxBackoff time.Duration
-	// Timeout bounds one handler attempt; the attempt's context ends then. Defaults to 1m.
+	// Timeout bounds one handler attempt of a tick whose schedule sets no timeout; the attempt's context ends
+	// then. 0, the default, means none: a run is bounded by its worker's life and its lease, a slow one delays
+	// only its own schedule, and the ticks that fall due meanwhile are collapsed to the newest by the default
+	// overlap policy, so only a job's author knows how long is too long (the schedule's timeout).
 	Timeout time.Duration
 	// Grace is how long in-flight handlers may run on after shutdown begins before they are cancelled.
 	// Defaults to 30s.
@@ -93,7 +96,6 @@ const (
 	DefaultMaxAttempts    = 3
 	DefaultBackoff        = time.Second
 	DefaultMaxBackoff     = 30 * time.Second
-	DefaultTimeout        = time.Minute
 	DefaultGrace          = 30 * time.Second
 	DefaultSessionTimeout = 6 * time.Second
 	DefaultLease          = 5 * time.Second
@@ -116,7 +118,6 @@ func (c Config) withDefaults() Config {
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
 	c.Backoff = cmp.Or(c.Backoff, DefaultBackoff)
 	c.MaxBackoff = cmp.Or(c.MaxBackoff, DefaultMaxBackoff)
-	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
 	c.Grace = cmp.Or(c.Grace, DefaultGrace)
 	c.SessionTimeout = cmp.Or(c.SessionTimeout, DefaultSessionTimeout)
 	c.OnInterrupted = cmp.Or(c.OnInterrupted, OnInterruptedRerun)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
+	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -225,7 +226,7 @@ func (l *lane) runItem(it *item) {
 		return
 	}
 	w.mu.Lock()
-	l.handledLocked(it)
+	l.handledLocked(it, w.cfg.Now())
 	w.mu.Unlock()
 	l.wakeUp()
 	if o == nil {
@@ -474,8 +475,8 @@ type gate interface {
 // When the record must go to the dead-letter topic it returns the cause as well. When ctx ends first the
 // outcome is meaningless and the caller records nothing.
 //
-// newer is the latest start instant of a later tick of the same schedule and shard already fetched (zero: none):
-// a tick of an overlap-skip schedule does not start when such a newer tick is already due. cancelled, when not
+// newer is the latest start instant of a later tick of the same schedule and shard already fetched, when its
+// overlap policy skips it for one (zero: none): the tick does not start when such a newer tick is already due. cancelled, when not
 // nil, is a cancellation that applies to the tick: it does not run.
 func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err error, prior *ledger.TickState, g gate, newer time.Time, cancelled *tick.Cancel) (Outcome, error) {
 	start := w.cfg.Now()
@@ -511,11 +512,11 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err 
 		w.m.ledgerSkips.WithLabelValues("rerun").Inc()
 		w.logger.Info("running an interrupted tick again", "tick_id", t.ID, "partition", rec.Partition, "attempt", base+1)
 	}
-	if t.Overlap == tick.OverlapSkip && !newer.IsZero() && !newer.After(start) {
+	if !newer.IsZero() && !newer.After(start) {
 		o.Status, o.Attempts = StatusSkippedOverlap, base
 		o.Error = fmt.Sprintf("a newer tick of the schedule (slot %s) was already due", newer.UTC().Format(time.RFC3339Nano))
 		w.count(resultSkippedOverlap, 1)
-		w.logger.Debug("tick skipped: a newer one is due (overlap skip)", "tick_id", t.ID, "partition", rec.Partition, "newer_slot", newer)
+		w.logger.Debug("tick skipped: a newer one is due (overlap)", "tick_id", t.ID, "partition", rec.Partition, "newer_slot", newer, "policy", cmp.Or(t.Overlap, "default"))
 		return o, nil
 	}
 	if t.Deadline != nil && start.After(*t.Deadline) {
@@ -549,7 +550,7 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err 
 			w.logger.Warn("tick failed permanently: dead-lettering", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N, "error", err)
 			return o, err
 		}
-		if attempt >= w.cfg.MaxAttempts {
+		if attempt >= w.maxAttempts(&t) {
 			o.Status, o.reason = StatusDeadLettered, reasonMaxAttempts
 			w.logger.Warn("tick failed on every attempt: dead-lettering", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N, "error", err)
 			return o, err
@@ -583,7 +584,11 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *A
 			w.m.scheduleDelay.WithLabelValues(t.Schedule).Observe(delay)
 		}
 	}
-	actx, cancel := context.WithTimeout(hctx, w.cfg.Timeout)
+	actx, cancel := hctx, context.CancelFunc(func() {})
+	timeout := w.timeout(&t)
+	if timeout > 0 {
+		actx, cancel = context.WithTimeout(hctx, timeout)
+	}
 	defer cancel()
 	w.m.inflight.Inc()
 	begin := time.Now()
@@ -596,7 +601,7 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *A
 	}
 	end(err)
 	if err != nil && cutBy == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("timed out after %s: %w", w.cfg.Timeout, err)
+		return fmt.Errorf("timed out after %s: %w", timeout, err)
 	}
 	if err != nil && cutBy != nil && ctx.Err() == nil {
 		// Cut off by its lease (an interruption, retried like a failure) or seized by another worker (the
@@ -604,6 +609,23 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *A
 		return fmt.Errorf("%w: %w", cutBy, err)
 	}
 	return err
+}
+
+// timeout bounds one attempt of t: its schedule's timeout, else the worker's (0: none). A value out of the
+// schedule's range (a tick not written by a leader) is ignored.
+func (w *Worker) timeout(t *tick.Tick) time.Duration {
+	if d := time.Duration(t.TimeoutMS) * time.Millisecond; d > 0 && d <= schedule.MaxTimeout {
+		return d
+	}
+	return w.cfg.Timeout
+}
+
+// maxAttempts is how many attempts of t one delivery makes: its schedule's, else the worker's.
+func (w *Worker) maxAttempts(t *tick.Tick) int {
+	if t.MaxAttempts >= 1 && t.MaxAttempts <= schedule.MaxMaxAttempts {
+		return t.MaxAttempts
+	}
+	return w.cfg.MaxAttempts
 }
 
 // backoff is the delay after the given failed attempt: Backoff doubled per attempt, capped at MaxBackoff, with

@@ -46,6 +46,11 @@ type item struct {
 	running bool
 	handled bool
 	done    bool
+	// began is when pick started the record; overran is set on a scheduled tick that fell due while an earlier
+	// run of its key was going (after that run began, by the time it was handled): the default overlap policy
+	// skips it when a newer tick of the key is due too.
+	began   time.Time
+	overran bool
 }
 
 // enqueue appends a fetched batch to the lane's queue, remembering cancellations, and wakes the lane. It reports
@@ -198,11 +203,11 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 			continue
 		}
 		if c.err != nil {
-			return l.startLocked(c), 0, true
+			return l.startLocked(c, now), 0, true
 		}
 		if c.jump {
 			if !l.busy[c.key] && !elsewhere[c.key] {
-				return l.startLocked(c), 0, true
+				return l.startLocked(c, now), 0, true
 			}
 			continue
 		}
@@ -224,7 +229,7 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 				}
 				continue
 			}
-			return l.startLocked(c), 0, true
+			return l.startLocked(c, now), 0, true
 		}
 		if wait == 0 || due.Sub(now) < wait {
 			wait = due.Sub(now)
@@ -245,8 +250,8 @@ func (l *lane) waitsLedger() bool {
 }
 
 // startLocked marks it running: no other record of its key starts until it is handled. Called with w.mu held.
-func (l *lane) startLocked(it *item) *item {
-	it.running = true
+func (l *lane) startLocked(it *item, now time.Time) *item {
+	it.running, it.began = true, now
 	if it.err == nil {
 		l.busy[it.key] = true
 	}
@@ -254,14 +259,26 @@ func (l *lane) startLocked(it *item) *item {
 }
 
 // handledLocked records that the lane is done with it (its outcome may still be in flight) and frees its key.
-// Called with w.mu held.
-func (l *lane) handledLocked(it *item) {
+// The scheduled ticks of its key that fell due while it ran are marked overran. Called with w.mu held.
+func (l *lane) handledLocked(it *item, now time.Time) {
 	it.handled, it.running = true, false
 	if it.jump {
 		l.jumps--
 	}
-	if it.err == nil {
-		delete(l.busy, it.key)
+	if it.err != nil {
+		return
+	}
+	delete(l.busy, it.key)
+	for _, c := range l.queue[l.open:] {
+		if c.jump || c.err != nil || c.handled || c.running {
+			continue
+		}
+		if c.startAt.After(now) {
+			break // the leader emits in order: the rest are due later still
+		}
+		if c.key == it.key && c.startAt.After(it.began) {
+			c.overran = true
+		}
 	}
 }
 
@@ -271,7 +288,8 @@ func itemKey(t *tick.Tick) string {
 }
 
 // hints returns what the rest of the queue says about it: the latest start instant, at or before now, of a later
-// scheduled tick of the same schedule and shard (for overlap skip), and a cancellation that applies to it.
+// scheduled tick of the same schedule and shard when its overlap policy skips it for one (skip, or the default
+// for a tick that overran), and a cancellation that applies to it.
 func (l *lane) hints(it *item, now time.Time) (newer time.Time, c *tick.Cancel) {
 	w := l.w
 	w.mu.Lock()
@@ -285,7 +303,8 @@ func (l *lane) hints(it *item, now time.Time) (newer time.Time, c *tick.Cancel) 
 			break
 		}
 	}
-	if it.t.Overlap != tick.OverlapSkip || it.t.Trigger {
+	skips := it.t.Overlap == tick.OverlapSkip || it.t.Overlap == "" && it.overran
+	if !skips || it.t.Trigger {
 		return time.Time{}, c
 	}
 	after := false

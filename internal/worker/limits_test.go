@@ -1,0 +1,177 @@
+package worker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// produce writes ticks to work partition p.
+func (b *testBundle) produce(t *testing.T, p int32, ticks ...tick.Tick) {
+	t.Helper()
+	var recs []*kgo.Record
+	for _, tk := range ticks {
+		v, err := tick.Encode(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, &kgo.Record{Topic: b.names.Work, Partition: p, Key: []byte(tk.ID), Value: v})
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := b.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("producing ticks: %v", err)
+	}
+}
+
+// heldTicks returns ticks of schedule due at now+dues[i], with the overlap policy.
+func heldTicks(schedule, overlap string, now time.Time, dues ...time.Duration) []tick.Tick {
+	out := make([]tick.Tick, len(dues))
+	for i, d := range dues {
+		tk := tick.New(schedule, now.Add(-time.Hour+time.Duration(i)*time.Second), 0, 1)
+		nb := now.Add(d)
+		tk.NotBefore, tk.Overlap = &nb, overlap
+		out[i] = tk
+	}
+	return out
+}
+
+// TestLaneDefaultOverlapCollapsesOverruns: with the default overlap policy, the ticks that fell due while the
+// run before them was still going are skipped but for the newest; with queue they all run; ticks that were late
+// for another reason (all due before the first run began, as after a failover) all run.
+func TestLaneDefaultOverlapCollapsesOverruns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now().UTC()
+	// The first run of each lasts until the third tick is due; the fourth is due much later.
+	dues := []time.Duration{500 * time.Millisecond, time.Second, 1500 * time.Millisecond, 8 * time.Second}
+	def := heldTicks("default", "", now, dues...)
+	queue := heldTicks("queue", tick.OverlapQueue, now, dues...)
+	catchup, _ := b.produceTicks(t, 1, "catchup", 3) // due a day ago, all at once
+	b.produce(t, 0, def...)
+	b.produce(t, 1, queue...)
+
+	rec := newRecorder()
+	cfg := b.config("w1")
+	cfg.Concurrency = 8
+	b.start(t, cfg, rec.handler(func(ctx context.Context, tk tick.Tick, _ Attempt) error {
+		var until time.Time
+		switch tk.ID {
+		case def[0].ID, queue[0].ID:
+			until = now.Add(dues[2] + 200*time.Millisecond)
+		case catchup[0].ID:
+			until = time.Now().Add(300 * time.Millisecond)
+		}
+		select {
+		case <-time.After(time.Until(until)):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}), Deps{})
+	kafkatest.Eventually(t, 30*time.Second, "the last ticks to run", func() bool {
+		ran := map[string]bool{}
+		for _, c := range rec.snapshot() {
+			ran[c.ID] = true
+		}
+		return ran[def[3].ID] && ran[queue[3].ID] && ran[catchup[2].ID]
+	})
+	ran := map[string]int{}
+	for _, c := range rec.snapshot() {
+		ran[c.ID]++
+	}
+	want := func(tk tick.Tick, runs int) {
+		t.Helper()
+		if ran[tk.ID] != runs {
+			t.Errorf("%s ran %d times, want %d", tk.ID, ran[tk.ID], runs)
+		}
+	}
+	want(def[0], 1)
+	want(def[1], 0) // due during the first run, and the third was due too when it could start
+	want(def[2], 1) // the newest due one
+	want(def[3], 1)
+	for _, tk := range append(queue, catchup...) {
+		want(tk, 1)
+	}
+	if outs := b.outcomesOf(t, 0, def[1].ID, "w1"); len(outs) != 1 || outs[0].Status != StatusSkippedOverlap {
+		t.Errorf("outcomes of %s: %+v, want one skipped_overlap", def[1].ID, outs)
+	}
+}
+
+// TestLaneScheduleLimitsOverrideWorkers: a tick's timeout and max_attempts (its schedule's) win over the
+// worker's, both ways; without them the worker's apply, and a worker without a timeout lets a run go on.
+func TestLaneScheduleLimitsOverrideWorkers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	mk := func(name string, timeoutMS int64, attempts int) tick.Tick {
+		tk := tick.New(name, base, 0, 1)
+		tk.TimeoutMS, tk.MaxAttempts = timeoutMS, attempts
+		return tk
+	}
+	short := mk("short", 200, 1)    // the schedule's 200 ms beats the worker's 600 ms; one attempt, not three
+	long := mk("long", 5000, 0)     // the schedule's 5 s beats the worker's 600 ms: the 1 s job finishes
+	plain := mk("plain", 0, 2)      // the worker's 600 ms; two attempts
+	hostile := mk("hostile", -1, 0) // out of range: the worker's settings
+	b.produce(t, 0, short, long)
+	b.produce(t, 1, plain, hostile)
+
+	rec := newRecorder()
+	cfg := b.config("w1")
+	cfg.Timeout = 600 * time.Millisecond
+	cfg.Concurrency = 8
+	b.start(t, cfg, rec.handler(func(ctx context.Context, tk tick.Tick, _ Attempt) error {
+		d := time.Hour
+		if tk.ID == long.ID {
+			d = time.Second
+		}
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}), Deps{})
+	kafkatest.Eventually(t, 30*time.Second, "every tick's outcome", func() bool {
+		for i, tk := range []tick.Tick{short, long, plain, hostile} {
+			if len(b.outcomesOf(t, int32(i/2), tk.ID, "w1")) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	calls := map[string][]call{}
+	for _, c := range rec.snapshot() {
+		calls[c.ID] = append(calls[c.ID], c)
+	}
+	for _, c := range []struct {
+		tk       tick.Tick
+		p        int32
+		attempts int
+		status   string
+		took     time.Duration // each attempt, within [took, took+1.5s)
+	}{
+		{short, 0, 1, StatusDeadLettered, 200 * time.Millisecond},
+		{long, 0, 1, StatusOK, time.Second},
+		{plain, 1, 2, StatusDeadLettered, 600 * time.Millisecond},
+		{hostile, 1, 3, StatusDeadLettered, 600 * time.Millisecond},
+	} {
+		outs := b.outcomesOf(t, c.p, c.tk.ID, "w1")
+		if len(outs) != 1 || outs[0].Status != c.status || outs[0].Attempts != c.attempts {
+			t.Errorf("%s: outcomes %+v, want one %s after %d attempts", c.tk.ID, outs, c.status, c.attempts)
+		}
+		if len(calls[c.tk.ID]) != c.attempts {
+			t.Errorf("%s: %d calls, want %d", c.tk.ID, len(calls[c.tk.ID]), c.attempts)
+		}
+		for _, cl := range calls[c.tk.ID] {
+			if d := cl.End.Sub(cl.Start); d < c.took-50*time.Millisecond || d > c.took+1500*time.Millisecond {
+				t.Errorf("%s: an attempt took %s, want about %s", c.tk.ID, d, c.took)
+			}
+		}
+	}
+}

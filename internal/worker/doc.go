@@ -21,8 +21,10 @@
 //
 // Per record: consult the ledger (below), decode (an undecodable record or an unknown major version goes to
 // <ns>.dlq at once), check the deadline (a tick that would start after tick.Tick.Deadline is skipped and
-// recorded as skipped_late), run the handler up to Config.MaxAttempts times in this delivery with exponential
-// backoff and jitter (an error marked Permanent is not retried), dead-letter it when it never succeeded, write
+// recorded as skipped_late), skip it when a newer tick of its key is due and its overlap policy says so (see
+// hints), run the handler up to its schedule's max_attempts (else Config.MaxAttempts) times in this delivery,
+// each under its schedule's timeout (else Config.Timeout; none by default), with exponential backoff and jitter
+// (an error marked Permanent is not retried), dead-letter it when it never succeeded, write
 // its outcome to <ns>.results (keyed by tick ID), and only once the outcome is acknowledged mark the offset
 // finished. A committer commits finished offsets as soon
 // as they exist (commits coalesce under load).

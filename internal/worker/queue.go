@@ -276,7 +276,8 @@ func (l *lane) handledLocked(it *item, now time.Time) {
 		if c.startAt.After(now) {
 			break // the leader emits in order: the rest are due later still
 		}
-		if c.key == it.key && c.startAt.After(it.began) {
+		// A tick without an instant (from a leader before emission ahead) is due at its slot.
+		if due := c.t.StartAt(); c.key == it.key && due.After(it.began) && !due.After(now) {
 			c.overran = true
 		}
 	}

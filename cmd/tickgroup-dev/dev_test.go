@@ -71,7 +71,7 @@ func (s *syncBuffer) String() string {
 
 // TestDevRun runs the whole development setup (building the binaries, broker, 3 tickers, 2 workers, the view,
 // handoffs every 8s) until it has shown ticks emitted and run and one leadership change (about 10s after the
-// build), then cancels it and expects a clean exit.
+// build on an idle machine), then cancels it and expects a clean exit.
 func TestDevRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binaries and runs the development fleet for ~25s")
@@ -109,7 +109,9 @@ func TestDevRun(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	deadline := time.After(30 * time.Second)
+	// The bound is generous (a handoff every 8s, lines within seconds on an idle machine): a loaded machine
+	// starts four processes on two cores.
+	deadline := time.After(2 * time.Minute)
 	for !(emit.MatchString(out.String()) && ran.MatchString(out.String()) && changed(out.String())) {
 		select {
 		case err := <-done:
@@ -117,7 +119,7 @@ func TestDevRun(t *testing.T) {
 		case <-deadline:
 			cancel()
 			<-done
-			t.Fatalf("no EMIT, RUN and LEADER handoff lines within 30s; stdout:\n%s\nstderr:\n%s", out.String(), stderr.String())
+			t.Fatalf("no EMIT, RUN and LEADER handoff lines within 2m; stdout:\n%s\nstderr:\n%s", out.String(), stderr.String())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -129,8 +131,8 @@ func TestDevRun(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run after cancel = %v, want nil; stdout:\n%s\nlogs:\n%s", err, out.String(), logTails(dataDir))
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("run did not return within 20s of cancel; stdout:\n%s", out.String())
+	case <-time.After(time.Minute):
+		t.Fatalf("run did not return within a minute of cancel; stdout:\n%s", out.String())
 	}
 	t.Logf("stopped in %s; output:\n%s", time.Since(stopped).Round(time.Millisecond), out.String())
 	for _, want := range []string{"This is the embedded development broker", "ticker-1 stopped (exit 0)", "worker-2 stopped (exit 0)", "logs are in"} {

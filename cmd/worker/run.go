@@ -19,6 +19,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/clock"
+	"github.com/tickgroup/tickgroup/internal/command"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/worker"
 )
@@ -106,11 +107,11 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&f.backoff, "backoff", worker.DefaultBackoff, "delay before the first retry; doubles per retry, with jitter")
 	fs.DurationVar(&f.maxBackoff, "max-backoff", worker.DefaultMaxBackoff, "cap of the delay between retries")
 	fs.DurationVar(&f.timeout, "timeout", 0, "time limit of one attempt of a tick whose schedule sets no timeout (0: none); an exec handler's process group is then terminated")
-	fs.DurationVar(&f.killGrace, "kill-grace", worker.DefaultKillGrace, "time between SIGTERM and SIGKILL when an exec handler is terminated")
+	fs.DurationVar(&f.killGrace, "kill-grace", command.DefaultKillGrace, "time between SIGTERM and SIGKILL when an exec handler is terminated")
 	fs.DurationVar(&f.grace, "grace", worker.DefaultGrace, "on shutdown, how long in-flight handlers may finish before they are cancelled")
 	fs.StringVar(&f.start, "start", worker.DefaultStart.String(), "where a brand-new group starts: a duration such as 10m (the first tick written that long ago or later), latest or earliest")
 	fs.StringVar(&f.workerID, "worker-id", "", "name of this worker in outcome records and logs (default: hostname-pid)")
-	fs.IntVar(&f.outputLimit, "output-limit", worker.DefaultOutputLimit, "bytes of an exec handler's output kept and logged per attempt")
+	fs.IntVar(&f.outputLimit, "output-limit", command.DefaultOutputLimit, "bytes of an exec handler's output kept and logged per attempt")
 	fs.DurationVar(&f.sessionTimeo, "session-timeout", worker.DefaultSessionTimeout, "group session timeout: how soon a crashed worker's partitions move")
 	fs.StringVar(&f.onInterrupt, "on-interrupted", worker.OnInterruptedRerun, "a tick whose earlier run was cut off (crash, freeze, lost partition): rerun (again, with TICK_INTERRUPTED=1 and the attempt counting on) or skip (never again: at most once; outcome interrupted)")
 	fs.DurationVar(&f.lease, "lease", worker.DefaultLease, "how long a handler may run on without this worker renewing its run in the ledger (every lease/5); a run found unfinished elsewhere is waited for until its last renewal plus this (plus --max-clock-skew); at most 10m")
@@ -162,7 +163,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	var handler worker.Handler
 	switch {
 	case f.exec != "":
-		h, err := worker.NewExecHandler(worker.ExecConfig{
+		h, err := command.New(command.Config{
 			Command:     f.exec,
 			OutputLimit: f.outputLimit,
 			KillGrace:   f.killGrace,
@@ -208,7 +209,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	}
 
 	// Handlers run as this process's user: close its environment (the SASL password) and memory to them.
-	if !worker.Harden() {
+	if !command.Harden() {
 		logger.Warn("could not make the worker process non-dumpable: a handler running as its user may read its environment (/proc/<pid>/environ)")
 	}
 	reg := admin.NewRegistry("worker")

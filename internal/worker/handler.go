@@ -37,6 +37,12 @@ type Attempt struct {
 	Interrupted bool
 	// Worker is the ID of the worker running the attempt.
 	Worker string
+	// Lease, when not nil, returns the end of the run's lease: the time until which the worker may go on running
+	// the tick, renewed while it can prove that it still owns the tick's partition. A handler past it must stop
+	// at once: the partition's next owner may start the tick again. The exec handler (package command) hands it
+	// to its supervisor process, which kills the program's process group when it passes, even when the worker
+	// itself is frozen. Nil, or a zero time, for an attempt without a lease (a handler called outside a worker).
+	Lease func() time.Time
 }
 
 // HandlerFunc adapts a function to Handler.
@@ -47,29 +53,18 @@ func (f HandlerFunc) Handle(ctx context.Context, t tick.Tick, a Attempt) error {
 	return f(ctx, t, a)
 }
 
-// lease is the time until which the running attempt's worker may go on running it: the lane renews it while it
-// can prove that it still owns the tick's partition. A handler whose lease runs out must stop at once: the
-// partition's next owner may start the tick again after the lease. The exec handler hands the lease to its
-// supervisor process, which kills the handler's process group when the lease runs out (even when the worker
-// itself is frozen) or when the worker dies.
+// lease is a run's lease (Attempt.Lease): the lane extends it with each renewal.
 type lease struct{ unixNano atomic.Int64 }
 
-// Deadline returns the lease's current end.
-func (l *lease) Deadline() time.Time { return time.Unix(0, l.unixNano.Load()) }
+// Deadline returns the lease's current end, the zero time before it is set.
+func (l *lease) Deadline() time.Time {
+	if n := l.unixNano.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
 
 func (l *lease) extend(until time.Time) { l.unixNano.Store(until.UnixNano()) }
-
-type leaseKey struct{}
-
-func withLease(ctx context.Context, l *lease) context.Context {
-	return context.WithValue(ctx, leaseKey{}, l)
-}
-
-// leaseFrom returns the attempt's lease, or nil when the attempt has none (a handler called outside a worker).
-func leaseFrom(ctx context.Context) *lease {
-	l, _ := ctx.Value(leaseKey{}).(*lease)
-	return l
-}
 
 // permanentError marks an error that retrying cannot fix.
 type permanentError struct{ err error }

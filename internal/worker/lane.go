@@ -420,7 +420,8 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 			}
 		}
 	}
-	return withLease(hctx, ls), end, nil
+	a.Lease = ls.Deadline
+	return hctx, end, nil
 }
 
 // commitMeta is the metadata of a commit of next: where the next owner must read the ledger from, and this

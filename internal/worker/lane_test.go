@@ -781,12 +781,11 @@ func TestLaneLeaseRenewedWhileHandlerRuns(t *testing.T) {
 	cfg := b.config("w1")
 	rec := newRecorder()
 	var extended atomic.Bool
-	b.start(t, cfg, rec.handler(func(ctx context.Context, _ tick.Tick, _ Attempt) error {
-		ls := leaseFrom(ctx)
-		if ls == nil {
-			return errors.New("no lease in the handler's context")
+	b.start(t, cfg, rec.handler(func(ctx context.Context, _ tick.Tick, a Attempt) error {
+		if a.Lease == nil || a.Lease().IsZero() {
+			return errors.New("no lease in the attempt")
 		}
-		first := ls.Deadline()
+		first := a.Lease()
 		timer := time.NewTimer(4 * cfg.Lease)
 		defer timer.Stop()
 		select {
@@ -794,7 +793,7 @@ func TestLaneLeaseRenewedWhileHandlerRuns(t *testing.T) {
 			return context.Cause(ctx)
 		case <-timer.C:
 		}
-		extended.Store(ls.Deadline().After(first.Add(2 * cfg.Lease)))
+		extended.Store(a.Lease().After(first.Add(2 * cfg.Lease)))
 		return nil
 	}), Deps{})
 	long, offsets := b.produceTicks(t, 0, "long", 1)

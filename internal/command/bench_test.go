@@ -1,18 +1,20 @@
 //go:build linux
 
-package worker
+package command
 
 import (
 	"context"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
 // BenchmarkExecTrue runs /bin/true through the exec handler, one attempt after another, and reports the CPU
 // time per run of the whole process tree: the worker (this process) and every process it started and reaped.
 func BenchmarkExecTrue(b *testing.B) {
-	h, err := NewExecHandler(ExecConfig{Command: "/bin/true"}, nil)
+	h, err := New(Config{Command: "/bin/true"}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -20,7 +22,7 @@ func BenchmarkExecTrue(b *testing.B) {
 	before := treeCPU()
 	n := 0
 	for b.Loop() {
-		if err := h.Handle(ctx, testTick(), Attempt{N: 1}); err != nil {
+		if err := h.Handle(ctx, testTick(), worker.Attempt{N: 1}); err != nil {
 			b.Fatal(err)
 		}
 		n++
@@ -38,7 +40,7 @@ func treeCPU() time.Duration {
 	return tv(self.Utime) + tv(self.Stime) + tv(children.Utime) + tv(children.Stime)
 }
 
-func closeHandler(b *testing.B, h *ExecHandler) {
+func closeHandler(b *testing.B, h *Handler) {
 	b.Helper()
 	if err := h.Close(); err != nil {
 		b.Fatal(err)

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package worker
+package command
 
 // Harden does nothing where the process cannot be made non-dumpable this way.
 func Harden() bool { return false }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package worker
+package command
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/tickgroup/tickgroup/internal/supervisor"
+	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
 // supervised is a program run by the handler's supervisor (package supervisor): its group dies with the worker,
@@ -32,15 +33,12 @@ func (p supervised) wait() (syscall.WaitStatus, bool, error) {
 }
 
 // startProcess asks the supervisor, started on first use and again should it die, to run the program.
-func (h *ExecHandler) startProcess(path string, env []string, stdin, out *os.File, l *lease, marker string) (process, error) {
+func (h *Handler) startProcess(path string, env []string, stdin, out *os.File, lease func() int64, marker string) (process, error) {
 	s, err := h.supervisor()
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", h.argv[0], err)
 	}
-	spec := supervisor.Spec{Path: path, Args: h.argv, Env: env, Stdin: stdin, Output: out, Marker: marker}
-	if l != nil {
-		spec.Lease = l.unixNano.Load
-	}
+	spec := supervisor.Spec{Path: path, Args: h.argv, Env: env, Stdin: stdin, Output: out, Marker: marker, Lease: lease}
 	r, err := s.Start(spec)
 	var se *supervisor.StartError
 	switch {
@@ -48,14 +46,14 @@ func (h *ExecHandler) startProcess(path string, env []string, stdin, out *os.Fil
 		return nil, fmt.Errorf("running %s: %s", h.argv[0], se.Reason)
 	case errors.As(err, &se):
 		// A program that cannot start will not start on a retry either.
-		return nil, Permanent(fmt.Errorf("starting %s: %s", h.argv[0], se.Reason))
+		return nil, worker.Permanent(fmt.Errorf("starting %s: %s", h.argv[0], se.Reason))
 	case err != nil:
 		return nil, fmt.Errorf("starting %s: %w", h.argv[0], err)
 	}
 	return supervised{r}, nil
 }
 
-func (h *ExecHandler) supervisor() (*supervisor.Supervisor, error) {
+func (h *Handler) supervisor() (*supervisor.Supervisor, error) {
 	h.slot.mu.Lock()
 	defer h.slot.mu.Unlock()
 	if h.slot.closed {
@@ -79,7 +77,7 @@ func (h *ExecHandler) supervisor() (*supervisor.Supervisor, error) {
 }
 
 // Close stops the handler's supervisor, killing any program still running, and waits for it.
-func (h *ExecHandler) Close() error {
+func (h *Handler) Close() error {
 	h.slot.mu.Lock()
 	defer h.slot.mu.Unlock()
 	h.slot.closed = true

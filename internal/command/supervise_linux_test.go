@@ -1,6 +1,6 @@
 //go:build linux
 
-package worker
+package command
 
 import (
 	"bytes"
@@ -15,15 +15,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/supervisor"
+	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
 // The fake worker is this test binary run again with fakeWorkerEnv set: TestExecFakeWorker then runs one
-// ExecHandler attempt of groupScript, renewing a 500 ms lease every 100 ms like a lane, until it is killed.
+// Handler attempt of groupScript, renewing a 500 ms lease every 100 ms like a lane, until it is killed.
 const (
 	fakeWorkerEnv = "EXEC_TEST_FAKE_WORKER"
 	pidFileEnv    = "EXEC_TEST_PID_FILE"
@@ -37,18 +39,18 @@ func TestExecFakeWorker(t *testing.T) {
 	if os.Getenv(fakeWorkerEnv) == "" {
 		t.Skip("only run as the fake worker of the supervisor tests")
 	}
-	h, err := NewExecHandler(ExecConfig{Command: groupScript + " " + os.Getenv(pidFileEnv)}, nil)
+	h, err := New(Config{Command: groupScript + " " + os.Getenv(pidFileEnv)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &lease{}
+	l := &testLease{}
 	l.extend(time.Now().Add(500 * time.Millisecond))
 	go func() {
 		for range time.Tick(100 * time.Millisecond) {
 			l.extend(time.Now().Add(500 * time.Millisecond))
 		}
 	}()
-	err = h.Handle(withLease(context.Background(), l), testTick(), Attempt{N: 1})
+	err = h.Handle(context.Background(), testTick(), worker.Attempt{N: 1, Lease: l.deadline})
 	t.Fatalf("Handle returned (%v); the fake worker should have been killed first", err)
 }
 
@@ -136,14 +138,14 @@ func TestExecSupervisorKillsGroupWhenLeaseRunsOut(t *testing.T) {
 func TestExecLeaseExpiredInProcess(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
-	h, err := NewExecHandler(ExecConfig{Command: "sleep 60"}, slog.New(slog.NewTextHandler(&logs, nil)))
+	h, err := New(Config{Command: "sleep 60"}, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &lease{}
+	l := &testLease{}
 	l.extend(time.Now().Add(300 * time.Millisecond))
 	start := time.Now()
-	err = h.Handle(withLease(context.Background(), l), testTick(), Attempt{N: 1})
+	err = h.Handle(context.Background(), testTick(), worker.Attempt{N: 1, Lease: l.deadline})
 	if err == nil || !strings.Contains(err.Error(), "lease expired") {
 		t.Fatalf("Handle: got %v, want a lease expired error", err)
 	}
@@ -159,14 +161,14 @@ func TestExecSuccessWhileChildHoldsStdout(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	var logs bytes.Buffer
-	h, err := NewExecHandler(ExecConfig{
+	h, err := New(Config{
 		Command: `sh -c 'sleep 300 & echo $! > "$0"; echo done' ` + pidFile,
 	}, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := h.Handle(context.Background(), testTick(), Attempt{N: 1}); err != nil {
+	if err := h.Handle(context.Background(), testTick(), worker.Attempt{N: 1}); err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
 	// Well below KillGrace (5 s), which would mean Handle waited for the child to let go of stdout.
@@ -187,13 +189,13 @@ func TestExecSuccessWhileChildHoldsStdout(t *testing.T) {
 func TestExecProgramSeesNoSupervisorTrace(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
-	h, err := NewExecHandler(ExecConfig{
+	h, err := New(Config{
 		Command: `sh -c 'env > "$0"; cat /proc/$PPID/cmdline | tr "\0" " " >> "$0"; exit 7' ` + out,
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = h.Handle(context.Background(), testTick(), Attempt{N: 1})
+	err = h.Handle(context.Background(), testTick(), worker.Attempt{N: 1})
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
 		t.Fatalf("exit 7: got %v, want exit status 7", err)
@@ -212,17 +214,17 @@ func TestExecProgramSeesNoSupervisorTrace(t *testing.T) {
 
 func TestExecSignalStatus(t *testing.T) {
 	t.Parallel()
-	h, err := NewExecHandler(ExecConfig{Command: `sh -c 'kill -9 $$'`}, nil)
+	h, err := New(Config{Command: `sh -c 'kill -9 $$'`}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = h.Handle(context.Background(), testTick(), Attempt{N: 1})
+	err = h.Handle(context.Background(), testTick(), worker.Attempt{N: 1})
 	var ee *ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 128+9 || IsPermanent(err) {
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+9 || worker.IsPermanent(err) {
 		t.Fatalf("program killed by SIGKILL: got %v, want a retryable exit status 137", err)
 	}
-	h2, _ := NewExecHandler(ExecConfig{Command: "/dev/null"}, nil) // exists, cannot be executed
-	if err := h2.Handle(context.Background(), testTick(), Attempt{N: 1}); !IsPermanent(err) {
+	h2, _ := New(Config{Command: "/dev/null"}, nil) // exists, cannot be executed
+	if err := h2.Handle(context.Background(), testTick(), worker.Attempt{N: 1}); !worker.IsPermanent(err) {
 		t.Fatalf("unexecutable program: got %v, want a permanent error", err)
 	}
 }
@@ -265,7 +267,7 @@ func TestExecSIGTERMReachesProgramThroughSupervisor(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	ready := filepath.Join(t.TempDir(), "ready")
-	h, err := NewExecHandler(ExecConfig{
+	h, err := New(Config{
 		Command:   `sh -c 'trap "echo got-term; exit 0" TERM; touch "$0"; sleep 30 & wait' ` + ready,
 		KillGrace: 10 * time.Second,
 	}, slog.New(slog.NewTextHandler(&logs, nil)))
@@ -275,7 +277,7 @@ func TestExecSIGTERMReachesProgramThroughSupervisor(t *testing.T) {
 	ctx, cancel := cancelWhenExists(ready) // once the trap is set, not at a fixed instant
 	defer cancel()
 	start := time.Now()
-	if err := h.Handle(ctx, testTick(), Attempt{N: 1}); !errors.Is(err, context.Canceled) {
+	if err := h.Handle(ctx, testTick(), worker.Attempt{N: 1}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Handle: got %v, want the context's cancellation", err)
 	}
 	// Well within KillGrace: the program obeyed SIGTERM, and the supervisor, which caught it, exited with it.
@@ -290,13 +292,13 @@ func TestExecSIGTERMReachesProgramThroughSupervisor(t *testing.T) {
 func TestExecLeaseExpiredBeforeStart(t *testing.T) {
 	t.Parallel()
 	marker := filepath.Join(t.TempDir(), "ran")
-	h, err := NewExecHandler(ExecConfig{Command: "touch " + marker}, nil)
+	h, err := New(Config{Command: "touch " + marker}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &lease{}
+	l := &testLease{}
 	l.extend(time.Now().Add(-time.Second))
-	if err := h.Handle(withLease(context.Background(), l), testTick(), Attempt{N: 1}); err == nil || !strings.Contains(err.Error(), "lease expired") {
+	if err := h.Handle(context.Background(), testTick(), worker.Attempt{N: 1, Lease: l.deadline}); err == nil || !strings.Contains(err.Error(), "lease expired") {
 		t.Fatalf("Handle: got %v, want a lease expired error", err)
 	}
 	if _, err := os.Stat(marker); err == nil {
@@ -320,7 +322,7 @@ func TestExecConcurrentAttemptsShareNoPipes(t *testing.T) {
 		}
 	}
 	var logs syncedBuffer
-	h, err := NewExecHandler(ExecConfig{
+	h, err := New(Config{
 		// ls, a child of the shell, lists the shell's fds: a glob would show the directory the shell itself reads.
 		Command: `sh -c 'sleep 0.2; ls -l /proc/$$/fd'`,
 	}, slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
@@ -330,7 +332,7 @@ func TestExecConcurrentAttemptsShareNoPipes(t *testing.T) {
 	const n = 8
 	errs := make(chan error, n)
 	for range n {
-		go func() { errs <- h.Handle(context.Background(), testTick(), Attempt{N: 1}) }()
+		go func() { errs <- h.Handle(context.Background(), testTick(), worker.Attempt{N: 1}) }()
 	}
 	for range n {
 		if err := <-errs; err != nil {
@@ -387,14 +389,14 @@ func TestExecSweepsHelpersThatLeftTheGroup(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ready := filepath.Join(dir, "ready")
-	h, err := NewExecHandler(ExecConfig{
+	h, err := New(Config{
 		// The helper starts a grandchild, records both pids and the program exits at once, leaving them behind.
 		Command: `sh -c 'setsid sh -c "sleep 300 & echo \$\$ \$! > \"$0.tmp\"; mv \"$0.tmp\" \"$0\"; wait" & while [ ! -e "$0" ]; do sleep 0.01; done' ` + ready,
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Handle(context.Background(), testTick(), Attempt{N: 1}); err != nil {
+	if err := h.Handle(context.Background(), testTick(), worker.Attempt{N: 1}); err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
 	pids := readPids(t, ready)
@@ -409,7 +411,7 @@ func TestExecSweepsAfterEscalation(t *testing.T) {
 		t.Skip("no setsid")
 	}
 	pidFile := filepath.Join(t.TempDir(), "pids")
-	h, err := NewExecHandler(ExecConfig{
+	h, err := New(Config{
 		Command:   `sh -c 'trap "" TERM; setsid sh -c "sleep 300 & echo \$\$ \$! > \"$0.tmp\"; mv \"$0.tmp\" \"$0\"; wait" & while [ ! -e "$0" ]; do sleep 0.01; done; sleep 300' ` + pidFile,
 		KillGrace: 200 * time.Millisecond,
 	}, nil)
@@ -418,7 +420,7 @@ func TestExecSweepsAfterEscalation(t *testing.T) {
 	}
 	ctx, cancel := cancelWhenExists(pidFile)
 	defer cancel()
-	if err := h.Handle(ctx, testTick(), Attempt{N: 1}); err == nil {
+	if err := h.Handle(ctx, testTick(), worker.Attempt{N: 1}); err == nil {
 		t.Fatal("cancelled handler: got nil error")
 	}
 	pids := readPids(t, pidFile)
@@ -445,3 +447,9 @@ func readPids(t *testing.T, path string) []int {
 	}
 	return pids
 }
+
+// testLease is a lease the test extends, as a lane does.
+type testLease struct{ unixNano atomic.Int64 }
+
+func (l *testLease) extend(until time.Time) { l.unixNano.Store(until.UnixNano()) }
+func (l *testLease) deadline() time.Time    { return time.Unix(0, l.unixNano.Load()) }

@@ -1,12 +1,14 @@
 //go:build !linux
 
-package worker
+package command
 
 import (
 	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
 // direct is a program the worker runs itself, in its own process group. Outside Linux there is no supervisor
@@ -18,7 +20,7 @@ type direct struct{ cmd *exec.Cmd }
 // supervisorSlot is empty: there is no supervisor to hold.
 type supervisorSlot struct{}
 
-func (h *ExecHandler) startProcess(path string, env []string, stdin, out *os.File, _ *lease, _ string) (process, error) {
+func (h *Handler) startProcess(path string, env []string, stdin, out *os.File, _ func() int64, _ string) (process, error) {
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        h.argv,
@@ -29,7 +31,7 @@ func (h *ExecHandler) startProcess(path string, env []string, stdin, out *os.Fil
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, Permanent(fmt.Errorf("starting %s: %w", h.argv[0], err))
+		return nil, worker.Permanent(fmt.Errorf("starting %s: %w", h.argv[0], err))
 	}
 	return direct{cmd}, nil
 }
@@ -48,4 +50,4 @@ func (p direct) wait() (syscall.WaitStatus, bool, error) {
 }
 
 // Close does nothing outside Linux: there is no supervisor.
-func (h *ExecHandler) Close() error { return nil }
+func (h *Handler) Close() error { return nil }

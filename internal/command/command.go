@@ -1,4 +1,4 @@
-package worker
+package command
 
 import (
 	"bytes"
@@ -17,10 +17,11 @@ import (
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/tick"
+	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
-// ExecConfig configures ExecHandler.
-type ExecConfig struct {
+// Config configures Handler.
+type Config struct {
 	// Command is the program and its arguments, split with SplitArgs. Required.
 	Command string
 	// OutputLimit caps the combined stdout and stderr kept (and logged) per attempt; the rest is counted and
@@ -39,7 +40,7 @@ type ExecConfig struct {
 	EnvAllow []string
 }
 
-// Defaults of ExecConfig.
+// Defaults of Config.
 const (
 	DefaultOutputLimit = 64 << 10
 	DefaultKillGrace   = 5 * time.Second
@@ -48,10 +49,10 @@ const (
 // secretPrefix starts the names of the worker's own variables, which handlers never see.
 const secretPrefix = "TICKGROUP_"
 
-// ExecHandler runs a program per tick, without a shell.
+// Handler runs a program per tick, without a shell.
 //
 // The program gets the worker's environment without its TICKGROUP_* variables (restricted further to
-// ExecConfig.EnvAllow when set) plus TICK_ID, TICK_SCHEDULE, TICK_SLOT (RFC 3339, UTC), TICK_SLOT_UNIX_MS,
+// Config.EnvAllow when set) plus TICK_ID, TICK_SCHEDULE, TICK_SLOT (RFC 3339, UTC), TICK_SLOT_UNIX_MS,
 // TICK_SHARD, TICK_SHARDS, TICK_ATTEMPT, TICK_FENCE, TICK_INTERRUPTED (1 or 0) and TICK_PAYLOAD, and the payload
 // on its standard input. Exit status 0 is success, even when a helper the program started still holds its
 // output; anything else is a retryable failure.
@@ -66,15 +67,15 @@ const secretPrefix = "TICKGROUP_"
 //     elsewhere), and sweeps the helpers that left the group (setsid) at the end of the run. Close stops it.
 //
 // Standard output and error are captured up to OutputLimit and logged with the tick ID.
-type ExecHandler struct {
+type Handler struct {
 	argv   []string
-	cfg    ExecConfig
+	cfg    Config
 	logger *slog.Logger
 	slot   supervisorSlot
 }
 
-// NewExecHandler checks cfg and returns the handler.
-func NewExecHandler(cfg ExecConfig, logger *slog.Logger) (*ExecHandler, error) {
+// New checks cfg and returns the handler.
+func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 	argv, err := SplitArgs(cfg.Command)
 	if err != nil {
 		return nil, fmt.Errorf("exec command %q: %w", cfg.Command, err)
@@ -107,7 +108,7 @@ func NewExecHandler(cfg ExecConfig, logger *slog.Logger) (*ExecHandler, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &ExecHandler{argv: argv, cfg: cfg, logger: logger.With("component", "worker", "handler", "exec")}, nil
+	return &Handler{argv: argv, cfg: cfg, logger: logger.With("component", "worker", "handler", "exec")}, nil
 }
 
 // scrubEnv returns the variables of env that a handler may see: never TICKGROUP_*, and only those matching allow
@@ -137,7 +138,7 @@ func envAllowed(name string, allow []string) bool {
 }
 
 // Env returns the TICK_* variables of an attempt.
-func Env(t tick.Tick, a Attempt) []string {
+func Env(t tick.Tick, a worker.Attempt) []string {
 	interrupted := "0"
 	if a.Interrupted {
 		interrupted = "1"
@@ -158,7 +159,7 @@ func Env(t tick.Tick, a Attempt) []string {
 }
 
 // Handle runs the program once.
-func (h *ExecHandler) Handle(ctx context.Context, t tick.Tick, a Attempt) error {
+func (h *Handler) Handle(ctx context.Context, t tick.Tick, a worker.Attempt) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -166,16 +167,17 @@ func (h *ExecHandler) Handle(ctx context.Context, t tick.Tick, a Attempt) error 
 	path, err := exec.LookPath(h.argv[0])
 	if err != nil {
 		// A program that cannot start will not start on a retry either.
-		return Permanent(fmt.Errorf("starting %s: %w", h.argv[0], err))
+		return worker.Permanent(fmt.Errorf("starting %s: %w", h.argv[0], err))
 	}
 	env := append(append([]string(nil), h.cfg.Env...), Env(t, a)...)
-	if d := leaseNanos(leaseFrom(ctx)); d != 0 && time.Now().UnixNano() >= d {
+	lease := leaseNanos(a)
+	if d := lease(); d != 0 && time.Now().UnixNano() >= d {
 		// The supervisor would kill the program at once; the partition's next owner may be running the tick.
 		return fmt.Errorf("running %s: lease expired before the start", h.argv[0])
 	}
 
 	start := time.Now()
-	r, err := h.run(ctx, path, env, t, leaseFrom(ctx))
+	r, err := h.run(ctx, path, env, t, lease)
 	dur := time.Since(start)
 	if r == nil {
 		return err
@@ -243,7 +245,7 @@ type result struct {
 
 // run starts the program, waits for it and collects the output. A nil result means the program did not start;
 // err says why.
-func (h *ExecHandler) run(ctx context.Context, path string, env []string, t tick.Tick, l *lease) (*result, error) {
+func (h *Handler) run(ctx context.Context, path string, env []string, t tick.Tick, lease func() int64) (*result, error) {
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", h.argv[0], err)
@@ -257,7 +259,7 @@ func (h *ExecHandler) run(ctx context.Context, path string, env []string, t tick
 	defer outR.Close()
 	// The program gets the pipes' other ends as files, not through os/exec's copying goroutines: the run ends
 	// when the process exits, not when the last grandchild holding the output lets go of it.
-	p, err := h.startProcess(path, env, stdinR, outW, l, "TICK_ID="+t.ID)
+	p, err := h.startProcess(path, env, stdinR, outW, lease, "TICK_ID="+t.ID)
 	stdinR.Close()
 	outW.Close()
 	if err != nil {
@@ -308,12 +310,18 @@ func (h *ExecHandler) run(ctx context.Context, path string, env []string, t tick
 	return r, err
 }
 
-// leaseNanos is l's deadline in Unix nanoseconds, 0 for none (no lease, or one not set yet).
-func leaseNanos(l *lease) int64 {
-	if l == nil {
+// leaseNanos returns the attempt's lease deadline in Unix nanoseconds, 0 for none (no lease, or one not set
+// yet).
+func leaseNanos(a worker.Attempt) func() int64 {
+	return func() int64 {
+		if a.Lease == nil {
+			return 0
+		}
+		if d := a.Lease(); !d.IsZero() {
+			return d.UnixNano()
+		}
 		return 0
 	}
-	return l.unixNano.Load()
 }
 
 // capWriter keeps the first limit bytes written to it and counts the rest. The lock lets Handle read it while

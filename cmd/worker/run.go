@@ -6,21 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/cli"
-	"github.com/tickgroup/tickgroup/internal/clock"
 	"github.com/tickgroup/tickgroup/internal/command"
-	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/webhook"
 	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
@@ -144,8 +140,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	if modes != 1 {
 		return cli.Usagef("exactly one of --exec, --http and --forward is required")
 	}
-	start, err := worker.ParseStart(f.start)
-	if err != nil {
+	if _, err := worker.ParseStart(f.start); err != nil {
 		return cli.UsageError{Err: fmt.Errorf("--start: %w", err)}
 	}
 	if f.concurrency < 1 || f.maxAttempts < 1 || f.outputLimit < 1 {
@@ -160,7 +155,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	logger := f.common.Logger(stderr)
 	logger.Debug(cli.SignalsHandled) // main handles them since before run; this is the log's first line
 
-	var handler worker.Handler
+	var handler tickgroup.Handler
 	switch {
 	case f.exec != "":
 		h, err := command.New(command.Config{
@@ -178,34 +173,13 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 				logger.Warn("stopping the exec supervisor", "error", err)
 			}
 		}()
-		handler = h
+		handler = h.Handle
 	case f.http != "":
-		h, err := worker.NewHTTPHandler(f.http, nil, logger)
+		h, err := webhook.New(f.http, nil, logger)
 		if err != nil {
 			return cli.UsageError{Err: fmt.Errorf("--http: %w", err)}
 		}
-		handler = h
-	}
-
-	cfg := worker.Config{
-		Kafka:          f.common.Kafka,
-		WorkerID:       f.workerID,
-		Concurrency:    f.concurrency,
-		MaxAttempts:    f.maxAttempts,
-		Backoff:        f.backoff,
-		MaxBackoff:     f.maxBackoff,
-		Timeout:        f.timeout,
-		Grace:          max(f.grace, time.Nanosecond), // 0 means the default in Config; the flag's 0 means none
-		Start:          start,
-		SessionTimeout: f.sessionTimeo,
-		Forward:        f.forward,
-		OnInterrupted:  f.onInterrupt,
-		Lease:          f.lease,
-		InstanceID:     f.instanceID,
-		MaxClockSkew:   f.maxClockSkew,
-	}
-	if err := prepareTopics(ctx, cfg, logger); err != nil {
-		return err
+		handler = h.Handle
 	}
 
 	// Handlers run as this process's user: close its environment (the SASL password) and memory to them.
@@ -213,22 +187,32 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 		logger.Warn("could not make the worker process non-dumpable: a handler running as its user may read its environment (/proc/<pid>/environ)")
 	}
 	reg := admin.NewRegistry("worker")
-	var ready admin.Readiness
-	w, err := worker.New(cfg, handler, worker.Deps{Logger: logger, Registerer: reg, Readiness: &ready})
+	w, err := tickgroup.NewWorker(tickgroup.WorkerConfig{
+		Kafka:           f.common.Kafka,
+		ID:              f.workerID,
+		Concurrency:     f.concurrency,
+		MaxAttempts:     f.maxAttempts,
+		Backoff:         f.backoff,
+		MaxBackoff:      f.maxBackoff,
+		Timeout:         f.timeout,
+		Grace:           max(f.grace, time.Nanosecond), // 0 means the default in the config; the flag's 0 means none
+		Start:           f.start,
+		SessionTimeout:  f.sessionTimeo,
+		Forward:         f.forward,
+		SkipInterrupted: f.onInterrupt == worker.OnInterruptedSkip,
+		Lease:           f.lease,
+		InstanceID:      f.instanceID,
+		MaxClockSkew:    f.maxClockSkew,
+		Logger:          logger,
+		Registerer:      reg,
+	}, handler)
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
 
-	clk, closeClock, err := clockMonitor(cfg, logger, reg)
-	if err != nil {
-		return err
-	}
-	defer closeClock()
-
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return clk.Run(gctx) })
 	if f.common.MetricsAddr != "" {
-		srv, err := admin.NewServer(f.common.MetricsAddr, reg, &ready, logger)
+		srv, err := admin.NewServer(f.common.MetricsAddr, reg, w, logger)
 		if err != nil {
 			return err
 		}
@@ -236,28 +220,6 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	g.Go(func() error { return w.Run(gctx) })
 	return g.Wait()
-}
-
-// clockMonitor returns the worker's clock monitor and the close of its client. It only warns: the worker keeps
-// running on a skewed clock, but the lease rule between workers assumes the bound.
-func clockMonitor(cfg worker.Config, logger *slog.Logger, reg prometheus.Registerer) (*clock.Monitor, func(), error) {
-	opts, err := cfg.Kafka.Opts(logger)
-	if err != nil {
-		return nil, nil, cli.UsageError{Err: err}
-	}
-	cl, err := kgo.NewClient(append(opts, kafka.ClientMetrics(reg, "clock"))...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("kafka client: %w", err)
-	}
-	m, err := clock.New(clock.Config{
-		MaxSkew:     cfg.MaxClockSkew,
-		Consequence: "ticks keep running, but an interrupted tick's rerun may overlap its first run by the excess (--lease, --max-clock-skew)",
-	}, clock.NewKafka(cl, cfg.Kafka.Names().Clock, cfg.WorkerID), logger, reg)
-	if err != nil {
-		cl.Close()
-		return nil, nil, cli.UsageError{Err: err}
-	}
-	return m, cl.Close, nil
 }
 
 // splitList splits a comma-separated flag value, dropping blanks.
@@ -269,43 +231,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// prepareTopics creates the worker's topics of the namespace (so a worker started before any ticker works) and the forward
-// topic, with as many partitions as the work topic, when missing.
-func prepareTopics(ctx context.Context, cfg worker.Config, logger interface {
-	Info(string, ...any)
-}) error {
-	opts, err := cfg.Kafka.Opts(nil)
-	if err != nil {
-		return cli.UsageError{Err: err}
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return fmt.Errorf("kafka client: %w", err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	tctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	names := cfg.Kafka.Names()
-	// Only the worker's own topics: a worker needs no permission on the ticker and schedules topics.
-	if err := kafka.EnsureTopics(tctx, adm, names, kafka.TopicOptions{Needs: names.WorkerTopics()}); err != nil {
-		return fmt.Errorf("preparing topics: %w", err)
-	}
-	if cfg.Forward == "" {
-		return nil
-	}
-	parts, err := kafka.WorkPartitions(tctx, adm, names.Work)
-	if err != nil {
-		return err
-	}
-	created, err := kafka.EnsureTopic(tctx, adm, kafka.TopicSpec{Name: cfg.Forward, Partitions: int32(parts)}, -1)
-	if err != nil {
-		return fmt.Errorf("forward topic: %w", err)
-	}
-	if created {
-		logger.Info("created forward topic", "topic", cfg.Forward, "partitions", parts)
-	}
-	return nil
 }

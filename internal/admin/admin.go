@@ -84,9 +84,14 @@ type Server struct {
 	mux    *http.ServeMux
 }
 
+// Checker says whether a program is ready, and if not, why: a *Readiness, a tickgroup.Worker or Ticker.
+type Checker interface {
+	Ready() (bool, string)
+}
+
 // NewServer listens on addr (host:port; port 0 picks one) and serves reg and ready. Listening happens here so
 // that a taken port fails start-up at once and Addr is known before Run.
-func NewServer(addr string, reg *prometheus.Registry, ready *Readiness, logger *slog.Logger) (*Server, error) {
+func NewServer(addr string, reg *prometheus.Registry, ready Checker, logger *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin server: listening on %s: %w", addr, err)

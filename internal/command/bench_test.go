@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickgroup/tickgroup/internal/worker"
+	"github.com/tickgroup/tickgroup"
 )
 
 // BenchmarkExecTrue runs /bin/true through the exec handler, one attempt after another, and reports the CPU
@@ -22,7 +22,7 @@ func BenchmarkExecTrue(b *testing.B) {
 	before := treeCPU()
 	n := 0
 	for b.Loop() {
-		if err := h.Handle(ctx, testTick(), worker.Attempt{N: 1}); err != nil {
+		if err := h.Handle(ctx, testTick(tickgroup.Tick{Attempt: 1})); err != nil {
 			b.Fatal(err)
 		}
 		n++

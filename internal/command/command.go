@@ -16,8 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tickgroup/tickgroup/internal/tick"
-	"github.com/tickgroup/tickgroup/internal/worker"
+	"github.com/tickgroup/tickgroup"
 )
 
 // Config configures Handler.
@@ -138,9 +137,9 @@ func envAllowed(name string, allow []string) bool {
 }
 
 // Env returns the TICK_* variables of an attempt.
-func Env(t tick.Tick, a worker.Attempt) []string {
+func Env(t tickgroup.Tick) []string {
 	interrupted := "0"
-	if a.Interrupted {
+	if t.Interrupted {
 		interrupted = "1"
 	}
 	return []string{
@@ -150,16 +149,16 @@ func Env(t tick.Tick, a worker.Attempt) []string {
 		"TICK_SLOT_UNIX_MS=" + strconv.FormatInt(t.Slot.UnixMilli(), 10),
 		"TICK_SHARD=" + strconv.Itoa(t.Shard),
 		"TICK_SHARDS=" + strconv.Itoa(max(t.Shards, 1)),
-		"TICK_ATTEMPT=" + strconv.Itoa(a.N),
-		"TICK_FENCE=" + strconv.FormatInt(a.Fence, 10),
+		"TICK_ATTEMPT=" + strconv.Itoa(t.Attempt),
+		"TICK_FENCE=" + strconv.FormatInt(t.Fence, 10),
 		"TICK_INTERRUPTED=" + interrupted,
-		"TICK_WORKER=" + a.Worker,
+		"TICK_WORKER=" + t.Worker,
 		"TICK_PAYLOAD=" + t.Payload,
 	}
 }
 
 // Handle runs the program once.
-func (h *Handler) Handle(ctx context.Context, t tick.Tick, a worker.Attempt) error {
+func (h *Handler) Handle(ctx context.Context, t tickgroup.Tick) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -167,10 +166,10 @@ func (h *Handler) Handle(ctx context.Context, t tick.Tick, a worker.Attempt) err
 	path, err := exec.LookPath(h.argv[0])
 	if err != nil {
 		// A program that cannot start will not start on a retry either.
-		return worker.Permanent(fmt.Errorf("starting %s: %w", h.argv[0], err))
+		return tickgroup.Permanent(fmt.Errorf("starting %s: %w", h.argv[0], err))
 	}
-	env := append(append([]string(nil), h.cfg.Env...), Env(t, a)...)
-	lease := leaseNanos(a)
+	env := append(append([]string(nil), h.cfg.Env...), Env(t)...)
+	lease := leaseNanos(t)
 	if d := lease(); d != 0 && time.Now().UnixNano() >= d {
 		// The supervisor would kill the program at once; the partition's next owner may be running the tick.
 		return fmt.Errorf("running %s: lease expired before the start", h.argv[0])
@@ -182,7 +181,7 @@ func (h *Handler) Handle(ctx context.Context, t tick.Tick, a worker.Attempt) err
 	if r == nil {
 		return err
 	}
-	attrs := []any{"tick_id", t.ID, "attempt", a.N, "pid", r.pid, "duration", dur}
+	attrs := []any{"tick_id", t.ID, "attempt", t.Attempt, "pid", r.pid, "duration", dur}
 	if r.dropped > 0 {
 		attrs = append(attrs, "output_dropped_bytes", r.dropped)
 	}
@@ -245,7 +244,7 @@ type result struct {
 
 // run starts the program, waits for it and collects the output. A nil result means the program did not start;
 // err says why.
-func (h *Handler) run(ctx context.Context, path string, env []string, t tick.Tick, lease func() int64) (*result, error) {
+func (h *Handler) run(ctx context.Context, path string, env []string, t tickgroup.Tick, lease func() int64) (*result, error) {
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", h.argv[0], err)
@@ -312,12 +311,12 @@ func (h *Handler) run(ctx context.Context, path string, env []string, t tick.Tic
 
 // leaseNanos returns the attempt's lease deadline in Unix nanoseconds, 0 for none (no lease, or one not set
 // yet).
-func leaseNanos(a worker.Attempt) func() int64 {
+func leaseNanos(t tickgroup.Tick) func() int64 {
 	return func() int64 {
-		if a.Lease == nil {
+		if t.Lease == nil {
 			return 0
 		}
-		if d := a.Lease(); !d.IsZero() {
+		if d := t.Lease(); !d.IsZero() {
 			return d.UnixNano()
 		}
 		return 0

@@ -10,14 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/tick"
-	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
-func testTick() tick.Tick {
+// testTick is a tick of schedule scan with the attempt's fields of a (Attempt, Fence, Interrupted, Worker,
+// Lease).
+func testTick(a tickgroup.Tick) tickgroup.Tick {
 	tk := tick.New("scan", time.Date(2026, 11, 29, 14, 0, 30, 0, time.UTC), 3, 4)
-	tk.Payload = "hello payload"
-	return tk
+	a.ID, a.Schedule, a.Slot, a.Shard, a.Shards, a.Payload = tk.ID, tk.Schedule, tk.Slot, tk.Shard, tk.Shards, "hello payload"
+	return a
 }
 
 func TestExecHandlerEnvAndStdin(t *testing.T) {
@@ -30,7 +32,7 @@ func TestExecHandlerEnvAndStdin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Handle(context.Background(), testTick(), worker.Attempt{N: 2}); err != nil {
+	if err := h.Handle(context.Background(), testTick(tickgroup.Tick{Attempt: 2})); err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
 	b, err := os.ReadFile(out)
@@ -55,14 +57,14 @@ func TestExecHandlerFailureAndTimeoutKillsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Handle(context.Background(), testTick(), worker.Attempt{N: 1}); err == nil || worker.IsPermanent(err) {
+	if err := h.Handle(context.Background(), testTick(tickgroup.Tick{Attempt: 1})); err == nil || tickgroup.IsPermanent(err) {
 		t.Fatalf("exit 3: got %v, want a retryable error", err)
 	}
 	if _, err := New(Config{Command: "/nonexistent/prog"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	h2, _ := New(Config{Command: "/nonexistent/prog"}, nil)
-	if err := h2.Handle(context.Background(), testTick(), worker.Attempt{N: 1}); !worker.IsPermanent(err) {
+	if err := h2.Handle(context.Background(), testTick(tickgroup.Tick{Attempt: 1})); !tickgroup.IsPermanent(err) {
 		t.Fatalf("missing program: got %v, want a permanent error", err)
 	}
 
@@ -80,7 +82,7 @@ func TestExecHandlerFailureAndTimeoutKillsGroup(t *testing.T) {
 	ctx, cancel := cancelWhenExists(pidFile)
 	defer cancel()
 	start := time.Now()
-	if err := h3.Handle(ctx, testTick(), worker.Attempt{N: 1}); err == nil {
+	if err := h3.Handle(ctx, testTick(tickgroup.Tick{Attempt: 1})); err == nil {
 		t.Fatal("cancelled handler: got nil error")
 	}
 	if d := time.Since(start); d > 10*time.Second {
@@ -141,7 +143,7 @@ func TestExecHandlerEnvScrubbing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := h.Handle(context.Background(), testTick(), worker.Attempt{N: 1, Fence: 42, Interrupted: true}); err != nil {
+			if err := h.Handle(context.Background(), testTick(tickgroup.Tick{Attempt: 1, Fence: 42, Interrupted: true})); err != nil {
 				t.Fatalf("Handle: %v", err)
 			}
 			b, err := os.ReadFile(out)

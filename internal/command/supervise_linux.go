@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/tickgroup/tickgroup/internal/supervisor"
-	"github.com/tickgroup/tickgroup/internal/worker"
+	"github.com/tickgroup/tickgroup"
 )
 
 // supervised is a program run by the handler's supervisor (package supervisor): its group dies with the worker,
@@ -46,7 +46,7 @@ func (h *Handler) startProcess(path string, env []string, stdin, out *os.File, l
 		return nil, fmt.Errorf("running %s: %s", h.argv[0], se.Reason)
 	case errors.As(err, &se):
 		// A program that cannot start will not start on a retry either.
-		return nil, worker.Permanent(fmt.Errorf("starting %s: %s", h.argv[0], se.Reason))
+		return nil, tickgroup.Permanent(fmt.Errorf("starting %s: %s", h.argv[0], se.Reason))
 	case err != nil:
 		return nil, fmt.Errorf("starting %s: %w", h.argv[0], err)
 	}

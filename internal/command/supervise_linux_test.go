@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/supervisor"
-	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
 // The fake worker is this test binary run again with fakeWorkerEnv set: TestExecFakeWorker then runs one
@@ -50,7 +50,7 @@ func TestExecFakeWorker(t *testing.T) {
 			l.extend(time.Now().Add(500 * time.Millisecond))
 		}
 	}()
-	err = h.Handle(context.Background(), testTick(), worker.Attempt{N: 1, Lease: l.deadline})
+	err = h.Handle(context.Background(), testTick(tickgroup.Tick{Attempt: 1, Lease: l.deadline}))
 	t.Fatalf("Handle returned (%v); the fake worker should have been killed first", err)
 }
 
@@ -145,7 +145,7 @@ func TestExecLeaseExpiredInProcess(t *testing.T) {
 	l := &testLease{}
 	l.extend(time.Now().Add(300 * time.Millisecond))
 	start := time.Now()
-	err = h.Handle(context.Background(), testTick(), worker.Attempt{N: 1, Lease: l.deadline})
+	err = h.Handle(context.Background(), testTick(tickgroup.Tick{Attempt: 1, Lease: l.deadline}))
 	if err == nil || !strings.Contains(err.Error(), "lease expired") {
 		t.Fatalf("Handle: got %v, want a lease expired error", err)
 	}
@@ -168,7 +168,7 @@ func TestExecSuccessWhileChildHoldsStdout(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := h.Handle(context.Background(), testTick(), worker.Attempt{N: 1}); err != nil {
+	if err := h.Handle(context.Background(), testTick(tickgroup.Tick{Attempt: 1})); err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
 	// Well below KillGrace (5 s), which would mean Handle waited for the child to let go of stdout.
@@ -195,7 +195,7 @@ func TestExecProgramSeesNoSupervisorTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = h.Handle(context.Background(), testTick(), worker.Attempt{N: 1})
+	err = h.Handle(context.Background(), testTick(tickgroup.Tick{Attempt: 1}))
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
 		t.Fatalf("exit 7: got %v, want exit status 7", err)
@@ -218,13 +218,13 @@ func TestExecSignalStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = h.Handle(context.Background(), testTick(), worker.Attempt{N: 1})
+	err = h.Handle(context.Background(), testTick(tickgroup.Tick{Attempt: 1}))
 	var ee *ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 128+9 || worker.IsPermanent(err) {
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+9 || tickgroup.IsPermanent(err) {
 		t.Fatalf("program killed by SIGKILL: got %v, want a retryable exit status 137", err)
 	}
 	h2, _ := New(Config{Command: "/dev/null"}, nil) // exists, cannot be executed
-	if err := h2.Handle(context.Background(), testTick(), worker.Attempt{N: 1}); !worker.IsPermanent(err) {
+	if err := h2.Handle(context.Background(), testTick(tickgroup.Tick{Attempt: 1})); !tickgroup.IsPermanent(err) {
 		t.Fatalf("unexecutable program: got %v, want a permanent error", err)
 	}
 }
@@ -277,7 +277,7 @@ func TestExecSIGTERMReachesProgramThroughSupervisor(t *testing.T) {
 	ctx, cancel := cancelWhenExists(ready) // once the trap is set, not at a fixed instant
 	defer cancel()
 	start := time.Now()
-	if err := h.Handle(ctx, testTick(), worker.Attempt{N: 1}); !errors.Is(err, context.Canceled) {
+	if err := h.Handle(ctx, testTick(tickgroup.Tick{Attempt: 1})); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Handle: got %v, want the context's cancellation", err)
 	}
 	// Well within KillGrace: the program obeyed SIGTERM, and the supervisor, which caught it, exited with it.
@@ -298,7 +298,7 @@ func TestExecLeaseExpiredBeforeStart(t *testing.T) {
 	}
 	l := &testLease{}
 	l.extend(time.Now().Add(-time.Second))
-	if err := h.Handle(context.Background(), testTick(), worker.Attempt{N: 1, Lease: l.deadline}); err == nil || !strings.Contains(err.Error(), "lease expired") {
+	if err := h.Handle(context.Background(), testTick(tickgroup.Tick{Attempt: 1, Lease: l.deadline})); err == nil || !strings.Contains(err.Error(), "lease expired") {
 		t.Fatalf("Handle: got %v, want a lease expired error", err)
 	}
 	if _, err := os.Stat(marker); err == nil {
@@ -332,7 +332,7 @@ func TestExecConcurrentAttemptsShareNoPipes(t *testing.T) {
 	const n = 8
 	errs := make(chan error, n)
 	for range n {
-		go func() { errs <- h.Handle(context.Background(), testTick(), worker.Attempt{N: 1}) }()
+		go func() { errs <- h.Handle(context.Background(), testTick(tickgroup.Tick{Attempt: 1})) }()
 	}
 	for range n {
 		if err := <-errs; err != nil {
@@ -396,7 +396,7 @@ func TestExecSweepsHelpersThatLeftTheGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Handle(context.Background(), testTick(), worker.Attempt{N: 1}); err != nil {
+	if err := h.Handle(context.Background(), testTick(tickgroup.Tick{Attempt: 1})); err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
 	pids := readPids(t, ready)
@@ -420,7 +420,7 @@ func TestExecSweepsAfterEscalation(t *testing.T) {
 	}
 	ctx, cancel := cancelWhenExists(pidFile)
 	defer cancel()
-	if err := h.Handle(ctx, testTick(), worker.Attempt{N: 1}); err == nil {
+	if err := h.Handle(ctx, testTick(tickgroup.Tick{Attempt: 1})); err == nil {
 		t.Fatal("cancelled handler: got nil error")
 	}
 	pids := readPids(t, pidFile)

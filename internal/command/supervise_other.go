@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"syscall"
 
-	"github.com/tickgroup/tickgroup/internal/worker"
+	"github.com/tickgroup/tickgroup"
 )
 
 // direct is a program the worker runs itself, in its own process group. Outside Linux there is no supervisor
@@ -31,7 +31,7 @@ func (h *Handler) startProcess(path string, env []string, stdin, out *os.File, _
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, worker.Permanent(fmt.Errorf("starting %s: %w", h.argv[0], err))
+		return nil, tickgroup.Permanent(fmt.Errorf("starting %s: %w", h.argv[0], err))
 	}
 	return direct{cmd}, nil
 }

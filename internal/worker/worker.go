@@ -141,6 +141,9 @@ func (w *Worker) client() *kgo.Client {
 // ID is the worker ID written into outcome records.
 func (w *Worker) ID() string { return w.cfg.WorkerID }
 
+// Config returns the worker's configuration, defaults filled in.
+func (w *Worker) Config() Config { return w.cfg }
+
 func (w *Worker) hooks(role string) []kgo.Opt {
 	if w.reg == nil {
 		return nil

@@ -1,4 +1,6 @@
-package worker
+// Package webhook is the worker's HTTP handler (worker run --http): each tick attempt is a POST of the tick's
+// record to one URL.
+package webhook
 
 import (
 	"bytes"
@@ -11,10 +13,10 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/tickgroup/tickgroup/internal/tick"
+	"github.com/tickgroup/tickgroup"
 )
 
-// HTTPHandler POSTs each tick as JSON (the work record's own encoding) to a URL, with the tick ID in an
+// Handler POSTs each tick as JSON (the work record's own encoding) to a URL, with the tick ID in an
 // Idempotency-Key header, the attempt in Tick-Attempt, the partition's fencing token in Tickgroup-Fence and
 // Tickgroup-Interrupted: 1 when an earlier run was cut off.
 //
@@ -23,15 +25,15 @@ import (
 // the tick goes to the dead-letter topic without further attempts. Redirects are not followed: a 3xx status is a
 // permanent failure naming its Location. Following one would re-send the tick (as a GET, for 301 to 303) to an
 // address the operator did not configure; fix the URL instead.
-type HTTPHandler struct {
+type Handler struct {
 	url    string
 	client *http.Client
 	logger *slog.Logger
 }
 
-// NewHTTPHandler returns a handler posting to rawURL with client (http.DefaultClient when nil). The per-attempt
+// New returns a handler posting to rawURL with client (http.DefaultClient when nil). The per-attempt
 // timeout comes from the context the worker passes, so client needs no timeout of its own.
-func NewHTTPHandler(rawURL string, client *http.Client, logger *slog.Logger) (*HTTPHandler, error) {
+func New(rawURL string, client *http.Client, logger *slog.Logger) (*Handler, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("http handler url %q: %w", rawURL, err)
@@ -49,25 +51,25 @@ func NewHTTPHandler(rawURL string, client *http.Client, logger *slog.Logger) (*H
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &HTTPHandler{url: rawURL, client: client, logger: logger.With("component", "worker", "handler", "http")}, nil
+	return &Handler{url: rawURL, client: client, logger: logger.With("component", "worker", "handler", "http")}, nil
 }
 
 // Handle posts the tick once.
-func (h *HTTPHandler) Handle(ctx context.Context, t tick.Tick, a Attempt) error {
-	attempt := a.N
-	body, err := tick.Encode(t)
+func (h *Handler) Handle(ctx context.Context, t tickgroup.Tick) error {
+	attempt := t.Attempt
+	body, err := t.JSON()
 	if err != nil {
-		return Permanent(err)
+		return tickgroup.Permanent(err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
 	if err != nil {
-		return Permanent(fmt.Errorf("building request: %w", err))
+		return tickgroup.Permanent(fmt.Errorf("building request: %w", err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", t.ID)
 	req.Header.Set("Tick-Attempt", strconv.Itoa(attempt))
-	req.Header.Set("Tickgroup-Fence", strconv.FormatInt(a.Fence, 10))
-	if a.Interrupted {
+	req.Header.Set("Tickgroup-Fence", strconv.FormatInt(t.Fence, 10))
+	if t.Interrupted {
 		req.Header.Set("Tickgroup-Interrupted", "1")
 	}
 	resp, err := h.client.Do(req)
@@ -85,11 +87,11 @@ func (h *HTTPHandler) Handle(ctx context.Context, t tick.Tick, a Attempt) error 
 		return fmt.Errorf("posting tick: %s: %s", resp.Status, bytes.TrimSpace(snippet))
 	case code >= 300 && code < 400:
 		if loc := resp.Header.Get("Location"); loc != "" {
-			return Permanent(fmt.Errorf("posting tick: %s: redirect to %s not followed (configure the final URL)", resp.Status, loc))
+			return tickgroup.Permanent(fmt.Errorf("posting tick: %s: redirect to %s not followed (configure the final URL)", resp.Status, loc))
 		}
-		return Permanent(fmt.Errorf("posting tick: %s: redirects are not followed", resp.Status))
+		return tickgroup.Permanent(fmt.Errorf("posting tick: %s: redirects are not followed", resp.Status))
 	case code >= 400:
-		return Permanent(fmt.Errorf("posting tick: %s: %s", resp.Status, bytes.TrimSpace(snippet)))
+		return tickgroup.Permanent(fmt.Errorf("posting tick: %s: %s", resp.Status, bytes.TrimSpace(snippet)))
 	default:
 		return errors.New("posting tick: unexpected status " + resp.Status)
 	}

@@ -1,0 +1,204 @@
+package tickgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/clock"
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/worker"
+)
+
+// WorkerConfig configures a Worker. Every field but Kafka has a usable zero value.
+type WorkerConfig struct {
+	Kafka KafkaConfig
+	// ID names the worker in the ledger, in logs and in Tick.Worker. Defaults to <hostname>-<pid>.
+	ID string
+	// Concurrency bounds the handlers running at once in this worker. Defaults to 64.
+	Concurrency int
+	// MaxAttempts is how many times a tick is tried before it goes to the dead-letter topic, for ticks whose
+	// schedule sets none. Defaults to 3.
+	MaxAttempts int
+	// Backoff is the delay before the first retry, doubled per retry up to MaxBackoff, with jitter. Defaults to
+	// 1s and 30s.
+	Backoff, MaxBackoff time.Duration
+	// Timeout bounds one attempt of a tick whose schedule sets none. Defaults to none.
+	Timeout time.Duration
+	// Grace is how long running handlers may go on once Run's context ends; the worker leaves the group at
+	// once. Defaults to 30s.
+	Grace time.Duration
+	// SessionTimeout is how long a crashed worker keeps its partitions. Defaults to 6s.
+	SessionTimeout time.Duration
+	// InstanceID, when set, makes the worker a static group member (see the README); two running workers must
+	// never share one.
+	InstanceID string
+	// Lease is how long a run may go on without its worker proving it still owns the tick's partition; a
+	// partition's next owner waits for it before it runs a cut-off tick again. Defaults to 5s.
+	Lease time.Duration
+	// MaxClockSkew is the clock difference between hosts that the lease rule tolerates; the worker warns while
+	// its host is off the broker's clock by more. Defaults to 1s.
+	MaxClockSkew time.Duration
+	// SkipInterrupted records a tick whose earlier run was cut off as interrupted and never runs it again (at
+	// most once). False, the default, runs it again with Tick.Interrupted set (at least once).
+	SkipInterrupted bool
+	// Start is where a new group starts reading a partition without a committed offset: "earliest", "latest",
+	// or a duration ago ("10m", the default).
+	Start string
+	// Forward, when set, replaces the handler: every tick is republished to this topic in a transaction that
+	// also commits the consumed offsets (exactly once for effects that stay in Kafka). NewWorker then takes a
+	// nil Handler.
+	Forward string
+	// Logger receives the worker's logs. Defaults to discarding them.
+	Logger *slog.Logger
+	// Registerer receives the worker's metrics (tickgroup_worker_*) and its Kafka clients'. Nil registers
+	// nothing.
+	Registerer prometheus.Registerer
+}
+
+// Worker runs the ticks of its share of the work topic's partitions.
+type Worker struct {
+	cfg    worker.Config
+	w      *worker.Worker
+	clk    *clock.Monitor
+	cl     *kgo.Client // the clock's
+	logger *slog.Logger
+	ready  admin.Readiness
+}
+
+// NewWorker checks cfg and returns a worker that runs ticks through h.
+func NewWorker(cfg WorkerConfig, h Handler) (*Worker, error) {
+	if (h == nil) == (cfg.Forward == "") {
+		return nil, errors.New("tickgroup: a worker takes a handler or a forward topic, and not both")
+	}
+	var handler worker.Handler
+	if h != nil {
+		handler = h.handle()
+	}
+	return newWorker(cfg, handler)
+}
+
+// newWorker is NewWorker for a handler of the worker package (the commands' exec and HTTP handlers).
+func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ID == "" {
+		host, _ := os.Hostname()
+		cfg.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	wc := worker.Config{
+		Kafka:          cfg.Kafka,
+		WorkerID:       cfg.ID,
+		Concurrency:    cfg.Concurrency,
+		MaxAttempts:    cfg.MaxAttempts,
+		Backoff:        cfg.Backoff,
+		MaxBackoff:     cfg.MaxBackoff,
+		Timeout:        cfg.Timeout,
+		Grace:          cfg.Grace,
+		SessionTimeout: cfg.SessionTimeout,
+		InstanceID:     cfg.InstanceID,
+		Lease:          cfg.Lease,
+		MaxClockSkew:   cfg.MaxClockSkew,
+		Forward:        cfg.Forward,
+	}
+	if cfg.SkipInterrupted {
+		wc.OnInterrupted = worker.OnInterruptedSkip
+	}
+	start, err := worker.ParseStart(cfg.Start)
+	if err != nil {
+		return nil, err
+	}
+	wc.Start = start
+	x := &Worker{logger: logger}
+	w, err := worker.New(wc, handler, worker.Deps{Logger: logger, Registerer: cfg.Registerer, Readiness: &x.ready})
+	if err != nil {
+		return nil, err
+	}
+	x.w, x.cfg = w, w.Config()
+	opts, err := cfg.Kafka.Opts(logger)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Registerer != nil {
+		opts = append(opts, kafka.ClientMetrics(cfg.Registerer, "clock"))
+	}
+	if x.cl, err = kgo.NewClient(opts...); err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	x.clk, err = clock.New(clock.Config{
+		MaxSkew:     x.cfg.MaxClockSkew,
+		Consequence: "ticks keep running, but an interrupted tick's rerun may overlap its first run by the excess (the lease, the max clock skew)",
+	}, clock.NewKafka(x.cl, cfg.Kafka.Names().Clock, x.cfg.WorkerID), logger, cfg.Registerer)
+	if err != nil {
+		x.cl.Close()
+		return nil, err
+	}
+	return x, nil
+}
+
+// ID is the worker's ID.
+func (x *Worker) ID() string { return x.cfg.WorkerID }
+
+// Ready reports whether the worker has joined its group, and if not, why.
+func (x *Worker) Ready() (bool, string) { return x.ready.Ready() }
+
+// Run creates the worker's topics where they are missing, runs ticks until ctx ends, then leaves the group at
+// once and lets running handlers finish within the grace period. It returns nil after a normal stop.
+func (x *Worker) Run(ctx context.Context) error {
+	defer x.cl.Close()
+	if err := prepareWorkerTopics(ctx, x.cfg, x.logger); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return x.clk.Run(gctx) })
+	g.Go(func() error { return x.w.Run(gctx) })
+	return g.Wait()
+}
+
+// prepareWorkerTopics creates the worker's topics of the namespace (so a worker started before any ticker
+// works) and the forward topic, with as many partitions as the work topic, where missing.
+func prepareWorkerTopics(ctx context.Context, cfg worker.Config, logger *slog.Logger) error {
+	opts, err := cfg.Kafka.Opts(nil)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	tctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	names := cfg.Kafka.Names()
+	// Only the worker's own topics: a worker needs no permission on the ticker and schedules topics.
+	if err := kafka.EnsureTopics(tctx, adm, names, kafka.TopicOptions{Needs: names.WorkerTopics()}); err != nil {
+		return fmt.Errorf("preparing topics: %w", err)
+	}
+	if cfg.Forward == "" {
+		return nil
+	}
+	parts, err := kafka.WorkPartitions(tctx, adm, names.Work)
+	if err != nil {
+		return err
+	}
+	created, err := kafka.EnsureTopic(tctx, adm, kafka.TopicSpec{Name: cfg.Forward, Partitions: int32(parts)}, -1)
+	if err != nil {
+		return fmt.Errorf("forward topic: %w", err)
+	}
+	if created {
+		logger.Info("created forward topic", "topic", cfg.Forward, "partitions", parts)
+	}
+	return nil
+}

@@ -160,13 +160,18 @@ func (s *Supervisor) Start(spec Spec) (*Run, error) {
 	r.id = s.nextID
 	s.runs[r.id] = r
 	s.mu.Unlock()
-	err := s.write(request{Op: "start", ID: r.id, Path: spec.Path, Args: spec.Args, Env: spec.Env, Marker: spec.Marker, Lease: r.sent},
-		int(spec.Stdin.Fd()), int(spec.Output.Fd()))
+	err := s.write(request{Op: "start", ID: r.id, Path: []byte(spec.Path), Args: toBytes(spec.Args), Env: toBytes(spec.Env),
+		Marker: []byte(spec.Marker), Lease: r.sent}, int(spec.Stdin.Fd()), int(spec.Output.Fd()))
 	if err != nil && s.forget(r.id) {
-		return nil, fmt.Errorf("asking the exec supervisor to start %s: %w", spec.Args[0], err)
+		return nil, fmt.Errorf("asking the exec supervisor to start %s: %w", spec.Path, err)
 	}
 	rep := <-r.started
-	if rep.Op != "started" {
+	switch {
+	case rep.Op == "gone":
+		return nil, s.Err()
+	case rep.Op == "failed" && rep.Retry:
+		return nil, fmt.Errorf("starting %s: %s", spec.Path, rep.Error)
+	case rep.Op != "started":
 		return nil, &StartError{Reason: rep.Error, LeaseExpired: rep.LeaseExpired}
 	}
 	return r, nil
@@ -190,6 +195,7 @@ func (s *Supervisor) write(q request, fds ...int) error {
 // read takes the supervisor's replies until it is gone, then answers every run still waiting.
 func (s *Supervisor) read() {
 	sc := bufio.NewScanner(s.conn)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
 		var rep reply
 		if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
@@ -229,11 +235,12 @@ func (s *Supervisor) read() {
 	}
 	for _, r := range s.runs {
 		if r.pid == 0 {
-			r.started <- reply{Op: "failed", Error: s.err.Error()}
+			r.started <- reply{Op: "gone"}
 			continue
 		}
-		// The program had the supervisor's death as its own (SIGKILL); its group may not.
-		_ = syscall.Kill(-r.pid, syscall.SIGKILL)
+		// The worker never signals a group itself: it cannot know whether the group's ID is still the run's.
+		// The supervisor's shutdown killed the group, or, when the supervisor itself was killed, the program
+		// died with it (its parent-death signal).
 		r.exit <- Exit{Status: syscall.WaitStatus(syscall.SIGKILL), Err: s.err}
 	}
 	s.runs = nil

@@ -23,27 +23,47 @@ const (
 	maxFrame = 16 << 20
 )
 
-// request is a frame from the worker.
+// request is a frame from the worker. The program's path, arguments, environment and marker travel as bytes
+// (base64 in the JSON): they need not be UTF-8 (a tick's payload is in the environment), and a JSON string would
+// replace what is not.
 type request struct {
 	Op     string   `json:"op"` // start, lease, term, kill
 	ID     uint64   `json:"id"`
-	Path   string   `json:"path,omitempty"`
-	Args   []string `json:"args,omitempty"`
-	Env    []string `json:"env,omitempty"`
-	Marker string   `json:"marker,omitempty"`
+	Path   []byte   `json:"path,omitempty"`
+	Args   [][]byte `json:"args,omitempty"`
+	Env    [][]byte `json:"env,omitempty"`
+	Marker []byte   `json:"marker,omitempty"`
 	Lease  int64    `json:"lease,omitempty"`
 
 	fds []int // start: stdin, output
 }
 
+func toBytes(ss []string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+func toStrings(bs [][]byte) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
+	}
+	return out
+}
+
 // reply is a line from the supervisor.
 type reply struct {
-	Op           string `json:"op"` // ready, started, failed, exited
+	Op           string `json:"op"` // ready, started, failed, exited (and gone, the client's own: the supervisor died)
 	ID           uint64 `json:"id,omitempty"`
 	Pid          int    `json:"pid,omitempty"`
 	Error        string `json:"error,omitempty"`
 	Status       uint32 `json:"status,omitempty"` // syscall.WaitStatus
 	LeaseExpired bool   `json:"lease_expired,omitempty"`
+	// Retry marks a failed start that may succeed later (the system was out of processes or memory).
+	Retry bool `json:"retry,omitempty"`
 }
 
 // writeRequest sends q, with fds attached to its first bytes.

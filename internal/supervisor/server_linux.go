@@ -4,6 +4,7 @@ package supervisor
 
 import (
 	"bytes"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -39,6 +40,7 @@ type server struct {
 	runs  map[int]*run // by pid
 	byID  map[uint64]*run
 	timer *time.Timer
+	out   chan<- reply // to the writer goroutine
 }
 
 // serve is the supervisor's main; it returns the exit status.
@@ -52,6 +54,9 @@ func serve() int {
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
 
+	// Not dumpable: the programs run as this process's user, and its memory holds every run's environment and,
+	// for a moment, other runs' pipes; /proc/<pid>/ of a non-dumpable process is closed to them.
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 0, 0)
 	f := os.NewFile(connFD, "supervisor")
 	c, err := net.FileConn(f)
 	f.Close()
@@ -59,7 +64,11 @@ func serve() int {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", Name, err)
 		return 2
 	}
-	s := &server{self: os.Getpid(), conn: c.(*net.UnixConn), runs: map[int]*run{}, byID: map[uint64]*run{}, timer: time.NewTimer(time.Hour)}
+	// Descriptors the worker inherited without close-on-exec came here too: none reaches a program.
+	closeOnExecFrom(3)
+	out := make(chan reply, 64)
+	s := &server{self: os.Getpid(), conn: c.(*net.UnixConn), runs: map[int]*run{}, byID: map[uint64]*run{}, timer: time.NewTimer(time.Hour), out: out}
+	go s.write(out)
 	ready := reply{Op: "ready"}
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
 		ready.Error = fmt.Sprintf("cannot become a child subreaper (%v): helpers that call setsid may outlive their run", errno)
@@ -93,14 +102,57 @@ func serve() int {
 	}
 }
 
-// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h).
-const prSetChildSubreaper = 36
+// prctl options (linux/prctl.h).
+const (
+	prSetDumpable       = 4
+	prSetChildSubreaper = 36
+)
 
-func (s *server) send(r reply) {
-	b, _ := json.Marshal(r)
-	// A worker that stopped reading is gone or frozen; its EOF or the lease ends the runs either way.
-	_ = s.conn.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = s.conn.Write(append(b, '\n'))
+// send queues r for the worker. The queue never blocks the main loop (which must go on killing runs at their
+// lease's end while a frozen worker reads nothing), and no reply is dropped: the worker waits for each.
+func (s *server) send(r reply) { s.out <- r }
+
+// write sends the queued replies in order, holding back the rest in memory while the worker does not read (it is
+// frozen: a reply per run start and end, so bounded by the runs it started).
+func (s *server) write(in <-chan reply) {
+	var queue []reply
+	ready := make(chan error, 1)
+	busy, gone := false, false
+	for {
+		if gone {
+			queue = queue[:0] // the worker is gone: its EOF ends the supervisor; replies are dropped meanwhile
+		}
+		if !busy && len(queue) > 0 {
+			b, _ := json.Marshal(queue[0])
+			queue = queue[1:]
+			busy = true
+			go func() {
+				_, err := s.conn.Write(append(b, '\n'))
+				ready <- err
+			}()
+		}
+		select {
+		case r := <-in:
+			queue = append(queue, r)
+		case err := <-ready:
+			busy, gone = false, gone || err != nil
+		}
+	}
+}
+
+// closeOnExecFrom marks every descriptor from fd up close-on-exec: close_range(2) where the kernel has it (5.11),
+// else one by one from /proc/self/fd.
+func closeOnExecFrom(fd int) {
+	const sysCloseRange, closeRangeCloexec = 436, 4
+	if _, _, errno := syscall.Syscall(sysCloseRange, uintptr(fd), ^uintptr(0), closeRangeCloexec); errno == 0 {
+		return
+	}
+	entries, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range entries {
+		if n, err := strconv.Atoi(e.Name()); err == nil && n >= fd {
+			syscall.CloseOnExec(n)
+		}
+	}
 }
 
 func (s *server) handle(q request) {
@@ -133,8 +185,8 @@ func (s *server) start(q request) {
 		s.send(reply{Op: "failed", ID: q.ID, Error: "lease expired before the start", LeaseExpired: true})
 		return
 	}
-	pid, err := syscall.ForkExec(q.Path, q.Args, &syscall.ProcAttr{
-		Env:   q.Env,
+	pid, err := syscall.ForkExec(string(q.Path), toStrings(q.Args), &syscall.ProcAttr{
+		Env:   toStrings(q.Env),
 		Files: []uintptr{uintptr(q.fds[0]), uintptr(q.fds[1]), uintptr(q.fds[1])},
 		Sys: &syscall.SysProcAttr{
 			Setpgid:   true,
@@ -142,10 +194,11 @@ func (s *server) start(q request) {
 		},
 	})
 	if err != nil {
-		s.send(reply{Op: "failed", ID: q.ID, Error: err.Error()})
+		retry := errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.ENOMEM)
+		s.send(reply{Op: "failed", ID: q.ID, Error: err.Error(), Retry: retry})
 		return
 	}
-	r := &run{id: q.ID, pid: pid, marker: []byte(q.Marker), deadline: q.Lease}
+	r := &run{id: q.ID, pid: pid, marker: q.Marker, deadline: q.Lease}
 	s.runs[pid], s.byID[q.ID] = r, r
 	s.send(reply{Op: "started", ID: q.ID, Pid: pid})
 	s.arm()
@@ -294,8 +347,12 @@ func (s *server) children() []int {
 	return out
 }
 
-// heldByOther reports whether the helper pid carries the marker of a live run other than r, and not r's.
+// heldByOther reports whether the helper pid belongs to a live run other than r: it is still in that run's
+// process group, or it carries that run's marker and not r's.
 func (s *server) heldByOther(pid int, r *run) bool {
+	if pgid, err := syscall.Getpgid(pid); err == nil && pgid != r.pid && s.runs[pgid] != nil {
+		return true
+	}
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil {
 		return false

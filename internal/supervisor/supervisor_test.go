@@ -200,3 +200,70 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(string(b), ')')
 	return i > 0 && i+2 < len(b) && b[i+2] != 'Z'
 }
+
+// TestNothingOfTheWorkerReachesTheSupervisor: its environment is the marker alone, whatever the worker's.
+func TestNothingOfTheWorkerReachesTheSupervisor(t *testing.T) {
+	t.Setenv("TICKGROUP_SASL_PASSWORD", "hunter2")
+	s := setup(t)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", s.Pid()))
+	if err != nil {
+		// Not dumpable: only a privileged reader (root, as in CI) may look.
+		t.Skipf("cannot read the supervisor's environment: %v", err)
+	}
+	if got := string(b); got != supervisorEnv+"=1\x00" {
+		t.Errorf("supervisor environment %q, want the marker alone", got)
+	}
+}
+
+// TestBytesReachTheProgramAsTheyAre: arguments and environment that are not UTF-8 (a binary payload) arrive
+// unchanged.
+func TestBytesReachTheProgramAsTheyAre(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	out := filepath.Join(t.TempDir(), "out")
+	payload := "a\xffb\xc3("
+	stdin, _ := os.Open(os.DevNull)
+	defer stdin.Close()
+	r, err := s.Start(Spec{
+		Path: "/bin/sh", Args: []string{"sh", "-c", `printf %s "$X|$1" > "$0"`, out, payload},
+		Env: []string{"X=" + payload}, Stdin: stdin, Output: os.Stderr,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := r.Wait(); e.Status != 0 {
+		t.Fatalf("%+v", e)
+	}
+	if b, _ := os.ReadFile(out); string(b) != payload+"|"+payload {
+		t.Errorf("program saw %q, want %q twice", b, payload)
+	}
+}
+
+// TestStartWhenTheSupervisorDies: a start that the supervisor never answers, because it was killed, fails with a
+// retryable error (not a StartError, which the exec handler makes permanent).
+func TestStartWhenTheSupervisorDies(t *testing.T) {
+	t.Parallel()
+	s := setup(t)
+	if err := syscall.Kill(s.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 1)
+	go func() {
+		stdin, _ := os.Open(os.DevNull)
+		defer stdin.Close()
+		_, err := s.Start(Spec{Path: "/bin/true", Args: []string{"true"}, Stdin: stdin, Output: os.Stderr})
+		errs <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the fault's timing: the request is (most likely) written by then
+	if err := syscall.Kill(s.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var se *StartError
+	if err := <-errs; err == nil || errors.As(err, &se) {
+		t.Fatalf("Start with the supervisor killed: got %v, want an error that is not a StartError", err)
+	}
+	<-s.Done()
+	if s.Err() == nil {
+		t.Error("Err after the supervisor died: nil")
+	}
+}

@@ -6,23 +6,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/clock"
 	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
-	"github.com/tickgroup/tickgroup/internal/leader"
-	"github.com/tickgroup/tickgroup/internal/store"
-	"github.com/tickgroup/tickgroup/internal/worklag"
 )
 
 const usage = `Usage: ticker COMMAND [flags]
@@ -162,76 +158,31 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 	}
 	logger := common.Logger(stderr).With("instance", instance)
 	logger.Debug(cli.SignalsHandled) // main handles them since before run; this is the log's first line
-	common.Kafka.ClientID = "tickgroup-ticker-" + instance
-	names := common.Kafka.Names()
-
 	reg := admin.NewRegistry("ticker")
-	opts, err := common.Kafka.Opts(logger)
-	if err != nil {
-		return cli.UsageError{Err: err}
+	if lead == 0 {
+		lead = -1 // the flag's 0 means emit when due; the config's 0 means the default
 	}
-	withRole := func(role string) []kgo.Opt {
-		return append(opts[:len(opts):len(opts)], kafka.ClientMetrics(reg, role))
-	}
-
-	o := topics.options()
-	o.Needs = names.TickerTopics() // the results topic is made when this principal may, but not needed
-	if err := ensureTopics(ctx, opts, names, o); err != nil {
-		return err
-	}
-	leaders, err := countLeaders(ctx, opts, names)
-	if err != nil {
-		return err
-	}
-
-	var ready admin.Readiness
-	ready.Set("schedules", false) // the elector sets "group" (false until it joins, false again once stopping)
-
-	view := store.NewView(withRole("schedules"), names.Schedules, names.DLQ, logger, reg)
-	disp, err := dispatch.New(dispatch.Config{
-		Names:              names,
+	t, err := tickgroup.NewTicker(tickgroup.TickerConfig{
+		Kafka:              common.Kafka,
+		Instance:           instance,
+		InstanceID:         instanceID,
+		SessionTimeout:     sessionTimeout,
+		HeartbeatInterval:  heartbeatInterval,
 		TransactionTimeout: transactionTimeout,
 		Lead:               lead,
-		ProducerOpts:       func(k int32) []kgo.Opt { return []kgo.Opt{kafka.LeaderClientMetrics(reg, k)} },
-	}, opts, view, logger, reg)
-	if err != nil {
-		return err
-	}
-	lag, err := worklag.New(worklag.Config{Topic: names.Work, Group: names.WorkerGroup, Interval: lagInterval}, opts, logger, reg)
-	if err != nil {
-		return err
-	}
-	clockClient, err := kgo.NewClient(withRole("clock")...)
-	if err != nil {
-		return fmt.Errorf("kafka client: %w", err)
-	}
-	defer clockClient.Close()
-	clk, err := clock.New(clock.Config{
-		MaxSkew:     maxClockSkew,
-		Consequence: "this replica does not take part in the election until it is back within",
-		Readiness:   &ready,
-	}, clock.NewKafka(clockClient, names.Clock, instance), logger, reg)
+		WorkLagInterval:    lagInterval,
+		MaxClockSkew:       maxClockSkew,
+		WorkPartitions:     topics.workPartitions,
+		ReplicationFactor:  topics.replicationFactor,
+		Logger:             logger,
+		Registerer:         reg,
+	})
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
-	elector, err := leader.New(leader.Config{
-		Topic:             names.Ticker,
-		Group:             names.TickerGroup,
-		SessionTimeout:    sessionTimeout,
-		HeartbeatInterval: heartbeatInterval,
-		InstanceName:      instance,
-		InstanceID:        instanceID,
-		Readiness:         &ready,
-		Gate:              clk,
-		Leaders:           leaders,
-	}, withRole("election"), leadTerm(disp, lag, logger), logger, reg)
-	if err != nil {
-		return cli.UsageError{Err: err}
-	}
-
 	g, gctx := errgroup.WithContext(ctx)
 	if common.MetricsAddr != "" {
-		srv, err := admin.NewServer(common.MetricsAddr, reg, &ready, logger)
+		srv, err := admin.NewServer(common.MetricsAddr, reg, t, logger)
 		if err != nil {
 			return err
 		}
@@ -240,18 +191,7 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 		}
 		g.Go(func() error { return srv.Run(gctx) })
 	}
-	g.Go(func() error { return view.Run(gctx) })
-	g.Go(func() error { return disp.Follow(gctx) })
-	g.Go(func() error { return clk.Run(gctx) })
-	g.Go(func() error { return elector.Run(gctx) })
-	g.Go(func() error {
-		select {
-		case <-gctx.Done():
-		case <-view.Loaded():
-			ready.Set("schedules", true)
-		}
-		return nil
-	})
+	g.Go(func() error { return t.Run(gctx) })
 	logger.Info("ticker starting", "version", admin.Version, "namespace", common.Kafka.Namespace, "brokers", strings.Join(common.Kafka.Brokers, ","))
 	err = g.Wait()
 	if err != nil && !errors.Is(err, context.Canceled) {
@@ -259,35 +199,6 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 	}
 	logger.Info("ticker stopped")
 	return nil
-}
-
-// leadTerm is one leader term: the dispatcher emits, and the work-lag monitor measures for the fleet, so the lag
-// series come from one replica. The term ends with the dispatcher; the monitor's own failures only log.
-func leadTerm(disp *dispatch.Dispatcher, lag *worklag.Monitor, logger *slog.Logger) leader.LeadFunc {
-	return func(ctx context.Context, term leader.Term) error {
-		if term.Partition != 0 {
-			return disp.Lead(ctx, term) // the work lag is measured by leader 0's term alone
-		}
-		ctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		var lagErr error
-		go func() {
-			defer close(done)
-			if lagErr = lag.Run(ctx); lagErr != nil {
-				logger.Error("work lag monitor stopped", "err", lagErr)
-				if kafka.IsACLError(lagErr) {
-					cancel() // a missing permission stops the ticker, as it does for the leader's own work
-				}
-			}
-		}()
-		err := disp.Lead(ctx, term)
-		cancel()
-		<-done
-		if err == nil && kafka.IsACLError(lagErr) {
-			return lagErr
-		}
-		return err
-	}
 }
 
 func runInit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -313,8 +224,7 @@ with one partition per leader, and check that an existing <ns>.ticker has --lead
 		return err
 	}
 	logger := common.Logger(stderr)
-	opts, err := common.Kafka.Opts(nil)
-	if err != nil {
+	if _, err := common.Kafka.Opts(nil); err != nil {
 		return cli.UsageError{Err: err}
 	}
 	if leaders < 1 || leaders > kafka.MaxLeaders {
@@ -323,43 +233,11 @@ with one partition per leader, and check that an existing <ns>.ticker has --lead
 	names := common.Kafka.Names()
 	o := topics.options()
 	o.Leaders = int32(leaders)
-	if err := ensureTopics(ctx, opts, names, o); err != nil {
+	if err := tickgroup.EnsureTopics(ctx, common.Kafka, o); err != nil {
 		return err
 	}
 	logger.Info("topics ready", "leaders", leaders, "ticker", names.Ticker, "schedules", names.Schedules, "work", names.Work, "results", names.Results, "dlq", names.DLQ, "clock", names.Clock)
 	return nil
-}
-
-func ensureTopics(ctx context.Context, opts []kgo.Opt, names kafka.Names, o kafka.TopicOptions) error {
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return fmt.Errorf("kafka client: %w", err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), names, o); err != nil {
-		if errors.Is(err, kafka.ErrTickerTopicPartitions) {
-			return fmt.Errorf("%w.\n"+
-				"The number of leaders of a namespace is fixed: each schedule's state (its last emitted slot) lives in its\n"+
-				"leader's partition, and moving it while tickers run could emit a slot twice. To change it, move to a new\n"+
-				"namespace: 'ticker init --namespace NEW --leaders K', copy the schedules ('ticker schedule list --json'\n"+
-				"into an apply file, then 'ticker schedule apply -f FILE --namespace NEW'), start tickers and workers on NEW,\n"+
-				"then stop the old tickers and let the old workers drain", err)
-		}
-		return err
-	}
-	return nil
-}
-
-// countLeaders returns the namespace's number of leaders (the ticker topic's partitions).
-func countLeaders(ctx context.Context, opts []kgo.Opt, names kafka.Names) (int, error) {
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return 0, fmt.Errorf("kafka client: %w", err)
-	}
-	defer cl.Close()
-	return kafka.Leaders(ctx, kadm.NewClient(cl), names.Ticker)
 }
 
 // newClient returns a plain client for the short commands.

@@ -1,0 +1,270 @@
+package tickgroup
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/clock"
+	"github.com/tickgroup/tickgroup/internal/dispatch"
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/leader"
+	"github.com/tickgroup/tickgroup/internal/store"
+	"github.com/tickgroup/tickgroup/internal/worklag"
+)
+
+// TickerConfig configures a Ticker. Every field but Kafka has a usable zero value.
+type TickerConfig struct {
+	Kafka KafkaConfig
+	// Instance names this replica in logs and in the group (the client ID). Defaults to <hostname>-<pid>.
+	Instance string
+	// InstanceID, when set, makes the replica a static group member: restarted with the same ID within the
+	// session timeout, it takes its leadership back at once. Two running replicas must never share one.
+	InstanceID string
+	// SessionTimeout is how long the group waits for a silent replica before another leads. Defaults to 6s.
+	SessionTimeout time.Duration
+	// HeartbeatInterval is the group heartbeat interval. Defaults to 1s.
+	HeartbeatInterval time.Duration
+	// TransactionTimeout is how long the broker keeps a dead leader's open transaction. Defaults to 10s.
+	TransactionTimeout time.Duration
+	// Lead is how long before its slot a tick is committed (workers hold it and start it on its instant), so a
+	// failover shorter than this delays no slot. Defaults to 2s; at most 10m; a negative value emits when due.
+	Lead time.Duration
+	// WorkLagInterval is how often the leader measures the workers' lag (tickgroup_work_lag_*). Defaults to 15s.
+	WorkLagInterval time.Duration
+	// MaxClockSkew is the largest offset of this host's clock from the broker's at which the replica may lead.
+	// Defaults to 1s.
+	MaxClockSkew time.Duration
+	// WorkPartitions and ReplicationFactor apply to the topics the ticker creates when they are missing.
+	// Defaults to 12 and the broker's default.
+	WorkPartitions    int
+	ReplicationFactor int
+	// Logger receives the ticker's logs. Defaults to discarding them.
+	Logger *slog.Logger
+	// Registerer receives the ticker's metrics and its Kafka clients'. Nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Ticker is one replica of a namespace's ticker group: while it owns partition 0 of the ticker topic (each
+// partition, with several leaders), it leads and emits every slot of the schedules as ticks, exactly once.
+type Ticker struct {
+	cfg     TickerConfig
+	names   kafka.Names
+	opts    []kgo.Opt
+	logger  *slog.Logger
+	ready   admin.Readiness
+	metrics func(role string) kgo.Opt
+}
+
+// NewTicker checks cfg and returns a ticker replica.
+func NewTicker(cfg TickerConfig) (*Ticker, error) {
+	if cfg.Instance == "" {
+		host, _ := os.Hostname()
+		cfg.Instance = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	cfg.SessionTimeout = cmp.Or(cfg.SessionTimeout, 6*time.Second)
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, time.Second)
+	cfg.TransactionTimeout = cmp.Or(cfg.TransactionTimeout, 10*time.Second)
+	cfg.WorkLagInterval = cmp.Or(cfg.WorkLagInterval, 15*time.Second)
+	cfg.MaxClockSkew = cmp.Or(cfg.MaxClockSkew, clock.DefaultMaxSkew)
+	switch {
+	case cfg.Lead == 0:
+		cfg.Lead = dispatch.DefaultLead
+	case cfg.Lead < 0:
+		cfg.Lead = 0
+	case cfg.Lead > dispatch.MaxLead:
+		return nil, fmt.Errorf("tickgroup: lead %s: at most %s", cfg.Lead, dispatch.MaxLead)
+	}
+	if cfg.WorkLagInterval < 0 || cfg.MaxClockSkew < 0 || cfg.SessionTimeout < 0 || cfg.HeartbeatInterval < 0 {
+		return nil, errors.New("tickgroup: negative durations in the ticker config")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Kafka.ClientID = "tickgroup-ticker-" + cfg.Instance
+	opts, err := cfg.Kafka.Opts(logger)
+	if err != nil {
+		return nil, err
+	}
+	t := &Ticker{cfg: cfg, names: cfg.Kafka.Names(), opts: opts, logger: logger}
+	t.metrics = func(role string) kgo.Opt {
+		if cfg.Registerer == nil {
+			return kgo.WithHooks()
+		}
+		return kafka.ClientMetrics(cfg.Registerer, role)
+	}
+	t.ready.Set("schedules", false) // the elector sets "group" (false until it joins, false again once stopping)
+	return t, nil
+}
+
+// Ready reports whether the replica has read the schedules and joined the group (or is out of the election
+// because of its clock), and if not, why.
+func (t *Ticker) Ready() (bool, string) { return t.ready.Ready() }
+
+// Run creates the namespace's topics where they are missing, joins the election and leads while it holds
+// leadership, until ctx ends; then it hands leadership over. It returns nil after a normal stop.
+func (t *Ticker) Run(ctx context.Context) error {
+	cfg, names := t.cfg, t.names
+	withRole := func(role string) []kgo.Opt { return append(t.opts[:len(t.opts):len(t.opts)], t.metrics(role)) }
+	o := kafka.TopicOptions{WorkPartitions: int32(cfg.WorkPartitions), ReplicationFactor: int16(cmp.Or(cfg.ReplicationFactor, -1)),
+		Needs: names.TickerTopics()} // the results topic is made when this principal may, but not needed
+	if err := EnsureTopics(ctx, cfg.Kafka, o); err != nil {
+		return err
+	}
+	leaders, err := countLeaders(ctx, t.opts, names)
+	if err != nil {
+		return err
+	}
+	reg := cfg.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry() // the components register unconditionally; nobody gathers this one
+	}
+	view := store.NewView(withRole("schedules"), names.Schedules, names.DLQ, t.logger, reg)
+	disp, err := dispatch.New(dispatch.Config{
+		Names:              names,
+		TransactionTimeout: cfg.TransactionTimeout,
+		Lead:               cfg.Lead,
+		ProducerOpts: func(k int32) []kgo.Opt {
+			if cfg.Registerer == nil {
+				return nil
+			}
+			return []kgo.Opt{kafka.LeaderClientMetrics(cfg.Registerer, k)}
+		},
+	}, t.opts, view, t.logger, reg)
+	if err != nil {
+		return err
+	}
+	lag, err := worklag.New(worklag.Config{Topic: names.Work, Group: names.WorkerGroup, Interval: cfg.WorkLagInterval}, t.opts, t.logger, reg)
+	if err != nil {
+		return err
+	}
+	clockClient, err := kgo.NewClient(withRole("clock")...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer clockClient.Close()
+	clk, err := clock.New(clock.Config{
+		MaxSkew:     cfg.MaxClockSkew,
+		Consequence: "this replica does not take part in the election until it is back within",
+		Readiness:   &t.ready,
+	}, clock.NewKafka(clockClient, names.Clock, cfg.Instance), t.logger, reg)
+	if err != nil {
+		return err
+	}
+	elector, err := leader.New(leader.Config{
+		Topic:             names.Ticker,
+		Group:             names.TickerGroup,
+		SessionTimeout:    cfg.SessionTimeout,
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		InstanceName:      cfg.Instance,
+		InstanceID:        cfg.InstanceID,
+		Readiness:         &t.ready,
+		Gate:              clk,
+		Leaders:           leaders,
+	}, withRole("election"), leadTerm(disp, lag, t.logger), t.logger, reg)
+	if err != nil {
+		return err
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return view.Run(gctx) })
+	g.Go(func() error { return disp.Follow(gctx) })
+	g.Go(func() error { return clk.Run(gctx) })
+	g.Go(func() error { return elector.Run(gctx) })
+	g.Go(func() error {
+		select {
+		case <-gctx.Done():
+		case <-view.Loaded():
+			t.ready.Set("schedules", true)
+		}
+		return nil
+	})
+	err = g.Wait()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// leadTerm is one leader term: the dispatcher emits, and the work-lag monitor measures for the fleet, so the lag
+// series come from one replica. The term ends with the dispatcher; the monitor's own failures only log.
+func leadTerm(disp *dispatch.Dispatcher, lag *worklag.Monitor, logger *slog.Logger) leader.LeadFunc {
+	return func(ctx context.Context, term leader.Term) error {
+		if term.Partition != 0 {
+			return disp.Lead(ctx, term) // the work lag is measured by leader 0's term alone
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		var lagErr error
+		go func() {
+			defer close(done)
+			if lagErr = lag.Run(ctx); lagErr != nil {
+				logger.Error("work lag monitor stopped", "err", lagErr)
+				if kafka.IsACLError(lagErr) {
+					cancel() // a missing permission stops the ticker, as it does for the leader's own work
+				}
+			}
+		}()
+		err := disp.Lead(ctx, term)
+		cancel()
+		<-done
+		if err == nil && kafka.IsACLError(lagErr) {
+			return lagErr
+		}
+		return err
+	}
+}
+
+// TopicOptions are the settings of a namespace's topics where EnsureTopics creates them; see KafkaConfig for
+// the names. WorkPartitions (default 12), Leaders (the ticker topic's partitions: 1 unless set, and an existing
+// topic must then match), ReplicationFactor (-1: the broker's default), WorkRetention (7 days), DLQRetention (14
+// days), Needs (the topics that must exist in the end; default all).
+type TopicOptions = kafka.TopicOptions
+
+// EnsureTopics creates the namespace's missing topics, as `ticker init` does, and checks the existing ones.
+func EnsureTopics(ctx context.Context, k KafkaConfig, o TopicOptions) error {
+	opts, err := k.Opts(nil)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), k.Names(), o); err != nil {
+		if errors.Is(err, kafka.ErrTickerTopicPartitions) {
+			return fmt.Errorf("%w.\n"+
+				"The number of leaders of a namespace is fixed: each schedule's state (its last emitted slot) lives in its\n"+
+				"leader's partition, and moving it while tickers run could emit a slot twice. To change it, move to a new\n"+
+				"namespace: 'ticker init --namespace NEW --leaders K', copy the schedules ('ticker schedule list --json'\n"+
+				"into an apply file, then 'ticker schedule apply -f FILE --namespace NEW'), start tickers and workers on NEW,\n"+
+				"then stop the old tickers and let the old workers drain", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// countLeaders returns the namespace's number of leaders (the ticker topic's partitions).
+func countLeaders(ctx context.Context, opts []kgo.Opt, names kafka.Names) (int, error) {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return 0, fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	return kafka.Leaders(ctx, kadm.NewClient(cl), names.Ticker)
+}

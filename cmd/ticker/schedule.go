@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -12,14 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
+	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/cli"
-	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
-	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
 const scheduleUsage = `Usage: ticker schedule SUBCOMMAND [NAME] [flags]
@@ -152,49 +146,29 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		}
 	}
 
-	names := common.Kafka.Names()
-	cl, err := newClient(common, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	client, err := tickgroup.NewSchedules(common.Kafka)
 	if err != nil {
-		return err
+		return cli.UsageError{Err: err}
 	}
-	defer cl.Close()
-	if sub == "put" || sub == "apply" {
-		// Only the schedules topic must exist: an operator's principal needs no permission on the others.
-		if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), names, kafka.TopicOptions{Needs: []string{names.Schedules}}); err != nil {
-			return err
-		}
-	}
-	// Every command but put needs the current schedules; put writes without reading the whole topic, which can
-	// hold a million records.
-	var current map[string]store.Entry
-	if sub != "put" {
-		opts, _ := common.Kafka.Opts(nil)
-		if current, _, err = store.Load(ctx, opts, names.Schedules); err != nil {
-			return err
-		}
-	}
-	lookup := func() (store.Entry, error) {
-		e, ok := current[name]
-		if !ok {
-			return store.Entry{}, fmt.Errorf("schedule %q not found in namespace %q", name, common.Kafka.Namespace)
-		}
-		return e, nil
-	}
+	defer client.Close()
 
 	switch sub {
 	case "put":
-		if _, err := store.Put(ctx, cl, names.Schedules, spec); err != nil {
+		if err := client.Put(ctx, spec); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "schedule %s written\n", name)
 	case "get":
-		e, err := lookup()
+		e, err := client.Get(ctx, name)
 		if err != nil {
 			return err
 		}
 		return printJSON(stdout, entryJSON(e))
 	case "list":
-		entries := store.Sorted(current)
+		entries, err := client.List(ctx)
+		if err != nil {
+			return err
+		}
 		if asJSON {
 			out := make([]any, 0, len(entries))
 			for _, e := range entries {
@@ -205,72 +179,44 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tSCHEDULE\tSHARDS\tCATCHUP\tPAUSED\tVERSION\tUPDATED")
 		for _, e := range entries {
-			s := e.Spec()
+			s := e.Schedule
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\t%s\n", s.Name, s.Describe(), max(s.Shards, 1), orDefault(s.Catchup, schedule.DefaultCatchup), s.Paused, e.Version, e.UpdatedAt.Format(time.RFC3339))
 		}
 		return tw.Flush()
 	case "delete":
-		if _, err := lookup(); err != nil {
-			return err
-		}
-		if _, err := store.Delete(ctx, cl, names.Schedules, name); err != nil {
+		if err := client.Delete(ctx, name); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "schedule %s deleted\n", name)
 	case "pause", "resume":
-		e, err := lookup()
-		if err != nil {
-			return err
+		set := client.Resume
+		if sub == "pause" {
+			set = client.Pause
 		}
-		s := e.Spec()
-		s.Paused = sub == "pause"
-		if _, err := store.Put(ctx, cl, names.Schedules, s); err != nil {
+		if err := set(ctx, name); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "schedule %s %sd\n", name, sub)
 	case "trigger":
-		e, err := lookup()
+		ids, err := client.Trigger(ctx, name)
 		if err != nil {
 			return err
 		}
-		return trigger(ctx, cl, names, e, stdout)
+		for _, id := range ids {
+			fmt.Fprintf(stdout, "triggered %s\n", id)
+		}
 	case "apply":
-		return apply(ctx, cl, names, current, specs, prune, dryRun, stdout, stderr)
-	}
-	return nil
-}
-
-// trigger writes one tick per shard of e, now, with IDs that no scheduled slot can have.
-func trigger(ctx context.Context, cl *kgo.Client, names kafka.Names, e store.Entry, stdout io.Writer) error {
-	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(cl), names.Work)
-	if err != nil {
-		return err
-	}
-	s := e.Spec()
-	nonce := make([]byte, 4)
-	_, _ = rand.Read(nonce)
-	src := tick.Source{Schedule: s.Name, Shards: s.Shards, Payload: s.Payload, Version: e.Version, Deadline: time.Duration(s.Deadline),
-		Metrics: s.Metrics, Timeout: time.Duration(s.Timeout), MaxAttempts: s.MaxAttempts}
-	var recs []*kgo.Record
-	for _, t := range src.Trigger(time.Now().UTC(), hex.EncodeToString(nonce)) {
-		v, err := tick.Encode(t)
-		if err != nil {
-			return err
-		}
-		recs = append(recs, &kgo.Record{Topic: names.Work, Partition: t.Partition(partitions), Key: []byte(t.ID), Value: v})
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return fmt.Errorf("triggering %s: %w", s.Name, err)
-	}
-	for _, r := range recs {
-		fmt.Fprintf(stdout, "triggered %s\n", r.Key)
+		return apply(ctx, client, specs, prune, dryRun, stdout)
 	}
 	return nil
 }
 
 // apply makes the schedules topic match specs, printing the changes.
-func apply(ctx context.Context, cl *kgo.Client, names kafka.Names, current map[string]store.Entry, specs []schedule.Spec, prune, dryRun bool, stdout, stderr io.Writer) error {
-	changes := store.Diff(current, specs, prune)
+func apply(ctx context.Context, client *tickgroup.Schedules, specs []schedule.Spec, prune, dryRun bool, stdout io.Writer) error {
+	changes, err := client.Plan(ctx, specs, prune)
+	if err != nil {
+		return err
+	}
 	if len(changes) == 0 {
 		fmt.Fprintln(stdout, "schedules up to date")
 		return nil
@@ -286,9 +232,7 @@ func apply(ctx context.Context, cl *kgo.Client, names kafka.Names, current map[s
 		fmt.Fprintf(stdout, "dry run: %d change(s) not written\n", len(changes))
 		return nil
 	}
-	// The leader cancels the ticks it emitted ahead for pauses and deletions once it sees them (tick.Cancel):
-	// only its transactional cancels take effect.
-	if _, err := store.Write(ctx, cl, names.Schedules, changes); err != nil {
+	if err := client.Write(ctx, changes); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%d change(s) written\n", len(changes))
@@ -302,8 +246,8 @@ func orDefault(s, def string) string {
 	return s
 }
 
-func entryJSON(e store.Entry) map[string]any {
-	b, _ := schedule.Encode(e.Spec())
+func entryJSON(e tickgroup.Stored) map[string]any {
+	b, _ := schedule.Encode(e.Schedule)
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
 	m["version"] = e.Version

@@ -1,0 +1,228 @@
+package tickgroup
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/store"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// ErrNotFound is returned for a schedule the namespace does not have.
+var ErrNotFound = errors.New("not found")
+
+// Schedules writes and reads a namespace's schedules. Every write is one record on the schedules topic, which
+// the leader follows: a change applies from the first slot the leader has not yet emitted, and a pause or a
+// deletion cancels the ticks it emitted ahead (only the leader's transactional cancels take effect). Its methods
+// are safe for concurrent use.
+type Schedules struct {
+	k     KafkaConfig
+	cl    *kgo.Client
+	names kafka.Names
+}
+
+// Stored is a schedule as the schedules topic holds it.
+type Stored struct {
+	Schedule Schedule
+	// Version is the offset of the schedule's record: the version the ticks of its slots carry.
+	Version int64
+	// UpdatedAt is the record's time: slots at or before it are never caught up.
+	UpdatedAt time.Time
+}
+
+// Change is one write of Apply: Op is "+" (create), "~" (replace) or "-" (delete).
+type Change = store.Change
+
+// NewSchedules returns a client of k's namespace. Close it when done.
+func NewSchedules(k KafkaConfig) (*Schedules, error) {
+	opts, err := k.Opts(nil)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	return &Schedules{k: k, cl: cl, names: k.Names()}, nil
+}
+
+// Close releases the client.
+func (s *Schedules) Close() { s.cl.Close() }
+
+// ParseSchedules reads an apply file: YAML, a list of schedules or a mapping with key schedules. Every entry is
+// validated; the error lists every problem.
+func ParseSchedules(r io.Reader) ([]Schedule, error) { return schedule.ParseFile(r) }
+
+// Put validates sched and writes it, creating the schedules topic if it is missing. Nothing is written when it
+// is invalid.
+func (s *Schedules) Put(ctx context.Context, sched Schedule) error {
+	if err := sched.Validate(); err != nil {
+		return err
+	}
+	if err := s.ensureTopic(ctx); err != nil {
+		return err
+	}
+	_, err := store.Put(ctx, s.cl, s.names.Schedules, sched)
+	return err
+}
+
+// ensureTopic creates the schedules topic if it is missing: an operator's principal needs no permission on the
+// namespace's other topics.
+func (s *Schedules) ensureTopic(ctx context.Context) error {
+	return kafka.EnsureTopics(ctx, kadm.NewClient(s.cl), s.names, kafka.TopicOptions{Needs: []string{s.names.Schedules}})
+}
+
+// List returns every schedule, sorted by name. It reads the whole schedules topic.
+func (s *Schedules) List(ctx context.Context) ([]Stored, error) {
+	current, err := s.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Stored
+	for _, e := range store.Sorted(current) {
+		out = append(out, stored(e))
+	}
+	return out, nil
+}
+
+// Get returns the schedule name, or ErrNotFound.
+func (s *Schedules) Get(ctx context.Context, name string) (Stored, error) {
+	e, err := s.get(ctx, name)
+	if err != nil {
+		return Stored{}, err
+	}
+	return stored(e), nil
+}
+
+// Pause stops the emission of name's slots; slots passed while it is paused are never caught up.
+func (s *Schedules) Pause(ctx context.Context, name string) error { return s.setPaused(ctx, name, true) }
+
+// Resume lets name's slots be emitted again, from the first one after the resumption.
+func (s *Schedules) Resume(ctx context.Context, name string) error { return s.setPaused(ctx, name, false) }
+
+func (s *Schedules) setPaused(ctx context.Context, name string, paused bool) error {
+	e, err := s.get(ctx, name)
+	if err != nil {
+		return err
+	}
+	spec := e.Spec()
+	spec.Paused = paused
+	_, err = store.Put(ctx, s.cl, s.names.Schedules, spec)
+	return err
+}
+
+// Delete removes name: no slot of it is emitted any more.
+func (s *Schedules) Delete(ctx context.Context, name string) error {
+	if _, err := s.get(ctx, name); err != nil {
+		return err
+	}
+	_, err := store.Delete(ctx, s.cl, s.names.Schedules, name)
+	return err
+}
+
+// Trigger asks for one run of name now, outside its schedule, one tick per shard, and returns their IDs. A
+// trigger's ID can never equal a scheduled slot's, and it does not wait behind the schedule's held ticks, only
+// behind a run of the same shard under way.
+func (s *Schedules) Trigger(ctx context.Context, name string) ([]string, error) {
+	e, err := s.get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(s.cl), s.names.Work)
+	if err != nil {
+		return nil, err
+	}
+	spec := e.Spec()
+	nonce := make([]byte, 4)
+	_, _ = rand.Read(nonce)
+	src := tick.Source{Schedule: spec.Name, Shards: spec.Shards, Payload: spec.Payload, Version: e.Version, Deadline: time.Duration(spec.Deadline),
+		Metrics: spec.Metrics, Timeout: time.Duration(spec.Timeout), MaxAttempts: spec.MaxAttempts}
+	var recs []*kgo.Record
+	for _, t := range src.Trigger(time.Now().UTC(), hex.EncodeToString(nonce)) {
+		v, err := tick.Encode(t)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, &kgo.Record{Topic: s.names.Work, Partition: t.Partition(partitions), Key: []byte(t.ID), Value: v})
+	}
+	if err := s.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return nil, fmt.Errorf("triggering %s: %w", spec.Name, err)
+	}
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = string(r.Key)
+	}
+	return ids, nil
+}
+
+// Plan returns the changes that make the namespace's schedules match want (with prune, deleting those want does
+// not list), without writing them. A schedule already as wanted is not rewritten.
+func (s *Schedules) Plan(ctx context.Context, want []Schedule, prune bool) ([]Change, error) {
+	for _, sp := range want {
+		if err := sp.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	current, err := s.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return store.Diff(current, want, prune), nil
+}
+
+// Apply writes the changes Plan returns, and returns them.
+func (s *Schedules) Apply(ctx context.Context, want []Schedule, prune bool) ([]Change, error) {
+	changes, err := s.Plan(ctx, want, prune)
+	if err != nil {
+		return nil, err
+	}
+	return changes, s.Write(ctx, changes)
+}
+
+// Write writes changes (from Plan), creating the schedules topic if it is missing.
+func (s *Schedules) Write(ctx context.Context, changes []Change) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	if err := s.ensureTopic(ctx); err != nil {
+		return err
+	}
+	_, err := store.Write(ctx, s.cl, s.names.Schedules, changes)
+	return err
+}
+
+func (s *Schedules) load(ctx context.Context) (map[string]store.Entry, error) {
+	opts, err := s.k.Opts(nil)
+	if err != nil {
+		return nil, err
+	}
+	current, _, err := store.Load(ctx, opts, s.names.Schedules)
+	return current, err
+}
+
+func (s *Schedules) get(ctx context.Context, name string) (store.Entry, error) {
+	current, err := s.load(ctx)
+	if err != nil {
+		return store.Entry{}, err
+	}
+	e, ok := current[name]
+	if !ok {
+		return store.Entry{}, fmt.Errorf("schedule %q in namespace %q: %w", name, cmp.Or(s.k.Namespace, kafka.DefaultNamespace), ErrNotFound)
+	}
+	return e, nil
+}
+
+func stored(e store.Entry) Stored {
+	return Stored{Schedule: e.Spec(), Version: e.Version, UpdatedAt: e.UpdatedAt}
+}

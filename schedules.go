@@ -167,12 +167,16 @@ func (s *Schedules) Trigger(ctx context.Context, name string) ([]string, error) 
 }
 
 // Plan returns the changes that make the namespace's schedules match want (with prune, deleting those want does
-// not list), without writing them. A schedule already as wanted is not rewritten.
+// not list), without writing them (it creates the schedules topic if it is missing). A schedule already as
+// wanted is not rewritten.
 func (s *Schedules) Plan(ctx context.Context, want []Schedule, prune bool) ([]Change, error) {
 	for _, sp := range want {
 		if err := sp.Validate(); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.ensureTopic(ctx); err != nil {
+		return nil, err
 	}
 	current, err := s.load(ctx)
 	if err != nil {

@@ -117,6 +117,11 @@ func (t *Ticker) Ready() (bool, string) { return t.ready.Ready() }
 func (t *Ticker) Run(ctx context.Context) error {
 	cfg, names := t.cfg, t.names
 	withRole := func(role string) []kgo.Opt { return append(t.opts[:len(t.opts):len(t.opts)], t.metrics(role)) }
+	// The clock's series are the host's: a Worker in the same process may have registered them already.
+	clockOpts := t.opts[:len(t.opts):len(t.opts)]
+	if cfg.Registerer != nil {
+		clockOpts = append(clockOpts, kafka.ClientMetrics(kafka.Tolerant(cfg.Registerer), "clock"))
+	}
 	o := kafka.TopicOptions{WorkPartitions: int32(cfg.WorkPartitions), ReplicationFactor: int16(cmp.Or(cfg.ReplicationFactor, -1)),
 		Needs: names.TickerTopics()} // the results topic is made when this principal may, but not needed
 	if err := EnsureTopics(ctx, cfg.Kafka, o); err != nil {
@@ -149,7 +154,7 @@ func (t *Ticker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	clockClient, err := kgo.NewClient(withRole("clock")...)
+	clockClient, err := kgo.NewClient(clockOpts...)
 	if err != nil {
 		return fmt.Errorf("kafka client: %w", err)
 	}
@@ -158,7 +163,7 @@ func (t *Ticker) Run(ctx context.Context) error {
 		MaxSkew:     cfg.MaxClockSkew,
 		Consequence: "this replica does not take part in the election until it is back within",
 		Readiness:   &t.ready,
-	}, clock.NewKafka(clockClient, names.Clock, cfg.Instance), t.logger, reg)
+	}, clock.NewKafka(clockClient, names.Clock, cfg.Instance), t.logger, kafka.Tolerant(reg))
 	if err != nil {
 		return err
 	}

@@ -130,8 +130,10 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Registerer != nil {
-		opts = append(opts, kafka.ClientMetrics(cfg.Registerer, "clock"))
+	// The clock's series are the host's: a Ticker in the same process may have registered them already.
+	clockReg := kafka.Tolerant(cfg.Registerer)
+	if clockReg != nil {
+		opts = append(opts, kafka.ClientMetrics(clockReg, "clock"))
 	}
 	if x.cl, err = kgo.NewClient(opts...); err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
@@ -139,7 +141,7 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 	x.clk, err = clock.New(clock.Config{
 		MaxSkew:     x.cfg.MaxClockSkew,
 		Consequence: "ticks keep running, but an interrupted tick's rerun may overlap its first run by the excess (the lease, the max clock skew)",
-	}, clock.NewKafka(x.cl, cfg.Kafka.Names().Clock, x.cfg.WorkerID), logger, cfg.Registerer)
+	}, clock.NewKafka(x.cl, cfg.Kafka.Names().Clock, x.cfg.WorkerID), logger, clockReg)
 	if err != nil {
 		x.cl.Close()
 		return nil, err

@@ -46,8 +46,11 @@ func built(t *testing.T, command string) string {
 	path := filepath.Join(bin, command)
 	if !builtOK[command] {
 		pkg := "github.com/tickgroup/tickgroup/cmd/" + command
-		if command == "handler" {
+		switch command {
+		case "handler":
 			pkg = "./testdata/handler" // the workers' exec handler of these tests
+		case "fleet":
+			pkg = "github.com/tickgroup/tickgroup/examples/fleet" // the Go API's example program
 		}
 		out, err := exec.Command("go", "build", "-o", path, pkg).CombinedOutput()
 		if err != nil {

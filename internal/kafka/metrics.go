@@ -28,10 +28,17 @@ func LeaderClientMetrics(reg prometheus.Registerer, k int32) kgo.Opt {
 	if k != 0 {
 		role = "leader-" + strconv.Itoa(int(k))
 	}
-	if reg != nil {
-		reg = tolerant{reg}
+	return ClientMetrics(Tolerant(reg), role)
+}
+
+// Tolerant returns reg (nil for nil) with a MustRegister that passes over collectors registered already: for
+// series that two parts of one process both measure (a ticker and a worker embedded in one program both watch
+// the host's clock), the first to register reports them.
+func Tolerant(reg prometheus.Registerer) prometheus.Registerer {
+	if reg == nil {
+		return nil
 	}
-	return ClientMetrics(reg, role)
+	return tolerant{reg}
 }
 
 // tolerant is a Registerer whose MustRegister passes over collectors registered already.

@@ -539,8 +539,8 @@ func TestDeployDockerfile(t *testing.T) {
 	}
 }
 
-// TestComposeSchedules checks the demo schedules file against the field list of DESIGN.md section 5 (the parser
-// lives in internal/schedule; this only catches typos in deploy/schedules.yaml).
+// TestComposeSchedules checks the demo schedules file against the fields of a schedule (the parser lives in
+// internal/schedule; this only catches typos in deploy/schedules.yaml).
 func TestComposeSchedules(t *testing.T) {
 	t.Parallel()
 	var f struct {
@@ -550,7 +550,7 @@ func TestComposeSchedules(t *testing.T) {
 		t.Fatal(err)
 	}
 	fields := []string{"name", "every", "offset", "cron", "tz", "jitter", "shards", "payload", "catchup", "catchup_max",
-		"deadline", "start", "end", "paused", "metrics"}
+		"deadline", "overlap", "timeout", "max_attempts", "start", "end", "paused", "metrics"}
 	var names []string
 	for i, s := range f.Schedules {
 		name, _ := s["name"].(string)

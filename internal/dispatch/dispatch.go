@@ -111,9 +111,8 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		kgo.TransactionalID(txnID),
 		kgo.TransactionTimeout(d.cfg.TransactionTimeout),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		// The client's default linger (10 ms), as the raw-produce baseline has: every transaction ends with a
-		// Flush, which sends what lingers at once, so it delays no tick (a slot of a million schedules ran at
-		// about the same rate with no linger, a few per cent slower: docs/benchmarks.md).
+		// The client's default linger, as the raw-produce baseline has: every transaction ends with a Flush,
+		// which sends what lingers at once, so it delays no tick.
 	), d.producerOpts(k)...)...)
 	if err != nil {
 		return fmt.Errorf("creating the leader's producer: %w", err)
@@ -273,9 +272,9 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	var next, spare batch
 	for {
 		now := d.cfg.Now()
-		// Each transaction's records are planned and encoded while the transaction before commits: with a
-		// million schedules due together, the two took about one third and two thirds of the time in turn. A
-		// failed transaction ends the term, so a batch planned ahead of it is never committed after it.
+		// Each transaction's records are planned and encoded while the transaction before commits, so that the
+		// leader's CPU and the broker's round trips overlap when many schedules are due together. A failed
+		// transaction ends the term, so a batch planned ahead of it is never committed after it.
 		var (
 			committing chan commitResult
 			committed  []emission

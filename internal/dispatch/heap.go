@@ -76,9 +76,9 @@ func (h dueHeap) down(i int) {
 // pushed since. peek and pop take the earlier of the two tops; when the first heap is empty the second takes its
 // place, and the emptied one (its array kept) takes the pushes.
 //
-// One heap would do, but a slot of a million schedules due at one instant made it pay for every pop: the last
-// entry, moved to the root, was a schedule re-armed for its next slot, and it sank through every level of the
-// heap (about a seventh of the leader's work on such a slot, most of it cache misses). Here the entries of the
+// One heap would do, but many schedules due at one instant make it pay for every pop: the last entry, moved to
+// the root, is a schedule re-armed for its next slot, and it sinks through every level of the heap, mostly in
+// cache misses. Here the entries of the
 // slot stay in a heap of their own, whose last entry is tied with the root: a pop costs two comparisons. Schedules
 // spread over their interval cost what one heap did: a pop from a heap of the same size, a push that stays at
 // the bottom. The price is a second array, of up to 24 bytes a schedule.

@@ -126,7 +126,7 @@ func newPlanner(entries map[string]store.Entry, state map[string]stored, lead ti
 func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[string]stored, lead time.Duration) *planner {
 	p := &planner{
 		lead:   lead,
-		items:  make(map[string]*item, n), // sized once: growing it to a million names took twice as long, for the same memory
+		items:  make(map[string]*item, n), // sized once: growing it rehashes every name again and again, for the same memory
 		graves: map[string]time.Time{},
 		heap:   dueQueue{cur: make(dueHeap, 0, n), next: make(dueHeap, 0, n)}, // next: the first slot re-arms every schedule
 		bulk:   true,
@@ -146,9 +146,9 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 			}
 		}
 	}()
-	// Items come from slabs of slabLen rather than one allocation of n: a block of 72 MB at a million is fresh
-	// memory, each of its pages faulted in on first write (a quarter second of a cold start's plan here), while
-	// blocks this size can take the pages the schedules' load has just freed. More than n schedules take their own.
+	// Items come from slabs of slabLen rather than one allocation of n: one block for every schedule is fresh
+	// memory, each of its pages faulted in on first write during a cold start, while blocks this size can take
+	// the pages the schedules' load has just freed. More than n schedules take their own.
 	const slabLen = 1024
 	var slab []item
 	left := n
@@ -479,7 +479,7 @@ func (p *planner) collect(b *batch, now time.Time, max int) []emission {
 // wait for one another: the processor has a row's cache misses in flight together, and collect then finds
 // them in the cache. What it reads is kept in p.touched, so that the compiler cannot drop the loads.
 func (p *planner) touch(group []due) {
-	// An item (72 bytes) and a definition (80 today) can each span two cache lines: each is read at both ends
+	// An item and a definition can each span two cache lines: each is read at both ends
 	// (its first field, and its last word: the entry's generation and hash, the definition's rarely set fields).
 	var sum uint32
 	for _, d := range group {

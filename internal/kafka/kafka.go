@@ -246,8 +246,8 @@ func (t TLSConfig) config() (*tls.Config, error) {
 }
 
 // clientLogger adapts logger for franz-go and keeps franz-go quiet unless logger is at debug. At info, franz-go
-// logs every transaction it begins and ends, every group join and metadata refresh: two lines per transaction, a
-// leader of one 1 s schedule wrote about 2 MB an hour that way. Those lines help to debug a client, not to
+// logs every transaction it begins and ends, every group join and metadata refresh: two lines per transaction,
+// megabytes an hour for a leader of one per-second schedule. Those lines help to debug a client, not to
 // operate tickgroup, whose own logs say what happens (leader terms, schedule changes, failures); so franz-go
 // gets warn and error only, and everything once the operator asks for debug.
 func clientLogger(logger *slog.Logger) kgo.Logger {

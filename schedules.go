@@ -106,10 +106,14 @@ func (s *Schedules) Get(ctx context.Context, name string) (Stored, error) {
 }
 
 // Pause stops the emission of name's slots; slots passed while it is paused are never caught up.
-func (s *Schedules) Pause(ctx context.Context, name string) error { return s.setPaused(ctx, name, true) }
+func (s *Schedules) Pause(ctx context.Context, name string) error {
+	return s.setPaused(ctx, name, true)
+}
 
 // Resume lets name's slots be emitted again, from the first one after the resumption.
-func (s *Schedules) Resume(ctx context.Context, name string) error { return s.setPaused(ctx, name, false) }
+func (s *Schedules) Resume(ctx context.Context, name string) error {
+	return s.setPaused(ctx, name, false)
+}
 
 func (s *Schedules) setPaused(ctx context.Context, name string, paused bool) error {
 	e, err := s.get(ctx, name)

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/tickgroup/tickgroup/internal/supervisor"
 	"github.com/tickgroup/tickgroup"
+	"github.com/tickgroup/tickgroup/internal/supervisor"
 )
 
 // supervised is a program run by the handler's supervisor (package supervisor): its group dies with the worker,

@@ -4,8 +4,8 @@ package supervisor
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"

@@ -42,8 +42,9 @@ func heldTicks(schedule, overlap string, now time.Time, dues ...time.Duration) [
 }
 
 // TestLaneDefaultOverlapCollapsesOverruns: with the default overlap policy, the ticks that fell due while the
-// run before them was still going are skipped but for the newest; with queue they all run; ticks that were late
-// for another reason (all due before the first run began, as after a failover) all run.
+// run before them was still going, past its period, are skipped but for the newest; with queue they all run;
+// ticks that were late for another reason all run: those due before the first run began (as after a failover),
+// and those that fall due while a backlog of runs shorter than the period drains.
 func TestLaneDefaultOverlapCollapsesOverruns(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -67,6 +68,9 @@ func TestLaneDefaultOverlapCollapsesOverruns(t *testing.T) {
 		case catchup[0].ID:
 			until = time.Now().Add(300 * time.Millisecond)
 		}
+		if tk.Schedule == "backlog" {
+			until = time.Now().Add(300 * time.Millisecond)
+		}
 		select {
 		case <-time.After(time.Until(until)):
 			return nil
@@ -80,6 +84,22 @@ func TestLaneDefaultOverlapCollapsesOverruns(t *testing.T) {
 			ran[c.ID] = true
 		}
 		return ran[def[3].ID] && ran[queue[3].ID] && ran[catchup[2].ID]
+	})
+	// Once the worker runs: nine ticks due (2.7 s of 300 ms runs on a 1 s period), and two that fall due while
+	// they drain; the first of those two is reached after the second is due.
+	var spread []time.Duration
+	for s := -8; s <= 2; s++ {
+		spread = append(spread, time.Duration(s)*time.Second)
+	}
+	backlog := heldTicks("backlog", "", time.Now().UTC(), spread...)
+	b.produce(t, 1, backlog...)
+	kafkatest.Eventually(t, 30*time.Second, "the backlog to drain", func() bool {
+		for _, c := range rec.snapshot() {
+			if c.ID == backlog[len(backlog)-1].ID {
+				return true
+			}
+		}
+		return false
 	})
 	ran := map[string]int{}
 	for _, c := range rec.snapshot() {
@@ -95,7 +115,7 @@ func TestLaneDefaultOverlapCollapsesOverruns(t *testing.T) {
 	want(def[1], 0) // due during the first run, and the third was due too when it could start
 	want(def[2], 1) // the newest due one
 	want(def[3], 1)
-	for _, tk := range append(queue, catchup...) {
+	for _, tk := range append(append(queue, catchup...), backlog...) {
 		want(tk, 1)
 	}
 	if outs := b.outcomesOf(t, 0, def[1].ID, "w1"); len(outs) != 1 || outs[0].Status != StatusSkippedOverlap {

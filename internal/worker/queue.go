@@ -47,8 +47,8 @@ type item struct {
 	handled bool
 	done    bool
 	// began is when pick started the record; overran is set on a scheduled tick that fell due while an earlier
-	// run of its key was going (after that run began, by the time it was handled): the default overlap policy
-	// skips it when a newer tick of the key is due too.
+	// run of its key was going and had outlasted its period (it ran longer than the spacing between its instant
+	// and the next tick's): the default overlap policy skips it when a newer tick of the key is due too.
 	began   time.Time
 	overran bool
 }
@@ -259,7 +259,9 @@ func (l *lane) startLocked(it *item, now time.Time) *item {
 }
 
 // handledLocked records that the lane is done with it (its outcome may still be in flight) and frees its key.
-// The scheduled ticks of its key that fell due while it ran are marked overran. Called with w.mu held.
+// When its run outlasted its period (it ran longer than the spacing between its instant and its successor's),
+// the scheduled ticks of its key that fell due while it ran are marked overran; a run of a backlog (late, but
+// shorter than the period) marks nothing, so a backlog drains in order. Called with w.mu held.
 func (l *lane) handledLocked(it *item, now time.Time) {
 	it.handled, it.running = true, false
 	if it.jump {
@@ -269,15 +271,33 @@ func (l *lane) handledLocked(it *item, now time.Time) {
 		return
 	}
 	delete(l.busy, it.key)
+	if it.t.Trigger {
+		return
+	}
+	outlasted := false
 	for _, c := range l.queue[l.open:] {
-		if c.jump || c.err != nil || c.handled || c.running {
+		if c.jump || c.err != nil {
 			continue
 		}
 		if c.startAt.After(now) {
 			break // the leader emits in order: the rest are due later still
 		}
+		if c.key != it.key || c.handled || c.running {
+			continue
+		}
 		// A tick without an instant (from a leader before emission ahead) is due at its slot.
-		if due := c.t.StartAt(); c.key == it.key && due.After(it.began) && !due.After(now) {
+		due := c.t.StartAt()
+		if due.After(now) {
+			break
+		}
+		if !outlasted {
+			// c is the successor: the run outlasted its period when it went on past the period's length.
+			if period := due.Sub(it.t.StartAt()); period <= 0 || now.Sub(it.began) <= period {
+				return
+			}
+			outlasted = true
+		}
+		if due.After(it.began) {
 			c.overran = true
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tickgroup/tickgroup"
@@ -238,17 +237,4 @@ with one partition per leader, and check that an existing <ns>.ticker has --lead
 	}
 	logger.Info("topics ready", "leaders", leaders, "ticker", names.Ticker, "schedules", names.Schedules, "work", names.Work, "results", names.Results, "dlq", names.DLQ, "clock", names.Clock)
 	return nil
-}
-
-// newClient returns a plain client for the short commands.
-func newClient(common cli.Common, extra ...kgo.Opt) (*kgo.Client, error) {
-	opts, err := common.Kafka.Opts(nil)
-	if err != nil {
-		return nil, cli.UsageError{Err: err}
-	}
-	cl, err := kgo.NewClient(append(opts, extra...)...)
-	if err != nil {
-		return nil, fmt.Errorf("kafka client: %w", err)
-	}
-	return cl, nil
 }

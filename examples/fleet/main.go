@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string) error {
 
 	out := os.Stdout
 	if *record != "" {
-		f, err := os.OpenFile(*record, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(*record, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 		if err != nil {
 			return err
 		}

@@ -4,15 +4,7 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/tickgroup/tickgroup/internal/tick"
 )
-
-func testTick() tick.Tick {
-	tk := tick.New("scan", time.Date(2026, 11, 29, 14, 0, 30, 0, time.UTC), 3, 4)
-	tk.Payload = "hello payload"
-	return tk
-}
 
 func TestBackoff(t *testing.T) {
 	t.Parallel()

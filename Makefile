@@ -10,7 +10,7 @@ LDFLAGS     := -s -w -X github.com/tickgroup/tickgroup/internal/admin.Version=$(
 KAFKA_PORT  ?= 9092
 # `make test` starts its own broker on this port when KAFKA_BROKERS is unset, and stops it afterwards.
 KAFKA_TEST_PORT ?= 19092
-# internal/securetest starts (and stops) its own secure broker on this port; so does `make kafka-up-secure`.
+# internal/testing/securetest starts (and stops) its own secure broker on this port; so does `make kafka-up-secure`.
 KAFKA_SECURE_PORT ?= 19392
 export KAFKA_SECURE_PORT
 TEST_TIMEOUT ?= 25m

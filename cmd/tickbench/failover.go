@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/cli"
-	"github.com/tickgroup/tickgroup/internal/failbench"
+	"github.com/tickgroup/tickgroup/internal/testing/failbench"
 )
 
 func init() {

@@ -16,7 +16,7 @@ import (
 // cached after the first start); without them the test is skipped, or fails under CI=true.
 func ownBroker(t *testing.T, port string) (brokers string, restart func()) {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -141,7 +141,7 @@ func checkPods(t *testing.T, file string, obj any) {
 }
 
 // TestPrometheusRuleIsTheAlerts: the PrometheusRule carries deploy/prometheus/alerts.yml's groups, as they are
-// (go test ./internal/deploytest -run TestPrometheusRuleIsTheAlerts -update rewrites it).
+// (go test ./internal/testing/deploytest -run TestPrometheusRuleIsTheAlerts -update rewrites it).
 func TestPrometheusRuleIsTheAlerts(t *testing.T) {
 	var alerts struct {
 		Groups []monitoringv1.RuleGroup `json:"groups"`
@@ -159,7 +159,7 @@ func TestPrometheusRuleIsTheAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := append([]byte("# Generated from deploy/prometheus/alerts.yml by\n"+
-		"# go test ./internal/deploytest -run TestPrometheusRuleIsTheAlerts -update\n"), b...)
+		"# go test ./internal/testing/deploytest -run TestPrometheusRuleIsTheAlerts -update\n"), b...)
 	path := filepath.Join(kubeDir, "prometheusrule.yaml")
 	if *update {
 		if err := os.WriteFile(path, want, 0o644); err != nil {

@@ -19,7 +19,7 @@ import (
 )
 
 // deployDir is deploy/ relative to this package's directory, where `go test` runs.
-const deployDir = "../../deploy"
+const deployDir = "../../../deploy"
 
 func readFile(t *testing.T, rel string) []byte {
 	t.Helper()
@@ -582,7 +582,7 @@ func TestDashboardMetricsExported(t *testing.T) {
 	t.Parallel()
 	literal := regexp.MustCompile(`"(tickgroup_[a-z0-9_]+)"`)
 	declared := map[string]string{} // name -> file
-	for _, root := range []string{"../../cmd", "../../internal"} {
+	for _, root := range []string{"../../../cmd", "../../../internal"} {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {

@@ -29,7 +29,7 @@ var (
 	sec       *broker
 	unusable  string // why there is no secure broker
 	binDir    string // ticker and worker, built by TestMain
-	repoRoot  = filepath.Join("..", "..")
+	repoRoot  = filepath.Join("..", "..", "..")
 	startTook time.Duration
 	nsSeq     atomic.Int64
 )

@@ -3,7 +3,8 @@
 #
 #   deploy/acls.sh --bootstrap-server HOST:PORT [--command-config admin.properties] [--namespace NS]
 #                  [--ticker-principal User:ticker] [--worker-principal User:worker]
-#                  [--operator-principal User:operator] [--forward TOPIC] [--dry-run]
+#                  [--operator-principal User:operator] [--auditor-principal User:auditor] [--forward TOPIC]
+#                  [--dry-run]
 #
 # The forward lines are added (for the worker principal) only with --forward. --dry-run prints the kafka-acls.sh
 # commands instead of running them. KAFKA_ACLS names the kafka-acls.sh to run (default: kafka-acls.sh on PATH).
@@ -11,7 +12,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
 bootstrap="" config="" ns=tickgroup forward="" dry=0
-declare -A principal=([ticker]=User:ticker [worker]=User:worker [operator]=User:operator)
+declare -A principal=([ticker]=User:ticker [worker]=User:worker [operator]=User:operator [auditor]=User:auditor)
 while (($#)); do
 	case $1 in
 	--bootstrap-server) bootstrap=$2; shift 2 ;;
@@ -20,6 +21,7 @@ while (($#)); do
 	--ticker-principal) principal[ticker]=$2; shift 2 ;;
 	--worker-principal) principal[worker]=$2; shift 2 ;;
 	--operator-principal) principal[operator]=$2; shift 2 ;;
+	--auditor-principal) principal[auditor]=$2; shift 2 ;;
 	--forward) forward=$2; shift 2 ;;
 	--dry-run) dry=1; shift ;;
 	-h | --help) sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 0 ;;

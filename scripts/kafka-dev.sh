@@ -18,7 +18,7 @@
 # authorization on (StandardAuthorizer, allow.everyone.if.no.acl.found=false), as a production cluster would be:
 #   - at start, keytool (it ships with Java) makes a CA, a broker certificate for 127.0.0.1 and localhost and a
 #     client certificate, under $run/tls: ca.pem, client.pem and client-key.pem are the files a client needs;
-#   - SCRAM-SHA-512 users admin, ticker, worker and operator are made at format time (kafka-storage format
+#   - SCRAM-SHA-512 users admin, ticker, worker, operator and auditor are made at format time (kafka-storage format
 #     --add-scram), with random passwords in $run/users/NAME.password; admin is a super user;
 #   - the controller (KAFKA_PORT+1) and the inter-broker listener (KAFKA_PORT+2) are SSL with mutual TLS; the
 #     broker's certificate (User:CN=kafka-broker) is the other super user;
@@ -171,7 +171,7 @@ scram_args() {
 	mkdir -p "$run/users"
 	chmod 700 "$run/users"
 	local user pass
-	for user in admin ticker worker operator; do
+	for user in admin ticker worker operator auditor; do
 		pass=$(random_secret)
 		(umask 077 && printf '%s\n' "$pass" >"$run/users/$user.password")
 		printf '%s\n' --add-scram "SCRAM-SHA-512=[name=$user,password=$pass]"

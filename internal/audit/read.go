@@ -248,9 +248,17 @@ func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.R
 	}
 	defer meta.Close()
 	adm := kadm.NewClient(meta)
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", topic, kafka.NeedACL(err, "Read", "topic", topic))
+	}
+	if td, ok := md.Topics[topic]; ok && td.Err != nil {
+		// A topic this principal may not describe looks missing unless its error is read.
+		return nil, fmt.Errorf("reading %s: %w", topic, kafka.NeedACL(td.Err, "Read", "topic", topic))
+	}
 	ends, err := adm.ListCommittedOffsets(ctx, topic)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: listing last stable offsets: %w", topic, err)
+		return nil, fmt.Errorf("reading %s: listing last stable offsets: %w", topic, kafka.NeedACL(err, "Read", "topic", topic))
 	}
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
@@ -265,7 +273,7 @@ func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.R
 			return
 		}
 		if o.Err != nil {
-			lerr = errors.Join(lerr, fmt.Errorf("reading %s[%d]: last stable offset: %w", topic, o.Partition, o.Err))
+			lerr = errors.Join(lerr, fmt.Errorf("reading %s[%d]: last stable offset: %w", topic, o.Partition, kafka.NeedACL(o.Err, "Read", "topic", topic)))
 			return
 		}
 		r := &partitionRead{end: o.Offset, readAt: now}

@@ -14,11 +14,12 @@ func TestACLScriptMatchesList(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command(filepath.Join(repoRoot, "deploy", "acls.sh"), "--dry-run", "--bootstrap-server", "k:9093",
 		"--command-config", "admin.properties", "--namespace", "prod", "--forward", "out",
-		"--ticker-principal", "User:t", "--worker-principal", "User:w", "--operator-principal", "User:o").CombinedOutput()
+		"--ticker-principal", "User:t", "--worker-principal", "User:w", "--operator-principal", "User:o",
+		"--auditor-principal", "User:a").CombinedOutput()
 	if err != nil {
 		t.Fatalf("deploy/acls.sh --dry-run: %v\n%s", err, out)
 	}
-	principal := map[string]string{"ticker": "User:t", "worker": "User:w", "forward": "User:w", "operator": "User:o"}
+	principal := map[string]string{"ticker": "User:t", "worker": "User:w", "forward": "User:w", "operator": "User:o", "auditor": "User:a"}
 	flag := map[string]string{"topic": "--topic", "group": "--group", "transactional-id": "--transactional-id"}
 	var want []string
 	for _, a := range shippedACLs(t, "prod", "out") {

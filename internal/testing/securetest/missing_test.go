@@ -58,6 +58,22 @@ func runRole(t *testing.T, b *broker, ns, fwd, role string) string {
 	}
 	feed(t, b, ns)
 	tk := start(t, "ticker", append([]string{"run", "--metrics-addr", "", "--session-timeout", "3s"}, b.flags(t, "ticker", ns)...)...)
+	if role == "auditor" {
+		// Once the leader has made the topics and run: the auditor's commands read them.
+		if line := tk.waitOutput(wait, "leader term ready"); line == "" {
+			t.Fatalf("the ticker did not lead within %v:\n%s", wait, tk.out.String())
+		}
+		for _, args := range auditorCommands {
+			out, code := runCmd(t, "ticker", append(args, b.flags(t, "auditor", ns)...)...)
+			if strings.Contains(out, "AUTHORIZATION_FAILED") {
+				if code != 1 {
+					t.Fatalf("ticker %s as auditor was refused but exited %d, want 1:\n%s", args[0], code, out)
+				}
+				return lastLine(out)
+			}
+		}
+		t.Fatal("every auditor command succeeded")
+	}
 	p := tk
 	if role == "ticker" {
 		// An undecodable schedule record once the leader runs, for the copy to the dead-letter topic.

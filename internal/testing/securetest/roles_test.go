@@ -11,14 +11,14 @@ import (
 
 // TestRolesWorkWithShippedACLs runs the whole pipeline with each role under its own user and exactly the ACLs of
 // deploy/acls.txt: the operator puts a schedule, a ticker leads and emits ticks transactionally (and copies an
-// undecodable schedule record to the dead-letter topic), a worker runs them and writes outcomes, and the
-// operator reads the status. Nothing on the way is refused.
+// undecodable schedule record to the dead-letter topic), a worker runs them and writes outcomes, the operator
+// reads the status, and the auditor runs `ticker audit` and `ticker history`. Nothing on the way is refused.
 func TestRolesWorkWithShippedACLs(t *testing.T) {
 	t.Parallel()
 	b := secureBroker(t)
 	started := time.Now()
 	ns := b.namespace(t)
-	b.grant(t, rolesOf(shippedACLs(t, ns, ""), "ticker", "worker", "operator"))
+	b.grant(t, rolesOf(shippedACLs(t, ns, ""), "ticker", "worker", "operator", "auditor"))
 	feed(t, b, ns)
 
 	tk := start(t, "ticker", append([]string{"run", "--metrics-addr", "", "--session-timeout", "3s"}, b.flags(t, "ticker", ns)...)...)
@@ -33,6 +33,13 @@ func TestRolesWorkWithShippedACLs(t *testing.T) {
 	out, code := runCmd(t, "ticker", append([]string{"status"}, b.flags(t, "operator", ns)...)...)
 	if code != 0 {
 		t.Fatalf("ticker status as operator: exit %d:\n%s", code, out)
+	}
+	for _, args := range auditorCommands {
+		// Exit 1 is the audit's verdict (the failing handler dead-letters ticks), not a refusal.
+		out, code := runCmd(t, "ticker", append(args, b.flags(t, "auditor", ns)...)...)
+		if code > 1 || strings.Contains(out, "AUTHORIZATION_FAILED") {
+			t.Errorf("ticker %s as auditor: exit %d:\n%s", args[0], code, out)
+		}
 	}
 	for _, p := range []*proc{wk, tk} {
 		if code := p.stop(); code != 0 {
@@ -139,3 +146,6 @@ func waitRecords(t *testing.T, b *broker, d time.Duration, want map[string]int) 
 		})
 	}
 }
+
+// auditorCommands are what the auditor role runs.
+var auditorCommands = [][]string{{"audit"}, {"history", "every-second"}}

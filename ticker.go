@@ -38,7 +38,7 @@ type TickerConfig struct {
 	// TransactionTimeout is how long the broker keeps a dead leader's open transaction. Defaults to 10s.
 	TransactionTimeout time.Duration
 	// Lead is how long before its slot a tick is committed (workers hold it and start it on its instant), so a
-	// failover shorter than this delays no slot. Defaults to 2s; at most 10m; a negative value emits when due.
+	// failover shorter than this delays no slot. Defaults to 10s; at most 5m; a negative value emits when due.
 	Lead time.Duration
 	// WorkLagInterval is how often the leader measures the workers' lag (tickgroup_work_lag_*). Defaults to 15s.
 	WorkLagInterval time.Duration

@@ -19,7 +19,7 @@ TEST_TIMEOUT ?= 25m
 TEST_PARALLEL ?= 1
 # `make fuzz` runs each fuzz target (package:Name) this long.
 FUZZTIME ?= 30s
-FUZZ_TARGETS := internal/tick:FuzzDecode internal/tick:FuzzDecodeCancel internal/dispatch:FuzzDecodeState internal/command:FuzzSplitArgs \
+FUZZ_TARGETS := internal/tick:FuzzDecode internal/tick:FuzzDecodeCancel internal/leaderstate:FuzzDecodeState internal/command:FuzzSplitArgs \
 	internal/schedule:FuzzParseFile internal/schedule:FuzzCompile internal/schedule:FuzzDecodeFast internal/ledger:FuzzDecode internal/store:FuzzApply
 
 .PHONY: help

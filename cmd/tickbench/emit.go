@@ -24,6 +24,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/leaderstate"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -434,7 +435,7 @@ func fillBaseline(ctx context.Context, base []kgo.Opt, topic, stateTopic string,
 		if err != nil {
 			return 0, err
 		}
-		st := dispatch.EncodeState(dispatch.State{LastSlot: slot, ScheduleVersion: src.Version, ProducerID: 1, LeaderEpoch: 1, EmittedAt: emitted})
+		st := leaderstate.EncodeState(leaderstate.State{LastSlot: slot, ScheduleVersion: src.Version, ProducerID: 1, LeaderEpoch: 1, EmittedAt: emitted})
 		recs = append(recs,
 			&kgo.Record{Topic: topic, Partition: tick.Partition(tk.Schedule, 0, parts), Key: []byte(tk.ID), Value: v},
 			&kgo.Record{Topic: stateTopic, Partition: 0, Key: []byte(tk.Schedule), Value: st})

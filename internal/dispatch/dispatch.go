@@ -21,6 +21,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leader"
+	"github.com/tickgroup/tickgroup/internal/leaderstate"
 	"github.com/tickgroup/tickgroup/internal/store"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -66,7 +67,7 @@ type Dispatcher struct {
 	leaders int                  // the number of leaders, once a term has read it
 
 	warmMu sync.Mutex
-	warm   map[int32]*warmState // the followed ticker-topic partitions (Follow), by leader
+	warm   map[int32]*leaderstate.Follower // the followed ticker-topic partitions (Follow), by leader
 }
 
 // New returns a Dispatcher. opts are the connection options (kafka.Config.Opts); view follows the schedules.
@@ -89,7 +90,7 @@ func New(cfg Config, opts []kgo.Opt, view *store.View, logger *slog.Logger, reg 
 		logger:  logger.With("component", "dispatch"),
 		metrics: newMetrics(reg),
 		subs:    map[int32]*changeSub{},
-		warm:    map[int32]*warmState{},
+		warm:    map[int32]*leaderstate.Follower{},
 	}, nil
 }
 
@@ -476,36 +477,36 @@ func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record
 
 // readState reads the state of leader part's schedules; an undecodable record is reported and ignored rather
 // than trusted (only leaders write the ticker topic). It starts from the state the replica kept warm while it did
-// not lead that partition (see warmState) and reads the rest, to the last stable offset; without a warm state,
+// not lead that partition (see leaderstate.Follower) and reads the rest, to the last stable offset; without a warm state,
 // all of it. release hands the partition back to its follower once the term ends.
 //
 // It also returns the undecodable records that are still the newest of their key: the term dead-letters them
 // when it rewrites their schedules' state (checkState, rewriteState), so each is dead-lettered once.
 func (d *Dispatcher) readState(ctx context.Context, part int32) (state map[string]stored, bad map[string]*kgo.Record, release func(), err error) {
-	ts, release := d.warmFor(part).take(), d.warmFor(part).release
-	_, err = kafka.ReadStableFrom(ctx, d.opts, d.cfg.Names.Ticker, part, ts.next, func(r *kgo.Record) error {
-		ts.apply(r, d.invalidState)
+	ts, release := d.warmFor(part).Take(), d.warmFor(part).Release
+	_, err = kafka.ReadStableFrom(ctx, d.opts, d.cfg.Names.Ticker, part, ts.Next, func(r *kgo.Record) error {
+		ts.Apply(r, d.invalidState)
 		return nil
 	})
 	if err != nil {
 		return nil, nil, release, fmt.Errorf("reading the leader state from %s[%d]: %w", d.cfg.Names.Ticker, part, err)
 	}
-	for name := range ts.bad {
-		if _, ok := ts.state[name]; ok {
-			delete(ts.bad, name) // the key has a valid state: it is rewritten by the term's next emission
+	for name := range ts.Bad {
+		if _, ok := ts.State[name]; ok {
+			delete(ts.Bad, name) // the key has a valid state: it is rewritten by the term's next emission
 		}
 	}
-	return ts.state, ts.bad, release, nil
+	return ts.State, ts.Bad, release, nil
 }
 
 // warmFor returns the warm state of ticker-topic partition part, made (empty) on first use: by Follow, or by a
 // term that starts before Follow has, which takes it at once.
-func (d *Dispatcher) warmFor(part int32) *warmState {
+func (d *Dispatcher) warmFor(part int32) *leaderstate.Follower {
 	d.warmMu.Lock()
 	defer d.warmMu.Unlock()
 	w, ok := d.warm[part]
 	if !ok {
-		w = newWarmState(d.opts, d.cfg.Names.Ticker, part, d.logger, d.invalidState)
+		w = leaderstate.NewFollower(d.opts, d.cfg.Names.Ticker, part, d.logger, d.invalidState)
 		d.warm[part] = w
 	}
 	return w
@@ -520,7 +521,7 @@ func (d *Dispatcher) invalidState(r *kgo.Record, err error) {
 }
 
 // Follow keeps the leader state of every ticker-topic partition (one per leader) warm while this replica does
-// not lead it, so that a takeover reads only what was written since (see warmState). It runs until ctx ends;
+// not lead it, so that a takeover reads only what was written since (see leaderstate.Follower). It runs until ctx ends;
 // without it, each term reads its whole partition.
 func (d *Dispatcher) Follow(ctx context.Context) error {
 	cl, err := kgo.NewClient(d.opts...)
@@ -539,7 +540,7 @@ func (d *Dispatcher) Follow(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	for k := range int32(n) {
 		w := d.warmFor(k) // a term that started first has it taken: it waits for the release
-		g.Go(func() error { return w.run(gctx) })
+		g.Go(func() error { return w.Run(gctx) })
 	}
 	err = g.Wait()
 	d.logger.Info("leader state follower stopped")

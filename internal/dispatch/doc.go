@@ -10,7 +10,7 @@
 //  2. Read the ticker topic (compacted: schedule name -> last emitted slot) from its start to its last stable
 //     offset, read_committed. This is that last-scan-time item. A standby keeps it warm while it waits
 //     (Dispatcher.Follow): its new term then reads only the records written after the ones it followed, up to
-//     the same last stable offset, and ends with the same state (see warmState for why).
+//     the same last stable offset, and ends with the same state (see leaderstate.Follower for why).
 //  3. A timer heap over all schedules, keyed by each schedule's next due time (slot + jitter). One goroutine and
 //     one timer, whatever the number of schedules.
 //  4. Config.Lead before each due instant: every due schedule's slots (the late ones after its catch-up policy,

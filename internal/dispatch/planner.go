@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/leaderstate"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
 	"github.com/tickgroup/tickgroup/internal/tick"
@@ -108,6 +109,9 @@ func (em *emission) due(slot time.Time) time.Time {
 	}
 	return em.entry.Schedule.Due(slot)
 }
+
+// stored is what a term keeps of a schedule's state (package leaderstate).
+type stored = leaderstate.Stored
 
 // newPlanner starts from the schedules and the stored state. A schedule's base is its last emitted slot, or the
 // time it was last changed if that is later: changing (or resuming) a schedule never catches up slots from
@@ -597,7 +601,7 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		if !writeStateRecords {
 			continue
 		}
-		st := State{
+		st := leaderstate.State{
 			LastSlot:        em.slots[len(em.slots)-1],
 			ScheduleVersion: src.Version,
 			ProducerID:      t.producerID,
@@ -608,7 +612,7 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		arena = append(arena, name...)
 		key := arena[k:len(arena):len(arena)]
 		v := len(arena)
-		arena = appendState(arena, st, &b.lastSlot, &b.emitAt)
+		arena = leaderstate.AppendState(arena, st, &b.lastSlot, &b.emitAt)
 		add(kgo.Record{Topic: names.ticker, Partition: t.part, Key: key, Value: arena[v:len(arena):len(arena)], Timestamp: stamp})
 	}
 	b.touched += touched

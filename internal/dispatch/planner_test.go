@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickgroup/tickgroup/internal/leaderstate"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
 	"github.com/tickgroup/tickgroup/internal/tick"
@@ -259,7 +259,7 @@ func TestAppendRecords(t *testing.T) {
 	if len(parts) != 4 {
 		t.Errorf("4 shards on %d partitions, want 4 distinct", len(parts))
 	}
-	st, err := DecodeState(recs[4].Value)
+	st, err := leaderstate.DecodeState(recs[4].Value)
 	if err != nil || recs[4].Topic != "t" || string(recs[4].Key) != "scan" || !st.LastSlot.Equal(t0.Add(30*time.Second)) {
 		t.Errorf("state record %s=%s: %+v %v", recs[4].Key, recs[4].Value, st, err)
 	}
@@ -340,31 +340,6 @@ func benchmarkEmissionLoop(b *testing.B, n int) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/schedule")
-}
-
-// EncodeState writes exactly what json.Marshal writes for the same State.
-func TestEncodeStateIsMarshal(t *testing.T) {
-	t.Parallel()
-	berlin, err := time.LoadLocation("Europe/Berlin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []State{
-		{},
-		{LastSlot: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), ScheduleVersion: 7, ProducerID: 3, LeaderEpoch: 2, EmittedAt: time.Now()},
-		{LastSlot: time.Date(2026, 3, 29, 2, 30, 0, 0, berlin), ScheduleVersion: -1, ProducerID: 1 << 62, LeaderEpoch: 32767,
-			EmittedAt: time.Date(2026, 3, 29, 2, 30, 0, 123456789, time.FixedZone("", 3*3600+1800))},
-	} {
-		want := s
-		want.V = 1
-		wantJSON, err := json.Marshal(want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := EncodeState(s); string(got) != string(wantJSON) {
-			t.Errorf("EncodeState = %s\njson.Marshal = %s", got, wantJSON)
-		}
-	}
 }
 
 // BenchmarkPlannerBuild: a term's planner from a million schedules without state (a cold start), the part of

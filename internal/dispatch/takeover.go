@@ -15,6 +15,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/leaderstate"
 	"github.com/tickgroup/tickgroup/internal/store"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -261,8 +262,8 @@ func (d *Dispatcher) rewriteState(ctx context.Context, p *producer, t term, stat
 	}
 	for _, name := range names {
 		st := state[name]
-		s := State{LastSlot: st.LastSlot, ScheduleVersion: st.ScheduleVersion, ProducerID: t.producerID, LeaderEpoch: int64(t.epoch), EmittedAt: d.cfg.Now().UTC()}
-		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: t.part, Key: []byte(name), Value: EncodeState(s)})
+		s := leaderstate.State{LastSlot: st.LastSlot, ScheduleVersion: st.ScheduleVersion, ProducerID: t.producerID, LeaderEpoch: int64(t.epoch), EmittedAt: d.cfg.Now().UTC()}
+		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.Ticker, Partition: t.part, Key: []byte(name), Value: leaderstate.EncodeState(s)})
 	}
 	return d.commit(ctx, p, recs)
 }

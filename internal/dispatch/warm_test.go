@@ -55,9 +55,8 @@ func TestWarmStandbyTakesOver(t *testing.T) {
 		if w == nil {
 			return false
 		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return len(w.cur.state) == 2 && w.cur.next >= 6
+		n, next := w.Progress()
+		return n == 2 && next >= 6
 	})
 	time.Sleep(1500 * time.Millisecond) // a tail the standby may not have read yet
 	aStop()

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/leaderstate"
 	"github.com/tickgroup/tickgroup/internal/store"
 	"github.com/tickgroup/tickgroup/internal/worklag"
 )
@@ -130,11 +130,11 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 		return nil, err
 	}
 
-	state, err := dispatch.ReadState(ctx, opts, names.Ticker, nil)
+	state, err := leaderstate.Read(ctx, opts, names.Ticker, nil)
 	if err != nil {
 		return nil, err
 	}
-	newest := map[int32]dispatch.State{} // by leader: its newest state names its producer and epoch
+	newest := map[int32]leaderstate.State{} // by leader: its newest state names its producer and epoch
 	for name, s := range state {
 		k := kafka.LeaderOf(name, rep.LeaderCount)
 		if s.EmittedAt.After(newest[k].EmittedAt) {

@@ -1,7 +1,8 @@
-package dispatch
+package leaderstate
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -32,4 +33,29 @@ func FuzzDecodeState(f *testing.F) {
 			t.Fatalf("round trip changed the state:\n%s\n%s", enc, enc2)
 		}
 	})
+}
+
+// EncodeState writes exactly what json.Marshal writes for the same State.
+func TestEncodeStateIsMarshal(t *testing.T) {
+	t.Parallel()
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []State{
+		{},
+		{LastSlot: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC), ScheduleVersion: 7, ProducerID: 3, LeaderEpoch: 2, EmittedAt: time.Now()},
+		{LastSlot: time.Date(2026, 3, 29, 2, 30, 0, 0, berlin), ScheduleVersion: -1, ProducerID: 1 << 62, LeaderEpoch: 32767,
+			EmittedAt: time.Date(2026, 3, 29, 2, 30, 0, 123456789, time.FixedZone("", 3*3600+1800))},
+	} {
+		want := s
+		want.V = 1
+		wantJSON, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := EncodeState(s); string(got) != string(wantJSON) {
+			t.Errorf("EncodeState = %s\njson.Marshal = %s", got, wantJSON)
+		}
+	}
 }

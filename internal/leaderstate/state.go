@@ -1,4 +1,8 @@
-package dispatch
+// Package leaderstate is the leader's state on the ticker topic: for each schedule, the last slot emitted and
+// the definition it was emitted under, written in the same transaction as the ticks. It encodes and decodes the
+// records, reads a partition's state to its last stable offset, and follows it while the replica does not lead
+// (Follower), so that a takeover reads only the tail.
+package leaderstate
 
 import (
 	"context"
@@ -33,12 +37,12 @@ type State struct {
 // by hand because the leader writes one per schedule per slot, and encoding/json's reflection would be a large
 // share of its time per record.
 func EncodeState(s State) []byte {
-	return appendState(make([]byte, 0, 192), s, &tick.Stamp{}, &tick.Stamp{})
+	return AppendState(make([]byte, 0, 192), s, &tick.Stamp{}, &tick.Stamp{})
 }
 
-// appendState appends EncodeState(s) to b. The stamps keep the last slot and emission instant written (a
+// AppendState appends EncodeState(s) to b. The stamps keep the last slot and emission instant written (a
 // transaction's states share the one and most share the other).
-func appendState(b []byte, s State, lastSlot, emittedAt *tick.Stamp) []byte {
+func AppendState(b []byte, s State, lastSlot, emittedAt *tick.Stamp) []byte {
 	b = append(b, `{"v":1,"last_slot":`...)
 	b = appendTime(b, s.LastSlot, lastSlot)
 	b = append(b, `,"schedule_version":`...)
@@ -77,10 +81,10 @@ func DecodeState(b []byte) (State, error) {
 	return s, nil
 }
 
-// ReadState reads every partition of the ticker topic (one per leader) to its last stable offset: each live
+// Read reads every partition of the ticker topic (one per leader) to its last stable offset: each live
 // schedule's state (tombstones delete it). invalid, when not nil, is told of every record it cannot decode; such
 // records are skipped. opts are the connection options (kafka.Config.Opts).
-func ReadState(ctx context.Context, opts []kgo.Opt, topic string, invalid func(*kgo.Record, error)) (map[string]State, error) {
+func Read(ctx context.Context, opts []kgo.Opt, topic string, invalid func(*kgo.Record, error)) (map[string]State, error) {
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
@@ -99,8 +103,8 @@ func ReadState(ctx context.Context, opts []kgo.Opt, topic string, invalid func(*
 	return state, nil
 }
 
-// ReadPartitionState is ReadState of one partition: the state of one leader's schedules.
-func ReadPartitionState(ctx context.Context, opts []kgo.Opt, topic string, partition int32, invalid func(*kgo.Record, error)) (map[string]State, error) {
+// ReadPartition is Read of one partition: the state of one leader's schedules.
+func ReadPartition(ctx context.Context, opts []kgo.Opt, topic string, partition int32, invalid func(*kgo.Record, error)) (map[string]State, error) {
 	state := map[string]State{}
 	if err := readState(ctx, opts, topic, partition, state, invalid); err != nil {
 		return nil, err
@@ -131,9 +135,9 @@ func readState(ctx context.Context, opts []kgo.Opt, topic string, partition int3
 	return nil
 }
 
-// stored is what a term keeps of a schedule's State: 32 bytes where a State takes 80, for a map that holds one
+// Stored is what a term keeps of a schedule's State: 32 bytes where a State takes 80, for a map that holds one
 // per schedule while the term starts.
-type stored struct {
+type Stored struct {
 	LastSlot        time.Time
 	ScheduleVersion int64
 }

@@ -1,4 +1,4 @@
-package dispatch
+package leaderstate
 
 import (
 	"context"
@@ -12,27 +12,28 @@ import (
 	"github.com/tickgroup/tickgroup/internal/errlimit"
 )
 
-// termState is the ticker topic's state as a term starts from it: each live schedule's last emitted slot, the
+// Term is the ticker topic's state as a term starts from it: each live schedule's last emitted slot, the
 // undecodable records that are still the newest of their key, and the offset after the last record folded in.
-type termState struct {
-	state map[string]stored
-	bad   map[string]*kgo.Record
-	next  int64 // -1: nothing read yet
+type Term struct {
+	State map[string]Stored
+	Bad   map[string]*kgo.Record
+	Next  int64 // -1: nothing read yet
 }
 
-func newTermState() *termState {
-	return &termState{state: map[string]stored{}, bad: map[string]*kgo.Record{}, next: -1}
+// NewTerm returns an empty state.
+func NewTerm() *Term {
+	return &Term{State: map[string]Stored{}, Bad: map[string]*kgo.Record{}, Next: -1}
 }
 
-// apply folds one record of the ticker topic in (records in offset order, committed ones only).
-func (s *termState) apply(r *kgo.Record, invalid func(*kgo.Record, error)) {
-	s.next = r.Offset + 1
+// Apply folds one record of the ticker topic in (records in offset order, committed ones only).
+func (s *Term) Apply(r *kgo.Record, invalid func(*kgo.Record, error)) {
+	s.Next = r.Offset + 1
 	if r.Attrs.IsControl() {
 		return
 	}
 	name := string(r.Key)
 	if r.Value == nil {
-		delete(s.state, name)
+		delete(s.State, name)
 		return
 	}
 	st, err := DecodeState(r.Value)
@@ -40,14 +41,14 @@ func (s *termState) apply(r *kgo.Record, invalid func(*kgo.Record, error)) {
 		if invalid != nil {
 			invalid(r, err)
 		}
-		s.bad[name] = r
+		s.Bad[name] = r
 		return
 	}
-	delete(s.bad, name) // a valid record followed the bad one
-	s.state[name] = stored{LastSlot: st.LastSlot, ScheduleVersion: st.ScheduleVersion}
+	delete(s.Bad, name) // a valid record followed the bad one
+	s.State[name] = Stored{LastSlot: st.LastSlot, ScheduleVersion: st.ScheduleVersion}
 }
 
-// warmState keeps the ticker topic's state folded in while the replica does not lead, so that a new term reads
+// Follower keeps the ticker topic's state folded in while the replica does not lead, so that a new term reads
 // only the tail written since (from next up to the last stable offset, after fencing) instead of the whole
 // topic: at a million schedules, seconds of a takeover.
 //
@@ -60,9 +61,9 @@ func (s *termState) apply(r *kgo.Record, invalid func(*kgo.Record, error)) {
 // the term tombstones again as an orphan (or, if the schedule was created again, its change time is later
 // than that last slot and wins).
 //
-// A term takes the state (take) and hands the follower back (release) when it ends: the follower then starts
+// A term takes the state (Take) and hands the follower back (Release) when it ends: the follower then starts
 // again from the topic's start, since the term's own writes were never folded in.
-type warmState struct {
+type Follower struct {
 	opts    []kgo.Opt
 	topic   string
 	part    int32
@@ -70,31 +71,41 @@ type warmState struct {
 	invalid func(*kgo.Record, error)
 
 	mu    sync.Mutex
-	cur   *termState
+	cur   *Term
 	gen   uint64 // incremented by take and release: the follower's client then starts again
 	taken bool
 	wake  chan struct{}
 }
 
-func newWarmState(opts []kgo.Opt, topic string, part int32, logger *slog.Logger, invalid func(*kgo.Record, error)) *warmState {
-	return &warmState{opts: opts, topic: topic, part: part, logger: logger, invalid: invalid, cur: newTermState(), wake: make(chan struct{}, 1)}
+// NewFollower returns the follower of partition part of the ticker topic; invalid is called for each
+// undecodable record.
+func NewFollower(opts []kgo.Opt, topic string, part int32, logger *slog.Logger, invalid func(*kgo.Record, error)) *Follower {
+	return &Follower{opts: opts, topic: topic, part: part, logger: logger, invalid: invalid, cur: NewTerm(), wake: make(chan struct{}, 1)}
 }
 
-// take hands the state over to a term and stops following until release. Before the follower has read
+// Take hands the state over to a term and stops following until Release. Before the follower has read
 // anything (or without one: Follow not running) it is empty, and the term reads the whole partition.
-func (w *warmState) take() *termState {
+func (w *Follower) Take() *Term {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s := w.cur
-	w.cur, w.taken = newTermState(), true
+	w.cur, w.taken = NewTerm(), true
 	w.gen++
 	return s
 }
 
-// release starts following again, from the topic's start.
-func (w *warmState) release() {
+// Progress reports how many schedules the followed state holds and the offset after the last record folded in
+// (-1: none yet).
+func (w *Follower) Progress() (schedules int, next int64) {
 	w.mu.Lock()
-	w.cur, w.taken = newTermState(), false
+	defer w.mu.Unlock()
+	return len(w.cur.State), w.cur.Next
+}
+
+// Release starts following again, from the topic's start.
+func (w *Follower) Release() {
+	w.mu.Lock()
+	w.cur, w.taken = NewTerm(), false
 	w.gen++
 	w.mu.Unlock()
 	select {
@@ -103,8 +114,8 @@ func (w *warmState) release() {
 	}
 }
 
-// run follows the topic until ctx ends.
-func (w *warmState) run(ctx context.Context) error {
+// Run follows the topic until ctx ends.
+func (w *Follower) Run(ctx context.Context) error {
 	for {
 		w.mu.Lock()
 		taken, gen := w.taken, w.gen
@@ -123,7 +134,7 @@ func (w *warmState) run(ctx context.Context) error {
 }
 
 // follow reads the topic from its start into w.cur until ctx ends or the generation changes.
-func (w *warmState) follow(ctx context.Context, gen uint64) error {
+func (w *Follower) follow(ctx context.Context, gen uint64) error {
 	cl, err := kgo.NewClient(append(w.opts[:len(w.opts):len(w.opts)],
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.topic: {w.part: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -152,7 +163,7 @@ func (w *warmState) follow(ctx context.Context, gen uint64) error {
 			w.mu.Unlock()
 			return nil // taken by a term (the fetched records belong to the state it reads on its own)
 		}
-		fetches.EachRecord(func(r *kgo.Record) { w.cur.apply(r, w.invalid) })
+		fetches.EachRecord(func(r *kgo.Record) { w.cur.Apply(r, w.invalid) })
 		w.mu.Unlock()
 	}
 }

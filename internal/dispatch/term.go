@@ -1,0 +1,365 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/leader"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+// leaderTerm is what the phases of one leader term share: its producer (fenced), its planner, and the
+// subscription to the schedules it owns. Its phases run one after the other on Lead's goroutine:
+//
+//	fence ──► recover (state, planner, takeover checks) ──► settle (cancels, tombstones) ──► run
+//	                                                                      run: emit ◄──► wait ──► changes
+type leaderTerm struct {
+	d       *Dispatcher
+	k       int32
+	logger  *slog.Logger
+	p       *producer
+	t       term
+	txnID   string
+	leaders int
+	owned   func(string) bool
+	changes *changeSub
+	pl      *planner
+	// partitions is the work topic's partition count.
+	partitions int
+	// repaired keeps the schedule records leader 0 has restated (repairSchedules).
+	repaired map[int64]bool
+	// closers undo what the term set up, last first.
+	closers []func()
+	// pending is what recover found to cancel and tombstone, for settle; states is how many states it read.
+	pending pending
+	states  int
+	// The phases' instants, for the "leader term ready" line.
+	start, fenced, stateRead, loaded, planned time.Time
+}
+
+// Lead runs one leader term until ctx ends (nil) or the producer fails (the error).
+func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
+	t := &leaderTerm{d: d, k: lt.Partition, logger: d.logger.With("term", lt.Number, "leader", lt.Partition), start: time.Now(),
+		txnID: d.cfg.Names.LeaderTransactionalID(lt.Partition), repaired: map[int64]bool{}}
+	defer t.close()
+	err := t.fence(ctx)
+	if err == nil {
+		err = t.recover(ctx)
+	}
+	if err == nil {
+		err = t.settle(ctx)
+	}
+	if err == nil {
+		err = t.run(ctx)
+	}
+	// The one exit: an error once the term's context has ended is how the term ended (a cancelled request), not
+	// a failure of the leader.
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (t *leaderTerm) close() {
+	for i := len(t.closers) - 1; i >= 0; i-- {
+		t.closers[i]()
+	}
+}
+
+// fence creates the term's producer and fences every earlier leader: when it returns, all their transactions
+// are decided. It subscribes to the changes of the schedules this leader owns, before recover's snapshot.
+func (t *leaderTerm) fence(ctx context.Context) error {
+	d := t.d
+	cl, err := kgo.NewClient(append(append(d.opts[:len(d.opts):len(d.opts)],
+		kgo.TransactionalID(t.txnID),
+		kgo.TransactionTimeout(d.cfg.TransactionTimeout),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		// The client's default linger, as the raw-produce baseline has: every transaction ends with a Flush,
+		// which sends what lingers at once, so it delays no tick.
+	), d.producerOpts(t.k)...)...)
+	if err != nil {
+		return fmt.Errorf("creating the leader's producer: %w", err)
+	}
+	t.p = &producer{cl: cl, leader: strconv.Itoa(int(t.k)), logger: t.logger}
+	t.closers = append(t.closers, t.p.close)
+
+	pid, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		return fmt.Errorf("fencing earlier leaders (InitProducerID): %w", kafka.NeedACL(err, "Write", "transactional ID", t.txnID))
+	}
+	t.t = term{producerID: pid, epoch: epoch, part: t.k}
+	t.logger = t.logger.With("producer_id", pid, "epoch", epoch)
+	t.fenced = time.Now()
+	if t.leaders, err = d.leaderCount(ctx, kadm.NewClient(cl), t.k); err != nil {
+		return err
+	}
+	k, leaders := t.k, t.leaders
+	t.owned = func(name string) bool { return kafka.LeaderOf(name, leaders) == k }
+	t.changes = d.subscribe(k)
+	t.closers = append(t.closers, func() { d.unsubscribe(k, t.changes) })
+	return nil
+}
+
+// recover reads the state every earlier leader committed (once no other producer's transaction holds it back)
+// and the schedules, builds the planner, checks the state against the work topic (takeover.go) and rewrites
+// what it recovered. Leader 0 also repairs the schedules topic.
+func (t *leaderTerm) recover(ctx context.Context) error {
+	d, k := t.d, t.k
+	cl := t.p.cl
+	if err := d.waitStable(ctx, kadm.NewClient(cl), k, t.logger); err != nil {
+		return err
+	}
+	state, bad, release, err := d.readState(ctx, k)
+	t.closers = append(t.closers, release)
+	if err != nil {
+		return err
+	}
+	for name := range state {
+		if !t.owned(name) {
+			delete(state, name) // not this leader's (only a hand-made record can be here)
+		}
+	}
+	t.states, t.stateRead = len(state), time.Now()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-d.view.Loaded():
+	}
+	// The planner below starts from the View as it is: what changed so far is in it. This term's share is
+	// dropped, or the term would set every schedule a second time (at a cold start, a million names).
+	d.distribute(k)
+	t.changes.drop()
+	t.loaded = time.Now()
+	schedules, n := d.view.All(), d.view.Len()
+	if t.leaders > 1 {
+		schedules = ownedOnly(schedules, t.owned)
+		n = n/t.leaders + n/(16*t.leaders) // about this leader's share: the planner's slab
+	}
+	d.refuseFuture(state, d.cfg.Now(), t.logger)
+	t.pl = newPlannerFrom(n, schedules, state, d.cfg.Lead)
+	t.planned = time.Now()
+	adm := kadm.NewClient(cl)
+	if t.partitions, err = kafka.WorkPartitions(ctx, adm, d.cfg.Names.Work); err != nil {
+		return err
+	}
+	recovered, err := d.checkState(ctx, adm, state, t.pl, t.partitions, d.cfg.Now(), t.logger)
+	if err != nil {
+		return err
+	}
+	if err := d.rewriteState(ctx, t.p, t.t, state, recovered, bad); err != nil {
+		return err
+	}
+	if err := t.repair(ctx); err != nil {
+		return err
+	}
+	t.settleState(state, len(recovered))
+	return nil
+}
+
+// pending are the cancels and tombstones that settle writes, found by recover.
+type pending struct {
+	cancels []tick.Cancel
+	orphans []string
+}
+
+// settleState finds, among the states the planner did not take, those of schedules deleted while no leader
+// ran: their state is tombstoned so compaction drops it, unless slots of it were emitted ahead that are not due
+// yet (it is kept until they are; see planner). Those, and the ticks ahead of schedules paused meanwhile, are
+// cancelled again: the change was seen by no leader.
+func (t *leaderTerm) settleState(state map[string]stored, recovered int) {
+	now := t.d.cfg.Now()
+	for name, st := range t.pl.stateToCheck(state, recovered) {
+		e, ok := t.pl.entry(name)
+		switch {
+		case !ok && st.LastSlot.After(now):
+			t.pl.grave(name, st.LastSlot)
+			t.pending.cancels = append(t.pending.cancels, tick.Cancel{Schedule: name, Before: st.ScheduleVersion + 1, After: now, Reason: tick.ReasonDeleted})
+		case !ok:
+			t.pending.orphans = append(t.pending.orphans, name)
+		case e.Schedule.Paused() && st.LastSlot.After(now) && st.ScheduleVersion < e.Version:
+			t.pending.cancels = append(t.pending.cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
+		}
+	}
+	t.pl.startChecked()
+}
+
+// settle writes what recover found to cancel and tombstone, starts the schedules' metric series and says the
+// term is ready.
+func (t *leaderTerm) settle(ctx context.Context) error {
+	d := t.d
+	if err := d.cancel(ctx, t.p, t.partitions, t.pending.cancels); err != nil {
+		return err
+	}
+	if err := d.tombstone(ctx, t.p, t.k, t.pending.orphans); err != nil {
+		return err
+	}
+	t.pending = pending{}
+	pl := t.pl
+	t.closers = append(t.closers, func() { d.metrics.endTerm(pl.optedIn()) })
+	for _, name := range pl.metered {
+		if it, ok := pl.items[name]; ok && it.entry.Schedule.Metrics() {
+			d.metrics.next(name, it.entry, it.base)
+		}
+	}
+	pl.metered = nil
+	// took is from the term's start, rebuild from the fencing (the state read, the checks and the planner); the
+	// phases say where a slow start goes.
+	ms := func(x time.Duration) time.Duration { return x.Round(time.Millisecond) }
+	t.logger.Info("leader term ready", "leaders", t.leaders, "schedules", pl.len(), "states", t.states, "work_partitions", t.partitions,
+		"took", ms(time.Since(t.start)), "rebuild", ms(time.Since(t.fenced)), "fence", ms(t.fenced.Sub(t.start)),
+		"state_read", ms(t.stateRead.Sub(t.fenced)), "schedules_wait", ms(t.loaded.Sub(t.stateRead)), "plan", ms(t.planned.Sub(t.loaded)),
+		"checks", ms(time.Since(t.planned)))
+	return nil
+}
+
+// repair restates the schedule records whose newest record is invalid. The schedules topic is shared: leader 0
+// alone repairs it.
+func (t *leaderTerm) repair(ctx context.Context) error {
+	if t.k != 0 {
+		return nil
+	}
+	return t.d.repairSchedules(ctx, t.p, t.logger, t.repaired)
+}
+
+// run is the term's loop: one timer, woken early by schedule changes. It emits what is due, tombstones the
+// state of deleted schedules once their ticks ahead are past, and applies changes, until ctx ends.
+func (t *leaderTerm) run(ctx context.Context) error {
+	d, pl := t.d, t.pl
+	e := &emitter{t: t, topics: recordTopics{work: d.cfg.Names.Work, ticker: d.cfg.Names.Ticker}}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := d.cfg.Now()
+		if err := e.emit(ctx, now); err != nil {
+			return err
+		}
+		if gone := pl.buried(now); len(gone) > 0 {
+			if err := d.tombstone(ctx, t.p, t.k, gone); err != nil {
+				return err
+			}
+		}
+		wait := time.Hour
+		if at, ok := pl.nextWake(); ok {
+			wait = max(at.Sub(d.cfg.Now()), 0)
+		}
+		if at, ok := pl.nextGrave(); ok {
+			wait = min(wait, max(at.Sub(d.cfg.Now()), 0))
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			t.logger.Info("leader term ending", "cause", context.Cause(ctx))
+			return nil
+		case <-timer.C:
+		case <-d.view.Changed():
+			d.distribute(-1) // to every term of this process; this one's come on changes.notify
+		case <-t.changes.notify:
+			if err := t.applyChanges(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// emitter writes the due slots, one transaction at a time, each transaction's records planned and encoded while
+// the transaction before commits, so that the leader's CPU and the broker's round trips overlap when many
+// schedules are due together. A failed transaction ends the term, so a batch planned ahead of it is never
+// committed after it.
+type emitter struct {
+	t           *leaderTerm
+	topics      recordTopics
+	next, spare batch
+}
+
+// emit commits every slot due at now (and within the lead), batch by batch.
+func (e *emitter) emit(ctx context.Context, now time.Time) error {
+	t := e.t
+	d, pl := t.d, t.pl
+	var (
+		committing chan commitResult
+		committed  []emission
+	)
+	finish := func() error {
+		res := <-committing
+		committing = nil
+		if res.err != nil {
+			return res.err
+		}
+		d.observe(committed, res.at) // when it committed, not when the next batch was ready
+		for _, em := range committed {
+			if em.metrics {
+				d.metrics.next(em.name(), em.entry, pl.base(em.name()))
+			}
+		}
+		return nil
+	}
+	for {
+		ems := pl.collect(&e.next, now, d.cfg.MaxBatch)
+		var recs []*kgo.Record
+		if len(ems) > 0 {
+			recs = appendRecords(&e.next, ems, e.topics, t.partitions, t.t, now, d.cfg.Now())
+		}
+		if committing != nil {
+			if err := finish(); err != nil {
+				return err
+			}
+		}
+		if len(ems) == 0 {
+			return nil
+		}
+		committing, committed = make(chan commitResult, 1), ems
+		go func(done chan<- commitResult, recs []*kgo.Record) {
+			err := d.commit(ctx, t.p, recs)
+			done <- commitResult{err: err, at: d.cfg.Now()}
+		}(committing, recs)
+		e.next, e.spare = e.spare, e.next // the next batch must not write over the records being produced
+	}
+}
+
+// applyChanges takes the schedule changes this term was told of: a new or changed definition applies from the
+// first slot not emitted yet; a pause cancels the ticks emitted ahead; a deletion cancels them too and keeps the
+// state until they are past, or tombstones it at once.
+func (t *leaderTerm) applyChanges(ctx context.Context) error {
+	d, pl := t.d, t.pl
+	if err := t.repair(ctx); err != nil {
+		return err
+	}
+	now := d.cfg.Now()
+	var cancels []tick.Cancel
+	var gone []string
+	for _, name := range t.changes.take() {
+		old, known := pl.entry(name)
+		if e, ok := d.view.Get(name); ok {
+			if known && e.Spec().Paused && !old.Spec().Paused && pl.ahead(name, now) {
+				cancels = append(cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
+			}
+			pl.set(name, e, time.Time{})
+			d.metrics.next(name, e, pl.base(name))
+			t.logger.Info("schedule changed", "schedule", name, "version", e.Version, "paused", e.Spec().Paused)
+		} else if known {
+			if pl.remove(name, now) {
+				// Its ticks ahead are cancelled; its state stays until they are past (planner.graves).
+				cancels = append(cancels, tick.Cancel{Schedule: name, Before: old.Version + 1, After: now, Reason: tick.ReasonDeleted})
+			} else {
+				gone = append(gone, name)
+			}
+			d.metrics.forget(name)
+			t.logger.Info("schedule deleted", "schedule", name)
+		}
+	}
+	if err := d.cancel(ctx, t.p, t.partitions, cancels); err != nil {
+		return err
+	}
+	if err := d.tombstone(ctx, t.p, t.k, gone); err != nil {
+		return err
+	}
+	d.metrics.scheduleSeries(pl.entry, t.owned)
+	return nil
+}

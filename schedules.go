@@ -39,6 +39,8 @@ type Stored struct {
 	Version int64
 	// UpdatedAt is the record's time: slots at or before it are never caught up.
 	UpdatedAt time.Time
+	// Catchup is the catch-up policy in effect, the default filled in (the leader's reading of the schedule).
+	Catchup string
 }
 
 // Change is one write of Apply: Op is "+" (create), "~" (replace) or "-" (delete).
@@ -232,5 +234,5 @@ func (s *Schedules) get(ctx context.Context, name string) (store.Entry, error) {
 }
 
 func stored(e store.Entry) Stored {
-	return Stored{Schedule: e.Spec(), Version: e.Version, UpdatedAt: e.UpdatedAt}
+	return Stored{Schedule: e.Spec(), Version: e.Version, UpdatedAt: e.UpdatedAt, Catchup: e.Schedule.Catchup()}
 }

@@ -180,7 +180,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fmt.Fprintln(tw, "NAME\tSCHEDULE\tSHARDS\tCATCHUP\tPAUSED\tVERSION\tUPDATED")
 		for _, e := range entries {
 			s := e.Schedule
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\t%s\n", s.Name, s.Describe(), max(s.Shards, 1), orDefault(s.Catchup, schedule.DefaultCatchup), s.Paused, e.Version, e.UpdatedAt.Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\t%s\n", s.Name, s.Describe(), max(s.Shards, 1), e.Catchup, s.Paused, e.Version, e.UpdatedAt.Format(time.RFC3339))
 		}
 		return tw.Flush()
 	case "delete":
@@ -237,13 +237,6 @@ func apply(ctx context.Context, client *tickgroup.Schedules, specs []schedule.Sp
 	}
 	fmt.Fprintf(stdout, "%d change(s) written\n", len(changes))
 	return nil
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func entryJSON(e tickgroup.Stored) map[string]any {

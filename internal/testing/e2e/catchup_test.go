@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
+	"github.com/tickgroup/tickgroup/internal/leaderstate"
 )
 
 // TestTickerOutageCatchup: every replica down for more than 10 s; on restart each catch-up policy does what it
@@ -207,7 +207,7 @@ func tickerStateHas(t *testing.T, f *fleet, schedule string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state, err := dispatch.ReadState(context.Background(), opts, f.ns+".ticker", nil)
+	state, err := leaderstate.Read(context.Background(), opts, f.ns+".ticker", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
+	"github.com/tickgroup/tickgroup/internal/leaderstate"
 	"github.com/tickgroup/tickgroup/internal/store"
 )
 
@@ -52,7 +52,7 @@ func TestStateFromTheFuture(t *testing.T) {
 	ticks, replicas, lead := beatFleet(t, 6)
 	f := fleetOf(replicas[0])
 	far := time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC)
-	f.writeTicker(t, "beat", dispatch.EncodeState(dispatch.State{LastSlot: far, ScheduleVersion: 0}))
+	f.writeTicker(t, "beat", leaderstate.EncodeState(leaderstate.State{LastSlot: far, ScheduleVersion: 0}))
 	lead.signal(syscall.SIGKILL)
 	next := leaderOf(t, 20*time.Second, without(replicas, lead)...)
 	settleAndCheck(t, ticks)

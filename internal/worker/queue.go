@@ -259,9 +259,11 @@ func (l *lane) startLocked(it *item, now time.Time) *item {
 }
 
 // handledLocked records that the lane is done with it (its outcome may still be in flight) and frees its key.
-// When its run outlasted its period (it ran longer than the spacing between its instant and its successor's),
-// the scheduled ticks of its key that fell due while it ran are marked overran; a run of a backlog (late, but
-// shorter than the period) marks nothing, so a backlog drains in order. Called with w.mu held.
+// When its run outlasted its period (it ran longer than the spacing between its slot and its successor's), the
+// scheduled ticks of its key that fell due while it ran are marked overran; a run of a backlog (late, but
+// shorter than the period) marks nothing, so a backlog drains in order. Slots are whole seconds apart, so a run
+// shorter than a second outlasts nothing and the queue is not scanned: a backlog of fast runs costs no scan per
+// run. Called with w.mu held.
 func (l *lane) handledLocked(it *item, now time.Time) {
 	it.handled, it.running = true, false
 	if it.jump {
@@ -271,7 +273,7 @@ func (l *lane) handledLocked(it *item, now time.Time) {
 		return
 	}
 	delete(l.busy, it.key)
-	if it.t.Trigger {
+	if it.t.Trigger || now.Sub(it.began) < time.Second {
 		return
 	}
 	outlasted := false
@@ -292,7 +294,7 @@ func (l *lane) handledLocked(it *item, now time.Time) {
 		}
 		if !outlasted {
 			// c is the successor: the run outlasted its period when it went on past the period's length.
-			if period := due.Sub(it.t.StartAt()); period <= 0 || now.Sub(it.began) <= period {
+			if period := c.t.Slot.Sub(it.t.Slot); period <= 0 || now.Sub(it.began) <= period {
 				return
 			}
 			outlasted = true

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -91,14 +92,19 @@ func TestStartError(t *testing.T) {
 func TestLeaseExpiry(t *testing.T) {
 	t.Parallel()
 	s := setup(t)
-	deadline := time.Now().Add(300 * time.Millisecond).UnixNano()
-	begin := time.Now()
-	e := start(t, s, "x", "sleep 60", func() int64 { return deadline }).Wait()
+	// An hour at the start; once the program runs, the lease is moved to end 300 ms later, as a lane whose
+	// renewals stop would leave it (the client sends the moved deadline within leasePoll).
+	var deadline atomic.Int64
+	deadline.Store(time.Now().Add(time.Hour).UnixNano())
+	r := start(t, s, "x", "sleep 60", deadline.Load)
+	moved := time.Now()
+	deadline.Store(moved.Add(300 * time.Millisecond).UnixNano())
+	e := r.Wait()
 	if !e.LeaseExpired || !e.Status.Signaled() {
 		t.Fatalf("got %+v, want a run killed at its lease's end", e)
 	}
-	if d := time.Since(begin); d > 10*time.Second {
-		t.Errorf("killed %s after the start with a 300 ms lease", d)
+	if d := time.Since(moved); d > 10*time.Second {
+		t.Errorf("killed %s after the lease was moved 300 ms ahead", d)
 	}
 	past := time.Now().Add(-time.Second).UnixNano()
 	stdin, _ := os.Open(os.DevNull)

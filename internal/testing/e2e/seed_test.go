@@ -51,10 +51,14 @@ func TestSeedOneBinaryOnEveryHost(t *testing.T) {
 		hosts[victim].signal(syscall.SIGKILL)
 		_ = hosts[victim].wait(t, 10*time.Second)
 		t.Logf("round %d: killed %s", round, victim)
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the restart's delay: part of the fault
 		start(victim)
 	}
-	time.Sleep(10 * time.Second)
+	after := len(readRuns(t, record))
+	waitFor(t, 60*time.Second, "5 runs after the last restart", func() (bool, string) {
+		n := len(readRuns(t, record)) - after
+		return n >= 5, fmt.Sprint(n)
+	})
 	for _, p := range live() {
 		p.signal(syscall.SIGTERM)
 	}

@@ -193,11 +193,12 @@ func (s *Schedules) Plan(ctx context.Context, want []Schedule, prune bool) ([]Ch
 
 // Apply writes the changes Plan returns, and returns them.
 func (s *Schedules) Apply(ctx context.Context, want []Schedule, prune bool) ([]Change, error) {
-	changes, err := s.Plan(ctx, want, prune)
-	if err != nil {
-		return nil, err
+	changes, err := s.Plan(ctx, want, prune) // it made the topic
+	if err != nil || len(changes) == 0 {
+		return changes, err
 	}
-	return changes, s.Write(ctx, changes)
+	_, err = store.Write(ctx, s.cl, s.names.Schedules, changes)
+	return changes, err
 }
 
 // Write writes changes (from Plan), creating the schedules topic if it is missing.

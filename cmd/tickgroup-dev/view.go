@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -84,14 +83,21 @@ func (v *view) emitted(ctx context.Context, r *kgo.Record) {
 }
 
 func (v *view) ran(r *kgo.Record) {
-	var o worker.Outcome
-	if err := json.Unmarshal(r.Value, &o); err != nil {
-		v.scr.event("RUN", colorRed, "%-36s  unreadable outcome: %v", string(r.Key), err)
+	if r.Value == nil {
+		return // a tombstone
+	}
+	// The ledger's claims, starts and releases share the topic; a batch record holds several entries.
+	os, err := worker.Outcomes(r.Value)
+	if err != nil {
+		v.scr.event("RUN", colorRed, "%-36s  unreadable ledger record: %v", string(r.Key), err)
 		return
 	}
-	if o.Kind != "" && o.Kind != "outcome" {
-		return // the ledger's claim, started and released entries share the topic
+	for _, o := range os {
+		v.outcome(o)
 	}
+}
+
+func (v *view) outcome(o worker.Outcome) {
 	color := colorGreen
 	if o.Status != worker.StatusOK {
 		color = colorRed

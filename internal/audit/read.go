@@ -47,7 +47,7 @@ type gap struct{ from, to int64 } // [from, to)
 type reader struct {
 	l     *Log
 	folds map[int32]*ledger.Fold // by work partition: which started entries are valid
-	src   map[*Tick][]int32      // results partition of each ledger entry, to apply tombstones
+	src   map[*Tick][]int32      // results partition of each ledger entry (-1: from a batch record), to apply tombstones
 }
 
 func newReader() *reader {
@@ -125,11 +125,22 @@ func (r *reader) result(rec *kgo.Record) {
 		t.Ledger, r.src[t] = keep, keepSrc
 		return
 	}
-	e, err := ledger.Decode(rec.Value)
+	es, err := ledger.Entries(rec.Value)
 	if err != nil {
 		r.l.Undecodable++
 		return
 	}
+	src := rec.Partition
+	if ledger.IsBatchKey(rec.Key) {
+		src = -1 // no tombstone of a tick ID reaches an entry in a batch record, as no compaction does
+	}
+	for _, e := range es {
+		r.entry(rec, e, src)
+	}
+}
+
+// entry applies one ledger entry of rec (a batch's entries one by one); src is where a tombstone deletes it.
+func (r *reader) entry(rec *kgo.Record, e ledger.Entry, src int32) {
 	f := r.folds[e.Partition]
 	if f == nil {
 		f = ledger.NewFold(e.Partition)
@@ -158,7 +169,7 @@ func (r *reader) result(rec *kgo.Record) {
 		t.Slot = e.Slot.UTC()
 	}
 	t.Ledger = append(t.Ledger, e)
-	r.src[t] = append(r.src[t], rec.Partition)
+	r.src[t] = append(r.src[t], src)
 }
 
 // markPartial trims each definition to the versions known to be complete and marks it partial when older

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzDecode: Decode never panics, its errors are short (never the whole record), and an entry it accepts
@@ -15,6 +16,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"v":1,"kind":"` + strings.Repeat("k", 5000) + `"}`))
 	f.Add([]byte(`{"v":1,"kind":"started","id":"` + strings.Repeat("i", 5000) + `","offset":-1}`))
 	f.Add([]byte(`{"v":"` + strings.Repeat("x", 5000) + `"}`))
+	f.Add(AppendBatch(nil, 0, "w", time.Unix(0, 0), [][]byte{Encode(Entry{Kind: KindStarted, ID: "a", Attempt: 1}), []byte(`{"id":"b","status":"ok"}`)}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := Decode(b)
 		if err != nil {

@@ -21,12 +21,18 @@
 //   - outcome (key: tick ID): the tick's final result (ok, failed, skipped_late, skipped_overlap,
 //     dead_lettered, interrupted). Records written before the ledger existed have no "kind" and a "status":
 //     they are outcomes.
+//
+// A worker that has several entries for one partition ready at once writes them as one batch record (key
+// "~batch/<p>/<worker>/<nonce>", unique, so that compaction never drops it for another record's sake; retention
+// removes it): its entries count as if they had been written one after the other at the batch's offset, in
+// their order. A batch holds no claim and no batch. Readers expand it with Entries.
 package ledger
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,7 +50,11 @@ const (
 	KindReleased = "released"
 	KindRenewed  = "renewed"
 	KindOutcome  = "outcome"
+	KindBatch    = "batch"
 )
+
+// MaxBatch is the most entries a batch may hold.
+const MaxBatch = 1000
 
 // Outcome statuses.
 const (
@@ -91,6 +101,56 @@ type Entry struct {
 	// LeaseMS is the lease the writer gives its running handlers: in a claim, for every run of its own; in a
 	// started or renewed entry, for that run. A run that is not renewed ends within that long of its last proof.
 	LeaseMS int64 `json:"lease_ms,omitempty"`
+	// Entries are a batch's entries, in the order they count.
+	Entries []Entry `json:"entries,omitempty"`
+}
+
+// Each returns the entries e stands for: a batch's entries, or e itself.
+func (e Entry) Each() []Entry {
+	if e.Kind == KindBatch {
+		return e.Entries
+	}
+	return []Entry{e}
+}
+
+// Entries decodes a ledger record value into the entries it stands for (see Decode and Each).
+func Entries(b []byte) ([]Entry, error) {
+	e, err := Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	return e.Each(), nil
+}
+
+// BatchKey is the record key of a batch of partition p's entries written by worker; nonce makes it unique.
+func BatchKey(p int32, worker, nonce string) []byte {
+	return []byte("~batch/" + strconv.Itoa(int(p)) + "/" + worker + "/" + nonce)
+}
+
+// IsBatchKey reports whether key is a batch's key.
+func IsBatchKey(key []byte) bool { return strings.HasPrefix(string(key), "~batch/") }
+
+// AppendBatch appends to dst the value of a batch record of partition p written by worker at at, whose
+// entries are encoded (each one a value Encode, or a worker's outcome record, wrote).
+func AppendBatch(dst []byte, p int32, worker string, at time.Time, encoded [][]byte) []byte {
+	w, _ := json.Marshal(worker)
+	ts, _ := at.UTC().MarshalJSON()
+	dst = append(dst, `{"v":`...)
+	dst = strconv.AppendInt(dst, Version, 10)
+	dst = append(dst, `,"kind":"batch","partition":`...)
+	dst = strconv.AppendInt(dst, int64(p), 10)
+	dst = append(dst, `,"offset":0,"fence":0,"worker":`...)
+	dst = append(dst, w...)
+	dst = append(dst, `,"at":`...)
+	dst = append(dst, ts...)
+	dst = append(dst, `,"entries":[`...)
+	for i, b := range encoded {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, b...)
+	}
+	return append(dst, "]}"...)
 }
 
 // ClaimKey is the record key of partition p's claims.
@@ -99,6 +159,12 @@ func ClaimKey(p int32) []byte { return []byte("~claim/" + strconv.Itoa(int(p))) 
 // Encode returns e's JSON form, with V set.
 func Encode(e Entry) []byte {
 	e.V = Version
+	if e.Entries != nil {
+		e.Entries = slices.Clone(e.Entries)
+		for i := range e.Entries {
+			e.Entries[i].V = Version
+		}
+	}
 	b, err := json.Marshal(e)
 	if err != nil { // cannot happen: every field marshals
 		panic(fmt.Sprintf("ledger: encoding entry: %v", err))
@@ -113,28 +179,58 @@ func Decode(b []byte) (Entry, error) {
 	if err := json.Unmarshal(b, &e); err != nil {
 		return Entry{}, fmt.Errorf("decoding ledger entry: %w", errlimit.Wrap(err))
 	}
+	if err := check(&e, true); err != nil {
+		return Entry{}, err
+	}
+	return e, nil
+}
+
+// check validates a decoded entry (a batch's entries too, when top is set).
+func check(e *Entry, top bool) error {
 	if e.Kind == "" && e.Status != "" {
 		e.Kind, e.V = KindOutcome, max(e.V, Version)
 	}
 	if e.V != Version {
-		return Entry{}, fmt.Errorf("decoding ledger entry: version %d: %w", e.V, ErrUnknownVersion)
+		return fmt.Errorf("decoding ledger entry: version %d: %w", e.V, ErrUnknownVersion)
+	}
+	if e.Kind != KindBatch && e.Entries != nil {
+		return fmt.Errorf("decoding ledger entry: a %s with entries", truncate(e.Kind, 32))
 	}
 	switch e.Kind {
+	case KindBatch:
+		if !top {
+			return errors.New("decoding ledger entry: a batch inside a batch")
+		}
+		if len(e.Entries) == 0 || len(e.Entries) > MaxBatch {
+			return fmt.Errorf("decoding ledger entry: a batch of %d entries (1 to %d)", len(e.Entries), MaxBatch)
+		}
+		for i := range e.Entries {
+			x := &e.Entries[i]
+			if x.Kind == KindClaim {
+				return errors.New("decoding ledger entry: a claim inside a batch")
+			}
+			if err := check(x, false); err != nil {
+				return err
+			}
+			if x.Partition != e.Partition {
+				return errors.New("decoding ledger entry: a batch entry of another partition")
+			}
+		}
 	case KindClaim:
 	case KindStarted, KindReleased, KindOutcome, KindRenewed:
 		if e.ID == "" {
-			return Entry{}, fmt.Errorf("decoding ledger entry: %s without a tick id", e.Kind)
+			return fmt.Errorf("decoding ledger entry: %s without a tick id", e.Kind)
 		}
 		if e.Kind == KindOutcome && e.Status == "" {
-			return Entry{}, errors.New("decoding ledger entry: outcome without a status")
+			return errors.New("decoding ledger entry: outcome without a status")
 		}
 	default:
-		return Entry{}, fmt.Errorf("decoding ledger entry: unknown kind %q", truncate(e.Kind, 32))
+		return fmt.Errorf("decoding ledger entry: unknown kind %q", truncate(e.Kind, 32))
 	}
 	if e.Partition < 0 || e.Offset < 0 {
-		return Entry{}, errors.New("decoding ledger entry: negative partition or offset")
+		return errors.New("decoding ledger entry: negative partition or offset")
 	}
-	return e, nil
+	return nil
 }
 
 func truncate(s string, n int) string {

@@ -50,6 +50,7 @@ type lane struct {
 	open      int             // every record of queue[:open] is handled: where pick starts
 	jumps     int             // unhandled records of the queue that need not wait (triggers)
 	busy      map[string]bool // the keys (itemKey) with a record running
+	keys      map[string]int  // the keys of the queue's unhandled records, with their counts
 	blocked   map[string]bool // pick's scratch: the keys seen in this scan
 	elsewhere map[string]bool // pick's scratch: the keys whose trigger runs on another worker
 	// waitsOnLedger: pick left a key waiting for another worker's run of its tick
@@ -71,6 +72,7 @@ func (w *Worker) newLane(p int32) *lane {
 		wake:      make(chan struct{}, 1),
 		cancels:   map[string][]tick.Cancel{},
 		busy:      map[string]bool{},
+		keys:      map[string]int{},
 		blocked:   map[string]bool{},
 		elsewhere: map[string]bool{},
 		ctx:       ctx,
@@ -439,17 +441,16 @@ func (l *lane) publish(it *item, o Outcome) {
 	rec := it.rec
 	l.ledger.raiseLimit(rec.Offset + 1)
 	l.pending.Add(1)
-	w.prod.Produce(context.WithoutCancel(l.ctx), w.resultRecord(rec, o, w.resultParts), func(r *kgo.Record, err error) {
+	r := w.resultRecord(rec, o, w.resultParts)
+	w.out.add(r.Partition, &outEntry{key: r.Key, value: r.Value, e: o.entry(), done: func(_ int64, err error) {
 		defer l.pending.Done()
 		if err != nil {
 			// The tick has run (or been dead-lettered); holding its offset back would only run it again.
 			w.m.outcomeErrs.Inc()
 			w.logger.Error("writing outcome", "tick_id", o.ID, "partition", rec.Partition, "offset", rec.Offset, "error", err)
-		} else {
-			w.tail.remember(r.Partition, r.Offset, o.entry())
 		}
 		l.finish(it)
-	})
+	}})
 }
 
 // waitPending waits up to d for the lane's outcome records to be acknowledged.

@@ -42,10 +42,15 @@ type tail struct {
 
 	mu    sync.Mutex
 	lanes map[int32][]*laneLedger
-	// own holds this worker's own entries, by partition and ledger offset, from their acknowledgement until
-	// the tail reads them, so that it need not decode what it wrote; read is the next offset to read.
-	own  map[int32]map[int64]ledger.Entry
+	// own holds this worker's own entries (a record's: one, or a batch's), by partition and ledger offset, from
+	// their acknowledgement until the tail reads them, so that it need not decode what it wrote; read is the
+	// next offset to read.
+	own  map[int32]map[int64][]ledger.Entry
 	read map[int32]int64
+	// batches holds this worker's batch records, by partition and record key, from before they are produced
+	// until the tail reads them (their offset is not known before the acknowledgement, which may come after the
+	// tail read the record).
+	batches map[int32]map[string][]ledger.Entry
 }
 
 // maxOwn bounds the entries a tail remembers per partition.
@@ -80,8 +85,8 @@ type laneLedger struct {
 const refusalWarnEvery = 10 * time.Second
 
 func newTail(cl *kgo.Client, w *Worker) *tail {
-	return &tail{cl: cl, topic: w.names.Results, w: w, lanes: map[int32][]*laneLedger{}, own: map[int32]map[int64]ledger.Entry{},
-		read: map[int32]int64{}}
+	return &tail{cl: cl, topic: w.names.Results, w: w, lanes: map[int32][]*laneLedger{}, own: map[int32]map[int64][]ledger.Entry{},
+		read: map[int32]int64{}, batches: map[int32]map[string][]ledger.Entry{}}
 }
 
 // run applies ledger entries until ctx ends or the client is closed.
@@ -119,25 +124,55 @@ func (t *tail) feed(fetches kgo.Fetches, apply func(kgo.FetchTopicPartition)) {
 
 // takeOwn returns, for each of recs, the entry this worker wrote at its offset (nil: decode it), and moves the
 // partition's read position past them. Called with t.mu held.
-func (t *tail) takeOwn(p int32, recs []*kgo.Record) []*ledger.Entry {
+func (t *tail) takeOwn(p int32, recs []*kgo.Record) [][]ledger.Entry {
 	t.read[p] = max(t.read[p], recs[len(recs)-1].Offset+1)
-	own := t.own[p]
-	if len(own) == 0 {
+	own, batches := t.own[p], t.batches[p]
+	if len(own) == 0 && len(batches) == 0 {
 		return nil
 	}
-	known := make([]*ledger.Entry, len(recs))
+	known := make([][]ledger.Entry, len(recs))
 	for i, r := range recs {
-		if e, ok := own[r.Offset]; ok {
-			known[i] = &e
+		if es, ok := own[r.Offset]; ok {
+			known[i] = es
 			delete(own, r.Offset)
+		} else if es, ok := batches[string(r.Key)]; ok && ledger.IsBatchKey(r.Key) {
+			known[i] = es
+			delete(batches, string(r.Key))
 		}
 	}
 	return known
 }
 
-// remember keeps e, acknowledged at ledger offset o of partition p, for the tail to apply without decoding it,
-// unless the tail has read that offset already.
-func (t *tail) remember(p int32, o int64, e ledger.Entry) {
+// expectBatch keeps es, the entries of the batch record with key that this worker is about to write to
+// partition p, for the tail to apply without decoding them; forgetBatch drops them when the write failed.
+func (t *tail) expectBatch(p int32, key string, es []ledger.Entry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, reading := t.lanes[p]; !reading {
+		return
+	}
+	m := t.batches[p]
+	if m == nil {
+		m = map[string][]ledger.Entry{}
+		t.batches[p] = m
+	}
+	if len(m) < maxOwn {
+		for i := range es {
+			es[i].V = ledger.Version
+		}
+		m[key] = es
+	}
+}
+
+func (t *tail) forgetBatch(p int32, key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.batches[p], key)
+}
+
+// remember keeps es, the entries of the record acknowledged at ledger offset o of partition p, for the tail to
+// apply without decoding them, unless the tail has read that offset already.
+func (t *tail) remember(p int32, o int64, es []ledger.Entry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, reading := t.lanes[p]; !reading || o < t.read[p] {
@@ -145,12 +180,14 @@ func (t *tail) remember(p int32, o int64, e ledger.Entry) {
 	}
 	own := t.own[p]
 	if own == nil {
-		own = map[int64]ledger.Entry{}
+		own = map[int64][]ledger.Entry{}
 		t.own[p] = own
 	}
 	if len(own) < maxOwn {
-		e.V = ledger.Version
-		own[o] = e
+		for i := range es {
+			es[i].V = ledger.Version
+		}
+		own[o] = es
 	}
 }
 
@@ -219,13 +256,14 @@ func (t *tail) remove(ll *laneLedger) {
 	}
 	delete(t.lanes, ll.partition)
 	delete(t.own, ll.partition)
+	delete(t.batches, ll.partition)
 	delete(t.read, ll.partition)
 	t.cl.RemoveConsumePartitions(map[string][]int32{t.topic: {ll.partition}})
 }
 
 // apply applies recs to the fold; known, when not nil, holds the entries this worker wrote itself (nil for
 // the others, which are decoded).
-func (ll *laneLedger) apply(recs []*kgo.Record, known []*ledger.Entry, w *Worker) {
+func (ll *laneLedger) apply(recs []*kgo.Record, known [][]ledger.Entry, w *Worker) {
 	ll.mu.Lock()
 	defer ll.mu.Unlock()
 	for i, r := range recs {
@@ -236,12 +274,12 @@ func (ll *laneLedger) apply(recs []*kgo.Record, known []*ledger.Entry, w *Worker
 		if r.Value == nil {
 			continue // a tombstone (an operator's deletion); the ledger keeps what it has
 		}
-		var e ledger.Entry
+		var es []ledger.Entry
 		if known != nil && known[i] != nil {
-			e = *known[i]
+			es = known[i]
 		} else {
 			var err error
-			if e, err = ledger.Decode(r.Value); err != nil {
+			if es, err = ledger.Entries(r.Value); err != nil {
 				w.m.ledgerBad.Inc()
 				w.logger.Warn("unreadable ledger entry: ignored", "partition", r.Partition, "offset", r.Offset, "error", err)
 				continue
@@ -253,8 +291,10 @@ func (ll *laneLedger) apply(recs []*kgo.Record, known []*ledger.Entry, w *Worker
 		if now := time.Now(); ts.After(now) {
 			ts = now
 		}
-		if why := ll.fold.Apply(e, r.Offset, ts); why != "" {
-			ll.refusedLocked(w, why, "ledger_offset", r.Offset, "kind", e.Kind, "writer", e.Worker, "fence", e.Fence, "work_offset", e.Offset)
+		for _, e := range es { // a batch's entries count as if written one after the other at its offset
+			if why := ll.fold.Apply(e, r.Offset, ts); why != "" {
+				ll.refusedLocked(w, why, "ledger_offset", r.Offset, "kind", e.Kind, "writer", e.Worker, "fence", e.Fence, "work_offset", e.Offset)
+			}
 		}
 	}
 	if ll.fence > 0 && (ll.fold.Owner != ll.self || ll.fold.Fence != ll.fence) && !ll.fenced {
@@ -593,13 +633,17 @@ func (w *Worker) workEnd(ctx context.Context, p int32) (int64, error) {
 	return lo.Offset, nil
 }
 
-// writeLedger writes e to partition p's ledger and returns its ledger offset once acknowledged.
+// writeLedger writes e to partition p's ledger and returns its ledger offset once acknowledged. A claim is a
+// record of its own; other entries may share a batch record (ledgerOut).
 func (w *Worker) writeLedger(ctx context.Context, p int32, key []byte, e ledger.Entry) (int64, error) {
+	if e.Kind != ledger.KindClaim {
+		return w.out.write(ctx, p, key, e)
+	}
 	r := &kgo.Record{Topic: w.names.Results, Partition: p, Key: key, Value: ledger.Encode(e)}
 	if err := w.prod.ProduceSync(ctx, r).FirstErr(); err != nil {
 		return 0, kafka.NeedACL(err, "Write", "topic", w.names.Results)
 	}
-	w.tail.remember(p, r.Offset, e)
+	w.tail.remember(p, r.Offset, []ledger.Entry{e})
 	return r.Offset, nil
 }
 

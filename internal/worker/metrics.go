@@ -34,6 +34,7 @@ type metrics struct {
 	deadLetterErrs prometheus.Counter
 	ledgerSkips    *prometheus.CounterVec
 	takeover       prometheus.Histogram
+	ledgerBatch    prometheus.Histogram
 }
 
 // newMetrics registers the worker's metrics on reg (nothing is registered when reg is nil).
@@ -103,6 +104,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time a lane took to claim its partition in the ledger and read the ledger up to its claim.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
+		ledgerBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tickgroup_worker_ledger_batch_entries",
+			Help:    "Ledger entries (starts, renewals, releases, outcomes) per record this worker wrote to the results topic: entries that wait for the partition's record in flight go together in the next one.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000},
+		}),
 	}
 	for _, d := range []string{"finished", "rerun", "interrupted"} {
 		m.ledgerSkips.WithLabelValues(d)
@@ -114,7 +120,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.deadLetters.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.cancelsRefused, m.ledgerSkips, m.takeover)
+		reg.MustRegister(m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.cancelsRefused, m.ledgerSkips, m.takeover, m.ledgerBatch)
 	}
 	return m
 }

@@ -190,3 +190,26 @@ func errString(err error) string {
 	}
 	return s
 }
+
+// Outcomes returns the outcomes a results record's value holds: none for a claim, start, renewal or release,
+// one for an outcome record, and a batch's (ledger.KindBatch) in their order.
+func Outcomes(value []byte) ([]Outcome, error) {
+	es, err := ledger.Entries(value)
+	if err != nil {
+		return nil, err
+	}
+	var out []Outcome
+	for _, e := range es {
+		if e.Kind != ledger.KindOutcome {
+			continue
+		}
+		o := Outcome{V: e.V, Kind: e.Kind, ID: e.ID, Schedule: e.Schedule, Slot: e.Slot, Status: e.Status, Attempts: e.Attempts,
+			DurationMS: e.DurationMS, Worker: e.Worker, Error: e.Error, Partition: e.Partition, Offset: e.Offset, Fence: e.Fence,
+			Interrupted: e.Interrupted}
+		if e.FinishedAt != nil {
+			o.FinishedAt = *e.FinishedAt
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}

@@ -94,6 +94,9 @@ func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
 		if it.jump {
 			l.jumps++
 		}
+		if !it.handled && it.key != "" {
+			l.keys[it.key]++
+		}
 	}
 	if l.ncancels > maxCancels {
 		l.pruneCancelsLocked()
@@ -198,6 +201,10 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 	for l.open < len(l.queue) && l.queue[l.open].handled {
 		l.open++
 	}
+	// covered counts the keys that cannot start a record now: those running one (each is a key of l.keys:
+	// its running record is not handled), and those seen waiting for a run elsewhere. Without triggers, the
+	// scan ends when it covers every key: what lies further is of those keys.
+	covered := len(l.busy)
 	for _, c := range l.queue[l.open:] {
 		if c.handled || c.running {
 			continue
@@ -216,6 +223,9 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 		}
 		blocked[c.key] = true
 		if l.busy[c.key] {
+			if l.jumps == 0 && covered >= len(l.keys) {
+				break // every key with a record queued runs one or waits for a run elsewhere: nothing may start
+			}
 			continue
 		}
 		due := c.startAt.Add(-w.cfg.PreStart)
@@ -226,6 +236,9 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 				l.waitsOnLedger = true
 				if wait == 0 || until.Sub(now) < wait {
 					wait = until.Sub(now)
+				}
+				if covered++; l.jumps == 0 && covered >= len(l.keys) {
+					break
 				}
 				continue
 			}
@@ -273,6 +286,11 @@ func (l *lane) handledLocked(it *item, now time.Time) {
 		return
 	}
 	delete(l.busy, it.key)
+	if n := l.keys[it.key] - 1; n > 0 {
+		l.keys[it.key] = n
+	} else {
+		delete(l.keys, it.key)
+	}
 	if it.t.Trigger || now.Sub(it.began) < time.Second {
 		return
 	}

@@ -225,8 +225,8 @@ func (b *testBundle) endOffset(t *testing.T, topic string, p int32) int64 {
 	return o.Offset
 }
 
-// ledgerRecord is one record of a results partition: its offset, raw value, and its decoded entry (when it is
-// one; Err otherwise).
+// ledgerRecord is one entry of a results partition: its record's offset and raw value, and the entry (a batch
+// record gives one ledgerRecord per entry), or Err for a record that does not decode.
 type ledgerRecord struct {
 	Offset int64
 	Value  []byte
@@ -259,8 +259,13 @@ func (b *testBundle) readLedger(t *testing.T, p int32) []ledgerRecord {
 			if r.Offset >= end {
 				continue
 			}
-			e, err := ledger.Decode(r.Value)
-			out = append(out, ledgerRecord{Offset: r.Offset, Value: r.Value, Entry: e, Err: err})
+			es, err := ledger.Entries(r.Value)
+			if err != nil {
+				out = append(out, ledgerRecord{Offset: r.Offset, Value: r.Value, Err: err})
+			}
+			for _, e := range es { // a batch's entries, each at the batch's offset
+				out = append(out, ledgerRecord{Offset: r.Offset, Value: r.Value, Entry: e})
+			}
 		}
 		if len(out) > 0 && out[len(out)-1].Offset >= end-1 {
 			return out

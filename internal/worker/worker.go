@@ -67,6 +67,7 @@ type Worker struct {
 	clSet        chan struct{}
 	prod         *kgo.Client
 	tail         *tail      // the ledger reader
+	out          *ledgerOut // the ledger writer (entries other than claims)
 	start        kgo.Offset // the start offset given to kgo, compared in pinStart
 	startAt      time.Time  // when start was computed
 	resultParts  int
@@ -201,6 +202,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer tailCl.Close()
 	w.tail = newTail(tailCl, w)
+	w.out = newLedgerOut(w)
 	tailDone := make(chan struct{})
 	tailCtx, stopTail := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
@@ -287,6 +289,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	close(w.runq) // every lane has stopped: nothing is handed over any more
 	runners.Wait()
 	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	w.out.flush(flushCtx)
 	if err := prod.Flush(flushCtx); err != nil {
 		w.logger.Warn("flushing outcome records", "error", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/tick"
+	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
 // auditJSON is the part of `ticker audit --json` (and `ticker history --json`) this test reads: a consumer's view
@@ -165,10 +166,18 @@ func TestAuditAgreesWithTheLog(t *testing.T) {
 	}
 
 	// Delete the results of one executed slot: a tombstone on its key, in the results partition of its work
-	// partition (where its ledger entries are).
-	victim := tick.ID("beat", to.Add(-5*time.Second), 1, 2)
-	if lg.outcomes[victim] == 0 {
-		t.Fatalf("%s has no outcome to delete", victim)
+	// partition (where its ledger entries are). The slot is one whose outcome is a record of its own (an outcome
+	// that shares a batch record with others stays, as it does through compaction).
+	victim := ""
+	for back := 5; back < 15 && victim == ""; back++ {
+		for shard := 0; shard < 2 && victim == ""; shard++ {
+			if id := tick.ID("beat", to.Add(-time.Duration(back)*time.Second), shard, 2); lg.outcomes[id] > 0 && lg.keyed[id] == lg.outcomes[id] {
+				victim = id
+			}
+		}
+	}
+	if victim == "" {
+		t.Fatalf("no slot of beat in the 10 s before %s has an outcome record of its own to delete", to.Add(-5*time.Second))
 	}
 	produceTombstone(t, f, victim)
 	got, code = runAudit(t, f, "--to", to.Format(time.RFC3339), "--grace", "1s")
@@ -300,7 +309,8 @@ type indepLog struct {
 	emitted  map[string]int       // scheduled tick ID -> work records
 	slots    map[string]tick.Tick
 	records  map[string]*kgo.Record // the first work record of each tick
-	outcomes map[string]int         // tick ID -> outcome records (legacy or ledger), after tombstones
+	outcomes map[string]int         // tick ID -> outcomes (legacy or ledger, own records or in batches), after tombstones
+	keyed    map[string]int         // tick ID -> outcomes in records of their own (keyed by the tick ID)
 }
 
 func (l *indepLog) count(schedule string, to time.Time) (emitted, executed, doubled int) {
@@ -323,7 +333,7 @@ func (l *indepLog) count(schedule string, to time.Time) (emitted, executed, doub
 func readNamespace(t *testing.T, f *fleet) *indepLog {
 	t.Helper()
 	l := &indepLog{putAt: map[string]time.Time{}, emitted: map[string]int{}, slots: map[string]tick.Tick{}, outcomes: map[string]int{},
-		records: map[string]*kgo.Record{}}
+		keyed: map[string]int{}, records: map[string]*kgo.Record{}}
 	for _, r := range readAll(t, strings.Split(f.brokers, ","), f.ns+".schedules") {
 		if _, ok := l.putAt[string(r.Key)]; !ok {
 			l.putAt[string(r.Key)] = r.Timestamp
@@ -343,15 +353,17 @@ func readNamespace(t *testing.T, f *fleet) *indepLog {
 	recs := readAll(t, strings.Split(f.brokers, ","), f.ns+".results")
 	for _, r := range recs {
 		if r.Value == nil {
-			delete(l.outcomes, string(r.Key))
+			k := string(r.Key)
+			l.outcomes[k] -= l.keyed[k] // a tombstone deletes the records of its key, not a batch's entries
+			delete(l.keyed, k)
 			continue
 		}
-		var v struct {
-			Kind   string `json:"kind"`
-			Status string `json:"status"`
-		}
-		if json.Unmarshal(r.Value, &v) == nil && v.Status != "" && (v.Kind == "" || v.Kind == "outcome") {
-			l.outcomes[string(r.Key)]++
+		os, _ := worker.Outcomes(r.Value)
+		for _, o := range os {
+			l.outcomes[o.ID]++
+			if string(r.Key) == o.ID {
+				l.keyed[o.ID]++
+			}
 		}
 	}
 	return l

@@ -149,8 +149,8 @@ func TestE2ELedgerChurn(t *testing.T) {
 	// The ledger: exactly one outcome per tick, ok.
 	outcomes := map[string][]string{}
 	for _, r := range readAll(t, e.brokers, e.names.Results) {
-		var o worker.Outcome
-		if jsonUnmarshal(r.Value, &o) == nil && o.Kind == "outcome" {
+		os, _ := worker.Outcomes(r.Value)
+		for _, o := range os {
 			outcomes[o.ID] = append(outcomes[o.ID], o.Status+" by "+o.Worker)
 		}
 	}
@@ -210,9 +210,11 @@ func TestE2EInterruptedRerunAndSkip(t *testing.T) {
 	var out worker.Outcome
 	waitFor(t, 60*time.Second, "the outcome of the interrupted tick", func() (bool, string) {
 		for _, r := range readAll(t, e.brokers, e.names.Results) {
-			var o worker.Outcome
-			if string(r.Key) == y.ID && jsonUnmarshal(r.Value, &o) == nil && o.Kind == "outcome" {
-				out = o
+			os, _ := worker.Outcomes(r.Value)
+			for _, o := range os {
+				if o.ID == y.ID {
+					out = o
+				}
 			}
 		}
 		return out.Status != "", "no outcome yet"

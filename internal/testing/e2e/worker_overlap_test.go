@@ -45,8 +45,8 @@ func TestE2EOverlapSkipBoundsBacklog(t *testing.T) {
 	waitFor(t, 10*time.Second, "an outcome for every tick within two periods of the last slot", func() (bool, string) {
 		outs = map[string][]worker.Outcome{}
 		for _, r := range readAll(t, e.brokers, e.names.Results) {
-			var o worker.Outcome
-			if jsonUnmarshal(r.Value, &o) == nil && o.Kind == "outcome" {
+			os, _ := worker.Outcomes(r.Value)
+			for _, o := range os {
 				outs[o.ID] = append(outs[o.ID], o)
 			}
 		}
@@ -99,8 +99,8 @@ func TestE2EScheduleTimeoutOverridesWorker(t *testing.T) {
 	waitFor(t, 30*time.Second, "both outcomes", func() (bool, string) {
 		outs = map[string]worker.Outcome{}
 		for _, r := range readAll(t, e.brokers, e.names.Results) {
-			var o worker.Outcome
-			if jsonUnmarshal(r.Value, &o) == nil && o.Kind == "outcome" {
+			os, _ := worker.Outcomes(r.Value)
+			for _, o := range os {
 				outs[o.ID] = o
 			}
 		}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -492,9 +491,9 @@ func TestE2ERetriesAndDeadLetters(t *testing.T) {
 	waitFor(t, 30*time.Second, "outcome records", func() (bool, string) {
 		outcomes = map[string]worker.Outcome{}
 		for _, r := range readAll(t, e.brokers, e.names.Results) {
-			var o worker.Outcome
-			if err := jsonUnmarshal(r.Value, &o); err == nil && o.Kind == "outcome" {
-				outcomes[string(r.Key)] = o
+			os, _ := worker.Outcomes(r.Value)
+			for _, o := range os {
+				outcomes[o.ID] = o
 			}
 		}
 		return len(outcomes) >= 7, fmt.Sprintf("%d outcomes", len(outcomes))
@@ -586,4 +585,3 @@ func TestE2EForwardExactlyOnceUnderKills(t *testing.T) {
 	t.Logf("%d ticks forwarded exactly once across kills", len(want))
 }
 
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,208 @@
+package worker
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/ledger"
+)
+
+// ledgerOut writes a worker's ledger entries (all but claims), one record in flight per results partition:
+// entries that arrive while a partition's record is in flight wait, and go together in the next record, a batch
+// (ledger.KindBatch). A worker under load so pays one produce and one read-back for many starts and outcomes; an
+// idle one writes each entry at once, as a record of its own. Entries of one partition reach the log in the
+// order they were added, so a key's next start always follows its previous outcome.
+type ledgerOut struct {
+	w     *Worker
+	nonce string // this process's part of its batch keys
+
+	mu    sync.Mutex
+	parts map[int32]*outQueue
+	seq   uint64
+	idle  *sync.Cond // signalled when a partition's queue empties
+}
+
+// outQueue is one results partition's entries waiting for the record in flight.
+type outQueue struct {
+	sending bool
+	queue   []*outEntry
+}
+
+// outEntry is one entry to write: value is its record value on its own (a worker's outcome record, or
+// ledger.Encode), key its record key on its own; done is called once with the record's offset, or the error.
+type outEntry struct {
+	key   []byte
+	value []byte
+	e     ledger.Entry
+	done  func(offset int64, err error)
+
+	mu        sync.Mutex
+	abandoned bool // its writer stopped waiting before it was sent: it is not sent
+	sent      bool
+}
+
+// Bounds of one batch: entries (ledger.MaxBatch) and bytes (well below Kafka's default 1 MB record).
+const maxBatchBytes = 256 << 10
+
+func newLedgerOut(w *Worker) *ledgerOut {
+	o := &ledgerOut{w: w, nonce: strconv.FormatInt(time.Now().UnixNano(), 36), parts: map[int32]*outQueue{}}
+	o.idle = sync.NewCond(&o.mu)
+	return o
+}
+
+// add queues x for results partition p, and sends it at once when nothing is in flight there.
+func (o *ledgerOut) add(p int32, x *outEntry) {
+	o.mu.Lock()
+	q := o.parts[p]
+	if q == nil {
+		q = &outQueue{}
+		o.parts[p] = q
+	}
+	q.queue = append(q.queue, x)
+	if q.sending {
+		o.mu.Unlock()
+		return
+	}
+	q.sending = true
+	batch := o.takeLocked(p, q)
+	o.mu.Unlock()
+	o.send(p, batch)
+}
+
+// write writes e (key: its record key alone) to partition p and returns its ledger offset once acknowledged.
+// When ctx ends first, the entry is not sent if it has not been already.
+func (o *ledgerOut) write(ctx context.Context, p int32, key []byte, e ledger.Entry) (int64, error) {
+	type result struct {
+		offset int64
+		err    error
+	}
+	ch := make(chan result, 1)
+	x := &outEntry{key: key, value: ledger.Encode(e), e: e, done: func(off int64, err error) { ch <- result{off, err} }}
+	o.add(p, x)
+	select {
+	case r := <-ch:
+		return r.offset, r.err
+	case <-ctx.Done():
+		x.mu.Lock()
+		sent := x.sent
+		x.abandoned = !sent
+		x.mu.Unlock()
+		if !sent {
+			return 0, ctx.Err()
+		}
+		r := <-ch // sent: its fate is the record's, bounded by the producer's delivery timeout
+		return r.offset, r.err
+	}
+}
+
+// takeLocked removes from q the entries of its next record: as many as fit in a batch, abandoned ones dropped.
+// Called with o.mu held.
+func (o *ledgerOut) takeLocked(p int32, q *outQueue) []*outEntry {
+	var batch []*outEntry
+	size := 0
+	n := 0
+	for ; n < len(q.queue) && len(batch) < ledger.MaxBatch; n++ {
+		x := q.queue[n]
+		if len(batch) > 0 && size+len(x.value) > maxBatchBytes {
+			break
+		}
+		x.mu.Lock()
+		skip := x.abandoned
+		x.sent = !skip
+		x.mu.Unlock()
+		if skip {
+			continue
+		}
+		batch = append(batch, x)
+		size += len(x.value) + 1
+	}
+	q.queue = q.queue[n:]
+	if len(q.queue) == 0 {
+		q.queue = nil
+	}
+	return batch
+}
+
+// send produces batch as one record (the entry's own when it is alone) and, once acknowledged, reports to each
+// entry and sends what queued up meanwhile.
+func (o *ledgerOut) send(p int32, batch []*outEntry) {
+	if len(batch) == 0 {
+		o.next(p)
+		return
+	}
+	w := o.w
+	es := make([]ledger.Entry, len(batch))
+	for i, x := range batch {
+		es[i] = x.e
+	}
+	r := &kgo.Record{Topic: w.names.Results, Partition: p, Key: batch[0].key, Value: batch[0].value}
+	if len(batch) > 1 {
+		o.mu.Lock()
+		o.seq++
+		seq := o.seq
+		o.mu.Unlock()
+		values := make([][]byte, len(batch))
+		size := 0
+		for i, x := range batch {
+			values[i] = x.value
+			size += len(x.value) + 1
+		}
+		r.Key = ledger.BatchKey(p, w.cfg.WorkerID, o.nonce+"-"+strconv.FormatUint(seq, 36))
+		r.Value = ledger.AppendBatch(make([]byte, 0, size+200), p, w.cfg.WorkerID, w.cfg.Now(), values)
+		w.tail.expectBatch(p, string(r.Key), es)
+	}
+	w.prod.Produce(context.Background(), r, func(r *kgo.Record, err error) {
+		switch {
+		case err != nil:
+			err = kafka.NeedACL(err, "Write", "topic", w.names.Results)
+			if len(batch) > 1 {
+				w.tail.forgetBatch(p, string(r.Key))
+			}
+		case len(batch) == 1:
+			w.tail.remember(p, r.Offset, es)
+		}
+		if err == nil {
+			w.m.ledgerBatch.Observe(float64(len(batch)))
+		}
+		for _, x := range batch {
+			x.done(r.Offset, err)
+		}
+		go o.next(p)
+	})
+}
+
+// next sends partition p's waiting entries, or marks it idle.
+func (o *ledgerOut) next(p int32) {
+	o.mu.Lock()
+	q := o.parts[p]
+	if len(q.queue) == 0 {
+		q.sending = false
+		delete(o.parts, p)
+		o.idle.Broadcast()
+		o.mu.Unlock()
+		return
+	}
+	batch := o.takeLocked(p, q)
+	o.mu.Unlock()
+	o.send(p, batch)
+}
+
+// flush waits until every queued entry has been sent and acknowledged (or failed), or until ctx ends.
+func (o *ledgerOut) flush(ctx context.Context) {
+	stop := context.AfterFunc(ctx, func() {
+		o.mu.Lock()
+		o.idle.Broadcast()
+		o.mu.Unlock()
+	})
+	defer stop()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for len(o.parts) > 0 && ctx.Err() == nil {
+		o.idle.Wait()
+	}
+}

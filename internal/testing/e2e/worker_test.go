@@ -584,4 +584,3 @@ func TestE2EForwardExactlyOnceUnderKills(t *testing.T) {
 	}
 	t.Logf("%d ticks forwarded exactly once across kills", len(want))
 }
-

@@ -148,20 +148,7 @@ func (t *tail) takeOwn(p int32, recs []*kgo.Record) [][]ledger.Entry {
 func (t *tail) expectBatch(p int32, key string, es []ledger.Entry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, reading := t.lanes[p]; !reading {
-		return
-	}
-	m := t.batches[p]
-	if m == nil {
-		m = map[string][]ledger.Entry{}
-		t.batches[p] = m
-	}
-	if len(m) < maxOwn {
-		for i := range es {
-			es[i].V = ledger.Version
-		}
-		m[key] = es
-	}
+	keepOwn(t, t.batches, p, key, es)
 }
 
 func (t *tail) forgetBatch(p int32, key string) {
@@ -175,19 +162,27 @@ func (t *tail) forgetBatch(p int32, key string) {
 func (t *tail) remember(p int32, o int64, es []ledger.Entry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, reading := t.lanes[p]; !reading || o < t.read[p] {
+	if o >= t.read[p] {
+		keepOwn(t, t.own, p, o, es)
+	}
+}
+
+// keepOwn stores es under k in partition p's map of own entries in m, while the tail reads p and the map has
+// room. Called with t.mu held.
+func keepOwn[K comparable](t *tail, m map[int32]map[K][]ledger.Entry, p int32, k K, es []ledger.Entry) {
+	if _, reading := t.lanes[p]; !reading {
 		return
 	}
-	own := t.own[p]
+	own := m[p]
 	if own == nil {
-		own = map[int64][]ledger.Entry{}
-		t.own[p] = own
+		own = map[K][]ledger.Entry{}
+		m[p] = own
 	}
 	if len(own) < maxOwn {
 		for i := range es {
 			es[i].V = ledger.Version
 		}
-		own[o] = es
+		own[k] = es
 	}
 }
 

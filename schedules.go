@@ -145,11 +145,12 @@ func (s *Schedules) Trigger(ctx context.Context, name string) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(s.cl), s.names.Work)
+	spec := e.Spec()
+	work := s.names.Pool(spec.Pool).Work // the trigger runs in the schedule's pool
+	partitions, err := kafka.WorkPartitions(ctx, kadm.NewClient(s.cl), work)
 	if err != nil {
 		return nil, err
 	}
-	spec := e.Spec()
 	nonce := make([]byte, 4)
 	_, _ = rand.Read(nonce)
 	src := tick.Source{Schedule: spec.Name, Shards: spec.Shards, Payload: spec.Payload, Version: e.Version, Deadline: time.Duration(spec.Deadline),
@@ -160,7 +161,7 @@ func (s *Schedules) Trigger(ctx context.Context, name string) ([]string, error) 
 		if err != nil {
 			return nil, err
 		}
-		recs = append(recs, &kgo.Record{Topic: s.names.Work, Partition: t.Partition(partitions), Key: []byte(t.ID), Value: v})
+		recs = append(recs, &kgo.Record{Topic: work, Partition: t.Partition(partitions), Key: []byte(t.ID), Value: v})
 	}
 	if err := s.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return nil, fmt.Errorf("triggering %s: %w", spec.Name, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leader"
+	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
 	"github.com/tickgroup/tickgroup/internal/worklag"
 )
@@ -140,6 +141,7 @@ func (t *Ticker) Run(ctx context.Context) error {
 		Names:              names,
 		TransactionTimeout: cfg.TransactionTimeout,
 		Lead:               cfg.Lead,
+		PoolTopics:         kafka.TopicOptions{WorkPartitions: o.WorkPartitions, ReplicationFactor: o.ReplicationFactor},
 		ProducerOpts: func(k int32) []kgo.Opt {
 			if cfg.Registerer == nil {
 				return nil
@@ -272,4 +274,26 @@ func countLeaders(ctx context.Context, opts []kgo.Opt, names kafka.Names) (int, 
 	}
 	defer cl.Close()
 	return kafka.Leaders(ctx, kadm.NewClient(cl), names.Ticker)
+}
+
+// EnsurePoolTopics creates the missing topics of a worker pool other than the default (<ns>.pool.<pool>.work,
+// .results and .dlq), as `ticker init --pool` does; the leader also creates them when a schedule first names the
+// pool, where it may.
+func EnsurePoolTopics(ctx context.Context, k KafkaConfig, pool string, o TopicOptions) error {
+	if !schedule.ValidPool(pool) {
+		return fmt.Errorf("pool %q: want 1 to %d characters of a-z, 0-9, '_' and '-'", pool, schedule.MaxPoolLen)
+	}
+	opts, err := k.Opts(nil)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	_, err = kafka.EnsurePoolTopics(ctx, kadm.NewClient(cl), k.Names().Pool(pool), o)
+	return err
 }

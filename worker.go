@@ -54,6 +54,9 @@ type WorkerConfig struct {
 	// Start is where a new group starts reading a partition without a committed offset: "earliest", "latest",
 	// or a duration ago ("10m", the default).
 	Start string
+	// Pool is the worker pool served: the worker runs only the ticks of the schedules that name it
+	// (Schedule.Pool), from the pool's own topics and group. Defaults to the default pool.
+	Pool string
 	// Forward, when set, replaces the handler: every tick is republished to this topic in a transaction that
 	// also commits the consumed offsets (exactly once for effects that stay in Kafka). NewWorker then takes a
 	// nil Handler.
@@ -111,6 +114,7 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 		Lease:          cfg.Lease,
 		MaxClockSkew:   cfg.MaxClockSkew,
 		Forward:        cfg.Forward,
+		Pool:           cfg.Pool,
 	}
 	if cfg.SkipInterrupted {
 		wc.OnInterrupted = worker.OnInterruptedSkip
@@ -183,9 +187,13 @@ func prepareWorkerTopics(ctx context.Context, cfg worker.Config, logger *slog.Lo
 	adm := kadm.NewClient(cl)
 	tctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	names := cfg.Kafka.Names()
+	names := cfg.Kafka.Names().Pool(cfg.Pool)
 	// Only the worker's own topics: a worker needs no permission on the ticker and schedules topics.
-	if err := kafka.EnsureTopics(tctx, adm, names, kafka.TopicOptions{Needs: names.WorkerTopics()}); err != nil {
+	if names.PoolName == "" {
+		if err := kafka.EnsureTopics(tctx, adm, names, kafka.TopicOptions{Needs: names.WorkerTopics()}); err != nil {
+			return fmt.Errorf("preparing topics: %w", err)
+		}
+	} else if _, err := kafka.EnsurePoolTopics(tctx, adm, names, kafka.TopicOptions{}); err != nil {
 		return fmt.Errorf("preparing topics: %w", err)
 	}
 	if cfg.Forward == "" {

@@ -207,15 +207,18 @@ func runInit(ctx context.Context, args []string, getenv func(string) string, std
 		common  cli.Common
 		topics  topicFlags
 		leaders int
+		pools   string
 	)
 	common.Register(fs, "")
 	topics.register(fs)
+	fs.StringVar(&pools, "pool", "", "comma-separated worker pools whose topics to create too (<ns>.pool.NAME.work, .results, .dlq)")
 	fs.IntVar(&leaders, "leaders", 1, fmt.Sprintf("number of leaders (1-%d): partitions of <ns>.ticker; each leads the schedules that hash to it. Fixed once the namespace exists", kafka.MaxLeaders))
 	fs.Usage = cli.Usage(fs, `Usage: ticker init [flags]
 
 Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq, .clock) where missing, <ns>.ticker
-with one partition per leader, and check that an existing <ns>.ticker has --leaders partitions. 'ticker run' and
-'worker run' create missing topics at start-up too (with one leader).`)
+with one partition per leader, and check that an existing <ns>.ticker has --leaders partitions; with --pool, also
+the topics of those worker pools. 'ticker run' and 'worker run' create missing topics at start-up too (with one
+leader), and the leader creates a pool's topics when a schedule first names it, where it may.`)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -236,5 +239,15 @@ with one partition per leader, and check that an existing <ns>.ticker has --lead
 		return err
 	}
 	logger.Info("topics ready", "leaders", leaders, "ticker", names.Ticker, "schedules", names.Schedules, "work", names.Work, "results", names.Results, "dlq", names.DLQ, "clock", names.Clock)
+	for _, pool := range strings.Split(pools, ",") {
+		if pool = strings.TrimSpace(pool); pool == "" {
+			continue
+		}
+		if err := tickgroup.EnsurePoolTopics(ctx, common.Kafka, pool, topics.options()); err != nil {
+			return err
+		}
+		n := names.Pool(pool)
+		logger.Info("pool topics ready", "pool", pool, "work", n.Work, "results", n.Results, "dlq", n.DLQ)
+	}
 	return nil
 }

@@ -77,6 +77,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fs.StringVar(&spec.Overlap, "overlap", "", "a tick whose successor is already due when it could start: queue (run it anyway) or skip (skipped_overlap; the newest due tick runs); default: skip when the run before it outlasted the period, queue otherwise")
 		fs.Var(&timeout, "timeout", fmt.Sprintf("bound on one attempt of a tick, at most %s (0: the worker's --timeout, default none)", schedule.MaxTimeout))
 		fs.IntVar(&spec.MaxAttempts, "max-attempts", 0, "attempts per tick before the dead-letter topic (0: the worker's --max-attempts, default 3)")
+		fs.StringVar(&spec.Pool, "pool", "", "the worker pool that runs the ticks (worker run --pool NAME; default: the default pool)")
 		fs.Var(&start, "start", "no slot before this instant (RFC 3339)")
 		fs.Var(&end, "end", "no slot after this instant (RFC 3339)")
 		fs.BoolVar(&spec.Paused, "paused", false, "create the schedule paused")

@@ -52,6 +52,7 @@ type runFlags struct {
 	execEnv      string
 	http         string
 	forward      string
+	pool         string
 	concurrency  int
 	maxAttempts  int
 	backoff      time.Duration
@@ -98,6 +99,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&f.execEnv, "exec-env", "", "comma-separated variables the --exec program may see, a trailing * matches a prefix (AWS_*); TICKGROUP_* never passes (default: all but TICKGROUP_*)")
 	fs.StringVar(&f.http, "http", "", "URL to POST each tick to")
 	fs.StringVar(&f.forward, "forward", "", "topic to republish each tick to, exactly once (created when missing)")
+	fs.StringVar(&f.pool, "pool", "default", "the worker pool served: only the ticks of schedules with this pool run here (their own topics <ns>.pool.NAME.work, .results, .dlq and group; the default pool's are <ns>.work, ...)")
 	fs.IntVar(&f.concurrency, "concurrency", worker.DefaultConcurrency, "how many handlers may run at once, over all partitions (ticks of one schedule and shard run one at a time, in order)")
 	fs.IntVar(&f.maxAttempts, "max-attempts", worker.DefaultMaxAttempts, "attempts per tick before the dead-letter topic, for ticks whose schedule sets no max_attempts")
 	fs.DurationVar(&f.backoff, "backoff", worker.DefaultBackoff, "delay before the first retry; doubles per retry, with jitter")
@@ -199,6 +201,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 		Start:           f.start,
 		SessionTimeout:  f.sessionTimeo,
 		Forward:         f.forward,
+		Pool:            f.pool,
 		SkipInterrupted: f.onInterrupt == worker.OnInterruptedSkip,
 		Lease:           f.lease,
 		InstanceID:      f.instanceID,

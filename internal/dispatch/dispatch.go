@@ -37,6 +37,9 @@ type Config struct {
 	// workers hold them until then). Zero emits each slot when it falls due. At most MaxLead. `ticker run`
 	// defaults it to DefaultLead.
 	Lead time.Duration
+	// PoolTopics shape the topics of a pool that a schedule names and that do not exist yet (the leader creates
+	// them where it may).
+	PoolTopics kafka.TopicOptions
 	// ProducerOpts, when set, returns extra options of leader k's producer only (its metrics hooks, for
 	// example). It is called once per term.
 	ProducerOpts func(k int32) []kgo.Opt
@@ -128,13 +131,16 @@ func (d *Dispatcher) observe(ems []emission, committed time.Time) {
 }
 
 // cancel writes cancels to every work partition, in one transaction of the term.
-func (d *Dispatcher) cancel(ctx context.Context, p *producer, partitions int, cancels []tick.Cancel) error {
+func (d *Dispatcher) cancel(ctx context.Context, p *producer, pools map[string]poolTopic, cancels []tick.Cancel) error {
 	if len(cancels) == 0 {
 		return nil
 	}
 	var recs []*kgo.Record
 	for _, c := range cancels {
-		recs = append(recs, cancel.Records(c, d.cfg.Names.Work, partitions)...)
+		// To every pool's work partitions: ticks emitted ahead may sit in the pool the schedule left.
+		for _, pt := range pools {
+			recs = append(recs, cancel.Records(c, pt.work, pt.partitions)...)
+		}
 	}
 	if err := d.commit(ctx, p, recs); err != nil {
 		return fmt.Errorf("cancelling the ticks ahead of %d paused or deleted schedule(s): %w", len(cancels), err)

@@ -72,6 +72,7 @@ type emission struct {
 	missed  int64
 	jitter  bool // the schedule has a jitter: a slot's due instant may not be the slot (see due)
 	metrics bool // the schedule opts in to metrics of its own
+	pool    string
 }
 
 // newEmission is the emission of slots, and missed passed over, by the schedule of it.
@@ -96,6 +97,7 @@ func newEmission(it *item, slots []time.Time, missed int64) emission {
 		missed:  missed,
 		jitter:  s.Jittered(),
 		metrics: s.Metrics(),
+		pool:    s.Pool(),
 	}
 }
 
@@ -573,6 +575,11 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		}
 		src := em.src
 		src.LeaderEpoch = int64(t.epoch)
+		work, parts := names.work, partitions
+		if em.pool != "" {
+			pt := names.pools[em.pool] // resolved before the schedule was planned (leaderTerm.ensurePools)
+			work, parts = pt.work, pt.partitions
+		}
 		name, shards := src.Schedule, max(src.Shards, 1)
 		hash := em.it.hash // of the name; 0 until the first key is written (the ID starts with the name)
 		for _, slot := range em.slots {
@@ -590,8 +597,8 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 					em.it.hash = hash
 				}
 				add(kgo.Record{
-					Topic:     names.work,
-					Partition: tick.PartitionOfHash(hash, shard, partitions),
+					Topic:     work,
+					Partition: tick.PartitionOfHash(hash, shard, parts),
 					Key:       key,
 					Value:     arena[v:len(arena):len(arena)],
 					Timestamp: stamp,
@@ -619,4 +626,15 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 	return recs
 }
 
-type recordTopics struct{ work, ticker string }
+// recordTopics are where appendRecords writes: the default pool's work topic, the ticker topic, and the other
+// pools' work topics with their partition counts.
+type recordTopics struct {
+	work, ticker string
+	pools        map[string]poolTopic
+}
+
+// poolTopic is a pool's work topic and its partition count.
+type poolTopic struct {
+	work       string
+	partitions int
+}

@@ -99,15 +99,16 @@ func (d *Dispatcher) refuseFuture(state map[string]stored, now time.Time, logger
 // checkState recovers the last slot of every schedule of pl whose state is missing (or was refused, see
 // refuseFuture) although it should have emitted by now, from its work partitions, and sets it in pl. It returns
 // the names whose state it recovered (their state records are rewritten, so the repair is made once).
-func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map[string]stored, pl *planner, partitions int, now time.Time, logger *slog.Logger) ([]string, error) {
-	// Nothing on the work topic to recover from (a new fleet): the schedules start from their change times, and
-	// the term does not visit each of them to find that out. The probe is only a shortcut: if it fails, the
-	// check goes on as without it.
-	from, err := d.lookbackRanges(ctx, adm, partitions, now)
-	if err == nil && len(from) == 0 {
+func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map[string]stored, pl *planner, pools map[string]poolTopic, now time.Time, logger *slog.Logger) ([]string, error) {
+	// Nothing on the default pool's work topic to recover from (a new fleet): the schedules start from their
+	// change times, and the term does not visit each of them to find that out. The probe is only a shortcut: if
+	// it fails, the check goes on as without it.
+	def := pools[""]
+	from, err := d.lookbackRanges(ctx, adm, def.work, def.partitions, now)
+	if err == nil && len(from) == 0 && len(pools) == 1 {
 		return nil, nil
 	}
-	var missing []string
+	missing := map[string][]string{} // by pool
 	for name, e := range pl.withoutState(state) {
 		if e.Schedule.Paused() {
 			continue
@@ -119,22 +120,30 @@ func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map
 		if first := e.Schedule.Next(e.UpdatedAt); first.IsZero() || first.After(now) {
 			continue // a new schedule: nothing was due yet
 		}
-		missing = append(missing, name)
-	}
-	if len(missing) == 0 {
-		return nil, nil
-	}
-	if from == nil {
-		if from, err = d.lookbackRanges(ctx, adm, partitions, now); err != nil {
-			return nil, err
-		}
-	}
-	found, err := d.newestSlots(ctx, from, pl, missing, partitions, now)
-	if err != nil {
-		return nil, err
+		missing[e.Schedule.Pool()] = append(missing[e.Schedule.Pool()], name)
 	}
 	var recovered []string
-	for _, name := range missing {
+	for pool, names := range missing {
+		pt, rng := pools[pool], from
+		if pool != "" || rng == nil {
+			if rng, err = d.lookbackRanges(ctx, adm, pt.work, pt.partitions, now); err != nil {
+				return nil, err
+			}
+		}
+		found, err := d.newestSlots(ctx, rng, pl, names, pt.work, pt.partitions, now)
+		if err != nil {
+			return nil, err
+		}
+		recovered = append(recovered, d.recovered(state, pl, names, found, logger)...)
+	}
+	return recovered, nil
+}
+
+// recovered sets in pl and state the newest slot found for each schedule of names (a schedule without one starts
+// from its change time) and returns the names it set.
+func (d *Dispatcher) recovered(state map[string]stored, pl *planner, names []string, found map[string]tick.Tick, logger *slog.Logger) []string {
+	var recovered []string
+	for _, name := range names {
 		t, ok := found[name]
 		if !ok {
 			continue // nothing emitted within the look-back: the schedule starts from its change time
@@ -147,13 +156,12 @@ func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map
 		logger.Warn("state missing for a schedule that has emitted before: recovered its last slot from the work topic",
 			"schedule", name, "last_slot", t.Slot, "schedule_version", t.ScheduleVersion)
 	}
-	return recovered, nil
+	return recovered
 }
 
 // lookbackRanges returns, per work partition with something to read, the offset its look-back starts at:
 // the first record of the last recoverLookback, at most recoverMaxRecords before its end.
-func (d *Dispatcher) lookbackRanges(ctx context.Context, adm *kadm.Client, partitions int, now time.Time) (map[int32]int64, error) {
-	topic := d.cfg.Names.Work
+func (d *Dispatcher) lookbackRanges(ctx context.Context, adm *kadm.Client, topic string, partitions int, now time.Time) (map[int32]int64, error) {
 	after, err := adm.ListOffsetsAfterMilli(ctx, now.Add(-recoverLookback).UnixMilli(), topic)
 	if err != nil {
 		return nil, fmt.Errorf("work-topic look-back: listing offsets: %w", err)
@@ -180,8 +188,7 @@ func (d *Dispatcher) lookbackRanges(ctx context.Context, adm *kadm.Client, parti
 
 // newestSlots reads the work partitions of the schedules named, each from its offset in from (read_committed),
 // and returns, per schedule, its newest scheduled tick (manual triggers do not count).
-func (d *Dispatcher) newestSlots(ctx context.Context, from map[int32]int64, pl *planner, names []string, partitions int, now time.Time) (map[string]tick.Tick, error) {
-	topic := d.cfg.Names.Work
+func (d *Dispatcher) newestSlots(ctx context.Context, from map[int32]int64, pl *planner, names []string, topic string, partitions int, now time.Time) (map[string]tick.Tick, error) {
 	want := map[int32]map[string]bool{} // work partition -> schedules to look for
 	for _, name := range names {
 		e, _ := pl.entry(name)

@@ -31,8 +31,11 @@ type leaderTerm struct {
 	owned   func(string) bool
 	changes *changeSub
 	pl      *planner
-	// partitions is the work topic's partition count.
+	// partitions is the default pool's work topic's partition count; pools are the work topics of every pool
+	// the term's schedules name ("": the default pool), ensured by ensurePools before a schedule is planned.
 	partitions int
+	pools      map[string]poolTopic
+	adm        *kadm.Client
 	// repaired keeps the schedule records leader 0 has restated (repairSchedules).
 	repaired map[int64]bool
 	// closers undo what the term set up, last first.
@@ -146,10 +149,21 @@ func (t *leaderTerm) recover(ctx context.Context) error {
 	t.pl = newPlannerFrom(n, schedules, state, d.cfg.Lead)
 	t.planned = time.Now()
 	adm := kadm.NewClient(cl)
+	t.adm = adm
 	if t.partitions, err = kafka.WorkPartitions(ctx, adm, d.cfg.Names.Work); err != nil {
 		return err
 	}
-	recovered, err := d.checkState(ctx, adm, state, t.pl, t.partitions, d.cfg.Now(), t.logger)
+	t.pools = map[string]poolTopic{"": {work: d.cfg.Names.Work, partitions: t.partitions}}
+	var named []string
+	for _, it := range t.pl.items {
+		if p := it.entry.Schedule.Pool(); p != "" {
+			named = append(named, p)
+		}
+	}
+	if err := t.ensurePools(ctx, named...); err != nil {
+		return err
+	}
+	recovered, err := d.checkState(ctx, adm, state, t.pl, t.pools, d.cfg.Now(), t.logger)
 	if err != nil {
 		return err
 	}
@@ -194,7 +208,7 @@ func (t *leaderTerm) settleState(state map[string]stored, recovered int) {
 // term is ready.
 func (t *leaderTerm) settle(ctx context.Context) error {
 	d := t.d
-	if err := d.cancel(ctx, t.p, t.partitions, t.pending.cancels); err != nil {
+	if err := d.cancel(ctx, t.p, t.pools, t.pending.cancels); err != nil {
 		return err
 	}
 	if err := d.tombstone(ctx, t.p, t.k, t.pending.orphans); err != nil {
@@ -232,7 +246,7 @@ func (t *leaderTerm) repair(ctx context.Context) error {
 // state of deleted schedules once their ticks ahead are past, and applies changes, until ctx ends.
 func (t *leaderTerm) run(ctx context.Context) error {
 	d, pl := t.d, t.pl
-	e := &emitter{t: t, topics: recordTopics{work: d.cfg.Names.Work, ticker: d.cfg.Names.Ticker}}
+	e := &emitter{t: t, topics: recordTopics{work: d.cfg.Names.Work, ticker: d.cfg.Names.Ticker, pools: t.pools}}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -337,6 +351,11 @@ func (t *leaderTerm) applyChanges(ctx context.Context) error {
 	for _, name := range t.changes.take() {
 		old, known := pl.entry(name)
 		if e, ok := d.view.Get(name); ok {
+			// A schedule moved to another pool goes on from the first slot not emitted yet, there: the ticks
+			// emitted ahead stay in the pool they were written to and run there, once.
+			if err := t.ensurePools(ctx, e.Schedule.Pool()); err != nil {
+				return err
+			}
 			if known && e.Spec().Paused && !old.Spec().Paused && pl.ahead(name, now) {
 				cancels = append(cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
 			}
@@ -354,12 +373,32 @@ func (t *leaderTerm) applyChanges(ctx context.Context) error {
 			t.logger.Info("schedule deleted", "schedule", name)
 		}
 	}
-	if err := d.cancel(ctx, t.p, t.partitions, cancels); err != nil {
+	if err := d.cancel(ctx, t.p, t.pools, cancels); err != nil {
 		return err
 	}
 	if err := d.tombstone(ctx, t.p, t.k, gone); err != nil {
 		return err
 	}
 	d.metrics.scheduleSeries(pl.entry, t.owned)
+	return nil
+}
+
+// ensurePools makes the topics of each pool named that the term does not know yet (where this principal may
+// create them; otherwise they must exist: ticker init --pool) and learns its work topic's partition count. A
+// pool that cannot be made ready ends the term with the reason: its schedules' slots would have nowhere to go.
+func (t *leaderTerm) ensurePools(ctx context.Context, pools ...string) error {
+	d := t.d
+	for _, pool := range pools {
+		if _, ok := t.pools[pool]; ok {
+			continue
+		}
+		n := d.cfg.Names.Pool(pool)
+		parts, err := kafka.EnsurePoolTopics(ctx, t.adm, n, d.cfg.PoolTopics)
+		if err != nil {
+			return fmt.Errorf("making the topics of pool %s ready (ticker init --pool %s): %w", pool, pool, err)
+		}
+		t.pools[pool] = poolTopic{work: n.Work, partitions: parts}
+		t.logger.Info("pool ready", "pool", pool, "work", n.Work, "work_partitions", parts)
+	}
 	return nil
 }

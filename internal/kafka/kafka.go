@@ -115,8 +115,12 @@ func (c Config) namespace() string {
 	return c.Namespace
 }
 
-// Names are the topics and groups of one namespace.
+// Names are the topics and groups of one namespace. Work, Results, DLQ and WorkerGroup are those of one worker
+// pool: the default pool's (Config.Names), or another's (Names.Pool).
 type Names struct {
+	// Namespace is the namespace's name; PoolName the pool of Work, Results, DLQ and WorkerGroup ("": the
+	// default).
+	Namespace, PoolName                   string
 	Ticker, Schedules, Work, Results, DLQ string
 	// Clock is where every ticker and worker writes a small record to read the broker's clock (package clock).
 	Clock                    string
@@ -129,6 +133,7 @@ type Names struct {
 func (c Config) Names() Names {
 	ns := c.namespace()
 	return Names{
+		Namespace:       ns,
 		Ticker:          ns + ".ticker",
 		Schedules:       ns + ".schedules",
 		Work:            ns + ".work",
@@ -270,4 +275,43 @@ func (c capped) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	if level <= c.level {
 		c.inner.Log(level, msg, keyvals...)
 	}
+}
+
+// DefaultPool is the name of the default pool, whose topics and group have no pool in their names.
+const DefaultPool = "default"
+
+// Pool returns n with the work, results and dead-letter topics and the worker group of pool: for the default
+// pool ("" or DefaultPool) those of the namespace (<ns>.work, ...), for another <ns>.pool.<pool>.work,
+// .results, .dlq and the group <ns>.pool.<pool>.workers.
+func (n Names) Pool(pool string) Names {
+	if pool == "" || pool == DefaultPool {
+		pool = ""
+	}
+	if pool == n.PoolName {
+		return n
+	}
+	prefix := n.Namespace
+	if pool != "" {
+		prefix = n.Namespace + ".pool." + pool
+	}
+	n.PoolName = pool
+	n.Work, n.Results, n.DLQ, n.WorkerGroup = prefix+".work", prefix+".results", prefix+".dlq", prefix+".workers"
+	return n
+}
+
+// PoolPrefix is the prefix of every topic and group of the namespace's pools other than the default, for
+// prefixed ACLs and for finding them.
+func (n Names) PoolPrefix() string { return n.Namespace + ".pool." }
+
+// PoolOfWork returns the pool whose work topic is topic, and whether topic is a pool's work topic.
+func (n Names) PoolOfWork(topic string) (string, bool) {
+	if topic == n.Pool("").Work {
+		return "", true
+	}
+	rest, ok := strings.CutPrefix(topic, n.PoolPrefix())
+	if !ok {
+		return "", false
+	}
+	pool, ok := strings.CutSuffix(rest, ".work")
+	return pool, ok && pool != "" && !strings.Contains(pool, ".")
 }

@@ -160,6 +160,24 @@ func EnsureTopics(ctx context.Context, adm *kadm.Client, names Names, o TopicOpt
 	return nil
 }
 
+// EnsurePoolTopics creates the missing topics of n's pool (n.Pool(...): its work, results and dead-letter
+// topics, as Specs makes them) and returns the partition count of its work topic.
+func EnsurePoolTopics(ctx context.Context, adm *kadm.Client, n Names, o TopicOptions) (int, error) {
+	rf := o.ReplicationFactor
+	if rf == 0 {
+		rf = -1
+	}
+	for _, spec := range n.Specs(o) {
+		if spec.Name != n.Work && spec.Name != n.Results && spec.Name != n.DLQ {
+			continue
+		}
+		if _, err := EnsureTopic(ctx, adm, spec, rf); err != nil {
+			return 0, fmt.Errorf("pool %s: %w", cmp.Or(n.PoolName, DefaultPool), err)
+		}
+	}
+	return WorkPartitions(ctx, adm, n.Work)
+}
+
 // EnsureTopic creates the topic of spec with replication factor rf (-1: the broker default) when it is missing,
 // and reports whether it did. A principal that may not create it but sees that it exists gets no error.
 func EnsureTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec, rf int16) (created bool, err error) {

@@ -77,12 +77,13 @@ const (
 	fMetrics
 	fTimeout
 	fMaxAttempts
+	fPool
 )
 
 var fastFields = map[string]uint32{
 	"v": fV, "name": fName, "every": fEvery, "offset": fOffset, "cron": fCron, "tz": fTZ, "jitter": fJitter,
 	"shards": fShards, "payload": fPayload, "catchup": fCatchup, "catchup_max": fCatchupMax, "deadline": fDeadline,
-	"overlap": fOverlap, "timeout": fTimeout, "max_attempts": fMaxAttempts, "start": fStart, "end": fEnd, "paused": fPaused, "metrics": fMetrics,
+	"overlap": fOverlap, "timeout": fTimeout, "max_attempts": fMaxAttempts, "pool": fPool, "start": fStart, "end": fEnd, "paused": fPaused, "metrics": fMetrics,
 }
 
 type fastDecoder struct {
@@ -207,6 +208,8 @@ func (d *fastDecoder) field(bit uint32, s *Spec, v **int) bool {
 		s.Catchup = str
 	case fOverlap:
 		s.Overlap = str
+	case fPool:
+		s.Pool = str
 	}
 	return true
 }

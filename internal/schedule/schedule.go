@@ -32,6 +32,7 @@ type rare struct {
 	deadline     Duration
 	timeout      Duration
 	maxAttempts  int32
+	pool         string
 	cronExpr, tz string
 	cron         *cronSched
 	start, end   *time.Time
@@ -86,7 +87,7 @@ func (s *Schedule) Spec() Spec {
 	}
 	if s.x != nil {
 		sp.Cron, sp.TZ, sp.Start, sp.End, sp.Deadline = s.x.cronExpr, s.x.tz, s.x.start, s.x.end, s.x.deadline
-		sp.Timeout, sp.MaxAttempts = s.x.timeout, int(s.x.maxAttempts)
+		sp.Timeout, sp.MaxAttempts, sp.Pool = s.x.timeout, int(s.x.maxAttempts), s.x.pool
 	}
 	return sp.clone()
 }
@@ -128,6 +129,14 @@ func (s *Schedule) MaxAttempts() int {
 		return 0
 	}
 	return int(s.x.maxAttempts)
+}
+
+// Pool is the pool that runs the schedule's ticks: "" for the default pool (Spec().Pool empty or DefaultPool).
+func (s *Schedule) Pool() string {
+	if s.x == nil || s.x.pool == DefaultPool {
+		return ""
+	}
+	return s.x.pool
 }
 
 // Shards is the number of ticks per slot: Spec().Shards, at least 1, without the copy.

@@ -34,6 +34,10 @@ const (
 	MaxCatchupMax = 100_000
 	// MaxTimeout is the longest Timeout accepted.
 	MaxTimeout = 7 * 24 * time.Hour
+	// MaxPoolLen is the longest pool name.
+	MaxPoolLen = 64
+	// DefaultPool names the default pool (as does an empty Pool).
+	DefaultPool = "default"
 	// MaxMaxAttempts is the largest MaxAttempts accepted.
 	MaxMaxAttempts = 100
 )
@@ -145,6 +149,9 @@ type Spec struct {
 	// MaxAttempts is how many times a worker tries a tick before it goes to the dead-letter topic. 0 means the
 	// worker's --max-attempts (default 3). At most MaxMaxAttempts.
 	MaxAttempts int `json:"max_attempts,omitempty" yaml:"max_attempts,omitempty"`
+	// Pool is the worker pool that runs the schedule's ticks: its own work topic, ledger and worker group
+	// (`worker run --pool`). Empty or DefaultPool: the namespace's default pool. [a-z0-9_-], 1 to MaxPoolLen.
+	Pool string `json:"pool,omitempty" yaml:"pool,omitempty"`
 	// Start, if set, is the earliest slot: no slot is before it.
 	Start *time.Time `json:"start,omitempty" yaml:"start,omitempty"`
 	// End, if set, is the latest slot: no slot is after it. Must be after Start.
@@ -229,9 +236,10 @@ func (s Spec) compile() (*Schedule, error) {
 	}
 
 	sch := &Schedule{name: s.Name, payload: s.Payload, jitter: s.Jitter, paused: s.Paused, metrics: s.Metrics}
-	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil || s.Deadline != 0 || s.Timeout != 0 || s.MaxAttempts != 0 {
+	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil || s.Deadline != 0 || s.Timeout != 0 || s.MaxAttempts != 0 || s.Pool != "" {
 		c := s.clone()
-		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End, deadline: s.Deadline, timeout: s.Timeout, maxAttempts: int32(s.MaxAttempts)}
+		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End, deadline: s.Deadline, timeout: s.Timeout, maxAttempts: int32(s.MaxAttempts),
+			pool: s.Pool}
 	}
 	every, offset, jitter := time.Duration(s.Every), time.Duration(s.Offset), time.Duration(s.Jitter)
 	switch {
@@ -312,6 +320,9 @@ func (s Spec) compile() (*Schedule, error) {
 	case s.Timeout > 0 && time.Duration(s.Timeout) < time.Millisecond:
 		v.fail("timeout", s.Timeout.String(), "must be at least 1ms")
 	}
+	if !ValidPool(s.Pool) {
+		v.fail("pool", s.Pool, "must be empty or 1 to %d characters of a-z, 0-9, '_' and '-'", MaxPoolLen)
+	}
 	if s.MaxAttempts < 0 || s.MaxAttempts > MaxMaxAttempts {
 		v.fail("max_attempts", fmt.Sprint(s.MaxAttempts), "must be between 0 and %d (0 means the worker's --max-attempts)", MaxMaxAttempts)
 	}
@@ -371,4 +382,18 @@ func (s Spec) Describe() string {
 		d += " +" + time.Duration(s.Offset).String()
 	}
 	return d
+}
+
+// ValidPool reports whether name is a valid pool name (empty: the default pool).
+func ValidPool(name string) bool {
+	if len(name) > MaxPoolLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
+	"github.com/tickgroup/tickgroup/internal/schedule"
 )
 
 // Config configures a Worker. The zero value of every field but Kafka takes the default documented on it.
@@ -62,6 +63,9 @@ type Config struct {
 	// leaves the group explicitly (a static member's Close does not), so its partitions move at once. Off by
 	// default: a host name is not safe as a default where two workers may run on one host.
 	InstanceID string
+	// Pool is the worker pool this worker serves: it runs only the ticks of the schedules that name it, from the
+	// pool's own work topic, ledger and group (kafka.Names.Pool). Empty or "default": the default pool.
+	Pool string
 	// Forward, when set, switches the worker to forward mode: every tick is republished to this topic inside a
 	// transaction that also commits the consumed offsets (exactly-once for Kafka-only effects). The handler
 	// passed to New must then be nil.
@@ -137,6 +141,8 @@ func (c Config) validate() error {
 	switch {
 	case c.Concurrency < 1:
 		return fmt.Errorf("concurrency %d: want at least 1", c.Concurrency)
+	case !schedule.ValidPool(c.Pool):
+		return fmt.Errorf("pool %q: want 1 to %d characters of a-z, 0-9, '_' and '-'", c.Pool, schedule.MaxPoolLen)
 	case c.MaxAttempts < 1:
 		return fmt.Errorf("max attempts %d: want at least 1", c.MaxAttempts)
 	case c.Backoff < 0 || c.MaxBackoff < 0 || c.Timeout < 0 || c.Grace < 0:

@@ -118,8 +118,8 @@ func New(cfg Config, handler Handler, deps Deps) (*Worker, error) {
 		logger:   logger,
 		reg:      deps.Registerer,
 		ready:    deps.Readiness,
-		m:        newMetrics(deps.Registerer),
-		names:    cfg.Kafka.Names(),
+		m:        newMetrics(poolRegisterer(deps.Registerer, cfg.Pool)),
+		names:    cfg.Kafka.Names().Pool(cfg.Pool),
 		conn:     conn,
 		lanes:    map[int32]*lane{},
 		retiring: map[*lane]bool{},
@@ -765,4 +765,13 @@ func (w *Worker) fatal(err error) {
 	if w.stopPoll != nil {
 		w.stopPoll(err)
 	}
+}
+
+// poolRegisterer labels the worker's metrics with its pool ("default" for the default pool), so that the
+// workers of every pool can be told apart on one dashboard.
+func poolRegisterer(reg prometheus.Registerer, pool string) prometheus.Registerer {
+	if reg == nil {
+		return nil
+	}
+	return prometheus.WrapRegistererWith(prometheus.Labels{"pool": cmp.Or(pool, kafka.DefaultPool)}, reg)
 }

@@ -75,8 +75,28 @@ func (s *Schedules) Put(ctx context.Context, sched Schedule) error {
 	if err := s.ensureTopic(ctx); err != nil {
 		return err
 	}
+	if err := s.ensurePools(ctx, sched.Pool); err != nil {
+		return err
+	}
 	_, err := store.Put(ctx, s.cl, s.names.Schedules, sched)
 	return err
+}
+
+// ensurePools checks that the topics of each pool named exist, creating them where this principal may: a
+// schedule is never written for a pool whose ticks would have nowhere to go (the leader would stop at it).
+func (s *Schedules) ensurePools(ctx context.Context, pools ...string) error {
+	seen := map[string]bool{}
+	for _, pool := range pools {
+		n := s.names.Pool(pool)
+		if n.PoolName == "" || seen[n.PoolName] {
+			continue
+		}
+		seen[n.PoolName] = true
+		if _, err := kafka.EnsurePoolTopics(ctx, kadm.NewClient(s.cl), n, kafka.TopicOptions{}); err != nil {
+			return fmt.Errorf("%w (create the pool's topics first: ticker init --pool %s)", err, n.PoolName)
+		}
+	}
+	return nil
 }
 
 // ensureTopic creates the schedules topic if it is missing: an operator's principal needs no permission on the
@@ -208,6 +228,13 @@ func (s *Schedules) Write(ctx context.Context, changes []Change) error {
 		return nil
 	}
 	if err := s.ensureTopic(ctx); err != nil {
+		return err
+	}
+	var pools []string
+	for _, c := range changes {
+		pools = append(pools, c.Spec.Pool)
+	}
+	if err := s.ensurePools(ctx, pools...); err != nil {
 		return err
 	}
 	_, err := store.Write(ctx, s.cl, s.names.Schedules, changes)

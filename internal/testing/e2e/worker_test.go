@@ -165,8 +165,11 @@ type execution struct {
 }
 
 // executions parses the handler log: per tick ID, its executions in start order.
-func (e *env) executions() map[string][]*execution {
-	b, err := os.ReadFile(e.log)
+func (e *env) executions() map[string][]*execution { return e.executionsIn(e.log) }
+
+// executionsIn parses the handler log at path.
+func (e *env) executionsIn(path string) map[string][]*execution {
+	b, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		e.t.Fatal(err)
 	}

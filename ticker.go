@@ -152,7 +152,8 @@ func (t *Ticker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lag, err := worklag.New(worklag.Config{Topic: names.Work, Group: names.WorkerGroup, Interval: cfg.WorkLagInterval}, t.opts, t.logger, reg)
+	lag, err := worklag.New(worklag.Config{Topic: names.Work, Group: names.WorkerGroup, Interval: cfg.WorkLagInterval,
+		Pools: func() []kafka.Names { return poolsOf(view, names) }}, t.opts, t.logger, reg)
 	if err != nil {
 		return err
 	}
@@ -296,4 +297,17 @@ func EnsurePoolTopics(ctx context.Context, k KafkaConfig, pool string, o TopicOp
 	defer cancel()
 	_, err = kafka.EnsurePoolTopics(ctx, kadm.NewClient(cl), k.Names().Pool(pool), o)
 	return err
+}
+
+// poolsOf returns the names of every pool other than the default that a schedule of view names.
+func poolsOf(view *store.View, names kafka.Names) []kafka.Names {
+	seen := map[string]bool{}
+	var out []kafka.Names
+	for _, e := range view.All() {
+		if p := e.Schedule.Pool(); p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, names.Pool(p))
+		}
+	}
+	return out
 }

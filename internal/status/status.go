@@ -3,11 +3,13 @@
 package status
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -34,8 +36,10 @@ type Report struct {
 	LeaderCount int        `json:"leader_count"`
 	Replicas    int        `json:"replicas"`
 	Schedules   []Schedule `json:"schedules"`
-	Work        []Lag      `json:"work_lag"`
-	WorkLag     int64      `json:"work_lag_total"`
+	// Work and WorkLag are the default pool's; Pools has every pool's (the default first).
+	Work    []Lag  `json:"work_lag"`
+	WorkLag int64  `json:"work_lag_total"`
+	Pools   []Pool `json:"pools"`
 	// Broken lists the schedules-topic keys whose newest record is invalid: the replicas keep the last valid
 	// definition and the leader repairs the key (it restates that definition and dead-letters the record).
 	Broken []Broken `json:"broken_schedule_records,omitempty"`
@@ -53,8 +57,20 @@ type Leader struct {
 	Epoch      int64  `json:"epoch"`
 }
 
+// Pool is one worker pool's: its workers (members of its group) and the lag of its work partitions.
+type Pool struct {
+	Name    string `json:"name"`
+	Work    string `json:"work_topic"`
+	Workers int    `json:"workers"`
+	Lag     []Lag  `json:"work_lag"`
+	LagSum  int64  `json:"work_lag_total"`
+	// LateSeconds is how late the pool's oldest waiting tick is (the largest of its partitions').
+	LateSeconds float64 `json:"late_seconds"`
+}
+
 type Schedule struct {
 	Name     string     `json:"name"`
+	Pool     string     `json:"pool"`
 	Schedule string     `json:"schedule"`
 	Paused   bool       `json:"paused"`
 	Version  int64      `json:"version"`
@@ -164,7 +180,8 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	}
 	for _, e := range store.Sorted(entries) {
 		s := e.Spec()
-		info := Schedule{Name: s.Name, Schedule: s.Describe(), Paused: s.Paused, Version: e.Version, Leader: kafka.LeaderOf(s.Name, rep.LeaderCount)}
+		info := Schedule{Name: s.Name, Pool: cmp.Or(e.Schedule.Pool(), kafka.DefaultPool), Schedule: s.Describe(), Paused: s.Paused, Version: e.Version,
+			Leader: kafka.LeaderOf(s.Name, rep.LeaderCount)}
 		base := e.UpdatedAt
 		if st, ok := state[s.Name]; ok {
 			last := st.LastSlot
@@ -179,41 +196,65 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 		rep.Schedules = append(rep.Schedules, info)
 	}
 
+	pools := []string{""}
+	for _, x := range rep.Schedules {
+		if x.Pool != kafka.DefaultPool && !slices.Contains(pools, x.Pool) {
+			pools = append(pools, x.Pool)
+		}
+	}
+	sort.Strings(pools[1:])
+	for _, pool := range pools {
+		pl, err := poolLag(ctx, opts, adm, names.Pool(pool), rep)
+		if err != nil {
+			return nil, err
+		}
+		rep.Pools = append(rep.Pools, pl)
+	}
+	rep.Work, rep.WorkLag = rep.Pools[0].Lag, rep.Pools[0].LagSum
+	return rep, nil
+}
+
+// poolLag reads the lag of the pool of names: its worker group's committed offsets against its work topic's
+// ends, and how late the oldest tick waiting is. A refused Describe is an error; other failures are noted in
+// rep.Errors.
+func poolLag(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, names kafka.Names, rep *Report) (Pool, error) {
+	pl := Pool{Name: cmp.Or(names.PoolName, kafka.DefaultPool), Work: names.Work}
 	lags, err := adm.Lag(ctx, names.WorkerGroup)
 	if l, ok := lags[names.WorkerGroup]; ok && kafka.Denied(l.Error()) {
 		err = l.Error()
 	}
 	if kafka.Denied(err) {
-		return nil, kafka.NeedACL(err, "Describe", "group", names.WorkerGroup)
+		return pl, kafka.NeedACL(err, "Describe", "group", names.WorkerGroup)
 	}
 	if err != nil {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("reading the workers' lag (group %s): %v", names.WorkerGroup, err))
-	} else {
-		if l, ok := lags[names.WorkerGroup]; ok && l.Error() != nil && !errors.Is(l.Error(), kerr.GroupIDNotFound) {
-			rep.Errors = append(rep.Errors, fmt.Sprintf("reading the workers' lag (group %s): %v", names.WorkerGroup, l.Error()))
-		}
-		if l, ok := lags[names.WorkerGroup]; ok {
-			for _, p := range l.Lag[names.Work] {
-				li := Lag{Partition: p.Partition, Committed: p.Commit.At, End: p.End.Offset, Lag: p.Lag}
-				if p.Member != nil {
-					li.Member = p.Member.ClientID
-				}
-				rep.Work = append(rep.Work, li)
-				if p.Lag > 0 {
-					rep.WorkLag += p.Lag
-				}
+		return pl, nil
+	}
+	if l, ok := lags[names.WorkerGroup]; ok && l.Error() != nil && !errors.Is(l.Error(), kerr.GroupIDNotFound) {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("reading the workers' lag (group %s): %v", names.WorkerGroup, l.Error()))
+	}
+	if l, ok := lags[names.WorkerGroup]; ok {
+		pl.Workers = len(l.Members)
+		for _, p := range l.Lag[names.Work] {
+			li := Lag{Partition: p.Partition, Committed: p.Commit.At, End: p.End.Offset, Lag: p.Lag}
+			if p.Member != nil {
+				li.Member = p.Member.ClientID
+			}
+			pl.Lag = append(pl.Lag, li)
+			if p.Lag > 0 {
+				pl.LagSum += p.Lag
 			}
 		}
 	}
-	sort.Slice(rep.Work, func(i, j int) bool { return rep.Work[i].Partition < rep.Work[j].Partition })
-	if rep.WorkLag > 0 {
-		late(ctx, opts, names, rep)
+	sort.Slice(pl.Lag, func(i, j int) bool { return pl.Lag[i].Partition < pl.Lag[j].Partition })
+	if pl.LagSum > 0 {
+		late(ctx, opts, names, &pl, rep)
 	}
-	return rep, nil
+	return pl, nil
 }
 
 // late fills each partition's LateSeconds from the oldest tick it has not executed (internal/worklag).
-func late(ctx context.Context, opts []kgo.Opt, names kafka.Names, rep *Report) {
+func late(ctx context.Context, opts []kgo.Opt, names kafka.Names, pl *Pool, rep *Report) {
 	m, err := worklag.New(worklag.Config{Topic: names.Work, Group: names.WorkerGroup, FetchTimeout: 3 * time.Second}, opts, slog.New(slog.DiscardHandler), nil)
 	if err == nil {
 		var cl *kgo.Client
@@ -225,14 +266,15 @@ func late(ctx context.Context, opts []kgo.Opt, names kafka.Names, rep *Report) {
 				for _, p := range parts {
 					by[p.Partition] = p.Seconds
 				}
-				for i := range rep.Work {
-					rep.Work[i].LateSeconds = by[rep.Work[i].Partition]
+				for i := range pl.Lag {
+					pl.Lag[i].LateSeconds = by[pl.Lag[i].Partition]
+					pl.LateSeconds = max(pl.LateSeconds, pl.Lag[i].LateSeconds)
 				}
 				return
 			}
 		}
 	}
-	rep.Errors = append(rep.Errors, fmt.Sprintf("reading the oldest pending ticks: %v", err))
+	rep.Errors = append(rep.Errors, fmt.Sprintf("reading the oldest pending ticks of pool %s: %v", pl.Name, err))
 }
 
 // Print writes rep for a person.
@@ -261,24 +303,29 @@ func Print(w io.Writer, rep *Report) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCHEDULE\tDEFINITION\tLAST SLOT\tNEXT SLOT\tSTATE\tLEADER")
+	fmt.Fprintln(tw, "SCHEDULE\tDEFINITION\tLAST SLOT\tNEXT SLOT\tSTATE\tLEADER\tPOOL")
 	for _, s := range rep.Schedules {
 		st := "active"
 		if s.Paused {
 			st = "paused"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", s.Name, s.Schedule, fmtTime(s.LastSlot), fmtTime(s.NextSlot), st, s.Leader)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, s.Schedule, fmtTime(s.LastSlot), fmtTime(s.NextSlot), st, s.Leader, s.Pool)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORK PARTITION\tCOMMITTED\tEND\tLAG\tLATE\tWORKER")
-	for _, l := range rep.Work {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\n", l.Partition, l.Committed, l.End, l.Lag,
-			(time.Duration(l.LateSeconds * float64(time.Second))).Round(time.Millisecond), l.Member)
+	for _, pl := range rep.Pools {
+		fmt.Fprintln(w)
+		if len(rep.Pools) > 1 {
+			fmt.Fprintf(w, "pool %s (%s): %d workers\n", pl.Name, pl.Work, pl.Workers)
+		}
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "WORK PARTITION\tCOMMITTED\tEND\tLAG\tLATE\tWORKER")
+		for _, l := range pl.Lag {
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\n", l.Partition, l.Committed, l.End, l.Lag,
+				(time.Duration(l.LateSeconds * float64(time.Second))).Round(time.Millisecond), l.Member)
+		}
+		_ = tw.Flush()
+		fmt.Fprintf(w, "total work lag: %d (LAG counts ticks held for their instant; LATE is how late the oldest waiting tick is)\n", pl.LagSum)
 	}
-	_ = tw.Flush()
-	fmt.Fprintf(w, "total work lag: %d (LAG counts ticks held for their instant; LATE is how late the oldest waiting tick is)\n", rep.WorkLag)
 	if len(rep.Broken) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "BROKEN SCHEDULE RECORDS (the replicas keep the last valid definition; the leader repairs them)")

@@ -12,7 +12,11 @@
 //     the committed offset, 0 when there is none. This is the figure to alert on: it reads the same whatever
 //     the schedule's period and whatever the markers.
 //
-// A partition the group never committed (no worker ever finished a tick there) has no series.
+// A partition the group never committed (no worker ever finished a tick there) has no series, unless the group
+// has committed nothing at all (a pool without workers, or whose workers never finished a tick): then every
+// partition counts from its log start, so a pool nobody serves shows its whole backlog.
+//
+// The series carry the pool (label pool: "default", or a pool that a schedule names, Config.Pools).
 package worklag
 
 import (
@@ -35,8 +39,10 @@ import (
 
 // Config configures a Monitor.
 type Config struct {
-	// Topic is the work topic and Group the workers' group. Required.
+	// Topic is the work topic and Group the workers' group of the default pool. Required.
 	Topic, Group string
+	// Pools, when set, returns the names of the other pools to measure at each interval (kafka.Names.Pool).
+	Pools func() []kafka.Names
 	// Interval is the time between two measurements. Defaults to 15s (a common scrape interval).
 	Interval time.Duration
 	// FetchTimeout bounds the read of the oldest pending tick of the lagging partitions. Defaults to 5s.
@@ -86,11 +92,11 @@ func New(cfg Config, opts []kgo.Opt, logger *slog.Logger, reg prometheus.Registe
 		offsets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tickgroup_work_lag_offsets",
 			Help: "Offsets of a work partition not yet committed by the workers' group (last stable offset - committed offset; transaction markers included). Exported by the leading ticker.",
-		}, []string{"partition"}),
+		}, []string{"pool", "partition"}),
 		seconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tickgroup_work_lag_seconds",
 			Help: "Age of the oldest tick of a work partition that the workers have not executed yet (now - its slot), 0 when none. Exported by the leading ticker.",
-		}, []string{"partition"}),
+		}, []string{"pool", "partition"}),
 	}
 	if reg != nil {
 		if err := reg.Register(m.offsets); err != nil {
@@ -118,7 +124,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 	defer t.Stop()
 	failing := false
 	for {
-		parts, err := m.Measure(ctx, adm)
+		parts, err := m.measureAll(ctx, adm)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -144,34 +150,72 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 }
 
-func (m *Monitor) export(parts []Partition) {
+func (m *Monitor) export(pools map[string][]Partition) {
 	m.offsets.Reset()
 	m.seconds.Reset()
-	for _, p := range parts {
-		label := strconv.Itoa(int(p.Partition))
-		m.offsets.WithLabelValues(label).Set(float64(p.Offsets))
-		m.seconds.WithLabelValues(label).Set(p.Seconds)
+	for pool, parts := range pools {
+		for _, p := range parts {
+			label := strconv.Itoa(int(p.Partition))
+			m.offsets.WithLabelValues(pool, label).Set(float64(p.Offsets))
+			m.seconds.WithLabelValues(pool, label).Set(p.Seconds)
+		}
 	}
 }
 
-// Measure returns the lag of every partition with a committed offset, in partition order.
-func (m *Monitor) Measure(ctx context.Context, adm *kadm.Client) ([]Partition, error) {
-	ends, err := adm.ListCommittedOffsets(ctx, m.cfg.Topic)
+// measureAll measures the default pool and every pool of Config.Pools, by pool name.
+func (m *Monitor) measureAll(ctx context.Context, adm *kadm.Client) (map[string][]Partition, error) {
+	out := map[string][]Partition{}
+	parts, err := m.Measure(ctx, adm)
 	if err != nil {
-		return nil, fmt.Errorf("listing the last stable offsets of %s: %w", m.cfg.Topic, kafka.NeedACL(err, "Describe", "topic", m.cfg.Topic))
+		return nil, err
+	}
+	out[kafka.DefaultPool] = parts
+	if m.cfg.Pools == nil {
+		return out, nil
+	}
+	for _, n := range m.cfg.Pools() {
+		if n.PoolName == "" {
+			continue
+		}
+		if out[n.PoolName], err = m.measure(ctx, adm, n.Work, n.WorkerGroup); err != nil {
+			return nil, fmt.Errorf("pool %s: %w", n.PoolName, err)
+		}
+	}
+	return out, nil
+}
+
+// Measure returns the lag of every partition of the default pool with a committed offset, in partition order.
+func (m *Monitor) Measure(ctx context.Context, adm *kadm.Client) ([]Partition, error) {
+	return m.measure(ctx, adm, m.cfg.Topic, m.cfg.Group)
+}
+
+// measure returns the lag of group on topic (see the package comment).
+func (m *Monitor) measure(ctx context.Context, adm *kadm.Client, topic, group string) ([]Partition, error) {
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("listing the last stable offsets of %s: %w", topic, kafka.NeedACL(err, "Describe", "topic", topic))
 	}
 	if err := ends.Error(); err != nil {
-		return nil, fmt.Errorf("listing the last stable offsets of %s: %w", m.cfg.Topic, kafka.NeedACL(err, "Describe", "topic", m.cfg.Topic))
+		return nil, fmt.Errorf("listing the last stable offsets of %s: %w", topic, kafka.NeedACL(err, "Describe", "topic", topic))
 	}
-	committed, err := adm.FetchOffsets(ctx, m.cfg.Group)
+	committed, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
-		return nil, fmt.Errorf("fetching the offsets of group %s: %w", m.cfg.Group, kafka.NeedACL(err, "Describe", "group", m.cfg.Group))
+		return nil, fmt.Errorf("fetching the offsets of group %s: %w", group, kafka.NeedACL(err, "Describe", "group", group))
+	}
+	var starts kadm.ListedOffsets
+	if len(committed) == 0 { // nothing committed at all: every partition counts from its log start
+		if starts, err = adm.ListStartOffsets(ctx, topic); err != nil {
+			return nil, fmt.Errorf("listing the log start offsets of %s: %w", topic, kafka.NeedACL(err, "Describe", "topic", topic))
+		}
 	}
 	var parts []Partition
 	pending := map[int32]kgo.Offset{}
 	pendingEnd := map[int32]int64{}
 	ends.Each(func(lo kadm.ListedOffset) {
-		c, ok := committed.Lookup(m.cfg.Topic, lo.Partition)
+		c, ok := committed.Lookup(topic, lo.Partition)
+		if start, ok2 := starts.Lookup(topic, lo.Partition); starts != nil && ok2 && start.Err == nil {
+			c, ok = kadm.OffsetResponse{Offset: kadm.Offset{Topic: topic, Partition: lo.Partition, At: start.Offset}}, true
+		}
 		if !ok || c.Err != nil || c.At < 0 {
 			return
 		}
@@ -183,9 +227,9 @@ func (m *Monitor) Measure(ctx context.Context, adm *kadm.Client) ([]Partition, e
 		parts = append(parts, p)
 	})
 	if len(pending) > 0 {
-		oldest, err := m.oldest(ctx, pending, pendingEnd)
+		oldest, err := m.oldest(ctx, topic, pending, pendingEnd)
 		if err != nil {
-			return nil, kafka.NeedACL(err, "Read", "topic", m.cfg.Topic)
+			return nil, kafka.NeedACL(err, "Read", "topic", topic)
 		}
 		now := m.cfg.Now()
 		for i := range parts {
@@ -204,9 +248,9 @@ func (m *Monitor) Measure(ctx context.Context, adm *kadm.Client) ([]Partition, e
 // caught-up state) is settled at once instead of waiting for a fetch that never returns data. A partition whose
 // pending offsets hold no tick is left out: nothing waits there. What the fetch timeout leaves unread is left
 // out too (and measured again next time).
-func (m *Monitor) oldest(ctx context.Context, from map[int32]kgo.Offset, end map[int32]int64) (map[int32]time.Time, error) {
+func (m *Monitor) oldest(ctx context.Context, topic string, from map[int32]kgo.Offset, end map[int32]int64) (map[int32]time.Time, error) {
 	cl, err := kgo.NewClient(append(m.opts[:len(m.opts):len(m.opts)],
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{m.cfg.Topic: from}),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(500*time.Millisecond),

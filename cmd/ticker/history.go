@@ -95,7 +95,7 @@ func printHistory(w io.Writer, h audit.History) {
 // printTicks prints one line per execution (one per tick without any), the tick's columns on its first line.
 func printTicks(w io.Writer, ticks []audit.TickReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SLOT\tSHARD\tSTATE\tEMITTED\tWORKER\tATTEMPT\tOUTCOME\tDURATION\tPROBLEMS")
+	fmt.Fprintln(tw, "SLOT\tSHARD\tSTATE\tPOOL\tEMITTED\tWORKER\tATTEMPT\tOUTCOME\tDURATION\tPROBLEMS")
 	for _, t := range ticks {
 		emitted := "-"
 		if n := len(t.Emissions); n > 0 {
@@ -104,7 +104,7 @@ func printTicks(w io.Writer, ticks []audit.TickReport) {
 				emitted += fmt.Sprintf(" (x%d)", n)
 			}
 		}
-		lead := fmt.Sprintf("%s\t%d\t%s\t%s", t.Slot.Format(time.RFC3339), t.Shard, t.State, emitted)
+		lead := fmt.Sprintf("%s\t%d\t%s\t%s\t%s", t.Slot.Format(time.RFC3339), t.Shard, t.State, orDash(t.Pool), emitted)
 		problems := orDash(strings.Join(t.Problems, ","))
 		if len(t.Executions) == 0 {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\n", lead, problems)
@@ -112,7 +112,7 @@ func printTicks(w io.Writer, ticks []audit.TickReport) {
 		}
 		for i, x := range t.Executions {
 			if i > 0 {
-				lead, problems = "\t\t\t", ""
+				lead, problems = "\t\t\t\t", ""
 			}
 			dur := "-"
 			if x.DurationMS > 0 {

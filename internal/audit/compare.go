@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/tick"
@@ -320,12 +321,23 @@ func dataCoverage(l *Log, name string, def *Definition) time.Time {
 			}
 		}
 	}
+	pools := map[string]bool{"": def == nil}
+	if def != nil {
+		for _, v := range def.Versions {
+			if v.Schedule != nil {
+				pools[v.Schedule.Pool()] = true
+			}
+		}
+	}
 	var from time.Time
-	wp, rp := max(l.WorkPartitions, 1), max(l.ResultsPartitions, 1)
-	for shard := range shards {
-		p := tick.Partition(name, shard, wp)
-		from = later(from, l.WorkFrom[p])
-		from = later(from, l.ResultsFrom[p%int32(rp)])
+	for pool := range pools {
+		c := l.coverage(pool)
+		wp, rp := max(c.WorkPartitions, 1), max(c.ResultsPartitions, 1)
+		for shard := range shards {
+			p := tick.Partition(name, shard, wp)
+			from = later(from, c.WorkFrom[p])
+			from = later(from, c.ResultsFrom[p%int32(rp)])
+		}
 	}
 	return from
 }
@@ -405,7 +417,7 @@ func deriveExpected(def *Definition, from time.Time, o Options, fn func(string, 
 
 // classify reports what happened to an emitted or executed tick. settled says whether its grace has passed.
 func classify(t *Tick, expected, settled bool) TickReport {
-	tr := TickReport{ID: t.ID, Schedule: t.Schedule, Slot: t.Slot, Shard: t.Shard, Expected: expected}
+	tr := TickReport{ID: t.ID, Schedule: t.Schedule, Pool: cmp.Or(t.Pool, kafka.DefaultPool), Slot: t.Slot, Shard: t.Shard, Expected: expected}
 	tr.Emissions = append([]Emission{}, t.Emissions...)
 	tr.Executions = executions(t.Ledger, settled)
 	var outcomes []ledger.Entry

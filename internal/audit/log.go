@@ -21,12 +21,32 @@ type Log struct {
 	WorkFrom, ResultsFrom map[int32]time.Time
 	// WorkPartitions and ResultsPartitions are the topics' partition counts (0: unknown, assume 1).
 	WorkPartitions, ResultsPartitions int
+	// Pools holds the same for the pools other than the default (the fields above are the default pool's),
+	// by pool name.
+	Pools map[string]*Coverage
 	// Undecodable counts records that could not be decoded (skipped).
 	Undecodable int
 	// ForgedCancels counts cancel records of the work topic not written in a transaction (workers refuse them).
 	ForgedCancels int
 
 	scheduleGaps []gap // offset ranges of the schedules topic that are no longer retained
+}
+
+// Coverage is what one pool's work and results topics retain (see Log.WorkFrom).
+type Coverage struct {
+	WorkFrom, ResultsFrom             map[int32]time.Time
+	WorkPartitions, ResultsPartitions int
+}
+
+// coverage returns pool's coverage ("" the default pool's); a pool not read has none.
+func (l *Log) coverage(pool string) Coverage {
+	if pool == "" {
+		return Coverage{WorkFrom: l.WorkFrom, ResultsFrom: l.ResultsFrom, WorkPartitions: l.WorkPartitions, ResultsPartitions: l.ResultsPartitions}
+	}
+	if c := l.Pools[pool]; c != nil {
+		return *c
+	}
+	return Coverage{}
 }
 
 // Version is one retained record of a schedule in the schedules topic.
@@ -62,10 +82,12 @@ type Emission struct {
 type Tick struct {
 	ID       string
 	Schedule string
-	Slot     time.Time
-	Shard    int
-	Shards   int
-	Trigger  bool
+	// Pool is the pool whose work topic holds the tick ("": the default pool).
+	Pool    string
+	Slot    time.Time
+	Shard   int
+	Shards  int
+	Trigger bool
 	// Emissions are its work records, in the order read.
 	Emissions []Emission
 	// Ledger holds its valid started, released and outcome entries, in log order.
@@ -80,6 +102,7 @@ func NewLog() *Log {
 	return &Log{
 		Definitions: map[string]*Definition{},
 		Ticks:       map[string]*Tick{},
+		Pools:       map[string]*Coverage{},
 		WorkFrom:    map[int32]time.Time{},
 		ResultsFrom: map[int32]time.Time{},
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -28,16 +30,62 @@ func Read(ctx context.Context, opts []kgo.Opt, names kafka.Names) (*Log, error) 
 	if p := parts[0]; p != nil {
 		r.l.scheduleGaps = p.gaps
 	}
-	if parts, err = readTopic(ctx, opts, names.Work, r.work); err != nil {
+	pools, err := r.pools(ctx, opts, names)
+	if err != nil {
 		return nil, err
 	}
-	r.l.WorkPartitions, r.l.WorkFrom = len(parts), coverage(parts)
-	if parts, err = readTopic(ctx, opts, names.Results, r.result); err != nil {
-		return nil, err
+	for _, pool := range pools {
+		n := names.Pool(pool)
+		r.pool = n.PoolName
+		c := &Coverage{}
+		if parts, err = readTopic(ctx, opts, n.Work, r.work); err != nil {
+			return nil, err
+		}
+		c.WorkPartitions, c.WorkFrom = len(parts), coverage(parts)
+		if parts, err = readTopic(ctx, opts, n.Results, r.result); err != nil {
+			return nil, err
+		}
+		c.ResultsPartitions, c.ResultsFrom = len(parts), coverage(parts)
+		if n.PoolName == "" {
+			r.l.WorkPartitions, r.l.WorkFrom, r.l.ResultsPartitions, r.l.ResultsFrom = c.WorkPartitions, c.WorkFrom, c.ResultsPartitions, c.ResultsFrom
+		} else {
+			r.l.Pools[n.PoolName] = c
+		}
 	}
-	r.l.ResultsPartitions, r.l.ResultsFrom = len(parts), coverage(parts)
 	r.l.markPartial()
 	return r.l, nil
+}
+
+// pools returns the pools to read: the default, every pool a retained schedule version names, and every pool
+// whose work topic exists (the pool of a schedule deleted since). A principal that may not list the topics reads
+// the pools the schedules name.
+func (r *reader) pools(ctx context.Context, opts []kgo.Opt, names kafka.Names) ([]string, error) {
+	seen := map[string]bool{"": true}
+	for _, d := range r.l.Definitions {
+		for _, v := range d.Versions {
+			if v.Schedule != nil {
+				seen[v.Schedule.Pool()] = true
+			}
+		}
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("listing the pools: client: %w", err)
+	}
+	defer cl.Close()
+	if tds, err := kadm.NewClient(cl).ListTopics(ctx); err == nil {
+		for topic := range tds {
+			if pool, ok := names.PoolOfWork(topic); ok {
+				seen[pool] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // gap is a range of offsets that is not retained.
@@ -46,12 +94,13 @@ type gap struct{ from, to int64 } // [from, to)
 // reader folds records into a Log: schedules first, then work, then results, each partition in order.
 type reader struct {
 	l     *Log
-	folds map[int32]*ledger.Fold // by work partition: which started entries are valid
-	src   map[*Tick][]int32      // results partition of each ledger entry (-1: from a batch record), to apply tombstones
+	folds map[string]map[int32]*ledger.Fold // by pool and work partition: which started entries are valid
+	pool  string                            // the pool being read
+	src   map[*Tick][]string                // the results topic and partition of each ledger entry ("": from a batch record), to apply tombstones
 }
 
 func newReader() *reader {
-	return &reader{l: NewLog(), folds: map[int32]*ledger.Fold{}, src: map[*Tick][]int32{}}
+	return &reader{l: NewLog(), folds: map[string]map[int32]*ledger.Fold{}, src: map[*Tick][]string{}}
 }
 
 // schedule applies a schedules-topic record: a version, or a deletion. An invalid record is skipped, as the
@@ -93,6 +142,7 @@ func (r *reader) work(rec *kgo.Record) {
 	}
 	t := r.l.tick(tk.ID)
 	t.Schedule, t.Slot, t.Shard, t.Shards = tk.Schedule, tk.Slot.UTC(), tk.Shard, max(tk.Shards, 1)
+	t.Pool = r.pool
 	t.Trigger = t.Trigger || tk.Trigger
 	at := tk.EmittedAt
 	if at.IsZero() {
@@ -118,7 +168,7 @@ func (r *reader) result(rec *kgo.Record) {
 		src := r.src[t]
 		keep, keepSrc := t.Ledger[:0], src[:0]
 		for i, e := range t.Ledger {
-			if src[i] != rec.Partition {
+			if src[i] != where(rec) {
 				keep, keepSrc = append(keep, e), append(keepSrc, src[i])
 			}
 		}
@@ -130,21 +180,29 @@ func (r *reader) result(rec *kgo.Record) {
 		r.l.Undecodable++
 		return
 	}
-	src := rec.Partition
+	src := where(rec)
 	if ledger.IsBatchKey(rec.Key) {
-		src = -1 // no tombstone of a tick ID reaches an entry in a batch record, as no compaction does
+		src = "" // no tombstone of a tick ID reaches an entry in a batch record, as no compaction does
 	}
 	for _, e := range es {
 		r.entry(rec, e, src)
 	}
 }
 
+// where names the topic and partition of rec, for tombstones.
+func where(rec *kgo.Record) string { return rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) }
+
 // entry applies one ledger entry of rec (a batch's entries one by one); src is where a tombstone deletes it.
-func (r *reader) entry(rec *kgo.Record, e ledger.Entry, src int32) {
-	f := r.folds[e.Partition]
+func (r *reader) entry(rec *kgo.Record, e ledger.Entry, src string) {
+	folds := r.folds[r.pool]
+	if folds == nil {
+		folds = map[int32]*ledger.Fold{}
+		r.folds[r.pool] = folds
+	}
+	f := folds[e.Partition]
 	if f == nil {
 		f = ledger.NewFold(e.Partition)
-		r.folds[e.Partition] = f
+		folds[e.Partition] = f
 	}
 	switch e.Kind {
 	case ledger.KindClaim:

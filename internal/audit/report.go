@@ -127,10 +127,12 @@ const (
 
 // TickReport is what happened to one tick.
 type TickReport struct {
-	ID       string    `json:"id"`
-	Schedule string    `json:"schedule"`
-	Slot     time.Time `json:"slot"`
-	Shard    int       `json:"shard"`
+	ID       string `json:"id"`
+	Schedule string `json:"schedule"`
+	// Pool is the pool whose work topic holds the tick (empty for a tick never emitted).
+	Pool  string    `json:"pool,omitempty"`
+	Slot  time.Time `json:"slot"`
+	Shard int       `json:"shard"`
 	// Due is when the leader should have emitted it (slot + jitter); the slot itself for unexpected ticks.
 	Due time.Time `json:"due"`
 	// Expected: the definition requires it (false for optional, unexpected, unaudited and trigger ticks).

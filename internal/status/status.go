@@ -246,11 +246,38 @@ func poolLag(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, names kafka.
 			}
 		}
 	}
+	if len(pl.Lag) == 0 {
+		// Nothing committed at all (a pool without workers, or whose workers never finished a tick): its whole
+		// retained work topic waits.
+		never(ctx, adm, names, &pl, rep)
+	}
 	sort.Slice(pl.Lag, func(i, j int) bool { return pl.Lag[i].Partition < pl.Lag[j].Partition })
 	if pl.LagSum > 0 {
 		late(ctx, opts, names, &pl, rep)
 	}
 	return pl, nil
+}
+
+// never fills pl's lag for a group that committed nothing: each partition from its log start to its last
+// stable offset.
+func never(ctx context.Context, adm *kadm.Client, names kafka.Names, pl *Pool, rep *Report) {
+	starts, err := adm.ListStartOffsets(ctx, names.Work)
+	if err == nil {
+		var ends kadm.ListedOffsets
+		if ends, err = adm.ListCommittedOffsets(ctx, names.Work); err == nil {
+			ends.Each(func(lo kadm.ListedOffset) {
+				start, ok := starts.Lookup(names.Work, lo.Partition)
+				if !ok || start.Err != nil || lo.Err != nil {
+					return
+				}
+				li := Lag{Partition: lo.Partition, Committed: -1, End: lo.Offset, Lag: max(lo.Offset-start.Offset, 0)}
+				pl.Lag = append(pl.Lag, li)
+				pl.LagSum += li.Lag
+			})
+			return
+		}
+	}
+	rep.Errors = append(rep.Errors, fmt.Sprintf("reading the work topic %s of pool %s: %v", names.Work, pl.Name, err))
 }
 
 // late fills each partition's LateSeconds from the oldest tick it has not executed (internal/worklag).

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -168,6 +169,59 @@ func TestE2EPools(t *testing.T) {
 	t.Logf("moved at %s, ticker stopped at %s; mover: %d slots, %d in scan then %d in backup; idle: %d ticks waiting; scan/backup start delay p50 %s, p99 %s",
 		moved.Format(time.TimeOnly), stopAt.Format(time.TimeOnly), len(slots), len(emitted["scan"]["mover"]), len(emitted["backup"]["mover"]),
 		len(emitted["idle"]["idle"]), late[len(late)/2], late[len(late)*99/100])
+
+	// Operations per pool: status (workers and lag of each pool), audit and history (the pool of each tick).
+	var st struct {
+		Pools []struct {
+			Name    string `json:"name"`
+			Workers int    `json:"workers"`
+			LagSum  int64  `json:"work_lag_total"`
+		} `json:"pools"`
+	}
+	if err := json.Unmarshal([]byte(f.cli("status", "--json")), &st); err != nil {
+		t.Fatalf("status --json: %v", err)
+	}
+	got := map[string][2]int64{}
+	for _, p := range st.Pools {
+		got[p.Name] = [2]int64{int64(p.Workers), p.LagSum}
+	}
+	if got["scan"][0] != 1 || got["backup"][0] != 1 || got["idle"][0] != 0 || got["idle"][1] < 10 {
+		t.Errorf("status pools (workers, lag) = %v, want scan and backup 1 worker each, idle 0 workers and its ticks as lag", got)
+	}
+	to := stopAt.Add(-7 * time.Second).UTC().Truncate(time.Second) // before the last slots emitted ahead
+	rep, code := runAudit(t, f, "--to", to.Format(time.RFC3339), "--grace", "1s")
+	if code != 1 || rep.OK {
+		t.Errorf("audit: exit %d, ok %v; want 1 and not ok (the idle pool's ticks never ran)", code, rep.OK)
+	}
+	for _, name := range []string{"scan", "backup", "mover"} {
+		if s := rep.schedule(t, name); s.Missing != 0 || s.Doubled != 0 || s.RanTwice != 0 || s.Executed == 0 {
+			t.Errorf("audit of %s: %+v, want executed, nothing missing, doubled or run twice", name, s.auditCounts)
+		}
+	}
+	if s := rep.schedule(t, "idle"); s.Executed != 0 || s.MissingNoOutcome == 0 {
+		t.Errorf("audit of idle: %+v, want nothing executed and its ticks missing without an outcome", s.auditCounts)
+	}
+	var h struct {
+		Ticks []struct {
+			ID    string `json:"id"`
+			Pool  string `json:"pool"`
+			State string `json:"state"`
+		} `json:"ticks"`
+	}
+	if err := json.Unmarshal([]byte(f.cli("history", "mover", "--since", "10m", "--grace", "1s", "--json")), &h); err != nil {
+		t.Fatal(err)
+	}
+	pools := map[string]int{}
+	for _, tk := range h.Ticks {
+		slot, _ := time.Parse(time.RFC3339, strings.SplitN(strings.SplitN(tk.ID, "@", 2)[1], "#", 2)[0])
+		if want := where[slot]; want != "" && tk.Pool != want {
+			t.Errorf("history: %s in pool %q, want %q", tk.ID, tk.Pool, want)
+		}
+		pools[tk.Pool]++
+	}
+	if pools["scan"] == 0 || pools["backup"] == 0 {
+		t.Errorf("history of mover by pool: %v, want ticks in scan and in backup", pools)
+	}
 	for _, w := range workers {
 		e.stop(w)
 	}

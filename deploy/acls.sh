@@ -4,14 +4,16 @@
 #   deploy/acls.sh --bootstrap-server HOST:PORT [--command-config admin.properties] [--namespace NS]
 #                  [--ticker-principal User:ticker] [--worker-principal User:worker]
 #                  [--operator-principal User:operator] [--auditor-principal User:auditor] [--forward TOPIC]
-#                  [--dry-run]
+#                  [--pool NAME [--pool-worker-principal User:worker-NAME]] [--dry-run]
 #
-# The forward lines are added (for the worker principal) only with --forward. --dry-run prints the kafka-acls.sh
-# commands instead of running them. KAFKA_ACLS names the kafka-acls.sh to run (default: kafka-acls.sh on PATH).
+# The forward lines are added (for the worker principal) only with --forward; the pool lines only with --pool
+# (the ticker, operator and auditor principals reach every pool; the pool's workers get the pool-worker lines).
+# --dry-run prints the kafka-acls.sh commands instead of running them. KAFKA_ACLS names the kafka-acls.sh to run
+# (default: kafka-acls.sh on PATH).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
-bootstrap="" config="" ns=tickgroup forward="" dry=0
+bootstrap="" config="" ns=tickgroup forward="" pool="" dry=0
 declare -A principal=([ticker]=User:ticker [worker]=User:worker [operator]=User:operator [auditor]=User:auditor)
 while (($#)); do
 	case $1 in
@@ -23,13 +25,19 @@ while (($#)); do
 	--operator-principal) principal[operator]=$2; shift 2 ;;
 	--auditor-principal) principal[auditor]=$2; shift 2 ;;
 	--forward) forward=$2; shift 2 ;;
+	--pool) pool=$2; shift 2 ;;
+	--pool-worker-principal) principal[pool-worker]=$2; shift 2 ;;
 	--dry-run) dry=1; shift ;;
-	-h | --help) sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "acls.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
 [[ -n $bootstrap ]] || { echo "acls.sh: --bootstrap-server is required" >&2; exit 2; }
 principal[forward]=${principal[worker]}
+principal[ticker-pools]=${principal[ticker]}
+principal[operator-pools]=${principal[operator]}
+principal[auditor-pools]=${principal[auditor]}
+[[ -n ${principal[pool-worker]:-} ]] || principal[pool-worker]=User:worker-$pool
 
 base=("${KAFKA_ACLS:-kafka-acls.sh}" --bootstrap-server "$bootstrap")
 [[ -n $config ]] && base+=(--command-config "$config")
@@ -37,8 +45,10 @@ base=("${KAFKA_ACLS:-kafka-acls.sh}" --bootstrap-server "$bootstrap")
 while read -r role type pattern name ops; do
 	[[ -z $role || $role == \#* ]] && continue
 	if [[ $role == forward && -z $forward ]]; then continue; fi
+	if [[ $role == *pool* && -z $pool ]]; then continue; fi
 	name=${name//'${NS}'/$ns}
 	name=${name//'${FORWARD}'/$forward}
+	name=${name//'${POOL}'/$pool}
 	cmd=("${base[@]}" --add --allow-principal "${principal[$role]}" --resource-pattern-type "$pattern")
 	case $type in
 	topic) cmd+=(--topic "$name") ;;

@@ -24,8 +24,8 @@ func (a acl) String() string {
 	return fmt.Sprintf("%s %s %s %s %s", a.role, a.resource, a.pattern, a.name, strings.Join(a.ops, ","))
 }
 
-// shippedACLs parses deploy/acls.txt, with ${NS} and ${FORWARD} replaced.
-func shippedACLs(t *testing.T, ns, forward string) []acl {
+// shippedACLs parses deploy/acls.txt, with ${NS}, ${FORWARD} and (when given) ${POOL} replaced.
+func shippedACLs(t *testing.T, ns, forward string, pool ...string) []acl {
 	t.Helper()
 	f, err := os.Open(filepath.Join(repoRoot, "deploy", "acls.txt"))
 	if err != nil {
@@ -44,7 +44,7 @@ func shippedACLs(t *testing.T, ns, forward string) []acl {
 		if len(fields) != 5 {
 			t.Fatalf("deploy/acls.txt:%d: want 5 columns, got %q", line, text)
 		}
-		name := strings.NewReplacer("${NS}", ns, "${FORWARD}", forward).Replace(fields[3])
+		name := strings.NewReplacer("${NS}", ns, "${FORWARD}", forward, "${POOL}", strings.Join(pool, "")).Replace(fields[3])
 		out = append(out, acl{role: fields[0], resource: fields[1], pattern: fields[2], name: name, ops: strings.Split(fields[4], ",")})
 	}
 	if err := sc.Err(); err != nil {

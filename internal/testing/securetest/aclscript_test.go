@@ -15,14 +15,15 @@ func TestACLScriptMatchesList(t *testing.T) {
 	out, err := exec.Command(filepath.Join(repoRoot, "deploy", "acls.sh"), "--dry-run", "--bootstrap-server", "k:9093",
 		"--command-config", "admin.properties", "--namespace", "prod", "--forward", "out",
 		"--ticker-principal", "User:t", "--worker-principal", "User:w", "--operator-principal", "User:o",
-		"--auditor-principal", "User:a").CombinedOutput()
+		"--auditor-principal", "User:a", "--pool", "scan", "--pool-worker-principal", "User:s").CombinedOutput()
 	if err != nil {
 		t.Fatalf("deploy/acls.sh --dry-run: %v\n%s", err, out)
 	}
-	principal := map[string]string{"ticker": "User:t", "worker": "User:w", "forward": "User:w", "operator": "User:o", "auditor": "User:a"}
+	principal := map[string]string{"ticker": "User:t", "worker": "User:w", "forward": "User:w", "operator": "User:o", "auditor": "User:a",
+		"ticker-pools": "User:t", "operator-pools": "User:o", "auditor-pools": "User:a", "pool-worker": "User:s"}
 	flag := map[string]string{"topic": "--topic", "group": "--group", "transactional-id": "--transactional-id"}
 	var want []string
-	for _, a := range shippedACLs(t, "prod", "out") {
+	for _, a := range shippedACLs(t, "prod", "out", "scan") {
 		cmd := []string{"kafka-acls.sh", "--bootstrap-server", "k:9093", "--command-config", "admin.properties", "--add",
 			"--allow-principal", principal[a.role], "--resource-pattern-type", a.pattern, flag[a.resource], a.name}
 		for _, op := range a.ops {

@@ -101,8 +101,11 @@ func (a acl) builder(t *testing.T, user string) *kadm.ACLBuilder {
 
 // userOf is the SCRAM user of a role of deploy/acls.txt.
 func userOf(role string) string {
-	if role == "forward" {
+	switch role {
+	case "forward", "pool-worker":
 		return "worker"
+	case "ticker-pools", "operator-pools", "auditor-pools":
+		return strings.TrimSuffix(role, "-pools")
 	}
 	return role
 }

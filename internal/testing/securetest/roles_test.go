@@ -76,6 +76,47 @@ func TestForwardWorkerWithShippedACLs(t *testing.T) {
 	}
 }
 
+// TestPoolRolesWithShippedACLs runs a pool's pipeline under the shipped pool ACLs: the admin creates the pool's
+// topics (ticker init --pool), the operator puts a schedule of the pool, the ticker (ticker and ticker-pools)
+// writes its ticks to the pool's work topic, a worker with only the pool-worker ACLs runs them from the pool's
+// group and ledger, the operator reads the status and the auditor (auditor and auditor-pools) audits. Nothing on
+// the way is refused.
+func TestPoolRolesWithShippedACLs(t *testing.T) {
+	t.Parallel()
+	b := secureBroker(t)
+	ns := b.namespace(t)
+	b.grant(t, rolesOf(shippedACLs(t, ns, "", "scan"), "ticker", "ticker-pools", "pool-worker", "operator", "operator-pools", "auditor", "auditor-pools"))
+	if out, code := runCmd(t, "ticker", append([]string{"init", "--pool", "scan"}, b.flags(t, "admin", ns)...)...); code != 0 {
+		t.Fatalf("ticker init --pool scan as admin: exit %d:\n%s", code, out)
+	}
+	if out, code := runCmd(t, "ticker", append([]string{"schedule", "put", "every-second", "--every", "1s", "--pool", "scan"}, b.flags(t, "operator", ns)...)...); code != 0 {
+		t.Fatalf("ticker schedule put --pool scan as operator: exit %d:\n%s", code, out)
+	}
+	tk := start(t, "ticker", append([]string{"run", "--metrics-addr", "", "--session-timeout", "3s"}, b.flags(t, "ticker", ns)...)...)
+	wk := start(t, "worker", append([]string{"run", "--metrics-addr", "", "--exec", "true", "--pool", "scan", "--start", "earliest"},
+		b.flags(t, "worker", ns)...)...)
+	pool := b.config(t, "admin", ns).Names().Pool("scan")
+	waitRecords(t, b, 60*time.Second, map[string]int{pool.Results: 4})
+	for _, args := range append([][]string{{"status"}}, auditorCommands...) {
+		who := "auditor"
+		if args[0] == "status" {
+			who = "operator"
+		}
+		out, code := runCmd(t, "ticker", append(args, b.flags(t, who, ns)...)...)
+		if code > 1 || strings.Contains(out, "AUTHORIZATION_FAILED") {
+			t.Errorf("ticker %s as %s: exit %d:\n%s", args[0], who, code, out)
+		}
+	}
+	for _, p := range []*proc{wk, tk} {
+		if code := p.stop(); code != 0 {
+			t.Errorf("%s: exit %d after SIGTERM, want 0", p.name, code)
+		}
+		if out := p.out.String(); strings.Contains(out, "AUTHORIZATION_FAILED") {
+			t.Errorf("%s was refused something:\n%s", p.name, out)
+		}
+	}
+}
+
 // failOddSlots is an --exec handler that fails the ticks of odd seconds, so that a worker with --max-attempts 1
 // writes both outcomes and dead letters.
 const failOddSlots = `sh -c 'exit $(( TICK_SLOT_UNIX_MS / 1000 % 2 ))'`

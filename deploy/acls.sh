@@ -38,6 +38,7 @@ principal[ticker-pools]=${principal[ticker]}
 principal[operator-pools]=${principal[operator]}
 principal[auditor-pools]=${principal[auditor]}
 [[ -n ${principal[pool-worker]:-} ]] || principal[pool-worker]=User:worker-$pool
+principal[pool-forward]=${principal[pool-worker]}
 
 base=("${KAFKA_ACLS:-kafka-acls.sh}" --bootstrap-server "$bootstrap")
 [[ -n $config ]] && base+=(--command-config "$config")
@@ -46,6 +47,7 @@ while read -r role type pattern name ops; do
 	[[ -z $role || $role == \#* ]] && continue
 	if [[ $role == forward && -z $forward ]]; then continue; fi
 	if [[ $role == *pool* && -z $pool ]]; then continue; fi
+	if [[ $role == pool-forward && -z $forward ]]; then continue; fi
 	name=${name//'${NS}'/$ns}
 	name=${name//'${FORWARD}'/$forward}
 	name=${name//'${POOL}'/$pool}

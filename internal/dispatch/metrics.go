@@ -16,6 +16,8 @@ type metrics struct {
 	emittedLate       prometheus.Counter
 	cancels           prometheus.Counter
 	missed            prometheus.Counter
+	unroutable        *prometheus.CounterVec
+	poolDown          *prometheus.GaugeVec
 	fenced            prometheus.Counter
 	transactions      *prometheus.CounterVec
 	txnDuration       *prometheus.HistogramVec
@@ -57,6 +59,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_slots_missed_total",
 			Help: "Slots passed over by a catch-up policy (skip, latest, or the cap of all) instead of being emitted.",
 		}),
+		unroutable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickgroup_slots_unroutable_total",
+			Help: "Ticks (slots times shards) not emitted because their schedule's pool was not ready: its topics neither exist nor could be created (ticker init --pool). They are lost (ticker audit reports them missing); the pool's later slots are emitted once it is ready.",
+		}, []string{"pool"}),
+		poolDown: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickgroup_pool_down",
+			Help: "1 while the leader cannot make a pool's topics ready; its schedules' slots are not emitted meanwhile (tickgroup_slots_unroutable_total).",
+		}, []string{"pool"}),
 		fenced: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tickgroup_fenced_total",
 			Help: "Leader terms of this replica ended because a newer leader fenced its producer.",
@@ -109,7 +119,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.emitted, m.emitLag, m.emittedLate, m.cancels, m.missed, m.fenced, m.transactions, m.txnDuration, m.invalidState, m.lastSlot, m.nextDue, m.period,
-			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired)
+			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired, m.unroutable, m.poolDown)
 	}
 	m.stateRefused.WithLabelValues("future")
 	return m

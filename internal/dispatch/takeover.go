@@ -108,7 +108,7 @@ func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map
 	if err == nil && len(from) == 0 && len(pools) == 1 {
 		return nil, nil
 	}
-	missing := map[string][]string{} // by pool
+	var missing []string
 	for name, e := range pl.withoutState(state) {
 		if e.Schedule.Paused() {
 			continue
@@ -120,23 +120,31 @@ func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map
 		if first := e.Schedule.Next(e.UpdatedAt); first.IsZero() || first.After(now) {
 			continue // a new schedule: nothing was due yet
 		}
-		missing[e.Schedule.Pool()] = append(missing[e.Schedule.Pool()], name)
+		missing = append(missing, name)
 	}
-	var recovered []string
-	for pool, names := range missing {
-		pt, rng := pools[pool], from
+	if len(missing) == 0 {
+		return nil, nil
+	}
+	// Every pool's work topic: a schedule moved between pools has its newest ticks in the pool it left.
+	found := map[string]tick.Tick{}
+	for pool, pt := range pools {
+		rng := from
 		if pool != "" || rng == nil {
 			if rng, err = d.lookbackRanges(ctx, adm, pt.work, pt.partitions, now); err != nil {
 				return nil, err
 			}
 		}
-		found, err := d.newestSlots(ctx, rng, pl, names, pt.work, pt.partitions, now)
+		in, err := d.newestSlots(ctx, rng, pl, missing, pt.work, pt.partitions, now)
 		if err != nil {
 			return nil, err
 		}
-		recovered = append(recovered, d.recovered(state, pl, names, found, logger)...)
+		for name, t := range in {
+			if t.Slot.After(found[name].Slot) {
+				found[name] = t
+			}
+		}
 	}
-	return recovered, nil
+	return d.recovered(state, pl, missing, found, logger), nil
 }
 
 // recovered sets in pl and state the newest slot found for each schedule of names (a schedule without one starts

@@ -35,7 +35,10 @@ type leaderTerm struct {
 	// the term's schedules name ("": the default pool), ensured by ensurePools before a schedule is planned.
 	partitions int
 	pools      map[string]poolTopic
-	adm        *kadm.Client
+	// down holds the pools whose topics could not be made ready, with when to try again: their schedules' slots
+	// are not emitted meanwhile (unroutable), and nothing else waits for them.
+	down map[string]time.Time
+	adm  *kadm.Client
 	// repaired keeps the schedule records leader 0 has restated (repairSchedules).
 	repaired map[int64]bool
 	// closers undo what the term set up, last first.
@@ -154,15 +157,15 @@ func (t *leaderTerm) recover(ctx context.Context) error {
 		return err
 	}
 	t.pools = map[string]poolTopic{"": {work: d.cfg.Names.Work, partitions: t.partitions}}
+	t.down = map[string]time.Time{}
+	t.discoverPools(ctx)
 	var named []string
 	for _, it := range t.pl.items {
 		if p := it.entry.Schedule.Pool(); p != "" {
 			named = append(named, p)
 		}
 	}
-	if err := t.ensurePools(ctx, named...); err != nil {
-		return err
-	}
+	t.ensurePools(ctx, named...)
 	recovered, err := d.checkState(ctx, adm, state, t.pl, t.pools, d.cfg.Now(), t.logger)
 	if err != nil {
 		return err
@@ -266,6 +269,11 @@ func (t *leaderTerm) run(ctx context.Context) error {
 		if at, ok := pl.nextGrave(); ok {
 			wait = min(wait, max(at.Sub(d.cfg.Now()), 0))
 		}
+		if len(t.down) > 0 {
+			if at := t.retryDown(ctx, d.cfg.Now()); !at.IsZero() {
+				wait = min(wait, max(time.Until(at), 0))
+			}
+		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -316,6 +324,8 @@ func (e *emitter) emit(ctx context.Context, now time.Time) error {
 	}
 	for {
 		ems := pl.collect(&e.next, now, d.cfg.MaxBatch)
+		collected := len(ems)
+		ems = t.routable(ems)
 		var recs []*kgo.Record
 		if len(ems) > 0 {
 			recs = appendRecords(&e.next, ems, e.topics, t.partitions, t.t, now, d.cfg.Now())
@@ -325,8 +335,11 @@ func (e *emitter) emit(ctx context.Context, now time.Time) error {
 				return err
 			}
 		}
-		if len(ems) == 0 {
+		if collected == 0 {
 			return nil
+		}
+		if len(ems) == 0 {
+			continue // every schedule of the batch is in a pool that is not ready
 		}
 		committing, committed = make(chan commitResult, 1), ems
 		go func(done chan<- commitResult, recs []*kgo.Record) {
@@ -353,9 +366,7 @@ func (t *leaderTerm) applyChanges(ctx context.Context) error {
 		if e, ok := d.view.Get(name); ok {
 			// A schedule moved to another pool goes on from the first slot not emitted yet, there: the ticks
 			// emitted ahead stay in the pool they were written to and run there, once.
-			if err := t.ensurePools(ctx, e.Schedule.Pool()); err != nil {
-				return err
-			}
+			t.ensurePools(ctx, e.Schedule.Pool())
 			if known && e.Spec().Paused && !old.Spec().Paused && pl.ahead(name, now) {
 				cancels = append(cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
 			}
@@ -385,20 +396,85 @@ func (t *leaderTerm) applyChanges(ctx context.Context) error {
 
 // ensurePools makes the topics of each pool named that the term does not know yet (where this principal may
 // create them; otherwise they must exist: ticker init --pool) and learns its work topic's partition count. A
-// pool that cannot be made ready ends the term with the reason: its schedules' slots would have nowhere to go.
-func (t *leaderTerm) ensurePools(ctx context.Context, pools ...string) error {
+// pool that cannot be made ready is down: its schedules' slots are not emitted (tickgroup_slots_unroutable_total)
+// until a later try succeeds (retryDown), and every other schedule goes on.
+func (t *leaderTerm) ensurePools(ctx context.Context, pools ...string) {
 	d := t.d
 	for _, pool := range pools {
 		if _, ok := t.pools[pool]; ok {
 			continue
 		}
+		if _, down := t.down[pool]; down {
+			continue // retryDown tries again on its own schedule
+		}
 		n := d.cfg.Names.Pool(pool)
 		parts, err := kafka.EnsurePoolTopics(ctx, t.adm, n, d.cfg.PoolTopics)
 		if err != nil {
-			return fmt.Errorf("making the topics of pool %s ready (ticker init --pool %s): %w", pool, pool, err)
+			if ctx.Err() == nil {
+				t.down[pool] = time.Now().Add(poolRetry)
+				d.metrics.poolDown.WithLabelValues(pool).Set(1)
+				t.logger.Error("pool not ready: its schedules' slots are not emitted until it is (ticker init --pool)", "pool", pool,
+					"retry_in", poolRetry, "error", err)
+			}
+			continue
 		}
+		delete(t.down, pool)
+		d.metrics.poolDown.DeleteLabelValues(pool)
 		t.pools[pool] = poolTopic{work: n.Work, partitions: parts}
 		t.logger.Info("pool ready", "pool", pool, "work", n.Work, "work_partitions", parts)
 	}
-	return nil
+}
+
+// poolRetry is how long a leader waits before it tries again to make a pool's topics ready.
+const poolRetry = 30 * time.Second
+
+// retryDown tries again the pools that are down and due for a try, and returns when the next try is due (zero:
+// none is down).
+func (t *leaderTerm) retryDown(ctx context.Context, now time.Time) time.Time {
+	var due []string
+	for pool, at := range t.down {
+		if !now.Before(at) {
+			due = append(due, pool)
+			delete(t.down, pool)
+		}
+	}
+	t.ensurePools(ctx, due...)
+	var next time.Time
+	for _, at := range t.down {
+		if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	return next
+}
+
+// discoverPools adds to the term's pools every pool whose work topic exists, without creating anything: the
+// ticks emitted ahead of a schedule that has since left a pool (or been deleted) still sit there, and a pause or
+// deletion cancels them there too. A principal that may not list the topics finds the pools its schedules name.
+func (t *leaderTerm) discoverPools(ctx context.Context) {
+	tds, err := t.adm.ListTopics(ctx)
+	if err != nil {
+		t.logger.Warn("listing the topics to find the pools (cancels reach the pools the schedules name)", "error", err)
+		return
+	}
+	names := t.d.cfg.Names
+	for topic, td := range tds {
+		if pool, ok := names.PoolOfWork(topic); ok && pool != "" && td.Err == nil && len(td.Partitions) > 0 {
+			t.pools[pool] = poolTopic{work: topic, partitions: len(td.Partitions)}
+		}
+	}
+}
+
+// routable drops from ems the emissions of schedules whose pool is not ready (down), counting their slots, and
+// returns the rest (ems is reused).
+func (t *leaderTerm) routable(ems []emission) []emission {
+	out := ems[:0]
+	for _, em := range ems {
+		if _, ready := t.pools[em.pool]; ready {
+			out = append(out, em)
+			continue
+		}
+		t.d.metrics.unroutable.WithLabelValues(em.pool).Add(float64(len(em.slots) * max(em.src.Shards, 1)))
+	}
+	return out
 }

@@ -223,11 +223,11 @@ func poolLag(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, names kafka.
 	if l, ok := lags[names.WorkerGroup]; ok && kafka.Denied(l.Error()) {
 		err = l.Error()
 	}
-	if kafka.Denied(err) {
+	if kafka.Denied(err) && names.PoolName == "" {
 		return pl, kafka.NeedACL(err, "Describe", "group", names.WorkerGroup)
 	}
-	if err != nil {
-		rep.Errors = append(rep.Errors, fmt.Sprintf("reading the workers' lag (group %s): %v", names.WorkerGroup, err))
+	if err != nil { // another pool's refusal is a part of the report that could not be read
+		rep.Errors = append(rep.Errors, fmt.Sprintf("reading the workers' lag (group %s): %v", names.WorkerGroup, kafka.NeedACL(err, "Describe", "group", names.WorkerGroup)))
 		return pl, nil
 	}
 	if l, ok := lags[names.WorkerGroup]; ok && l.Error() != nil && !errors.Is(l.Error(), kerr.GroupIDNotFound) {

@@ -12,11 +12,12 @@ import (
 	"github.com/tickgroup/tickgroup/internal/ledger"
 )
 
-// ledgerOut writes a worker's ledger entries (all but claims), one record in flight per results partition:
-// entries that arrive while a partition's record is in flight wait, and go together in the next record, a batch
+// ledgerOut writes a worker's ledger entries (all but claims), at most maxInflight records in flight per results
+// partition: entries that arrive while that many are in flight wait, and go together in the next record, a batch
 // (ledger.KindBatch). A worker under load so pays one produce and one read-back for many starts and outcomes; an
-// idle one writes each entry at once, as a record of its own. Entries of one partition reach the log in the
-// order they were added, so a key's next start always follows its previous outcome.
+// idle one writes each entry at once, as a record of its own. The entries that depend on one another (a start,
+// then its renewals, its release or its outcome) are added only once the one before is acknowledged and read
+// back, so they reach the log in that order.
 type ledgerOut struct {
 	w     *Worker
 	nonce string // this process's part of its batch keys
@@ -27,11 +28,15 @@ type ledgerOut struct {
 	idle  *sync.Cond // signalled when a partition's queue empties
 }
 
-// outQueue is one results partition's entries waiting for the record in flight.
+// outQueue is one results partition's records in flight and the entries waiting for a place.
 type outQueue struct {
-	sending bool
-	queue   []*outEntry
+	inflight int
+	queue    []*outEntry
 }
+
+// maxInflight is how many records of one partition may be in flight: two, so that a start need not wait for a
+// whole round trip of the record before it (the idempotent producer keeps them in order).
+const maxInflight = 2
 
 // outEntry is one entry to write: value is its record value on its own (a worker's outcome record, or
 // ledger.Encode), key its record key on its own; done is called once with the record's offset, or the error.
@@ -64,11 +69,11 @@ func (o *ledgerOut) add(p int32, x *outEntry) {
 		o.parts[p] = q
 	}
 	q.queue = append(q.queue, x)
-	if q.sending {
+	if q.inflight >= maxInflight {
 		o.mu.Unlock()
 		return
 	}
-	q.sending = true
+	q.inflight++
 	batch := o.takeLocked(p, q)
 	o.mu.Unlock()
 	o.send(p, batch)
@@ -80,6 +85,9 @@ func (o *ledgerOut) write(ctx context.Context, p int32, key []byte, e ledger.Ent
 	type result struct {
 		offset int64
 		err    error
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err // nothing is sent for a writer that has given up
 	}
 	ch := make(chan result, 1)
 	x := &outEntry{key: key, value: ledger.Encode(e), e: e, done: func(off int64, err error) { ch <- result{off, err} }}
@@ -176,14 +184,15 @@ func (o *ledgerOut) send(p int32, batch []*outEntry) {
 	})
 }
 
-// next sends partition p's waiting entries, or marks it idle.
+// next sends partition p's waiting entries in the place of a record just acknowledged, or frees that place.
 func (o *ledgerOut) next(p int32) {
 	o.mu.Lock()
 	q := o.parts[p]
 	if len(q.queue) == 0 {
-		q.sending = false
-		delete(o.parts, p)
-		o.idle.Broadcast()
+		if q.inflight--; q.inflight == 0 {
+			delete(o.parts, p)
+			o.idle.Broadcast()
+		}
 		o.mu.Unlock()
 		return
 	}

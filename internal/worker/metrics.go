@@ -106,7 +106,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		ledgerBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tickgroup_worker_ledger_batch_entries",
-			Help:    "Ledger entries (starts, renewals, releases, outcomes) per record this worker wrote to the results topic: entries that wait for the partition's record in flight go together in the next one.",
+			Help:    "Ledger entries (starts, renewals, releases, outcomes) per record this worker wrote to the results topic: entries that wait while the partition has records in flight go together in the next one.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000},
 		}),
 	}

@@ -58,6 +58,8 @@ type Monitor struct {
 	logger  *slog.Logger
 	offsets *prometheus.GaugeVec
 	seconds *prometheus.GaugeVec
+	// poolFailing counts, per pool, the measurements in a row that failed (Run's goroutine only).
+	poolFailing map[string]int
 }
 
 // Partition is one partition's lag.
@@ -86,9 +88,10 @@ func New(cfg Config, opts []kgo.Opt, logger *slog.Logger, reg prometheus.Registe
 		cfg.Now = time.Now
 	}
 	m := &Monitor{
-		cfg:    cfg,
-		opts:   opts,
-		logger: logger.With("component", "worklag"),
+		cfg:         cfg,
+		poolFailing: map[string]int{},
+		opts:        opts,
+		logger:      logger.With("component", "worklag"),
 		offsets: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tickgroup_work_lag_offsets",
 			Help: "Offsets of a work partition not yet committed by the workers' group (last stable offset - committed offset; transaction markers included). Exported by the leading ticker.",
@@ -177,9 +180,20 @@ func (m *Monitor) measureAll(ctx context.Context, adm *kadm.Client) (map[string]
 		if n.PoolName == "" {
 			continue
 		}
-		if out[n.PoolName], err = m.measure(ctx, adm, n.Work, n.WorkerGroup); err != nil {
-			return nil, fmt.Errorf("pool %s: %w", n.PoolName, err)
+		// One pool's failure (its topics gone, an ACL of it missing) leaves the others measured.
+		parts, err := m.measure(ctx, adm, n.Work, n.WorkerGroup)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if m.poolFailing[n.PoolName] == 0 { // once per run of failures
+				m.logger.Warn("measuring the work lag of a pool", "pool", n.PoolName, "err", err)
+			}
+			m.poolFailing[n.PoolName]++
+			continue
 		}
+		delete(m.poolFailing, n.PoolName)
+		out[n.PoolName] = parts
 	}
 	return out, nil
 }

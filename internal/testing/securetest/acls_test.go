@@ -102,7 +102,7 @@ func (a acl) builder(t *testing.T, user string) *kadm.ACLBuilder {
 // userOf is the SCRAM user of a role of deploy/acls.txt.
 func userOf(role string) string {
 	switch role {
-	case "forward", "pool-worker":
+	case "forward", "pool-worker", "pool-forward":
 		return "worker"
 	case "ticker-pools", "operator-pools", "auditor-pools":
 		return strings.TrimSuffix(role, "-pools")

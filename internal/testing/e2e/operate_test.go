@@ -55,8 +55,8 @@ func TestOperateMetricsHealthStatus(t *testing.T) {
 		return a.metric("tickgroup_ticks_emitted_total") >= first+4
 	})
 	kafkatest.Eventually(t, 30*time.Second, "the worker to run ticks", func() bool {
-		return strings.Contains(scrapeAll(t, w), `tickgroup_worker_ticks_total{result="ok"}`) &&
-			metricAtLeast(scrapeAll(t, w), `tickgroup_worker_ticks_total{result="ok"}`, 4)
+		return strings.Contains(scrapeAll(t, w), `tickgroup_worker_ticks_total{pool="default",result="ok"}`) &&
+			metricAtLeast(scrapeAll(t, w), `tickgroup_worker_ticks_total{pool="default",result="ok"}`, 4)
 	})
 
 	tickerText := scrapeAll(t, a)
@@ -74,7 +74,7 @@ func TestOperateMetricsHealthStatus(t *testing.T) {
 	workerText := scrapeAll(t, w)
 	for _, name := range []string{
 		"tickgroup_worker_ticks_total", "tickgroup_worker_start_delay_seconds_bucket", "tickgroup_worker_duration_seconds_bucket",
-		"tickgroup_worker_inflight", "tickgroup_worker_partitions 4", "tickgroup_kafka_",
+		"tickgroup_worker_inflight", `tickgroup_worker_partitions{pool="default"} 4`, "tickgroup_kafka_",
 		"tickgroup_clock_offset_seconds", "tickgroup_clock_skewed 0",
 	} {
 		if !strings.Contains(workerText, name) {

@@ -9,17 +9,17 @@ import (
 
 // TestEachMissingACLIsNamed takes the shipped ACLs away one at a time and runs the role that needs it: the
 // command must stop (exit 1) within seconds with an error that names the refused permission: the error code, the
-// operation and the resource.
+// operation and the resource. The pools' lines are shown to suffice by TestPoolRolesWithShippedACLs.
 func TestEachMissingACLIsNamed(t *testing.T) {
 	t.Parallel()
 	b := secureBroker(t)
-	for i, missing := range shippedACLs(t, "NS", "FWD") {
+	for i, missing := range rolesOf(shippedACLs(t, "NS", "FWD"), baseRoles...) {
 		t.Run(fmt.Sprintf("%02d %s %s %s", i, missing.role, missing.resource, missing.name), func(t *testing.T) {
 			t.Parallel()
 			ns := b.namespace(t)
 			fwd := ns + ".fwd"
 			createTopic(t, b, fwd, 2)
-			all := shippedACLs(t, ns, fwd)
+			all := rolesOf(shippedACLs(t, ns, fwd), baseRoles...)
 			missing := all[i]
 			b.grant(t, append(all[:i:i], all[i+1:]...))
 			started := time.Now()
@@ -33,6 +33,9 @@ func TestEachMissingACLIsNamed(t *testing.T) {
 		})
 	}
 }
+
+// baseRoles are the roles of a namespace without pools.
+var baseRoles = []string{"ticker", "worker", "forward", "operator", "auditor"}
 
 // runRole runs role's commands (with whatever else the role needs to have work: a schedule, a ticker) and
 // returns the error line of the command that failed. It fails the test unless one exits 1 within 20 s.

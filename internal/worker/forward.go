@@ -345,7 +345,6 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 			// Unreadable, or not the leader's (refused when polled): dead-lettered below, as an unreadable tick.
 		}
 		start := w.cfg.Now()
-		o := Outcome{ID: string(resultKey(rec)), Worker: w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset, Attempts: 1}
 		t, err := tick.Decode(rec.Value)
 		if cancel.Is(rec) && !cancel.Genuine(rec) {
 			t, err = tick.Tick{}, errForgedCancel // whatever its value holds, it is not forwarded
@@ -354,24 +353,16 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 		if err == nil {
 			c = f.cancelled(t)
 		}
+		o, dl, run := w.decide(before{rec: rec, t: t, err: err, now: start, cancelled: c})
 		switch {
-		case err != nil:
-			o.Status, o.Error, o.reason = StatusDeadLettered, errString(err), decodeReason(err)
-			produce(w.deadLetterRecord(rec, o.reason, err, 0, w.dlqParts))
+		case !run && dl != nil:
+			produce(w.deadLetterRecord(rec, o.reason, dl, 0, w.dlqParts))
 			counts[resultDeadLettered]++
 			dlq[o.reason]++
-		case c != nil:
-			slot := t.Slot
-			o.ID, o.Schedule, o.Slot, o.Status, o.Attempts = t.ID, t.Schedule, &slot, StatusCancelled, 0
-			o.Error = fmt.Sprintf("schedule %s (version %d) after the tick was emitted", c.Reason, c.Before)
-			counts[resultCancelled]++
-		case t.Deadline != nil && start.After(*t.Deadline):
-			slot := t.Slot
-			o.ID, o.Schedule, o.Slot, o.Status = t.ID, t.Schedule, &slot, StatusSkippedLate
-			counts[resultSkippedLate]++
+		case !run:
+			counts[o.Status]++ // the status is its result's name
 		default:
-			slot := t.Slot
-			o.ID, o.Schedule, o.Slot = t.ID, t.Schedule, &slot
+			o.Attempts = 1
 			fwd := &kgo.Record{
 				Topic: w.cfg.Forward,
 				// The same schedule-and-shard partitioning as the work topic keeps one schedule's ticks in

@@ -482,51 +482,20 @@ type gate interface {
 // nil, is a cancellation that applies to the tick: it does not run.
 func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err error, prior *ledger.TickState, g gate, newer time.Time, cancelled *tick.Cancel) (Outcome, error) {
 	start := w.cfg.Now()
-	o := Outcome{ID: string(resultKey(rec)), Worker: w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset}
-	if err != nil {
-		o.Status, o.Error, o.reason = StatusDeadLettered, errString(err), decodeReason(err)
-		w.logger.Warn("unreadable record: dead-lettering", "partition", rec.Partition, "offset", rec.Offset, "reason", o.reason, "error", err)
-		return o, err
-	}
-	slot := t.Slot
-	o.ID, o.Schedule, o.Slot = t.ID, t.Schedule, &slot
 	base, interrupted := 0, false
 	if prior != nil {
 		base, interrupted = prior.Attempts, prior.Interrupted()
 	}
-	o.Interrupted = interrupted
-	if cancelled != nil {
-		o.Status, o.Attempts = StatusCancelled, base
-		o.Error = fmt.Sprintf("schedule %s (version %d) after the tick was emitted", cancelled.Reason, cancelled.Before)
-		w.count(resultCancelled, 1)
-		w.logger.Debug("tick cancelled", "tick_id", t.ID, "partition", rec.Partition, "reason", cancelled.Reason)
-		return o, nil
-	}
-	if interrupted && w.cfg.OnInterrupted == OnInterruptedSkip {
-		o.Status, o.Attempts = StatusInterrupted, base
-		o.Error = "an earlier run was interrupted; not run again (on-interrupted skip)"
-		w.count(resultInterrupted, 1)
-		w.m.ledgerSkips.WithLabelValues("interrupted").Inc()
-		w.logger.Info("interrupted tick not run again", "tick_id", t.ID, "partition", rec.Partition, "attempts", base)
-		return o, nil
+	o, dl, run := w.decide(before{rec: rec, t: t, err: err, now: start, cancelled: cancelled, attempts: base, interrupted: interrupted, newer: newer})
+	if !run {
+		if o.Status != StatusDeadLettered { // a dead letter is counted once it is written (deadLetter)
+			w.count(o.Status, 1)
+		}
+		return o, dl
 	}
 	if interrupted {
 		w.m.ledgerSkips.WithLabelValues("rerun").Inc()
 		w.logger.Info("running an interrupted tick again", "tick_id", t.ID, "partition", rec.Partition, "attempt", base+1)
-	}
-	if !newer.IsZero() && !newer.After(start) {
-		o.Status, o.Attempts = StatusSkippedOverlap, base
-		o.Error = fmt.Sprintf("a newer tick of the schedule (slot %s) was already due", newer.UTC().Format(time.RFC3339Nano))
-		w.count(resultSkippedOverlap, 1)
-		w.logger.Debug("tick skipped: a newer one is due (overlap)", "tick_id", t.ID, "partition", rec.Partition, "newer_slot", newer, "policy", cmp.Or(t.Overlap, "default"))
-		return o, nil
-	}
-	if t.Deadline != nil && start.After(*t.Deadline) {
-		o.Status, o.Attempts = StatusSkippedLate, base
-		o.Error = fmt.Sprintf("start at %s is after the deadline %s", start.UTC().Format(time.RFC3339Nano), t.Deadline.UTC().Format(time.RFC3339Nano))
-		w.count(resultSkippedLate, 1)
-		w.logger.Warn("tick skipped: past its deadline", "tick_id", t.ID, "partition", rec.Partition, "deadline", *t.Deadline)
-		return o, nil
 	}
 	for attempt := 1; ; attempt++ {
 		a := Attempt{N: base + attempt, Interrupted: interrupted, Worker: w.cfg.WorkerID}

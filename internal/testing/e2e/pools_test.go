@@ -13,8 +13,8 @@ import (
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
-// Worker pools, on the real binaries: two pools whose workers run different programs (here: the handler with a
-// log of each pool's own), a third pool with no worker at all, and a schedule moved from one pool to another
+// Worker pools, on the real binaries: two pools whose workers run different programs (the test handler, and a
+// shell script), a third pool with no worker at all, and a schedule moved from one pool to another
 // while its ticks for the next seconds are already emitted (the lead window). Counted from the handlers' own logs
 // and the pools' work topics: each pool's ticks run only on its own workers, every slot once; the pool without
 // workers delays nothing in the others; the moved schedule's slots are each emitted and run once, in one pool.
@@ -26,9 +26,12 @@ func TestE2EPools(t *testing.T) {
 		f.cli("schedule", "put", s[0], "--every", "1s", "--pool", s[1])
 	}
 	logs := map[string]string{"scan": filepath.Join(t.TempDir(), "scan.log"), "backup": filepath.Join(t.TempDir(), "backup.log")}
-	var workers []*proc
-	for _, pool := range []string{"scan", "backup"} {
-		workers = append(workers, e.start([]string{"HANDLER_LOG=" + logs[pool]}, "--pool", pool, "--exec", handlerBin))
+	// Two programs: the scan pool runs the test handler, the backup pool a shell script that writes the same lines.
+	backup := `sh -c 'echo "start $TICK_ID $TICK_ATTEMPT $$ $TICK_WORKER ${TICK_FENCE:-0} ${TICK_INTERRUPTED:-0} $(date +%s%N)" >> "$BACKUP_LOG"; ` +
+		`echo "done $TICK_ID $TICK_ATTEMPT $$ $TICK_WORKER ok $(date +%s%N)" >> "$BACKUP_LOG"'`
+	workers := []*proc{
+		e.start([]string{"HANDLER_LOG=" + logs["scan"]}, "--pool", "scan", "--exec", handlerBin),
+		e.start([]string{"BACKUP_LOG=" + logs["backup"]}, "--pool", "backup", "--exec", backup),
 	}
 	a := f.ticker("a", "--lead", "5s")
 	a.waitLog(t, "leader term ready", 60*time.Second)

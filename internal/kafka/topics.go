@@ -197,23 +197,37 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec, rf int16
 	}
 }
 
-// checkExists is EnsureTopics's check of a topic it may not create.
+// checkExists is EnsureTopics's check of a topic it may not create. A broker learns of a topic created a moment
+// ago (by an admin's ticker init, say) a little after the controller does, so a topic it does not show yet is
+// looked for again for up to existsWait before it is called missing.
 func checkExists(ctx context.Context, adm *kadm.Client, topic string) error {
-	tds, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		return fmt.Errorf("describing topic %s: %w", topic, NeedACL(err, "Describe (or Create on the cluster)", "topic", topic))
-	}
-	td, ok := tds[topic]
-	switch {
-	case ok && td.Err == nil:
-		return nil
-	case ok && errors.Is(td.Err, kerr.TopicAuthorizationFailed):
-		return fmt.Errorf("describing topic %s: %w", topic, &ACLError{Op: "Describe (or Create on the cluster)", Resource: "topic", Name: topic, Err: td.Err})
-	default:
-		return fmt.Errorf("creating topic %s: %w: this principal may not create it (Create on the cluster or the topic) and it does not exist: create the topics first (ticker init as an admin)",
-			topic, kerr.TopicAuthorizationFailed)
+	deadline := time.Now().Add(existsWait)
+	for {
+		tds, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			return fmt.Errorf("describing topic %s: %w", topic, NeedACL(err, "Describe (or Create on the cluster)", "topic", topic))
+		}
+		td, ok := tds[topic]
+		switch {
+		case ok && td.Err == nil:
+			return nil
+		case ok && errors.Is(td.Err, kerr.TopicAuthorizationFailed):
+			return fmt.Errorf("describing topic %s: %w", topic, &ACLError{Op: "Describe (or Create on the cluster)", Resource: "topic", Name: topic, Err: td.Err})
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("creating topic %s: %w: this principal may not create it (Create on the cluster or the topic) and it does not exist: create the topics first (ticker init as an admin)",
+				topic, kerr.TopicAuthorizationFailed)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
+
+// existsWait is how long checkExists looks for a topic the broker does not show yet.
+const existsWait = 3 * time.Second
 
 // describeErr wraps the error of describing a topic; a refusal names the permission it lacks.
 func describeErr(topic string, err error) error {

@@ -59,7 +59,9 @@
 // for as long as a classic-protocol rebalance lasts (after a crash, until the dead member's session expires),
 // while live workers keep running ticks. So every lane also keeps a ledger, in <ns>.results: results partition
 // p is work partition p's ledger (the results topic must have at least as many partitions as the work topic),
-// one ordered log of claim, started, renewed, released and outcome entries (internal/ledger). A lane's life:
+// one ordered log of claim, started, renewed, released and outcome entries. The ledger's protocol (claim,
+// confirm, lease, takeover, the fold) lives in internal/ledger: a lane holds its partition through a
+// ledger.Owner, and the worker writes and reads the ledger through one ledger.Log. A lane's life:
 //
 //	assigned ─► takeover ─► for each record: ledger says ─┬─ outcome:  not run again; committed past
 //	                                                      ├─ started:  interrupted ─► wait until surely over ─┐
@@ -93,7 +95,7 @@
 // last proof (start or renewal, by its writer's timestamp and never later than when it was read) plus its lease
 // plus Config.MaxClockSkew, a wait that each renewal pushes out and the run's outcome or release ends. It then
 // starts the tick itself (its started entry ends the old run's renewals) and, should a renewal have slipped in
-// before its start, waits for that one's lease too before the handler starts (seizedUntil).
+// before its start, waits for that one's lease too before the handler starts (ledger.Owner.SeizedUntil).
 //
 // Interrupted ticks: started (or released) with no outcome. Config.OnInterrupted decides: rerun (the default)
 // runs the tick again, with Attempt.N counting on from the former owners' attempts and Attempt.Interrupted set

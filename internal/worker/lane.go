@@ -42,7 +42,7 @@ type lane struct {
 	adjusted  chan struct{}  // closed once the group's start offset of the partition is settled (pinStart)
 	pending   sync.WaitGroup // outcome records in flight
 	runs      sync.WaitGroup // records being handled
-	ledger    *laneLedger    // set by takeover
+	ledger    *ledger.Owner  // the lane's hold on its partition's ledger (reading from takeover on)
 	reclaimMu sync.Mutex     // serialises foreignClaim
 
 	// Guarded by w.mu.
@@ -66,7 +66,7 @@ type lane struct {
 func (w *Worker) newLane(p int32) *lane {
 	runCtx, cutRuns := context.WithCancelCause(w.hardCtx)
 	ctx, cancel := context.WithCancelCause(runCtx)
-	return &lane{
+	l := &lane{
 		w:         w,
 		partition: p,
 		wake:      make(chan struct{}, 1),
@@ -83,6 +83,8 @@ func (w *Worker) newLane(p int32) *lane {
 		adjusted:  make(chan struct{}),
 		active:    true,
 	}
+	l.ledger = w.ledger.NewOwner(p, l.wakeUp)
+	return l
 }
 
 func (l *lane) run() {
@@ -104,12 +106,12 @@ func (l *lane) run() {
 		if l.ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, errFenced) {
-			if l.ledger != nil && l.foreignClaim(l.ctx) {
+		if errors.Is(err, ledger.ErrFenced) {
+			if l.foreignClaim(l.ctx) {
 				continue // the group still gives this worker the partition: claim again, above it
 			}
 			w.logger.Warn("another worker claimed the partition after this one: leaving it to that worker", "partition", l.partition, "error", err)
-			l.cancel(errFenced)
+			l.cancel(ledger.ErrFenced)
 			return
 		}
 		if kafka.IsACLError(err) {
@@ -139,14 +141,14 @@ func (l *lane) dispatch() {
 			return
 		default:
 		}
-		if l.ledger.isFenced() && !l.foreignClaim(l.ctx) {
+		if l.ledger.Fenced() && !l.foreignClaim(l.ctx) {
 			// A claim of another worker followed this lane's, and the group does not (or no longer) give the
 			// partition to this worker: a real new owner. Start nothing more.
 			w.logger.Warn("partition claimed by another worker: this worker starts nothing more on it", "partition", l.partition)
-			l.cancel(errFenced)
+			l.cancel(ledger.ErrFenced)
 			return
 		}
-		changed := l.ledger.changedCh() // taken before pick, so that no change between the two is missed
+		changed := l.ledger.Changed() // taken before pick, so that no change between the two is missed
 		it, wait, ok := l.pick(w.cfg.Now())
 		if !ok {
 			if wait <= 0 {
@@ -249,9 +251,7 @@ func (l *lane) handling() int {
 func (l *lane) closeLedger() {
 	l.runs.Wait()
 	l.waitPending(10 * time.Second)
-	if l.ledger != nil {
-		l.w.tail.remove(l.ledger)
-	}
+	l.ledger.Close()
 	l.w.mu.Lock()
 	delete(l.w.retiring, l)
 	l.w.mu.Unlock()
@@ -274,8 +274,8 @@ func (l *lane) handle(it *item) (*Outcome, bool) {
 	if l.ctx.Err() != nil {
 		return nil, false // handed over just before the lane stopped starting records
 	}
-	if l.ledger.isFenced() && !l.foreignClaim(l.ctx) {
-		l.cancel(errFenced) // a real new owner: decide nothing from a fold it writes now
+	if l.ledger.Fenced() && !l.foreignClaim(l.ctx) {
+		l.cancel(ledger.ErrFenced) // a real new owner: decide nothing from a fold it writes now
 		return nil, false
 	}
 	prior, ok := l.prior(it)
@@ -300,13 +300,13 @@ func (l *lane) handle(it *item) (*Outcome, bool) {
 	}
 	o.FinishedAt = w.cfg.Now().UTC()
 	if o.Fence == 0 {
-		o.Fence = l.ledger.currentFence()
+		o.Fence = l.ledger.Fence()
 	}
 	return &o, true
 }
 
 // prior returns what the ledger says about rec from before this lane's claim. A tick that a former owner
-// started and did not finish is waited for until its run is surely over (interruptedWait) or until the former
+// started and did not finish is waited for until its run is surely over (ledger.Owner.InterruptedAt) or until the former
 // owner's outcome or release arrives, whichever is first.
 func (l *lane) prior(it *item) (*ledger.TickState, bool) {
 	rec := it.rec
@@ -316,11 +316,11 @@ func (l *lane) prior(it *item) (*ledger.TickState, bool) {
 	}
 	logged := false
 	for {
-		s, changed := l.ledger.state(l.w, rec.Offset, id)
+		s, changed := l.ledger.State(rec.Offset, id)
 		if s == nil || s.Finished() || !s.Started {
 			return s, true
 		}
-		wait := time.Until(l.interruptedWait(s))
+		wait := time.Until(l.ledger.InterruptedAt(s))
 		if wait <= 0 {
 			return s, true
 		}
@@ -352,24 +352,24 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 	slot := t.Slot
 	e := ledger.Entry{Kind: ledger.KindStarted, ID: t.ID, Schedule: t.Schedule, Slot: &slot, Partition: rec.Partition,
 		Offset: rec.Offset, Worker: w.cfg.WorkerID, Attempt: a.N, Interrupted: a.Interrupted, LeaseMS: w.cfg.Lease.Milliseconds()}
-	l.ledger.raiseLimit(rec.Offset + 1)
+	l.ledger.RaiseLimit(rec.Offset + 1)
 	var until time.Time
 	for try := 1; ; try++ {
 		if l.ctx.Err() != nil {
 			return nil, nil, errNotStarted
 		}
 		var err error
-		e.Fence, e.At = l.ledger.currentFence(), w.cfg.Now().UTC()
-		if until, err = l.confirm(l.ctx, e); err == nil {
+		e.Fence, e.At = l.ledger.Fence(), w.cfg.Now().UTC()
+		if until, err = l.ledger.Start(l.ctx, e); err == nil {
 			a.Fence = e.Fence
 			break
 		}
-		if errors.Is(err, errFenced) {
+		if errors.Is(err, ledger.ErrFenced) {
 			if l.foreignClaim(l.ctx) {
 				continue
 			}
 			w.logger.Warn("partition claimed by another worker: this worker starts nothing more on it", "partition", l.partition, "tick_id", t.ID)
-			l.cancel(errFenced)
+			l.cancel(ledger.ErrFenced)
 			return nil, nil, errNotStarted
 		}
 		if l.ctx.Err() != nil || ctx.Err() != nil {
@@ -409,11 +409,11 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 		rel.Kind, rel.At = ledger.KindReleased, w.cfg.Now().UTC()
 		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer wcancel()
-		if _, err := w.writeLedger(wctx, l.partition, []byte(t.ID), rel); err != nil {
+		if _, err := w.ledger.Write(wctx, l.partition, []byte(t.ID), rel); err != nil {
 			w.logger.Warn("recording the release of an interrupted tick", "tick_id", t.ID, "partition", rec.Partition, "error", err)
 		}
 	}
-	if seized := l.ledger.seizedUntil(e, w.cfg.MaxClockSkew); !seized.IsZero() {
+	if seized := l.ledger.SeizedUntil(e); !seized.IsZero() {
 		if wait := time.Until(seized); wait > 0 {
 			w.logger.Info("took the tick from a former owner's run: starting once its lease has surely run out", "tick_id", t.ID, "wait", wait.Round(time.Millisecond))
 			if !sleep(hctx, wait) {
@@ -429,20 +429,17 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 // commitMeta is the metadata of a commit of next: where the next owner must read the ledger from, and this
 // lane's fencing token. Called with w.mu held.
 func (l *lane) commitMeta(next int64) string {
-	if l.ledger == nil {
-		return ""
-	}
-	return l.ledger.commitMeta(next)
+	return l.ledger.CommitMeta(next)
 }
 
 // publish writes the outcome of it; once it is acknowledged, its offset may be committed.
 func (l *lane) publish(it *item, o Outcome) {
 	w := l.w
 	rec := it.rec
-	l.ledger.raiseLimit(rec.Offset + 1)
+	l.ledger.RaiseLimit(rec.Offset + 1)
 	l.pending.Add(1)
 	r := w.resultRecord(rec, o, w.resultParts)
-	w.out.add(r.Partition, &outEntry{key: r.Key, value: r.Value, e: o.entry(), done: func(_ int64, err error) {
+	w.ledger.Append(r.Partition, r.Key, r.Value, o.entry(), func(_ int64, err error) {
 		defer l.pending.Done()
 		if err != nil {
 			// The tick has run (or been dead-lettered); holding its offset back would only run it again.
@@ -450,7 +447,7 @@ func (l *lane) publish(it *item, o Outcome) {
 			w.logger.Error("writing outcome", "tick_id", o.ID, "partition", rec.Partition, "offset", rec.Offset, "error", err)
 		}
 		l.finish(it)
-	}})
+	})
 }
 
 // waitPending waits up to d for the lane's outcome records to be acknowledged.
@@ -509,7 +506,7 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err 
 			w.count(resultOK, 1)
 			return o, nil
 		}
-		if ctx.Err() != nil || errors.Is(err, errNotStarted) || errors.Is(err, errSeized) {
+		if ctx.Err() != nil || errors.Is(err, errNotStarted) || errors.Is(err, ledger.ErrSeized) {
 			o.cut = true // the caller records nothing: the next owner decides from the ledger
 			return o, nil
 		}

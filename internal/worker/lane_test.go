@@ -138,7 +138,7 @@ func (b *testBundle) formerOwner(t *testing.T, p int32, lease time.Duration) {
 	t.Helper()
 	at := b.writeLedger(t, p, ledger.Entry{Kind: ledger.KindClaim, Partition: p, Fence: 1, Worker: "old-worker",
 		At: time.Now().UTC(), LeaseMS: lease.Milliseconds()})
-	b.commit(t, p, 0, encodeMeta(at, 1))
+	b.commit(t, p, 0, ledger.EncodeMeta(at, 1))
 }
 
 // startedEntry is the started (or, with kind released, the released) entry of attempt n of tk at work offset
@@ -277,12 +277,10 @@ func laneFence(w *Worker, p int32) int64 {
 	w.mu.Lock()
 	l := w.lanes[p]
 	w.mu.Unlock()
-	if l == nil || l.ledger == nil {
+	if l == nil {
 		return 0
 	}
-	l.ledger.mu.Lock()
-	defer l.ledger.mu.Unlock()
-	return l.ledger.fence
+	return l.ledger.Fence()
 }
 
 // commitFence returns the fencing token in the commit metadata of work partition p, failing the test when the
@@ -290,7 +288,7 @@ func laneFence(w *Worker, p int32) int64 {
 func (b *testBundle) commitFence(t *testing.T, p int32) int64 {
 	t.Helper()
 	o := b.committed(t, p)
-	_, fence, ok := parseMeta(o.Metadata)
+	_, fence, ok := ledger.ParseMeta(o.Metadata)
 	if !ok {
 		t.Fatalf("commit of partition %d at %d: metadata %q does not parse", p, o.At, o.Metadata)
 	}

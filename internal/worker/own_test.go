@@ -10,8 +10,8 @@ import (
 	"github.com/tickgroup/tickgroup/internal/ledger"
 )
 
-// TestOutcomeEntryIsItsRecordDecoded: the tail applies a worker's own outcomes without decoding them
-// (tail.remember); the entry it applies must be the one its record decodes to.
+// TestOutcomeEntryIsItsRecordDecoded: the ledger reader applies a worker's own outcomes without decoding them
+// (ledger.Log remembers them); the entry it applies must be the one its record decodes to.
 func TestOutcomeEntryIsItsRecordDecoded(t *testing.T) {
 	slot := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	o := Outcome{ID: "scan@2026-12-02T12:00:00Z", Schedule: "scan", Slot: &slot, Status: StatusFailed, Attempts: 3,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -66,10 +67,9 @@ type Worker struct {
 	cl           atomic.Pointer[kgo.Client]
 	clSet        chan struct{}
 	prod         *kgo.Client
-	tail         *tail      // the ledger reader
-	out          *ledgerOut // the ledger writer (entries other than claims)
-	start        kgo.Offset // the start offset given to kgo, compared in pinStart
-	startAt      time.Time  // when start was computed
+	ledger       *ledger.Log // the execution ledger: writes entries, reads back the partitions the lanes hold
+	start        kgo.Offset  // the start offset given to kgo, compared in pinStart
+	startAt      time.Time   // when start was computed
 	resultParts  int
 	dlqParts     int
 	runq         chan run                // records for the runners
@@ -201,13 +201,16 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("worker: ledger client: %w", err)
 	}
 	defer tailCl.Close()
-	w.tail = newTail(tailCl, w)
-	w.out = newLedgerOut(w)
+	w.ledger = ledger.NewLog(ledger.LogConfig{
+		Topic: w.names.Results, Worker: w.cfg.WorkerID, Lease: w.cfg.Lease, MaxClockSkew: w.cfg.MaxClockSkew, Now: w.cfg.Now,
+		Producer: prod, Reader: tailCl, ReaderOpts: w.conn, Logger: w.logger,
+		Metrics: ledger.Metrics{Unreadable: w.m.ledgerBad, Refused: w.m.ledgerRefused, BatchEntries: w.m.ledgerBatch, Takeover: w.m.takeover},
+	})
 	tailDone := make(chan struct{})
 	tailCtx, stopTail := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
 		defer close(tailDone)
-		w.tail.run(tailCtx)
+		w.ledger.Run(tailCtx)
 	}()
 	defer func() {
 		stopTail()
@@ -289,7 +292,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	close(w.runq) // every lane has stopped: nothing is handed over any more
 	runners.Wait()
 	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	w.out.flush(flushCtx)
+	w.ledger.Flush(flushCtx)
 	if err := prod.Flush(flushCtx); err != nil {
 		w.logger.Warn("flushing outcome records", "error", err)
 	}
@@ -514,9 +517,7 @@ func (w *Worker) retire(lanes []*lane, commit bool) (map[string]map[int32]kgo.Ep
 			meta[l.partition] = m
 		}
 		l.active = false
-		if l.ledger != nil {
-			l.ledger.retire()
-		}
+		l.ledger.Retire()
 		w.retiring[l] = true // its runs go on: a shutdown waits for them too (waitRuns); closeLedger forgets it
 		if w.lanes[l.partition] == l {
 			delete(w.lanes, l.partition)
@@ -610,9 +611,7 @@ func (w *Worker) commit(ctx context.Context) bool {
 	}
 	if w.commitOffsets(ctx, cl, offsets, meta) {
 		for _, l := range lanes {
-			if l.ledger != nil {
-				l.ledger.forget(offsets[w.names.Work][l.partition].Offset)
-			}
+			l.ledger.Forget(offsets[w.names.Work][l.partition].Offset)
 		}
 		return true
 	}
@@ -628,7 +627,7 @@ func (w *Worker) commit(ctx context.Context) bool {
 
 func (w *Worker) commitOffsets(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset, meta map[int32]string) bool {
 	var cerr error
-	cl.CommitOffsetsSync(withCommitMeta(ctx, w.names.Work, meta), offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	cl.CommitOffsetsSync(ledger.WithCommitMeta(ctx, w.names.Work, meta), offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		cerr = commitErr(resp, err)
 	})
 	if cerr != nil {

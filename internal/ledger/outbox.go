@@ -1,4 +1,4 @@
-package worker
+package ledger
 
 import (
 	"context"
@@ -9,17 +9,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
-	"github.com/tickgroup/tickgroup/internal/ledger"
 )
 
-// ledgerOut writes a worker's ledger entries (all but claims), at most maxInflight records in flight per results
-// partition: entries that arrive while that many are in flight wait, and go together in the next record, a batch
-// (ledger.KindBatch). A worker under load so pays one produce and one read-back for many starts and outcomes; an
+// outbox writes a Log's entries (all but claims), at most maxInflight records in flight per partition: entries
+// that arrive while that many are in flight wait, and go together in the next record, a batch (KindBatch). A worker under load so pays one produce and one read-back for many starts and outcomes; an
 // idle one writes each entry at once, as a record of its own. The entries that depend on one another (a start,
 // then its renewals, its release or its outcome) are added only once the one before is acknowledged and read
 // back, so they reach the log in that order.
-type ledgerOut struct {
-	w     *Worker
+type outbox struct {
+	lg    *Log
 	nonce string // this process's part of its batch keys
 
 	mu    sync.Mutex
@@ -39,11 +37,11 @@ type outQueue struct {
 const maxInflight = 2
 
 // outEntry is one entry to write: value is its record value on its own (a worker's outcome record, or
-// ledger.Encode), key its record key on its own; done is called once with the record's offset, or the error.
+// Encode), key its record key on its own; done is called once with the record's offset, or the error.
 type outEntry struct {
 	key   []byte
 	value []byte
-	e     ledger.Entry
+	e     Entry
 	done  func(offset int64, err error)
 
 	mu        sync.Mutex
@@ -51,17 +49,17 @@ type outEntry struct {
 	sent      bool
 }
 
-// Bounds of one batch: entries (ledger.MaxBatch) and bytes (well below Kafka's default 1 MB record).
+// Bounds of one batch: entries (MaxBatch) and bytes (well below Kafka's default 1 MB record).
 const maxBatchBytes = 256 << 10
 
-func newLedgerOut(w *Worker) *ledgerOut {
-	o := &ledgerOut{w: w, nonce: strconv.FormatInt(time.Now().UnixNano(), 36), parts: map[int32]*outQueue{}}
+func newOutbox(lg *Log) *outbox {
+	o := &outbox{lg: lg, nonce: strconv.FormatInt(time.Now().UnixNano(), 36), parts: map[int32]*outQueue{}}
 	o.idle = sync.NewCond(&o.mu)
 	return o
 }
 
 // add queues x for results partition p, and sends it at once when nothing is in flight there.
-func (o *ledgerOut) add(p int32, x *outEntry) {
+func (o *outbox) add(p int32, x *outEntry) {
 	o.mu.Lock()
 	q := o.parts[p]
 	if q == nil {
@@ -81,7 +79,7 @@ func (o *ledgerOut) add(p int32, x *outEntry) {
 
 // write writes e (key: its record key alone) to partition p and returns its ledger offset once acknowledged.
 // When ctx ends first, the entry is not sent if it has not been already.
-func (o *ledgerOut) write(ctx context.Context, p int32, key []byte, e ledger.Entry) (int64, error) {
+func (o *outbox) write(ctx context.Context, p int32, key []byte, e Entry) (int64, error) {
 	type result struct {
 		offset int64
 		err    error
@@ -90,7 +88,7 @@ func (o *ledgerOut) write(ctx context.Context, p int32, key []byte, e ledger.Ent
 		return 0, err // nothing is sent for a writer that has given up
 	}
 	ch := make(chan result, 1)
-	x := &outEntry{key: key, value: ledger.Encode(e), e: e, done: func(off int64, err error) { ch <- result{off, err} }}
+	x := &outEntry{key: key, value: Encode(e), e: e, done: func(off int64, err error) { ch <- result{off, err} }}
 	o.add(p, x)
 	select {
 	case r := <-ch:
@@ -110,11 +108,11 @@ func (o *ledgerOut) write(ctx context.Context, p int32, key []byte, e ledger.Ent
 
 // takeLocked removes from q the entries of its next record: as many as fit in a batch, abandoned ones dropped.
 // Called with o.mu held.
-func (o *ledgerOut) takeLocked(p int32, q *outQueue) []*outEntry {
+func (o *outbox) takeLocked(p int32, q *outQueue) []*outEntry {
 	var batch []*outEntry
 	size := 0
 	n := 0
-	for ; n < len(q.queue) && len(batch) < ledger.MaxBatch; n++ {
+	for ; n < len(q.queue) && len(batch) < MaxBatch; n++ {
 		x := q.queue[n]
 		if len(batch) > 0 && size+len(x.value) > maxBatchBytes {
 			break
@@ -138,17 +136,17 @@ func (o *ledgerOut) takeLocked(p int32, q *outQueue) []*outEntry {
 
 // send produces batch as one record (the entry's own when it is alone) and, once acknowledged, reports to each
 // entry and sends what queued up meanwhile.
-func (o *ledgerOut) send(p int32, batch []*outEntry) {
+func (o *outbox) send(p int32, batch []*outEntry) {
 	if len(batch) == 0 {
 		o.next(p)
 		return
 	}
-	w := o.w
-	es := make([]ledger.Entry, len(batch))
+	lg := o.lg
+	es := make([]Entry, len(batch))
 	for i, x := range batch {
 		es[i] = x.e
 	}
-	r := &kgo.Record{Topic: w.names.Results, Partition: p, Key: batch[0].key, Value: batch[0].value}
+	r := &kgo.Record{Topic: lg.cfg.Topic, Partition: p, Key: batch[0].key, Value: batch[0].value}
 	if len(batch) > 1 {
 		o.mu.Lock()
 		o.seq++
@@ -160,22 +158,22 @@ func (o *ledgerOut) send(p int32, batch []*outEntry) {
 			values[i] = x.value
 			size += len(x.value) + 1
 		}
-		r.Key = ledger.BatchKey(p, w.cfg.WorkerID, o.nonce+"-"+strconv.FormatUint(seq, 36))
-		r.Value = ledger.AppendBatch(make([]byte, 0, size+200), p, w.cfg.WorkerID, w.cfg.Now(), values)
-		w.tail.expectBatch(p, string(r.Key), es)
+		r.Key = BatchKey(p, lg.cfg.Worker, o.nonce+"-"+strconv.FormatUint(seq, 36))
+		r.Value = AppendBatch(make([]byte, 0, size+200), p, lg.cfg.Worker, lg.cfg.Now(), values)
+		lg.expectBatch(p, string(r.Key), es)
 	}
-	w.prod.Produce(context.Background(), r, func(r *kgo.Record, err error) {
+	lg.cfg.Producer.Produce(context.Background(), r, func(r *kgo.Record, err error) {
 		switch {
 		case err != nil:
-			err = kafka.NeedACL(err, "Write", "topic", w.names.Results)
+			err = kafka.NeedACL(err, "Write", "topic", lg.cfg.Topic)
 			if len(batch) > 1 {
-				w.tail.forgetBatch(p, string(r.Key))
+				lg.forgetBatch(p, string(r.Key))
 			}
 		case len(batch) == 1:
-			w.tail.remember(p, r.Offset, es)
+			lg.remember(p, r.Offset, es)
 		}
 		if err == nil {
-			w.m.ledgerBatch.Observe(float64(len(batch)))
+			lg.cfg.Metrics.BatchEntries.Observe(float64(len(batch)))
 		}
 		for _, x := range batch {
 			x.done(r.Offset, err)
@@ -185,7 +183,7 @@ func (o *ledgerOut) send(p int32, batch []*outEntry) {
 }
 
 // next sends partition p's waiting entries in the place of a record just acknowledged, or frees that place.
-func (o *ledgerOut) next(p int32) {
+func (o *outbox) next(p int32) {
 	o.mu.Lock()
 	q := o.parts[p]
 	if len(q.queue) == 0 {
@@ -202,7 +200,7 @@ func (o *ledgerOut) next(p int32) {
 }
 
 // flush waits until every queued entry has been sent and acknowledged (or failed), or until ctx ends.
-func (o *ledgerOut) flush(ctx context.Context) {
+func (o *outbox) flush(ctx context.Context) {
 	stop := context.AfterFunc(ctx, func() {
 		o.mu.Lock()
 		o.idle.Broadcast()

@@ -1,0 +1,130 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// testLog is worker's Log on a kfake cluster's topic "ledger" (one partition), with a lease of lease.
+func testLog(t *testing.T, c *kfake.Cluster, worker string, lease time.Duration) *Log {
+	t.Helper()
+	conn := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
+	prod, err := kgo.NewClient(append(conn, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := kgo.NewClient(append(conn, kgo.FetchMaxWait(50*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg := NewLog(LogConfig{Topic: "ledger", Worker: worker, Lease: lease, MaxClockSkew: 10 * time.Millisecond, Now: time.Now,
+		Producer: prod, Reader: reader, ReaderOpts: conn, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Metrics: Metrics{
+			Unreadable:   prometheus.NewCounter(prometheus.CounterOpts{Name: "unreadable"}),
+			Refused:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "refused"}, []string{"reason"}),
+			BatchEntries: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "batch"}),
+			Takeover:     prometheus.NewHistogram(prometheus.HistogramOpts{Name: "takeover"}),
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lg.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		reader.Close()
+		prod.Close()
+	})
+	return lg
+}
+
+// TestOwnerProtocol walks the protocol between two workers on one partition: a takes it over and starts a
+// tick; b takes over after it (a is fenced: it can start nothing more, but its run goes on and renews); b
+// waits for a's run until its lease has surely ended, then starts the tick itself, after which a's renewal is
+// refused (ErrSeized).
+func TestOwnerProtocol(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "ledger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const lease = 2 * time.Second
+	end := func(context.Context) (int64, error) { return 10, nil }
+
+	fenced := make(chan struct{}, 1)
+	a := testLog(t, c, "a", lease).NewOwner(0, func() { fenced <- struct{}{} })
+	if err := a.Takeover(ctx, Position{Base: MaxFence}, end); err != nil {
+		t.Fatalf("a's takeover: %v", err)
+	}
+	if a.Fence() != 1 {
+		t.Fatalf("a's token %d, want 1", a.Fence())
+	}
+	slot := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	e := Entry{Kind: KindStarted, ID: "scan@1", Schedule: "scan", Slot: &slot, Partition: 0, Offset: 3, Worker: "a",
+		Attempt: 1, Fence: a.Fence(), At: time.Now().UTC(), LeaseMS: lease.Milliseconds()}
+	if until, err := a.Start(ctx, e); err != nil || time.Until(until) <= 0 {
+		t.Fatalf("a's start: lease until %v, %v", until, err)
+	}
+
+	b := testLog(t, c, "b", lease).NewOwner(0, nil)
+	if err := b.Takeover(ctx, Position{Base: MaxFence}, end); err != nil {
+		t.Fatalf("b's takeover: %v", err)
+	}
+	if b.Fence() != 2 {
+		t.Fatalf("b's token %d, want 2", b.Fence())
+	}
+	select {
+	case <-fenced:
+	case <-ctx.Done():
+		t.Fatal("a was not told of b's claim")
+	}
+	e2 := e
+	e2.ID, e2.Offset = "scan@2", 4
+	if _, err := a.Start(ctx, e2); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a's start after b's claim: %v, want ErrFenced", err)
+	}
+	// a's run outlives the partition: its renewal stands.
+	if _, err := a.Renew(ctx, e); err != nil {
+		t.Fatalf("a's renewal after b's claim: %v", err)
+	}
+	s, _ := b.State(3, e.ID)
+	if s == nil || !s.Started || s.StartedBy != "a" || s.Finished() {
+		t.Fatalf("b's view of the tick: %+v, want started by a and not finished", s)
+	}
+	over := b.RunningUntil(3, e.ID)
+	if wait := time.Until(over); wait <= 0 || wait > lease+time.Second {
+		t.Fatalf("b would wait %v for a's run, want (0, lease + 1s]", wait)
+	}
+	if time.Until(b.RunningUntil(4, e2.ID)) > 0 {
+		t.Fatal("b waits for a tick nobody started")
+	}
+
+	// b starts the tick after a's lease surely ended; a's next renewal finds the tick seized.
+	time.Sleep(time.Until(over))
+	eb := e
+	eb.Worker, eb.Fence, eb.Attempt, eb.Interrupted, eb.At = "b", b.Fence(), 2, true, time.Now().UTC()
+	if _, err := b.Start(ctx, eb); err != nil {
+		t.Fatalf("b's start of the interrupted tick: %v", err)
+	}
+	if _, err := a.Renew(ctx, e); !errors.Is(err, ErrSeized) {
+		t.Fatalf("a's renewal after b started the tick: %v, want ErrSeized", err)
+	}
+
+	// The commit metadata names b's token and a ledger offset from which the tick's entries are read again.
+	from, fence, ok := ParseMeta(b.CommitMeta(3))
+	if !ok || fence != 2 || from < 0 {
+		t.Fatalf("b's commit metadata: from %d fence %d ok %v", from, fence, ok)
+	}
+}

@@ -380,50 +380,18 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 			return nil, nil, errNotStarted
 		}
 	}
-	ls := &lease{}
-	ls.extend(until)
-	hctx, cancel := context.WithCancelCause(ctx)
-	// The renewals run under their own context, ended as soon as the handler returns: a renewal in flight must
-	// not hold back the outcome.
-	lctx, stopLease := context.WithCancel(hctx)
-	// Most runs end before the first renewal is due: the renewals' goroutine starts only then.
-	stopped := make(chan struct{})
-	renewals := time.AfterFunc(l.renewEvery(), func() {
-		defer close(stopped)
-		l.keepLease(lctx, e, ls, cancel)
-	})
-	end := func(herr error) {
-		stopLease()
-		if !renewals.Stop() {
-			<-stopped
-		}
-		cause := context.Cause(hctx)
-		cancel(nil)
-		cutOff := ctx.Err() != nil || errors.Is(cause, errLeaseExpired)
-		if herr == nil || !cutOff {
-			return // a seized run says nothing more: the tick is another worker's now
-		}
-		// The handler was cut off (and has returned: its process group is gone). Say so, so that the next
-		// owner may run the tick again at once rather than wait for the lease.
-		rel := e
-		rel.Kind, rel.At = ledger.KindReleased, w.cfg.Now().UTC()
-		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer wcancel()
-		if _, err := w.ledger.Write(wctx, l.partition, []byte(t.ID), rel); err != nil {
-			w.logger.Warn("recording the release of an interrupted tick", "tick_id", t.ID, "partition", rec.Partition, "error", err)
-		}
-	}
+	r := l.startRun(ctx, e, until)
 	if seized := l.ledger.SeizedUntil(e); !seized.IsZero() {
 		if wait := time.Until(seized); wait > 0 {
 			w.logger.Info("took the tick from a former owner's run: starting once its lease has surely run out", "tick_id", t.ID, "wait", wait.Round(time.Millisecond))
-			if !sleep(hctx, wait) {
-				end(hctx.Err())
+			if !sleep(r.ctx, wait) {
+				r.end(r.ctx.Err())
 				return nil, nil, cmp.Or(ctx.Err(), errNotStarted)
 			}
 		}
 	}
-	a.Lease = ls.Deadline
-	return hctx, end, nil
+	a.Lease = r.lease.Deadline
+	return r.ctx, r.end, nil
 }
 
 // commitMeta is the metadata of a commit of next: where the next owner must read the ledger from, and this

@@ -16,7 +16,7 @@ import (
 // The lane's side of the execution ledger. The protocol itself (claim, confirm, lease, takeover, the fold) is
 // internal/ledger's: a lane holds its partition through a ledger.Owner. What is the lane's: when to take the
 // partition over, what to do when another worker's claim follows its own (foreignClaim, which asks the group),
-// and keeping a running handler's lease (keepLease).
+// and keeping a running handler's lease (leasedRun, in leased.go).
 
 // What becomes of an attempt, beside what the ledger reports (ledger.ErrFenced, ledger.ErrSeized).
 var (
@@ -132,49 +132,6 @@ func (w *Worker) groupAssigns(ctx context.Context, p int32) (bool, error) {
 	}
 	return false, nil
 }
-
-// keepLease renews ls, the lease of the run started by e, while it runs, until ctx ends. When the lease cannot
-// be renewed before it ends, or another worker took the tick over, it cancels the attempt (an exec handler's
-// supervisor kills the process group at the lease's end by itself, even if this process is frozen). The
-// partition's ownership does not matter: a run goes on after its partition moved to another worker.
-//
-// It is called a renewal period after the attempt's start (renewEvery) and renews at once, then every period.
-func (l *lane) keepLease(ctx context.Context, e ledger.Entry, ls *lease, cancel context.CancelCauseFunc) {
-	ticker := time.NewTicker(l.renewEvery())
-	defer ticker.Stop()
-	for first := true; ; first = false {
-		if !first {
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		rctx, rcancel := context.WithDeadline(ctx, ls.Deadline())
-		until, err := l.ledger.Renew(rctx, e)
-		rcancel()
-		switch {
-		case ctx.Err() != nil:
-			return
-		case errors.Is(err, ledger.ErrSeized):
-			l.w.logger.Warn("another worker took the tick over: cancelling the run", "partition", l.partition, "tick_id", e.ID)
-			cancel(ledger.ErrSeized)
-			return
-		case err == nil:
-			ls.extend(until)
-		case time.Now().After(ls.Deadline()):
-			l.w.logger.Warn("handler lease expired: cancelling the attempt", "partition", l.partition, "error", err)
-			cancel(errLeaseExpired)
-			return
-		}
-	}
-}
-
-// renewEvery is how often a running handler's lease is renewed: a fifth of the lease.
-func (l *lane) renewEvery() time.Duration { return max(l.w.cfg.Lease/5, 10*time.Millisecond) }
 
 // formerRunUntil returns, for a due record whose tick the ledger shows running elsewhere (started, not
 // finished, not released), when that run is surely over; zero when nothing runs it. Called with w.mu held.

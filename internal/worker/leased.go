@@ -1,0 +1,111 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tickgroup/tickgroup/internal/ledger"
+)
+
+// leasedRun is the state of one attempt this worker started (its started entry confirmed in the ledger): the
+// lease it runs under, the renewals that keep the lease, and the context its handler runs in. end closes it.
+// A run belongs to its worker, not to the partition: nothing here depends on the lane still owning it.
+type leasedRun struct {
+	l      *lane
+	e      ledger.Entry    // the attempt's started entry
+	lease  *lease          // renewed while the handler runs (keepLease)
+	parent context.Context // the runner's: its end cuts the run (loss of the partition, end of the grace)
+	ctx    context.Context // the handler's
+	cancel context.CancelCauseFunc
+	// The renewals run under their own context (renewCtx), ended as soon as the handler returns: a renewal in
+	// flight must not hold back the outcome. Most runs end before the first renewal is due, so their goroutine
+	// starts only then (renewals); stopped is closed when it returns.
+	renewCtx  context.Context
+	stopRenew context.CancelFunc
+	renewals  *time.Timer
+	stopped   chan struct{}
+}
+
+// startRun starts the lease of the attempt whose started entry e was confirmed, valid until until, under the
+// runner's context parent.
+func (l *lane) startRun(parent context.Context, e ledger.Entry, until time.Time) *leasedRun {
+	r := &leasedRun{l: l, e: e, lease: &lease{}, parent: parent, stopped: make(chan struct{})}
+	r.lease.extend(until)
+	r.ctx, r.cancel = context.WithCancelCause(parent)
+	r.renewCtx, r.stopRenew = context.WithCancel(r.ctx)
+	r.renewals = time.AfterFunc(l.renewEvery(), func() {
+		defer close(r.stopped)
+		r.keepLease()
+	})
+	return r
+}
+
+// end closes the run once its handler returned with herr: it stops the renewals and, when the handler was cut
+// off (the runner's context ended, or the lease ran out) and failed, records the release of the tick so that
+// the next owner may run it again at once rather than wait for the lease (the handler has returned: its process
+// group is gone). A seized run records nothing more: the tick is another worker's now.
+func (r *leasedRun) end(herr error) {
+	r.stopRenew()
+	if !r.renewals.Stop() {
+		<-r.stopped
+	}
+	cause := context.Cause(r.ctx)
+	r.cancel(nil)
+	cutOff := r.parent.Err() != nil || errors.Is(cause, errLeaseExpired)
+	if herr == nil || !cutOff {
+		return
+	}
+	w := r.l.w
+	rel := r.e
+	rel.Kind, rel.At = ledger.KindReleased, w.cfg.Now().UTC()
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(r.parent), 5*time.Second)
+	defer wcancel()
+	if _, err := w.ledger.Write(wctx, r.l.partition, []byte(r.e.ID), rel); err != nil {
+		w.logger.Warn("recording the release of an interrupted tick", "tick_id", r.e.ID, "partition", r.l.partition, "error", err)
+	}
+}
+
+// keepLease renews the run's lease while it runs, until its renewals are stopped. When the lease cannot be
+// renewed before it ends, or another worker took the tick over, it cancels the handler (an exec handler's
+// supervisor kills the process group at the lease's end by itself, even if this process is frozen). The
+// partition's ownership does not matter: a run goes on after its partition moved to another worker.
+//
+// It is called a renewal period after the attempt's start (renewEvery) and renews at once, then every period.
+func (r *leasedRun) keepLease() {
+	l, ctx := r.l, r.renewCtx
+	ticker := time.NewTicker(l.renewEvery())
+	defer ticker.Stop()
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		rctx, rcancel := context.WithDeadline(ctx, r.lease.Deadline())
+		until, err := l.ledger.Renew(rctx, r.e)
+		rcancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, ledger.ErrSeized):
+			l.w.logger.Warn("another worker took the tick over: cancelling the run", "partition", l.partition, "tick_id", r.e.ID)
+			r.cancel(ledger.ErrSeized)
+			return
+		case err == nil:
+			r.lease.extend(until)
+		case time.Now().After(r.lease.Deadline()):
+			l.w.logger.Warn("handler lease expired: cancelling the attempt", "partition", l.partition, "error", err)
+			r.cancel(errLeaseExpired)
+			return
+		}
+	}
+}
+
+// renewEvery is how often a running handler's lease is renewed: a fifth of the lease.
+func (l *lane) renewEvery() time.Duration { return max(l.w.cfg.Lease/5, 10*time.Millisecond) }

@@ -94,16 +94,7 @@ func (f *forwarder) run(ctx context.Context) error {
 		return fmt.Errorf("worker: forward topic: %w", err)
 	}
 
-	sumCtx, stopSummary := context.WithCancel(context.WithoutCancel(ctx))
-	sumDone := make(chan struct{})
-	go func() {
-		defer close(sumDone)
-		w.summarize(sumCtx, time.Minute)
-	}()
-	defer func() {
-		stopSummary()
-		<-sumDone
-	}()
+	defer background(ctx, func(ctx context.Context) { w.summarize(ctx, time.Minute) })()
 
 	failures := 0
 	for {

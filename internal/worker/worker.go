@@ -206,16 +206,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		Producer: prod, Reader: tailCl, ReaderOpts: w.conn, Logger: w.logger,
 		Metrics: ledger.Metrics{Unreadable: w.m.ledgerBad, Refused: w.m.ledgerRefused, BatchEntries: w.m.ledgerBatch, Takeover: w.m.takeover},
 	})
-	tailDone := make(chan struct{})
-	tailCtx, stopTail := context.WithCancel(context.WithoutCancel(ctx))
-	go func() {
-		defer close(tailDone)
-		w.ledger.Run(tailCtx)
-	}()
-	defer func() {
-		stopTail()
-		<-tailDone
-	}()
+	defer background(ctx, w.ledger.Run)()
 
 	hardCtx, hardCancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer hardCancel(nil)
@@ -244,23 +235,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.setClient(cl)
 
-	committerDone := make(chan struct{})
-	committerCtx, stopCommitter := context.WithCancel(context.WithoutCancel(ctx))
-	go func() {
-		defer close(committerDone)
-		w.committer(committerCtx)
-	}()
-
-	sumCtx, stopSummary := context.WithCancel(context.WithoutCancel(ctx))
-	sumDone := make(chan struct{})
-	go func() {
-		defer close(sumDone)
-		w.summarize(sumCtx, time.Minute)
-	}()
-	defer func() {
-		stopSummary()
-		<-sumDone
-	}()
+	stopCommitter := background(ctx, w.committer)
+	stopSummary := background(ctx, func(ctx context.Context) { w.summarize(ctx, time.Minute) })
+	defer stopSummary()
 
 	pollCtx, stopPoll := context.WithCancelCause(ctx)
 	defer stopPoll(nil)
@@ -277,7 +254,6 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-l.done // nothing more starts
 	}
 	stopCommitter()
-	<-committerDone
 	commitCtx, cancelCommit := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	w.commit(commitCtx)
 	cancelCommit()
@@ -298,7 +274,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	cancelFlush()
 	stopSummary()
-	<-sumDone
 	w.logger.Info("worker stopped")
 	return pollErr
 }
@@ -773,4 +748,20 @@ func poolRegisterer(reg prometheus.Registerer, pool string) prometheus.Registere
 		return nil
 	}
 	return prometheus.WrapRegistererWith(prometheus.Labels{"pool": cmp.Or(pool, kafka.DefaultPool)}, reg)
+}
+
+// background runs fn in a goroutine under a context that ctx's end does not end (a shutdown step decides when
+// it stops), and returns the function that ends that context and waits for fn to return. Calling it again
+// returns at once.
+func background(ctx context.Context, fn func(context.Context)) (stop func()) {
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(bctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }

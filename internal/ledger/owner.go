@@ -101,8 +101,9 @@ func (o *Owner) Takeover(ctx context.Context, pos Position, workEnd func(context
 		o.mu.Lock()
 		start := !o.reading
 		if start {
+			// A fold takes any offset until told otherwise (NewFold): from now on, only what the log has.
 			o.reading, o.readTo = true, pos.From
-			o.fold.BaseFence, o.fold.Floor = pos.Base, pos.Floor
+			o.fold.BaseFence, o.fold.Floor, o.fold.Limit = pos.Base, pos.Floor, end
 		}
 		o.fold.Limit = max(o.fold.Limit, end)
 		o.mu.Unlock()

@@ -71,6 +71,15 @@ func TestOwnerProtocol(t *testing.T) {
 	if a.Fence() != 1 {
 		t.Fatalf("a's token %d, want 1", a.Fence())
 	}
+	// An entry about a work offset the log does not have yet is refused, even from the owner.
+	far := Entry{Kind: KindOutcome, ID: "scan@far", Partition: 0, Offset: 1 << 40, Worker: "a", Fence: 1, Status: StatusOK, Attempts: 1}
+	off, err := a.lg.Write(ctx, 0, []byte(far.ID), far)
+	if err != nil || !a.waitRead(ctx, off, 10*time.Second) {
+		t.Fatalf("writing an entry about a far offset: %v", err)
+	}
+	if s, _ := a.State(far.Offset, far.ID); s != nil {
+		t.Fatalf("the fold took an entry about work offset %d, beyond the work partition's end: %+v", far.Offset, s)
+	}
 	slot := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	e := Entry{Kind: KindStarted, ID: "scan@1", Schedule: "scan", Slot: &slot, Partition: 0, Offset: 3, Worker: "a",
 		Attempt: 1, Fence: a.Fence(), At: time.Now().UTC(), LeaseMS: lease.Milliseconds()}

@@ -307,7 +307,7 @@ func TestE2ELedgerForgeries(t *testing.T) {
 			return false, err.Error()
 		}
 		n := m.ByLabel("tickgroup_worker_ledger_refused_total", "reason")["offset_out_of_range"]
-		return n >= far, fmt.Sprintf("%v refused as out of range", n)
+		return n >= far, fmt.Sprintf("%v refused as out of range (all: %v)", n, m.ByLabel("tickgroup_worker_ledger_refused_total", "reason"))
 	})
 	rssAfter := rssKiB(t, w1.cmd.Process.Pid)
 	t.Logf("worker RSS before the flood %d KiB, after %d KiB", rssBefore, rssAfter)

@@ -44,7 +44,7 @@ type LogConfig struct {
 	Now          func() time.Time
 	// Producer writes the entries (idempotent, so that a partition's records stay in order). Reader is a
 	// consumer of Topic with no partitions to start with (Owners add theirs); ReaderOpts are the connection
-	// options for a reader of one partition (see Owner.Takeover).
+	// options for the reader of its own that an Owner gets when another Owner still reads its partition.
 	Producer   *kgo.Client
 	Reader     *kgo.Client
 	ReaderOpts []kgo.Opt
@@ -94,8 +94,8 @@ func (lg *Log) Run(ctx context.Context) {
 func (lg *Log) Flush(ctx context.Context) { lg.out.flush(ctx) }
 
 // Write writes e to partition p (key: its record key alone) and returns its ledger offset once acknowledged. A
-// claim is a record of its own; other entries may share a batch record with others waiting for p. When ctx
-// ends before the entry is sent, it is not sent.
+// claim is a record of its own; other entries may share a batch record with others waiting for p. An entry
+// other than a claim whose ctx ends before it is sent is not sent (a claim handed to the producer may still be).
 func (lg *Log) Write(ctx context.Context, p int32, key []byte, e Entry) (int64, error) {
 	if e.Kind != KindClaim {
 		return lg.out.write(ctx, p, key, e)

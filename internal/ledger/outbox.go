@@ -12,10 +12,11 @@ import (
 )
 
 // outbox writes a Log's entries (all but claims), at most maxInflight records in flight per partition: entries
-// that arrive while that many are in flight wait, and go together in the next record, a batch (KindBatch). A worker under load so pays one produce and one read-back for many starts and outcomes; an
-// idle one writes each entry at once, as a record of its own. The entries that depend on one another (a start,
-// then its renewals, its release or its outcome) are added only once the one before is acknowledged and read
-// back, so they reach the log in that order.
+// that arrive while that many are in flight wait, and go together in the next record, a batch (KindBatch). A
+// worker under load so pays one produce and one read-back for many starts and outcomes; an idle one writes each
+// entry at once, as a record of its own. The entries that depend on one another (a start, then its renewals,
+// its release or its outcome) are added only once the one before is acknowledged and read back, so they reach
+// the log in that order.
 type outbox struct {
 	lg    *Log
 	nonce string // this process's part of its batch keys

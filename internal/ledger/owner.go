@@ -61,7 +61,9 @@ const refusalWarnEvery = 10 * time.Second
 // NewOwner returns an owner of partition p that reads nothing before Takeover. onFenced, when not nil, is called
 // (it must not block) when a claim of another worker follows the owner's.
 func (lg *Log) NewOwner(p int32, onFenced func()) *Owner {
-	return &Owner{lg: lg, partition: p, onFenced: onFenced, fold: NewFold(p), changed: make(chan struct{}), warned: map[Refusal]time.Time{}}
+	f := NewFold(p)
+	f.Limit = 0 // until Takeover lists the work partition's end: no offset
+	return &Owner{lg: lg, partition: p, onFenced: onFenced, fold: f, changed: make(chan struct{}), warned: map[Refusal]time.Time{}}
 }
 
 // Takeover makes this worker the owner of the partition in the ledger:
@@ -72,9 +74,9 @@ func (lg *Log) NewOwner(p int32, onFenced func()) *Owner {
 //     again above it; a claim after ours means a newer owner: ErrFenced.
 //
 // workEnd lists the work partition's end; it is called once each claim is acknowledged, and the fold takes the
-// entries about work offsets below it (and those the owner raises the limit to later: RaiseLimit). A takeover
-// that failed may be tried again on the same Owner: it goes on with the reader of the first try (which is past
-// the entries that try read; a fresh reader would start with a fold that lacks them).
+// entries about work offsets below it (and those the owner raises the limit to: RaiseLimit). A takeover that
+// failed may be tried again on the same Owner: once a try has started reading, the next goes on with that
+// reader (which is past the entries the try read; a fresh reader would start with a fold that lacks them).
 func (o *Owner) Takeover(ctx context.Context, pos Position, workEnd func(context.Context) (int64, error)) error {
 	lg := o.lg
 	begin := time.Now()
@@ -101,9 +103,8 @@ func (o *Owner) Takeover(ctx context.Context, pos Position, workEnd func(context
 		o.mu.Lock()
 		start := !o.reading
 		if start {
-			// A fold takes any offset until told otherwise (NewFold): from now on, only what the log has.
 			o.reading, o.readTo = true, pos.From
-			o.fold.BaseFence, o.fold.Floor, o.fold.Limit = pos.Base, pos.Floor, end
+			o.fold.BaseFence, o.fold.Floor = pos.Base, max(o.fold.Floor, pos.Floor)
 		}
 		o.fold.Limit = max(o.fold.Limit, end)
 		o.mu.Unlock()
@@ -304,6 +305,14 @@ func (o *Owner) Changed() <-chan struct{} {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.changed
+}
+
+// Standing reports whether the owner's claim stands: it was read back as the latest, and no claim of another
+// worker has followed it.
+func (o *Owner) Standing() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.fence > 0 && !o.fenced
 }
 
 // Fenced reports whether a claim of another worker followed the owner's.

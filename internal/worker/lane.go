@@ -108,7 +108,7 @@ func (l *lane) run() {
 		}
 		if errors.Is(err, ledger.ErrFenced) {
 			if l.foreignClaim(l.ctx) {
-				continue // the group still gives this worker the partition: claim again, above it
+				break // the group still gives this worker the partition: foreignClaim claimed it again, above it
 			}
 			w.logger.Warn("another worker claimed the partition after this one: leaving it to that worker", "partition", l.partition, "error", err)
 			l.cancel(ledger.ErrFenced)
@@ -306,8 +306,8 @@ func (l *lane) handle(it *item) (*Outcome, bool) {
 }
 
 // prior returns what the ledger says about rec from before this lane's claim. A tick that a former owner
-// started and did not finish is waited for until its run is surely over (ledger.Owner.InterruptedAt) or until the former
-// owner's outcome or release arrives, whichever is first.
+// started and did not finish is waited for until its run is surely over (ledger.Owner.InterruptedAt) or until
+// the former owner's outcome or release arrives, whichever is first.
 func (l *lane) prior(it *item) (*ledger.TickState, bool) {
 	rec := it.rec
 	id := it.t.ID

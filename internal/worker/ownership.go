@@ -56,16 +56,17 @@ func (w *Worker) workEnd(ctx context.Context, p int32) (int64, error) {
 	return lo.Offset, nil
 }
 
-// foreignClaim handles a claim of another worker that followed this lane's: when the group, stable, still
-// assigns the partition to this worker, the claim cannot be a real owner's (a new owner gets the partition
-// only after this worker lost it), so it is counted, warned about, and the lane claims the partition again,
-// above it; it then reports true. It reports false when the group does not, or cannot be shown to, assign the
-// partition to this worker: the lane then gives way. Concurrent callers claim once.
+// foreignClaim handles a claim of another worker that followed this lane's (a standing one, or its first,
+// which then never stood): when the group, stable, still assigns the partition to this worker, the claim cannot
+// be a real owner's (a new owner gets the partition only after this worker lost it), so it is counted, warned
+// about, and the lane claims the partition again, above it; it then reports true, with the lane's claim
+// standing. It reports false when the group does not, or cannot be shown to, assign the partition to this
+// worker: the lane then gives way. Concurrent callers claim once.
 func (l *lane) foreignClaim(ctx context.Context) bool {
 	w := l.w
 	l.reclaimMu.Lock()
 	defer l.reclaimMu.Unlock()
-	if l.ledger.Fence() > 0 && !l.ledger.Fenced() {
+	if l.ledger.Standing() {
 		return true // claimed again meanwhile
 	}
 	failures := 0

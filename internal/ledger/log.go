@@ -32,6 +32,12 @@ type Log struct {
 	// until the reader reads them (their offset is not known before the acknowledgement, which may come after
 	// the reader read the record).
 	batches map[int32]map[string][]Entry
+	// removals counts the partitions the shared reader stopped reading; removedAt is the count at a partition's
+	// latest removal. Run drops what a poll that began before that removal returns for the partition: an Owner
+	// added again since reads it from its own position, and records from the old one would skip what lies
+	// between (the reader drops what it had buffered when a partition is removed, but not what Run holds).
+	removals  uint64
+	removedAt map[int32]uint64
 }
 
 // LogConfig is what a Log needs.
@@ -66,7 +72,7 @@ const maxOwn = 100_000
 // NewLog returns a Log; Run reads for it.
 func NewLog(cfg LogConfig) *Log {
 	lg := &Log{cfg: cfg, owners: map[int32][]*Owner{}, own: map[int32]map[int64][]Entry{}, read: map[int32]int64{},
-		batches: map[int32]map[string][]Entry{}}
+		batches: map[int32]map[string][]Entry{}, removedAt: map[int32]uint64{}}
 	lg.out = newOutbox(lg)
 	return lg
 }
@@ -74,12 +80,19 @@ func NewLog(cfg LogConfig) *Log {
 // Run applies the entries read to the Owners' folds until ctx ends or the reader is closed.
 func (lg *Log) Run(ctx context.Context) {
 	for {
+		lg.mu.Lock()
+		removals := lg.removals
+		lg.mu.Unlock()
 		fetches := lg.cfg.Reader.PollFetches(ctx)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			return
 		}
 		lg.feed(fetches, func(ftp kgo.FetchTopicPartition) {
 			lg.mu.Lock()
+			if lg.removedAt[ftp.Partition] > removals {
+				lg.mu.Unlock()
+				return // fetched for an Owner removed meanwhile
+			}
 			owners := slices.Clone(lg.owners[ftp.Partition])
 			known := lg.takeOwn(ftp.Partition, ftp.Records)
 			lg.mu.Unlock()
@@ -254,5 +267,7 @@ func (lg *Log) remove(o *Owner) {
 	delete(lg.own, o.partition)
 	delete(lg.batches, o.partition)
 	delete(lg.read, o.partition)
+	lg.removals++
+	lg.removedAt[o.partition] = lg.removals
 	lg.cfg.Reader.RemoveConsumePartitions(map[string][]int32{lg.cfg.Topic: {o.partition}})
 }

@@ -137,3 +137,31 @@ func TestOwnerProtocol(t *testing.T) {
 		t.Fatalf("b's commit metadata: from %d fence %d ok %v", from, fence, ok)
 	}
 }
+
+// TestOwnerTakeoverGivesWayToANewerClaim: a claim of another worker that lands after a's own (a froze during
+// its takeover, and the partition moved on) makes a's takeover fail with ErrFenced; a's claim does not stand,
+// and b's does.
+func TestOwnerTakeoverGivesWayToANewerClaim(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "ledger"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := testLog(t, c, "a", time.Second).NewOwner(0, nil)
+	b := testLog(t, c, "b", time.Second).NewOwner(0, nil)
+	// b claims between a's claim and a's reading it back (a lists the work partition's end in between).
+	endAfterB := func(ctx context.Context) (int64, error) {
+		if err := b.Takeover(ctx, Position{Base: MaxFence}, func(context.Context) (int64, error) { return 10, nil }); err != nil {
+			return 0, err
+		}
+		return 10, nil
+	}
+	if err := a.Takeover(ctx, Position{Base: MaxFence}, endAfterB); !errors.Is(err, ErrFenced) {
+		t.Fatalf("a's takeover with b's claim after it: %v, want ErrFenced", err)
+	}
+	if a.Standing() || !b.Standing() || b.Fence() != 2 {
+		t.Fatalf("a standing %v, b standing %v with token %d; want only b, with token 2", a.Standing(), b.Standing(), b.Fence())
+	}
+}

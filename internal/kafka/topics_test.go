@@ -1,0 +1,46 @@
+package kafka
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestWaitTopicSeesATopicCreatedAfterItLooked: a client that has just seen a topic missing must see it once
+// another client created it, without waiting for its metadata cache to age (here a minute, longer than the
+// test's deadline): WaitTopic and checkExists ask the broker afresh.
+func TestWaitTopicSeesATopicCreatedAfterItLooked(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	newAdmin := func(opts ...kgo.Opt) *kadm.Client {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return kadm.NewClient(cl)
+	}
+	waiter, creator := newAdmin(kgo.MetadataMinAge(time.Minute)), newAdmin()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if tds, err := waiter.ListTopics(ctx, "late"); err != nil || tds["late"].Err == nil {
+		t.Fatalf("before it exists: %v, %+v", err, tds["late"])
+	}
+	if _, err := creator.CreateTopic(ctx, 3, 1, nil, "late"); err != nil {
+		t.Fatal(err)
+	}
+	td, err := WaitTopic(ctx, waiter, "late")
+	if err != nil || len(td.Partitions) != 3 {
+		t.Fatalf("WaitTopic after the topic was created: %v, %d partitions", err, len(td.Partitions))
+	}
+	if err := checkExists(ctx, waiter, "late"); err != nil {
+		t.Fatalf("checkExists after the topic was created: %v", err)
+	}
+}

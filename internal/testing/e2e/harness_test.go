@@ -88,8 +88,14 @@ func newFleet(t *testing.T) *fleet {
 			p.kill()
 		}
 		if t.Failed() {
+			dir := os.Getenv("E2E_LOG_DIR")
 			for _, p := range f.procs {
 				t.Logf("---- %s log (last %d lines above debug) ----\n%s", p.name, logLines(), p.tailAbove(logLines(), "level=DEBUG"))
+				if dir != "" {
+					p.mu.Lock()
+					_ = os.WriteFile(filepath.Join(dir, t.Name()+"-"+p.name+".log"), p.log.Bytes(), 0o644)
+					p.mu.Unlock()
+				}
 			}
 		}
 	})
@@ -435,7 +441,8 @@ func containsFold(s, sub string) bool {
 
 func fmtSscan(s string, v *float64) (int, error) { return fmt.Sscanf(s, "%g", v) }
 
-// logLines is how many lines of each process's log a failed test prints: E2E_LOG_LINES, or 60.
+// logLines is how many lines of each process's log a failed test prints: E2E_LOG_LINES, or 60. E2E_WORKER_LOG_LEVEL sets the workers' --log-level (info by default); E2E_LOG_DIR, when set, receives
+// every process's whole log on failure.
 func logLines() int {
 	if n, err := strconv.Atoi(os.Getenv("E2E_LOG_LINES")); err == nil && n > 0 {
 		return n

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -78,7 +79,7 @@ func (e *env) start(handlerEnv []string, extra ...string) *proc {
 	n := e.started
 	e.mu.Unlock()
 	id := "w" + strconv.Itoa(n)
-	args := append([]string{"run", "--start", "earliest", "--session-timeout", "6s", "--log-level", "info", "--worker-id", id}, extra...)
+	args := append([]string{"run", "--start", "earliest", "--session-timeout", "6s", "--log-level", cmp.Or(os.Getenv("E2E_WORKER_LOG_LEVEL"), "info"), "--worker-id", id}, extra...)
 	return e.f.startEnv(id, "worker", append([]string{"HANDLER_LOG=" + e.log}, handlerEnv...), args...)
 }
 
@@ -223,13 +224,14 @@ func (e *env) waitAllOK(ids []string, d time.Duration) map[string][]*execution {
 	var ex map[string][]*execution
 	waitFor(e.t, d, "every tick to succeed", func() (bool, string) {
 		ex = e.executions()
-		missing := 0
+		var missing []string
 		for _, id := range ids {
 			if !hasOK(ex[id]) {
-				missing++
+				missing = append(missing, fmt.Sprintf("%s (%s)", id, attempts(ex[id])))
 			}
 		}
-		return missing == 0, fmt.Sprintf("%d of %d ticks without a successful execution", missing, len(ids))
+		return len(missing) == 0, fmt.Sprintf("%d of %d ticks without a successful execution: %s",
+			len(missing), len(ids), strings.Join(missing[:min(len(missing), 5)], ", "))
 	})
 	return ex
 }

@@ -90,7 +90,7 @@ func (k *Kafka) partition(ctx context.Context) (int32, [16]byte, error) {
 	if k.leader >= 0 {
 		return k.leader, k.id, nil
 	}
-	tds, err := k.adm.ListTopics(ctx, k.topic)
+	tds, err := kafka.ListFresh(ctx, k.adm, k.topic)
 	if err != nil {
 		return 0, [16]byte{}, fmt.Errorf("describing topic %s: %w", k.topic, kafka.NeedACL(err, "Write", "topic", k.topic))
 	}

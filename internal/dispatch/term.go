@@ -452,7 +452,7 @@ func (t *leaderTerm) retryDown(ctx context.Context, now time.Time) time.Time {
 // ticks emitted ahead of a schedule that has since left a pool (or been deleted) still sit there, and a pause or
 // deletion cancels them there too. A principal that may not list the topics finds the pools its schedules name.
 func (t *leaderTerm) discoverPools(ctx context.Context) {
-	tds, err := t.adm.ListTopics(ctx)
+	tds, err := kafka.ListFresh(ctx, t.adm) // a pool created a moment ago counts
 	if err != nil {
 		t.logger.Warn("listing the topics to find the pools (cancels reach the pools the schedules name)", "error", err)
 		return

@@ -203,7 +203,7 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec, rf int16
 func checkExists(ctx context.Context, adm *kadm.Client, topic string) error {
 	deadline := time.Now().Add(existsWait)
 	for {
-		tds, err := listFresh(ctx, adm, topic)
+		tds, err := ListFresh(ctx, adm, topic)
 		if err != nil {
 			return fmt.Errorf("describing topic %s: %w", topic, NeedACL(err, "Describe (or Create on the cluster)", "topic", topic))
 		}
@@ -229,12 +229,12 @@ func checkExists(ctx context.Context, adm *kadm.Client, topic string) error {
 // existsWait is how long checkExists looks for a topic the broker does not show yet.
 const existsWait = 3 * time.Second
 
-// listFresh describes topic with a metadata request of its own. kadm.ListTopics answers from the client's
-// metadata cache (kgo.MetadataMinAge, 5 s by default), so a loop waiting for a topic created a moment ago would
-// see the same "missing" answer for that long; asking for the authorized operations is kadm's way past the
-// cache.
-func listFresh(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicDetails, error) {
-	return adm.ListTopics(kadm.WithAuthorizedOps(ctx), topic)
+// ListFresh describes topics (every topic when none is named) with a metadata request of its own. kadm.ListTopics
+// answers from the client's metadata cache (kgo.MetadataMinAge, 5 s by default), so a loop waiting for a topic
+// created a moment ago would see the same "missing" answer for that long; asking for the authorized operations
+// is kadm's way past the cache.
+func ListFresh(ctx context.Context, adm *kadm.Client, topics ...string) (kadm.TopicDetails, error) {
+	return adm.ListTopics(kadm.WithAuthorizedOps(ctx), topics...)
 }
 
 // describeErr wraps the error of describing a topic; a refusal names the permission it lacks.
@@ -268,7 +268,7 @@ func WaitTopic(ctx context.Context, adm *kadm.Client, topic string) (kadm.TopicD
 	deadline := time.Now().Add(30 * time.Second)
 	pause := 100 * time.Millisecond
 	for {
-		tds, err := listFresh(ctx, adm, topic)
+		tds, err := ListFresh(ctx, adm, topic)
 		if err != nil {
 			return kadm.TopicDetail{}, describeErr(topic, err)
 		}

@@ -771,6 +771,86 @@ func TestLaneClaimsAgainAfterForeignClaim(t *testing.T) {
 	}
 }
 
+// TestLaneForeignClaimBeforeReadBack: a claim of another worker lands right after the lane's first claim, before
+// the lane has read its own back (the broker holds the reader's first fetch of the ledger partition until the
+// foreign claim is appended). The lane's claim never stood; the group still assigns the partition to this
+// worker, so the lane claims again above the foreign one and runs every tick once, under its new token.
+func TestLaneForeignClaimBeforeReadBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ticks, _ := b.produceTicks(t, 0, "held", 3)
+	tds, err := b.adm.ListTopics(t.Context(), b.names.Results)
+	if err != nil || tds[b.names.Results].Err != nil {
+		t.Fatalf("describing %s: %v %v", b.names.Results, err, tds[b.names.Results].Err)
+	}
+	resultsID := tds[b.names.Results].ID
+	var forged atomic.Bool
+	var forgeErr atomic.Pointer[error]
+	b.cluster.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		req := kr.(*kmsg.FetchRequest)
+		hit := false
+		for _, tp := range req.Topics {
+			for _, pp := range tp.Partitions {
+				hit = hit || (tp.Topic == b.names.Results || tp.TopicID == resultsID) && pp.Partition == 0 && pp.FetchOffset == 0
+			}
+		}
+		if !hit || forged.Load() {
+			if forged.Load() {
+				b.cluster.DropControl()
+			} else {
+				b.cluster.KeepControl() // an unrelated fetch: wait for the reader's
+			}
+			return nil, nil, false
+		}
+		// The reader starts once its claim is acknowledged: the claim is at offset 0. Append the foreign claim
+		// (on the test client's own connection) before this fetch is served.
+		b.cluster.SleepControl(func() {
+			foreign := ledger.Entry{Kind: ledger.KindClaim, Partition: 0, Fence: 2, Worker: "usurper", At: time.Now().UTC(), LeaseMS: 300}
+			r := &kgo.Record{Topic: b.names.Results, Partition: 0, Key: ledger.ClaimKey(0), Value: ledger.Encode(foreign)}
+			if err := b.cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+				forgeErr.Store(&err)
+			}
+			forged.Store(true)
+		})
+		return nil, nil, false
+	})
+	rec := newRecorder()
+	reg := prometheus.NewRegistry()
+	b.start(t, b.config("w1"), rec.handler(nil), Deps{Registerer: reg})
+	kafkatest.Eventually(t, 20*time.Second, "the ticks to run", func() bool { return rec.count() >= len(ticks) })
+	if !forged.Load() || forgeErr.Load() != nil {
+		t.Fatalf("the foreign claim was not written before the reader's first fetch (error: %v)", forgeErr.Load())
+	}
+	calls := rec.snapshot()
+	if got, want := ids(calls), ticks[0].ID+" "+ticks[1].ID+" "+ticks[2].ID; got != want {
+		t.Fatalf("handler ran %q, want %q", got, want)
+	}
+	for _, c := range calls {
+		if c.Attempt.Fence <= 2 {
+			t.Errorf("tick %s ran under token %d, want above the foreign claim's 2", c.ID, c.Attempt.Fence)
+		}
+		if n := len(b.outcomesOf(t, 0, c.ID, "w1")); n != 1 {
+			t.Errorf("tick %s has %d outcomes, want 1", c.ID, n)
+		}
+	}
+	all := b.entries(t, 0, ledger.KindClaim, "")
+	if len(all) < 3 || all[0].Entry.Worker != "w1" || all[1].Entry.Worker != "usurper" {
+		t.Fatalf("the ledger's first claims are %+v, want w1's and then the foreign one", all[:min(len(all), 2)])
+	}
+	var claims []int64
+	for _, r := range all {
+		if r.Entry.Worker == "w1" {
+			claims = append(claims, r.Entry.Fence)
+		}
+	}
+	if len(claims) < 2 || claims[0] != 1 || claims[len(claims)-1] <= 2 {
+		t.Errorf("w1's claims carry tokens %v, want 1 (which never stood) and one above the foreign claim", claims)
+	}
+	if n := metricValue(t, reg, "tickgroup_worker_ledger_refused_total"); n < 1 {
+		t.Errorf("tickgroup_worker_ledger_refused_total = %v, want the foreign claim counted", n)
+	}
+}
+
 // TestLaneLeaseRenewedWhileHandlerRuns: a handler that runs for several leases is not cut off: the lane renews
 // its lease (Lease/5) by claims read back from the ledger.
 func TestLaneLeaseRenewedWhileHandlerRuns(t *testing.T) {

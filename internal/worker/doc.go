@@ -124,6 +124,7 @@
 //   - Exactly-once for forward mode: the forwarded record, the outcome and the consumed offsets are one Kafka
 //     transaction (kgo.GroupTransactSession), so a read_committed reader of the forward topic sees each tick
 //     once. Each forwarding process has its own transactional ID; KIP-447 fencing through the group generation
-//     stops a zombie. Forward mode keeps no started entries: it has no external effect to interrupt.
+//     stops a zombie. Forward mode keeps no started entries: it has no external effect to interrupt. What it
+//     holds between polls (ticks not yet due, and the offset a transaction may commit) is internal/forward's.
 //   - Dead letters are written before the outcome, so a crash in between can dead-letter a record twice.
 package worker

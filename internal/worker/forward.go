@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tickgroup/tickgroup/internal/cancel"
+	"github.com/tickgroup/tickgroup/internal/forward"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -26,24 +27,20 @@ const maxForwardFailures = 5
 // forwarder is forward mode, an engine of its own beside the lanes: one transactional session, no lanes.
 //
 // Held ticks. Ticks arrive up to the leader's --lead before their instant (tick.NotBefore). The forwarder keeps
-// them, per partition and in offset order, and forwards each on its instant. Each transaction commits, for a
+// them (internal/forward), per partition and in offset order, and forwards each on its instant. Each transaction commits, for a
 // partition with records still held, the offset of the first one held (the commit request is rewritten with
 // kgo.PreTxnCommitFnContext; kgo records the offsets as sent): a crash or a rebalance therefore delivers the held
 // records again, and nothing is forwarded twice or skipped. When a transaction does not commit, kgo rewinds the
 // session to the committed offsets.
 //
 // After a transaction that did not commit, kgo rewinds the session to the committed offsets and delivers the
-// records from there again; hold notices the lower offsets and replaces what it held (see hold).
+// records from there again; forward.Held.Hold notices the lower offsets and replaces what it held.
 //
 // A manual trigger behind a held tick of its partition waits for it (at most --lead): forwarding it out of order
 // would forward it again after a crash, since the committed offset cannot pass the held tick.
 type forwarder struct {
-	w *Worker
-
-	mu      sync.Mutex
-	parts   map[int32]bool           // the work partitions assigned
-	held    map[int32][]heldRecord   // records polled and not yet forwarded, per partition, in offset order
-	cancels map[string][]tick.Cancel // cancellations read, by schedule
+	w    *Worker
+	held *forward.Held // records polled and not yet forwarded, and the cancellations read
 }
 
 // run is forward mode: a consume-transform-produce loop in a kgo.GroupTransactSession. Each polled batch
@@ -99,7 +96,7 @@ func (f *forwarder) run(ctx context.Context) error {
 	failures := 0
 	for {
 		var fetches kgo.Fetches
-		switch wait, any := f.nextWait(w.cfg.Now()); {
+		switch wait, any := f.held.NextWait(w.cfg.Now()); {
 		case any && wait <= 0:
 			// A nil context is kgo's documented "return what is buffered, do not wait": records are ready.
 			fetches = sess.PollRecords(nil, 1000) //nolint:staticcheck // SA1012: see above
@@ -132,19 +129,19 @@ func (f *forwarder) run(ctx context.Context) error {
 		if denied != nil {
 			return fmt.Errorf("consuming: %w", denied)
 		}
-		f.hold(fetches.Records())
-		recs, commitAt := f.take(w.cfg.Now())
+		f.held.Hold(fetches.Records())
+		recs, commitAt := f.held.Take(w.cfg.Now())
 		if len(recs) == 0 {
 			continue
 		}
 		committed, err := f.batch(ctx, sess, recs, fwdParts, commitAt)
 		switch {
 		case errors.Is(err, errNotBegun):
-			f.restore(recs) // nothing was sent and nothing rewound: they are still to forward, first
+			f.held.Restore(recs) // nothing was sent and nothing rewound: they are still to forward, first
 		case !committed:
 			// The session rewinds to the committed offsets and delivers everything held again: what is held now
 			// must not be forwarded before that (it would be forwarded twice).
-			f.dropHeld()
+			f.held.Drop()
 		}
 		if err != nil {
 			if errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
@@ -164,142 +161,8 @@ func (f *forwarder) run(ctx context.Context) error {
 	}
 }
 
-// hold adds polled records to the held ones and remembers the cancellations among them. A record at or below
-// one held already means the session rewound; the held records from it on are replaced.
-func (f *forwarder) hold(recs []*kgo.Record) {
-	if len(recs) == 0 {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, r := range recs {
-		if !f.parts[r.Partition] {
-			continue // released meanwhile
-		}
-		if cancel.Is(r) && !cancel.Genuine(r) {
-			f.w.refusedCancels(r.Partition, 1)
-		} else if cancel.Is(r) {
-			if c, err := tick.DecodeCancel(r.Value); err == nil {
-				f.cancels[c.Schedule] = append(f.cancels[c.Schedule], c)
-			} // an unreadable one is dead-lettered when its turn comes (batch)
-		}
-		rs := f.held[r.Partition]
-		if n := len(rs); n > 0 && r.Offset <= rs[n-1].rec.Offset {
-			// The session rewound to the committed offsets (a transaction that did not commit): it delivers
-			// again what is held from here on.
-			i := 0
-			for i < n && rs[i].rec.Offset < r.Offset {
-				i++
-			}
-			rs = rs[:i]
-		}
-		f.held[r.Partition] = append(rs, heldRecord{rec: r, at: startAt(r)})
-	}
-}
-
-// heldRecord is a record polled and not yet forwarded, with the instant it is due (startAt).
-type heldRecord struct {
-	rec *kgo.Record
-	at  time.Time
-}
-
-// startAt is when a record is due: its tick's instant, or zero (at once) for anything else.
-func startAt(r *kgo.Record) time.Time {
-	if cancel.Is(r) {
-		return time.Time{}
-	}
-	t, err := tick.Decode(r.Value)
-	if err != nil || t.NotBefore == nil {
-		return time.Time{}
-	}
-	return *t.NotBefore
-}
-
-// nextWait is how long until the first held record is due (any: something is held).
-func (f *forwarder) nextWait(now time.Time) (wait time.Duration, any bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	first := time.Time{}
-	for _, rs := range f.held {
-		if len(rs) == 0 {
-			continue
-		}
-		any = true
-		at := rs[0].at
-		if !at.After(now) {
-			return 0, true
-		}
-		if first.IsZero() || at.Before(first) {
-			first = at
-		}
-	}
-	if !any {
-		return 0, false
-	}
-	return first.Sub(now), true
-}
-
-// take removes and returns the held records due at now (per partition, the due prefix) and, for each partition
-// that keeps records held, the offset to commit: its first held record's.
-func (f *forwarder) take(now time.Time) ([]*kgo.Record, map[int32]int64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []*kgo.Record
-	commitAt := map[int32]int64{}
-	for p, rs := range f.held {
-		n := 0
-		for n < len(rs) && !rs[n].at.After(now) {
-			out = append(out, rs[n].rec)
-			n++
-		}
-		rest := rs[n:]
-		if len(rest) == 0 {
-			delete(f.held, p)
-			continue
-		}
-		f.held[p] = rest
-		commitAt[p] = rest[0].rec.Offset
-	}
-	return out, commitAt
-}
-
 // errNotBegun is batch's error when the transaction could not begin.
 var errNotBegun = errors.New("beginning the transaction")
-
-// dropHeld forgets every held record: after a transaction that did not commit, the session rewinds to the
-// committed offsets and delivers them again.
-func (f *forwarder) dropHeld() {
-	f.mu.Lock()
-	clear(f.held)
-	f.mu.Unlock()
-}
-
-// restore puts records taken for a transaction that never began back in front of the held ones.
-func (f *forwarder) restore(recs []*kgo.Record) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	by := map[int32][]heldRecord{}
-	for _, r := range recs {
-		by[r.Partition] = append(by[r.Partition], heldRecord{rec: r, at: startAt(r)})
-	}
-	for p, rs := range by {
-		if f.parts[p] {
-			f.held[p] = append(rs, f.held[p]...)
-		}
-	}
-}
-
-// cancelled returns a cancellation that applies to t, if any.
-func (f *forwarder) cancelled(t tick.Tick) *tick.Cancel {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, c := range f.cancels[t.Schedule] {
-		if c.Applies(t) {
-			return &c
-		}
-	}
-	return nil
-}
 
 // batch forwards recs in one transaction. A nil error with nothing committed means a rebalance aborted the
 // transaction; the session has rewound to the committed offsets.
@@ -342,7 +205,7 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 		}
 		var c *tick.Cancel
 		if err == nil {
-			c = f.cancelled(t)
+			c = f.held.Cancelled(t)
 		}
 		o, dl, run := w.decide(before{rec: rec, t: t, err: err, now: start, cancelled: c})
 		switch {
@@ -433,13 +296,7 @@ func (f *forwarder) batch(ctx context.Context, sess *kgo.GroupTransactSession, r
 
 func (f *forwarder) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 	w := f.w
-	f.mu.Lock()
-	for _, p := range assigned[w.names.Work] {
-		f.parts[p] = true
-		delete(f.held, p)
-	}
-	n := len(f.parts)
-	f.mu.Unlock()
+	n := f.held.Assign(assigned[w.names.Work])
 	w.m.partitions.Set(float64(n))
 	if w.ready != nil && !w.assignedYet.Swap(true) {
 		w.ready.Set(ReadinessCondition, true)
@@ -449,13 +306,7 @@ func (f *forwarder) assigned(_ context.Context, _ *kgo.Client, assigned map[stri
 
 func (f *forwarder) released(_ context.Context, _ *kgo.Client, released map[string][]int32) {
 	w := f.w
-	f.mu.Lock()
-	for _, p := range released[w.names.Work] {
-		delete(f.parts, p)
-		delete(f.held, p)
-	}
-	n := len(f.parts)
-	f.mu.Unlock()
+	n := f.held.Release(released[w.names.Work])
 	w.m.partitions.Set(float64(n))
 	if len(released[w.names.Work]) > 0 {
 		w.logger.Info("partitions released", "partitions", released[w.names.Work], "owned", n)

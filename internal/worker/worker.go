@@ -18,9 +18,9 @@ import (
 	"github.com/twmb/franz-go/plugin/kprom"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/forward"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
-	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
 // Deps are the worker's collaborators.
@@ -167,7 +167,7 @@ func (w *Worker) opts(role string, extra ...[]kgo.Opt) []kgo.Opt {
 // It returns nil on such a stop.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.Forward != "" {
-		return (&forwarder{w: w, parts: map[int32]bool{}, held: map[int32][]heldRecord{}, cancels: map[string][]tick.Cancel{}}).run(ctx)
+		return (&forwarder{w: w, held: forward.New(func(p int32) { w.refusedCancels(p, 1) })}).run(ctx)
 	}
 	w.logger.Info("starting worker", "worker_id", w.cfg.WorkerID, "group", w.names.WorkerGroup, "topic", w.names.Work,
 		"concurrency", w.cfg.Concurrency, "max_attempts", w.cfg.MaxAttempts, "start", w.cfg.Start.String())

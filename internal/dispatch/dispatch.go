@@ -40,6 +40,9 @@ type Config struct {
 	// PoolTopics shape the topics of a pool that a schedule names and that do not exist yet (the leader creates
 	// them where it may).
 	PoolTopics kafka.TopicOptions
+	// PoolRetry is how long a leader waits before it tries again to make a down pool's topics ready. Defaults
+	// to 30s.
+	PoolRetry time.Duration
 	// ProducerOpts, when set, returns extra options of leader k's producer only (its metrics hooks, for
 	// example). It is called once per term.
 	ProducerOpts func(k int32) []kgo.Opt
@@ -81,6 +84,7 @@ func New(cfg Config, opts []kgo.Opt, view *store.View, logger *slog.Logger, reg 
 	}
 	cfg.TransactionTimeout = cmp.Or(cfg.TransactionTimeout, 10*time.Second)
 	cfg.MaxBatch = cmp.Or(cfg.MaxBatch, 5000)
+	cfg.PoolRetry = cmp.Or(cfg.PoolRetry, 30*time.Second)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

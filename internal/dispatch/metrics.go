@@ -16,7 +16,7 @@ type metrics struct {
 	emittedLate       prometheus.Counter
 	cancels           prometheus.Counter
 	missed            prometheus.Counter
-	unroutable        *prometheus.CounterVec
+	parked            *prometheus.GaugeVec
 	poolDown          *prometheus.GaugeVec
 	fenced            prometheus.Counter
 	transactions      *prometheus.CounterVec
@@ -59,13 +59,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_slots_missed_total",
 			Help: "Slots passed over by a catch-up policy (skip, latest, or the cap of all) instead of being emitted.",
 		}),
-		unroutable: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tickgroup_slots_unroutable_total",
-			Help: "Ticks (slots times shards) not emitted because their schedule's pool was not ready: its topics neither exist nor could be created (ticker init --pool). They are lost (ticker audit reports them missing); the pool's later slots are emitted once it is ready.",
+		parked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickgroup_pool_waiting_schedules",
+			Help: "Schedules whose slots wait for their pool, down (its topics neither exist nor could be created: ticker init --pool): nothing of theirs is emitted meanwhile, and once the pool is ready their catch-up policy decides which of the slots that fell due are emitted, as after a leader's outage.",
 		}, []string{"pool"}),
 		poolDown: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tickgroup_pool_down",
-			Help: "1 while the leader cannot make a pool's topics ready; its schedules' slots are not emitted meanwhile (tickgroup_slots_unroutable_total).",
+			Help: "1 while the leader cannot make a pool's topics ready; its schedules wait meanwhile (tickgroup_pool_waiting_schedules).",
 		}, []string{"pool"}),
 		fenced: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tickgroup_fenced_total",
@@ -119,7 +119,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.emitted, m.emitLag, m.emittedLate, m.cancels, m.missed, m.fenced, m.transactions, m.txnDuration, m.invalidState, m.lastSlot, m.nextDue, m.period,
-			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired, m.unroutable, m.poolDown)
+			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired, m.parked, m.poolDown)
 	}
 	m.stateRefused.WithLabelValues("future")
 	return m

@@ -70,7 +70,8 @@ type emission struct {
 	it      *item // for its name's hash (see appendRecords)
 	slots   []time.Time
 	missed  int64
-	jitter  bool // the schedule has a jitter: a slot's due instant may not be the slot (see due)
+	from    time.Time // the schedule's base before collect planned this emission (see park)
+	jitter  bool      // the schedule has a jitter: a slot's due instant may not be the slot (see due)
 	metrics bool // the schedule opts in to metrics of its own
 	pool    string
 }
@@ -387,6 +388,24 @@ func (p *planner) nextGrave() (time.Time, bool) {
 	return first, !first.IsZero()
 }
 
+// park takes back what collect planned for em and leaves its schedule unarmed: nothing of it is emitted until
+// unpark. Its base returns to where it was, so the slots planned (and those that fall due meanwhile) are planned
+// again then, after the schedule's catch-up policy, as after a leader's outage. It returns the generation to
+// hand to unpark.
+func (p *planner) park(em *emission) uint32 {
+	it := em.it
+	it.base = em.from
+	it.gen++ // the heap entry collect pushed is stale
+	return it.gen
+}
+
+// unpark arms again the schedule parked with generation gen, unless it changed since (a change arms it).
+func (p *planner) unpark(it *item, gen uint32) {
+	if it.gen == gen {
+		p.arm(it)
+	}
+}
+
 // ahead reports whether slots of name were emitted that are not due at now.
 func (p *planner) ahead(name string, now time.Time) bool {
 	it, ok := p.items[name]
@@ -461,6 +480,7 @@ func (p *planner) collect(b *batch, now time.Time, max int) []emission {
 				continue
 			}
 			e := it.entry
+			from := it.base
 			// The slots of earlier emissions stay as they are: slots only grows (by reallocation, past its
 			// capacity).
 			var plan schedule.Plan
@@ -474,7 +494,9 @@ func (p *planner) collect(b *batch, now time.Time, max int) []emission {
 				p.heap.push(due{at: e.Schedule.Due(plan.Next).Add(-p.lead).UnixNano(), it: it, gen: d.gen})
 			}
 			if len(plan.Emit) > 0 || plan.Missed > 0 {
-				out = append(out, newEmission(it, plan.Emit, plan.Missed))
+				em := newEmission(it, plan.Emit, plan.Missed)
+				em.from = from
+				out = append(out, em)
 			}
 		}
 	}

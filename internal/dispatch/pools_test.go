@@ -18,7 +18,9 @@ import (
 
 // TestTermRoutesPoolsAndSurvivesOneDown: each schedule's ticks go to its pool's work topic; a pool whose topics
 // cannot be made ready (here: a replication factor the one-broker cluster cannot give) emits nothing, says so
-// (tickgroup_pool_down, the unroutable count, an error log), and delays nothing else in the term.
+// (tickgroup_pool_down, tickgroup_pool_waiting_schedules, an error log), and delays nothing else in the term.
+// Once its topics exist, its schedule catches up (the default policy, all): every slot since the schedule was
+// written is emitted, once.
 func TestTermRoutesPoolsAndSurvivesOneDown(t *testing.T) {
 	t.Parallel()
 	b := setupTerm(t)
@@ -27,32 +29,35 @@ func TestTermRoutesPoolsAndSurvivesOneDown(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	var err error
-	b.d, err = New(Config{Names: b.names, Lead: 3 * time.Second, PoolTopics: kafka.TopicOptions{ReplicationFactor: 3}}, b.opts, b.view,
+	b.d, err = New(Config{Names: b.names, Lead: 3 * time.Second, PoolTopics: kafka.TopicOptions{ReplicationFactor: 3},
+		PoolRetry: 200 * time.Millisecond}, b.opts, b.view,
 		slog.New(slog.NewTextHandler(b.logs, nil)), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.put(t, schedule.Spec{Name: "plain", Every: schedule.Duration(time.Second)})
 	b.put(t, schedule.Spec{Name: "okjob", Every: schedule.Duration(time.Second), Pool: "ok"})
+	put := time.Now()
 	b.put(t, schedule.Spec{Name: "badjob", Every: schedule.Duration(time.Second), Pool: "bad"})
 	b.lead(t)
 
-	okTicks := func() (n int) {
+	poolTicks := func(pool, want string) (out []tick.Tick) {
 		for p := range int32(3) {
-			if _, err := kafka.ReadStable(t.Context(), b.opts, b.names.Pool("ok").Work, p, func(r *kgo.Record) error {
+			if _, err := kafka.ReadStable(t.Context(), b.opts, b.names.Pool(pool).Work, p, func(r *kgo.Record) error {
 				if tk, err := tick.Decode(r.Value); err == nil {
-					if tk.Schedule != "okjob" {
-						t.Errorf("pool ok holds a tick of %s", tk.Schedule)
+					if tk.Schedule != want {
+						t.Errorf("pool %s holds a tick of %s", pool, tk.Schedule)
 					}
-					n++
+					out = append(out, tk)
 				}
 				return nil
 			}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		return n
+		return out
 	}
+	okTicks := func() int { return len(poolTicks("ok", "okjob")) }
 	kafkatest.Eventually(t, 20*time.Second, "3 ticks of plain and of okjob", func() bool {
 		plain := 0
 		for _, tk := range b.ticks(t) {
@@ -69,17 +74,8 @@ func TestTermRoutesPoolsAndSurvivesOneDown(t *testing.T) {
 	if !strings.Contains(b.logs.String(), "pool not ready") || !strings.Contains(b.logs.String(), "pool=bad") {
 		t.Errorf("no error log naming pool bad:\n%s", b.logs.String())
 	}
-	mfs, _ := reg.Gather()
-	unroutable := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == "tickgroup_slots_unroutable_total" {
-			for _, m := range mf.GetMetric() {
-				unroutable += m.GetCounter().GetValue()
-			}
-		}
-	}
-	if unroutable < 1 {
-		t.Errorf("tickgroup_slots_unroutable_total = %v, want the slots of badjob", unroutable)
+	if got := gauge(t, reg, "tickgroup_pool_waiting_schedules"); got != 1 {
+		t.Errorf("tickgroup_pool_waiting_schedules = %v, want 1 (badjob)", got)
 	}
 	tds, err := kadm.NewClient(b.cl).ListTopics(t.Context())
 	if err != nil {
@@ -87,5 +83,38 @@ func TestTermRoutesPoolsAndSurvivesOneDown(t *testing.T) {
 	}
 	if tds.Has(b.names.Pool("bad").Work) {
 		t.Errorf("pool bad's work topic exists")
+	}
+
+	// The operator makes the pool (ticker init --pool bad): badjob catches up every slot since it was written.
+	if _, err := kafka.EnsurePoolTopics(t.Context(), kadm.NewClient(b.cl), b.names.Pool("bad"), kafka.TopicOptions{WorkPartitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ready := time.Now()
+	var bad []tick.Tick
+	kafkatest.Eventually(t, 20*time.Second, "badjob's slots up to the pool's return", func() bool {
+		bad = poolTicks("bad", "badjob")
+		return len(bad) > 0 && !bad[len(bad)-1].Slot.Before(ready.Truncate(time.Second))
+	})
+	slots := map[time.Time]int{}
+	first := bad[0].Slot
+	for _, tk := range bad {
+		slots[tk.Slot]++
+		if tk.Slot.Before(first) {
+			first = tk.Slot
+		}
+	}
+	if first.After(put.Add(2 * time.Second)) {
+		t.Errorf("badjob's first slot emitted is %s, written at %s: the slots before were lost", first.Format("15:04:05.000"), put.Format("15:04:05.000"))
+	}
+	for s := first; !s.After(ready.Truncate(time.Second)); s = s.Add(time.Second) {
+		if slots[s] != 1 {
+			t.Errorf("badjob's slot %s emitted %d times, want once (caught up when its pool came back)", s.Format("15:04:05"), slots[s])
+		}
+	}
+	if got := gauge(t, reg, "tickgroup_pool_waiting_schedules"); got != 0 {
+		t.Errorf("tickgroup_pool_waiting_schedules = %v once the pool is ready, want 0", got)
+	}
+	if got := gauge(t, reg, "tickgroup_pool_down"); got != 0 {
+		t.Errorf("tickgroup_pool_down = %v once the pool is ready, want 0", got)
 	}
 }

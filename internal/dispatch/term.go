@@ -35,9 +35,10 @@ type leaderTerm struct {
 	// the term's schedules name ("": the default pool), ensured by ensurePools before a schedule is planned.
 	partitions int
 	pools      map[string]poolTopic
-	// down holds the pools whose topics could not be made ready, with when to try again: their schedules' slots
-	// are not emitted meanwhile (unroutable), and nothing else waits for them.
-	down map[string]time.Time
+	// down holds the pools whose topics could not be made ready, with when to try again: their schedules are
+	// parked meanwhile (parked: planner.park, with the generation to unpark), and nothing else waits for them.
+	down   map[string]time.Time
+	parked map[string]map[*item]uint32
 	adm  *kadm.Client
 	// repaired keeps the schedule records leader 0 has restated (repairSchedules).
 	repaired map[int64]bool
@@ -158,6 +159,13 @@ func (t *leaderTerm) recover(ctx context.Context) error {
 	}
 	t.pools = map[string]poolTopic{"": {work: d.cfg.Names.Work, partitions: t.partitions}}
 	t.down = map[string]time.Time{}
+	t.parked = map[string]map[*item]uint32{}
+	t.closers = append(t.closers, func() {
+		for pool := range t.down { // the next leader says again what it finds
+			d.metrics.poolDown.DeleteLabelValues(pool)
+			d.metrics.parked.DeleteLabelValues(pool)
+		}
+	})
 	t.discoverPools(ctx)
 	var named []string
 	for _, it := range t.pl.items {
@@ -396,8 +404,8 @@ func (t *leaderTerm) applyChanges(ctx context.Context) error {
 
 // ensurePools makes the topics of each pool named that the term does not know yet (where this principal may
 // create them; otherwise they must exist: ticker init --pool) and learns its work topic's partition count. A
-// pool that cannot be made ready is down: its schedules' slots are not emitted (tickgroup_slots_unroutable_total)
-// until a later try succeeds (retryDown), and every other schedule goes on.
+// pool that cannot be made ready is down: its schedules wait, parked (routable), until a later try succeeds
+// (retryDown) and they catch up, and every other schedule goes on.
 func (t *leaderTerm) ensurePools(ctx context.Context, pools ...string) {
 	d := t.d
 	for _, pool := range pools {
@@ -411,22 +419,24 @@ func (t *leaderTerm) ensurePools(ctx context.Context, pools ...string) {
 		parts, err := kafka.EnsurePoolTopics(ctx, t.adm, n, d.cfg.PoolTopics)
 		if err != nil {
 			if ctx.Err() == nil {
-				t.down[pool] = time.Now().Add(poolRetry)
+				t.down[pool] = time.Now().Add(d.cfg.PoolRetry)
 				d.metrics.poolDown.WithLabelValues(pool).Set(1)
-				t.logger.Error("pool not ready: its schedules' slots are not emitted until it is (ticker init --pool)", "pool", pool,
-					"retry_in", poolRetry, "error", err)
+				t.logger.Error("pool not ready: its schedules wait for it, and then catch up as their catch-up policy says (ticker init --pool)", "pool", pool,
+					"retry_in", d.cfg.PoolRetry, "error", err)
 			}
 			continue
 		}
 		delete(t.down, pool)
 		d.metrics.poolDown.DeleteLabelValues(pool)
 		t.pools[pool] = poolTopic{work: n.Work, partitions: parts}
-		t.logger.Info("pool ready", "pool", pool, "work", n.Work, "work_partitions", parts)
+		t.logger.Info("pool ready", "pool", pool, "work", n.Work, "work_partitions", parts, "schedules_resumed", len(t.parked[pool]))
+		for it, gen := range t.parked[pool] {
+			t.pl.unpark(it, gen)
+		}
+		delete(t.parked, pool)
+		d.metrics.parked.DeleteLabelValues(pool)
 	}
 }
-
-// poolRetry is how long a leader waits before it tries again to make a pool's topics ready.
-const poolRetry = 30 * time.Second
 
 // retryDown tries again the pools that are down and due for a try, and returns when the next try is due (zero:
 // none is down).
@@ -465,16 +475,24 @@ func (t *leaderTerm) discoverPools(ctx context.Context) {
 	}
 }
 
-// routable drops from ems the emissions of schedules whose pool is not ready (down), counting their slots, and
-// returns the rest (ems is reused).
+// routable drops from ems the emissions of schedules whose pool is not ready (down) and parks those schedules
+// until it is (planner.park: nothing of theirs is lost, their catch-up policy decides when the pool is back),
+// and returns the rest (ems is reused).
 func (t *leaderTerm) routable(ems []emission) []emission {
 	out := ems[:0]
-	for _, em := range ems {
+	for i := range ems {
+		em := &ems[i]
 		if _, ready := t.pools[em.pool]; ready {
-			out = append(out, em)
+			out = append(out, *em)
 			continue
 		}
-		t.d.metrics.unroutable.WithLabelValues(em.pool).Add(float64(len(em.slots) * max(em.src.Shards, 1)))
+		waiting := t.parked[em.pool]
+		if waiting == nil {
+			waiting = map[*item]uint32{}
+			t.parked[em.pool] = waiting
+		}
+		waiting[em.it] = t.pl.park(em)
+		t.d.metrics.parked.WithLabelValues(em.pool).Set(float64(len(waiting)))
 	}
 	return out
 }

@@ -22,7 +22,7 @@ var (
 		"tickgroup_ticks_emitted_total":          "counter",
 		"tickgroup_emit_lag_seconds":             "histogram",
 		"tickgroup_slots_missed_total":           "counter",
-		"tickgroup_slots_unroutable_total":       "counter",
+		"tickgroup_pool_waiting_schedules":       "gauge",
 		"tickgroup_pool_down":                    "gauge",
 		"tickgroup_fenced_total":                 "counter",
 		"tickgroup_transactions_total":           "counter",

@@ -72,7 +72,7 @@ type emission struct {
 	missed  int64
 	from    time.Time // the schedule's base before collect planned this emission (see park)
 	jitter  bool      // the schedule has a jitter: a slot's due instant may not be the slot (see due)
-	metrics bool // the schedule opts in to metrics of its own
+	metrics bool      // the schedule opts in to metrics of its own
 	pool    string
 }
 

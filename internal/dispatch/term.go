@@ -39,7 +39,7 @@ type leaderTerm struct {
 	// parked meanwhile (parked: planner.park, with the generation to unpark), and nothing else waits for them.
 	down   map[string]time.Time
 	parked map[string]map[*item]uint32
-	adm  *kadm.Client
+	adm    *kadm.Client
 	// repaired keeps the schedule records leader 0 has restated (repairSchedules).
 	repaired map[int64]bool
 	// closers undo what the term set up, last first.

@@ -101,8 +101,11 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fmt.Fprintln(stderr, scheduleUsage)
 		return cli.Usagef("schedule: unknown subcommand %q (put, get, list, delete, pause, resume, trigger, apply)", sub)
 	}
-	fs.Usage = cli.Usage(fs, head)
-	positional, err := cli.ParseInterspersed(fs, args, getenv)
+	fs.Usage = cli.UsageCommonEnv(fs, head)
+	// Only the connection, logging and admin flags come from TICKGROUP_* variables here: a schedule's own flags
+	// share names with other commands' (--pool, --timeout, --max-attempts of worker run), whose variables on the
+	// host must not shape a schedule.
+	positional, err := cli.ParseInterspersed(fs, args, cli.CommonEnv(getenv))
 	if err != nil {
 		return err
 	}

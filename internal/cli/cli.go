@@ -164,6 +164,25 @@ func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	return err
 }
 
+// CommonEnv returns getenv restricted to the variables of the common flags (connection, logging and admin, and
+// --sasl-password-file): for a command whose own flags describe what it writes (ticker schedule put), so that a
+// variable meant for another command on the host (a worker's TICKGROUP_POOL or TICKGROUP_TIMEOUT) never shapes
+// a schedule.
+func CommonEnv(getenv func(string) string) func(string) string {
+	common := map[string]bool{EnvName("sasl-password-file"): true}
+	for _, g := range flagGroups {
+		for _, n := range g.names {
+			common[EnvName(n)] = true
+		}
+	}
+	return func(name string) string {
+		if !common[name] {
+			return ""
+		}
+		return getenv(name)
+	}
+}
+
 // The common flags by heading in usage: a command's own flags come first, then these.
 var flagGroups = []struct {
 	title string
@@ -178,7 +197,12 @@ var flagGroups = []struct {
 // flags under their headings (connection; logging and admin), each with its environment variable. A default is
 // printed once, and only when it is not the zero value (a flag whose zero means something else says so in its
 // own text).
-func Usage(fs *flag.FlagSet, head string) func() {
+func Usage(fs *flag.FlagSet, head string) func() { return usage(fs, head, true) }
+
+// UsageCommonEnv is Usage for a command parsed with CommonEnv: its own flags are shown without a variable.
+func UsageCommonEnv(fs *flag.FlagSet, head string) func() { return usage(fs, head, false) }
+
+func usage(fs *flag.FlagSet, head string, ownEnv bool) func() {
 	return func() {
 		w := fs.Output()
 		fmt.Fprintln(w, strings.TrimSpace(head))
@@ -195,9 +219,13 @@ func Usage(fs *flag.FlagSet, head string) func() {
 			}
 		})
 		if len(own) > 0 {
-			fmt.Fprintln(w, "\nFlags (each also read from the environment variable shown):")
+			if ownEnv {
+				fmt.Fprintln(w, "\nFlags (each also read from the environment variable shown):")
+			} else {
+				fmt.Fprintln(w, "\nFlags (command line only: never read from the environment):")
+			}
 			for _, f := range own {
-				printFlag(w, f)
+				printFlag(w, f, ownEnv)
 			}
 		}
 		for _, g := range flagGroups {
@@ -211,13 +239,13 @@ func Usage(fs *flag.FlagSet, head string) func() {
 					fmt.Fprintf(w, "\n%s:\n", g.title)
 					header = true
 				}
-				printFlag(w, f)
+				printFlag(w, f, true)
 			}
 		}
 	}
 }
 
-func printFlag(w io.Writer, f *flag.Flag) {
+func printFlag(w io.Writer, f *flag.Flag, env bool) {
 	name, usage := flag.UnquoteUsage(f)
 	if t, ok := f.Value.(interface{ Type() string }); ok && name == "value" {
 		name = t.Type()
@@ -234,7 +262,10 @@ func printFlag(w io.Writer, f *flag.Flag) {
 	default:
 		fmt.Fprintf(w, " (default %s)", d)
 	}
-	fmt.Fprintf(w, " [%s]\n", EnvName(f.Name))
+	if env {
+		fmt.Fprintf(w, " [%s]", EnvName(f.Name))
+	}
+	fmt.Fprintln(w)
 }
 
 // Stopped turns the error of a command that a signal interrupted into a clean stop: once ctx (the signal

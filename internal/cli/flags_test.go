@@ -149,3 +149,21 @@ func TestRegisterWithoutAdmin(t *testing.T) {
 		t.Error("a command without an admin server has --metrics-addr")
 	}
 }
+
+// CommonEnv passes the connection, logging and admin variables and hides every other (a worker's TICKGROUP_POOL
+// must not reach ticker schedule put's --pool).
+func TestCommonEnvKeepsOnlyTheCommonFlags(t *testing.T) {
+	env := map[string]string{"TICKGROUP_BROKERS": "b:9092", "TICKGROUP_SASL_PASSWORD_FILE": "/run/pw", "TICKGROUP_LOG_LEVEL": "debug",
+		"TICKGROUP_POOL": "scan", "TICKGROUP_TIMEOUT": "5m", "TICKGROUP_MAX_ATTEMPTS": "9"}
+	getenv := CommonEnv(func(k string) string { return env[k] })
+	for k, v := range env {
+		want := v
+		switch k {
+		case "TICKGROUP_POOL", "TICKGROUP_TIMEOUT", "TICKGROUP_MAX_ATTEMPTS":
+			want = ""
+		}
+		if got := getenv(k); got != want {
+			t.Errorf("CommonEnv(%s) = %q, want %q", k, got, want)
+		}
+	}
+}

@@ -164,12 +164,11 @@ func Parse(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	return err
 }
 
-// CommonEnv returns getenv restricted to the variables of the common flags (connection, logging and admin, and
-// --sasl-password-file): for a command whose own flags describe what it writes (ticker schedule put), so that a
+// CommonEnv returns getenv restricted to the variables of the common flags (connection, logging and admin): for a command whose own flags describe what it writes (ticker schedule put), so that a
 // variable meant for another command on the host (a worker's TICKGROUP_POOL or TICKGROUP_TIMEOUT) never shapes
 // a schedule.
 func CommonEnv(getenv func(string) string) func(string) string {
-	common := map[string]bool{EnvName("sasl-password-file"): true}
+	common := map[string]bool{}
 	for _, g := range flagGroups {
 		for _, n := range g.names {
 			common[EnvName(n)] = true
@@ -189,7 +188,7 @@ var flagGroups = []struct {
 	names []string
 }{
 	{"Connection flags", []string{"brokers", "namespace", "tls", "tls-ca", "tls-cert", "tls-key", "tls-server-name",
-		"tls-insecure-skip-verify", "sasl-mechanism", "sasl-username", "sasl-password"}},
+		"tls-insecure-skip-verify", "sasl-mechanism", "sasl-username", "sasl-password", "sasl-password-file"}},
 	{"Logging and admin flags", []string{"log-level", "log-format", "metrics-addr"}},
 }
 

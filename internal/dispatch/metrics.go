@@ -18,6 +18,8 @@ type metrics struct {
 	missed            prometheus.Counter
 	parked            *prometheus.GaugeVec
 	poolDown          *prometheus.GaugeVec
+	poolMu            sync.Mutex
+	pools             map[string]map[int32]poolStatus // pool -> leader term -> what it finds (setPool)
 	fenced            prometheus.Counter
 	transactions      *prometheus.CounterVec
 	txnDuration       *prometheus.HistogramVec
@@ -123,6 +125,46 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.stateRefused.WithLabelValues("future")
 	return m
+}
+
+// poolStatus is what one term (leader k) finds of a pool: down, and how many of its schedules wait for it.
+type poolStatus struct {
+	down    bool
+	waiting int
+}
+
+// setPool records term k's status of pool and sets the pool's gauges from every term of this process: down when
+// any term finds it down, the waiting schedules summed. A zero status forgets term k's (and the series go when
+// no term has one).
+func (m *metrics) setPool(k int32, pool string, st poolStatus) {
+	m.poolMu.Lock()
+	defer m.poolMu.Unlock()
+	if m.pools == nil {
+		m.pools = map[string]map[int32]poolStatus{}
+	}
+	terms := m.pools[pool]
+	if st == (poolStatus{}) {
+		delete(terms, k)
+	} else {
+		if terms == nil {
+			terms = map[int32]poolStatus{}
+			m.pools[pool] = terms
+		}
+		terms[k] = st
+	}
+	if len(terms) == 0 {
+		delete(m.pools, pool)
+		m.poolDown.DeleteLabelValues(pool)
+		m.parked.DeleteLabelValues(pool)
+		return
+	}
+	down, waiting := false, 0
+	for _, s := range terms {
+		down = down || s.down
+		waiting += s.waiting
+	}
+	m.poolDown.WithLabelValues(pool).Set(map[bool]float64{true: 1}[down])
+	m.parked.WithLabelValues(pool).Set(float64(waiting))
 }
 
 // optIn records that schedule name exports its last-slot series.

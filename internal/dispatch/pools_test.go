@@ -85,7 +85,10 @@ func TestTermRoutesPoolsAndSurvivesOneDown(t *testing.T) {
 		t.Errorf("pool bad's work topic exists")
 	}
 
-	// The operator makes the pool (ticker init --pool bad): badjob catches up every slot since it was written.
+	// Slots of badjob fall due while its pool is down (the lead emits the others ahead, for nothing to wait on)...
+	time.Sleep(time.Until(put.Add(3 * time.Second)))
+	// ...then the operator makes the pool (ticker init --pool bad): badjob catches up every slot since it was
+	// written.
 	if _, err := kafka.EnsurePoolTopics(t.Context(), kadm.NewClient(b.cl), b.names.Pool("bad"), kafka.TopicOptions{WorkPartitions: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -106,15 +109,59 @@ func TestTermRoutesPoolsAndSurvivesOneDown(t *testing.T) {
 	if first.After(put.Add(2 * time.Second)) {
 		t.Errorf("badjob's first slot emitted is %s, written at %s: the slots before were lost", first.Format("15:04:05.000"), put.Format("15:04:05.000"))
 	}
+	checked := 0
 	for s := first; !s.After(ready.Truncate(time.Second)); s = s.Add(time.Second) {
+		checked++
 		if slots[s] != 1 {
 			t.Errorf("badjob's slot %s emitted %d times, want once (caught up when its pool came back)", s.Format("15:04:05"), slots[s])
 		}
+	}
+	if checked < 2 {
+		t.Errorf("%d slots of badjob fell due while its pool was down, want at least 2 (the test proves nothing)", checked)
 	}
 	if got := gauge(t, reg, "tickgroup_pool_waiting_schedules"); got != 0 {
 		t.Errorf("tickgroup_pool_waiting_schedules = %v once the pool is ready, want 0", got)
 	}
 	if got := gauge(t, reg, "tickgroup_pool_down"); got != 0 {
 		t.Errorf("tickgroup_pool_down = %v once the pool is ready, want 0", got)
+	}
+}
+
+// TestTermCatchesUpAPoolAloneOnceReady: when the only schedule of a term waits for its pool, nothing else wakes
+// the term; the pool's return must arm the schedule at once, not at the next unrelated wake-up.
+func TestTermCatchesUpAPoolAloneOnceReady(t *testing.T) {
+	t.Parallel()
+	b := setupTerm(t)
+	reg := prometheus.NewRegistry()
+	var err error
+	b.d, err = New(Config{Names: b.names, Lead: time.Second, PoolTopics: kafka.TopicOptions{ReplicationFactor: 3},
+		PoolRetry: 100 * time.Millisecond}, b.opts, b.view, slog.New(slog.NewTextHandler(b.logs, nil)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.put(t, schedule.Spec{Name: "alone", Every: schedule.Duration(time.Second), Pool: "late"})
+	b.lead(t)
+	kafkatest.Eventually(t, 10*time.Second, "the schedule to wait for its pool", func() bool {
+		return gauge(t, reg, "tickgroup_pool_waiting_schedules") == 1 && gauge(t, reg, "tickgroup_pool_down") == 1
+	})
+	if _, err := kafka.EnsurePoolTopics(t.Context(), kadm.NewClient(b.cl), b.names.Pool("late"), kafka.TopicOptions{WorkPartitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	kafkatest.Eventually(t, 10*time.Second, "a tick of the schedule in its pool", func() bool {
+		n := 0
+		for p := range int32(3) {
+			if _, err := kafka.ReadStable(t.Context(), b.opts, b.names.Pool("late").Work, p, func(r *kgo.Record) error {
+				if _, err := tick.Decode(r.Value); err == nil {
+					n++
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return n > 0
+	})
+	if got := gauge(t, reg, "tickgroup_pool_waiting_schedules") + gauge(t, reg, "tickgroup_pool_down"); got != 0 {
+		t.Errorf("pool gauges sum to %v once the pool is ready, want 0", got)
 	}
 }

@@ -39,7 +39,9 @@ type leaderTerm struct {
 	// parked meanwhile (parked: planner.park, with the generation to unpark), and nothing else waits for them.
 	down   map[string]time.Time
 	parked map[string]map[*item]uint32
-	adm    *kadm.Client
+	// statused holds the pools whose status this term reported (poolStatus), to withdraw at its end.
+	statused map[string]bool
+	adm      *kadm.Client
 	// repaired keeps the schedule records leader 0 has restated (repairSchedules).
 	repaired map[int64]bool
 	// closers undo what the term set up, last first.
@@ -160,10 +162,10 @@ func (t *leaderTerm) recover(ctx context.Context) error {
 	t.pools = map[string]poolTopic{"": {work: d.cfg.Names.Work, partitions: t.partitions}}
 	t.down = map[string]time.Time{}
 	t.parked = map[string]map[*item]uint32{}
+	t.statused = map[string]bool{}
 	t.closers = append(t.closers, func() {
-		for pool := range t.down { // the next leader says again what it finds
-			d.metrics.poolDown.DeleteLabelValues(pool)
-			d.metrics.parked.DeleteLabelValues(pool)
+		for pool := range t.statused { // the next leader of this partition says again what it finds
+			d.metrics.setPool(t.k, pool, poolStatus{})
 		}
 	})
 	t.discoverPools(ctx)
@@ -271,16 +273,17 @@ func (t *leaderTerm) run(ctx context.Context) error {
 			}
 		}
 		wait := time.Hour
+		if len(t.down) > 0 {
+			// First: a pool back arms its waiting schedules, which may be due at once.
+			if at := t.retryDown(ctx, d.cfg.Now()); !at.IsZero() {
+				wait = max(time.Until(at), 0)
+			}
+		}
 		if at, ok := pl.nextWake(); ok {
-			wait = max(at.Sub(d.cfg.Now()), 0)
+			wait = min(wait, max(at.Sub(d.cfg.Now()), 0))
 		}
 		if at, ok := pl.nextGrave(); ok {
 			wait = min(wait, max(at.Sub(d.cfg.Now()), 0))
-		}
-		if len(t.down) > 0 {
-			if at := t.retryDown(ctx, d.cfg.Now()); !at.IsZero() {
-				wait = min(wait, max(time.Until(at), 0))
-			}
 		}
 		timer.Reset(wait)
 		select {
@@ -374,6 +377,7 @@ func (t *leaderTerm) applyChanges(ctx context.Context) error {
 		if e, ok := d.view.Get(name); ok {
 			// A schedule moved to another pool goes on from the first slot not emitted yet, there: the ticks
 			// emitted ahead stay in the pool they were written to and run there, once.
+			t.unparkChanged(name)
 			t.ensurePools(ctx, e.Schedule.Pool())
 			if known && e.Spec().Paused && !old.Spec().Paused && pl.ahead(name, now) {
 				cancels = append(cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
@@ -382,6 +386,7 @@ func (t *leaderTerm) applyChanges(ctx context.Context) error {
 			d.metrics.next(name, e, pl.base(name))
 			t.logger.Info("schedule changed", "schedule", name, "version", e.Version, "paused", e.Spec().Paused)
 		} else if known {
+			t.unparkChanged(name)
 			if pl.remove(name, now) {
 				// Its ticks ahead are cancelled; its state stays until they are past (planner.graves).
 				cancels = append(cancels, tick.Cancel{Schedule: name, Before: old.Version + 1, After: now, Reason: tick.ReasonDeleted})
@@ -420,21 +425,20 @@ func (t *leaderTerm) ensurePools(ctx context.Context, pools ...string) {
 		if err != nil {
 			if ctx.Err() == nil {
 				t.down[pool] = time.Now().Add(d.cfg.PoolRetry)
-				d.metrics.poolDown.WithLabelValues(pool).Set(1)
+				t.reportPool(pool)
 				t.logger.Error("pool not ready: its schedules wait for it, and then catch up as their catch-up policy says (ticker init --pool)", "pool", pool,
 					"retry_in", d.cfg.PoolRetry, "error", err)
 			}
 			continue
 		}
 		delete(t.down, pool)
-		d.metrics.poolDown.DeleteLabelValues(pool)
 		t.pools[pool] = poolTopic{work: n.Work, partitions: parts}
 		t.logger.Info("pool ready", "pool", pool, "work", n.Work, "work_partitions", parts, "schedules_resumed", len(t.parked[pool]))
 		for it, gen := range t.parked[pool] {
 			t.pl.unpark(it, gen)
 		}
 		delete(t.parked, pool)
-		d.metrics.parked.DeleteLabelValues(pool)
+		t.reportPool(pool)
 	}
 }
 
@@ -491,8 +495,35 @@ func (t *leaderTerm) routable(ems []emission) []emission {
 			waiting = map[*item]uint32{}
 			t.parked[em.pool] = waiting
 		}
+		if gen, ok := waiting[em.it]; ok && gen == em.it.gen {
+			continue // parked by an earlier emission of this batch, whose base stands
+		}
 		waiting[em.it] = t.pl.park(em)
-		t.d.metrics.parked.WithLabelValues(em.pool).Set(float64(len(waiting)))
+		t.reportPool(em.pool)
 	}
 	return out
+}
+
+// unparkChanged forgets schedule name among the parked ones (it changed, moved or went: a change arms it anew).
+func (t *leaderTerm) unparkChanged(name string) {
+	it, ok := t.pl.items[name]
+	if !ok {
+		return
+	}
+	for pool, waiting := range t.parked {
+		if _, ok := waiting[it]; ok {
+			delete(waiting, it)
+			t.reportPool(pool)
+		}
+	}
+}
+
+// reportPool reports this term's status of pool to the metrics (metrics.setPool).
+func (t *leaderTerm) reportPool(pool string) {
+	_, down := t.down[pool]
+	st := poolStatus{down: down, waiting: len(t.parked[pool])}
+	if st != (poolStatus{}) {
+		t.statused[pool] = true
+	}
+	t.d.metrics.setPool(t.k, pool, st)
 }

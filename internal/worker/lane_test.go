@@ -794,20 +794,21 @@ func TestLaneForeignClaimBeforeReadBack(t *testing.T) {
 				hit = hit || (tp.Topic == b.names.Results || tp.TopicID == resultsID) && pp.Partition == 0 && pp.FetchOffset == 0
 			}
 		}
-		if !hit || forged.Load() {
-			if forged.Load() {
-				b.cluster.DropControl()
-			} else {
-				b.cluster.KeepControl() // an unrelated fetch: wait for the reader's
-			}
+		if forged.Load() {
+			b.cluster.DropControl()
 			return nil, nil, false
+		}
+		if !hit {
+			return nil, nil, false // an unrelated fetch: not handled, so the function stays for the reader's
 		}
 		// The reader starts once its claim is acknowledged: the claim is at offset 0. Append the foreign claim
 		// (on the test client's own connection) before this fetch is served.
 		b.cluster.SleepControl(func() {
 			foreign := ledger.Entry{Kind: ledger.KindClaim, Partition: 0, Fence: 2, Worker: "usurper", At: time.Now().UTC(), LeaseMS: 300}
 			r := &kgo.Record{Topic: b.names.Results, Partition: 0, Key: ledger.ClaimKey(0), Value: ledger.Encode(foreign)}
-			if err := b.cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := b.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 				forgeErr.Store(&err)
 			}
 			forged.Store(true)

@@ -15,7 +15,8 @@ KAFKA_SECURE_PORT ?= 19392
 export KAFKA_SECURE_PORT
 TEST_TIMEOUT ?= 25m
 # Test packages one at a time: the fault tests time failovers against bounds, and on two cores a second package
-# killing its own processes at the same moment only adds noise. The whole suite takes about four minutes.
+# killing its own processes at the same moment only adds noise (inside internal/testing/e2e, the tests that only
+# count run two at a time, after the timed ones). The whole suite takes about 15 minutes on two cores.
 TEST_PARALLEL ?= 1
 # `make fuzz` runs each fuzz target (package:Name) this long.
 FUZZTIME ?= 30s

@@ -449,3 +449,12 @@ func logLines() int {
 	}
 	return 60
 }
+
+// countOnly marks a test whose assertions are counts (every tick once, none twice), with no bound on a delay: it
+// runs in parallel with the other such tests, after the package's timed tests, which run alone (go test runs
+// top-level parallel tests once the sequential ones are done, -parallel at a time: GOMAXPROCS, two here). The
+// suite's wall time has a budget; the timed tests' bounds stay free of a neighbour's noise.
+func countOnly(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}

@@ -18,6 +18,7 @@ import (
 // emitted exactly once, and every emitted tick is executed; a tick runs twice only when its worker died with it
 // in flight, which the test reports.
 func TestPipelineUnderKills(t *testing.T) {
+	countOnly(t)
 	f := newFleet(t)
 	f.cli("init", "--work-partitions", "4")
 	f.cli("schedule", "put", "scan", "--every", "1s", "--shards", "2", "--catchup", "all")

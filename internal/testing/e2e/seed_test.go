@@ -19,6 +19,7 @@ import (
 // ran the last tick, and restarted a second later. Counted from the handler's own record: every slot between
 // the first and the last ran, and none ran twice but as a marked re-run of a run that a kill cut off.
 func TestSeedOneBinaryOnEveryHost(t *testing.T) {
+	countOnly(t)
 	f := newFleet(t)
 	record := filepath.Join(t.TempDir(), "runs")
 	hosts := map[string]*proc{}

@@ -22,6 +22,7 @@ import (
 // finished; no two runs of one tick may overlap; a re-run may only follow a run cut off by a kill, and a kill
 // cuts off at most one run per partition.
 func TestE2ELedgerChurn(t *testing.T) {
+	countOnly(t)
 	e := setup(t)
 	handlerEnv := []string{"HANDLER_SLEEP=300ms", "HANDLER_HEARTBEAT=1"}
 	flags := []string{"--exec", handlerBin, "--kill-grace", "1s"} // the default session timeout (6s)

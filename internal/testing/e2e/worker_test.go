@@ -324,6 +324,7 @@ func header(r *kgo.Record, key string) string {
 
 // (a) 3 workers, 5,000 ticks, no faults: each runs exactly once.
 func TestE2EExactlyOnceNoFaults(t *testing.T) {
+	countOnly(t)
 	e := setup(t)
 	var ws []*proc
 	for range 3 {
@@ -363,6 +364,7 @@ func TestE2EExactlyOnceNoFaults(t *testing.T) {
 // (b) kill -9 a worker every few seconds while 4 shards of a 1 s schedule arrive: nothing lost; re-executions
 // only for ticks in flight at a kill or a revocation.
 func TestE2EKillNineNoLoss(t *testing.T) {
+	countOnly(t)
 	e := setup(t)
 	handlerEnv := []string{"HANDLER_SLEEP=300ms"}
 	flags := []string{"--exec", handlerBin, "--kill-grace", "1s"}
@@ -526,6 +528,7 @@ func attempts(xs []*execution) string {
 // are held (not_before up to 3 s ahead, as a leader's --lead makes them) when a forwarder is killed; none is
 // forwarded before its instant.
 func TestE2EForwardExactlyOnceUnderKills(t *testing.T) {
+	countOnly(t)
 	e := setup(t)
 	out := e.ns + ".forwarded"
 	t.Cleanup(func() { _, _ = kafkatest.Admin(t).DeleteTopics(context.Background(), out) })

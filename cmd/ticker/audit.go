@@ -207,14 +207,7 @@ func describeVersion(v audit.VersionReport) string {
 		return "deleted"
 	}
 	s := *v.Spec
-	d := "every " + time.Duration(s.Every).String()
-	if s.Cron != "" {
-		tz := s.TZ
-		if tz == "" {
-			tz = "UTC"
-		}
-		d = fmt.Sprintf("cron %q %s", s.Cron, tz)
-	}
+	d := s.Describe()
 	if s.Shards > 1 {
 		d += fmt.Sprintf(", %d shards", s.Shards)
 	}

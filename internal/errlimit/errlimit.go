@@ -20,7 +20,7 @@ func Quote(s string) string {
 	if len(s) <= Value {
 		return fmt.Sprintf("%q", s)
 	}
-	return fmt.Sprintf("%q... (%d bytes)", cut(s, Value), len(s))
+	return fmt.Sprintf("%q... (%d bytes)", Cut(s, Value), len(s))
 }
 
 // Wrap returns err with its text cut after Err bytes. Unwrap returns err, so errors.Is and errors.As see
@@ -41,13 +41,16 @@ func Text(s string) string {
 	if len(s) <= Err {
 		return s
 	}
-	return fmt.Sprintf("%s... (%d bytes)", cut(s, Err), len(s))
+	return fmt.Sprintf("%s... (%d bytes)", Cut(s, Err), len(s))
 }
 
 func (l limited) Unwrap() error { return l.err }
 
-// cut returns at most n bytes of s, without splitting a character.
-func cut(s string, n int) string {
+// Cut returns at most n bytes of s, without splitting a character.
+func Cut(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
 	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
 		n--
 	}

@@ -37,3 +37,15 @@ func TestWrap(t *testing.T) {
 		t.Errorf("Wrap of a short error changed it: %v", short)
 	}
 }
+
+func TestCutKeepsCharactersWhole(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{{"abc", 5, "abc"}, {"abc", 2, "ab"}, {"aé", 2, "a"}, {"aé", 3, "aé"}, {"日本", 4, "日"}} {
+		if got := Cut(c.s, c.n); got != c.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}

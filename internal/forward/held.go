@@ -9,6 +9,7 @@
 package forward
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -26,7 +27,8 @@ type Held struct {
 	mu      sync.Mutex
 	parts   map[int32]bool           // the work partitions assigned
 	held    map[int32][]record       // per partition, in offset order
-	cancels map[string][]tick.Cancel // cancellations read, by schedule
+	cancels  map[string][]tick.Cancel // cancellations read, by schedule (at most MaxCancels)
+	ncancels int
 }
 
 // record is a record held, with the instant it is due.
@@ -83,7 +85,7 @@ func (h *Held) Hold(recs []*kgo.Record) {
 			}
 		} else if cancel.Is(r) {
 			if c, err := tick.DecodeCancel(r.Value); err == nil {
-				h.cancels[c.Schedule] = append(h.cancels[c.Schedule], c)
+				h.remember(c)
 			} // an unreadable one is dead-lettered when its turn comes
 		}
 		rs := h.held[r.Partition]
@@ -95,6 +97,40 @@ func (h *Held) Hold(recs []*kgo.Record) {
 			rs = rs[:i]
 		}
 		h.held[r.Partition] = append(rs, record{rec: r, at: DueAt(r)})
+	}
+}
+
+// MaxCancels bounds the cancellations a Held remembers; beyond it the older half (by instant) goes. A cancel
+// matters only to the ticks emitted before it, which are held at most the leader's lead.
+const MaxCancels = 10_000
+
+// remember keeps c, once (a rewind delivers the same cancel records again). Called with h.mu held.
+func (h *Held) remember(c tick.Cancel) {
+	if slices.Contains(h.cancels[c.Schedule], c) {
+		return
+	}
+	h.cancels[c.Schedule] = append(h.cancels[c.Schedule], c)
+	h.ncancels++
+	if h.ncancels <= MaxCancels {
+		return
+	}
+	all := make([]time.Time, 0, h.ncancels)
+	for _, cs := range h.cancels {
+		for _, c := range cs {
+			all = append(all, c.After)
+		}
+	}
+	slices.SortFunc(all, time.Time.Compare)
+	cutoff := all[len(all)/2]
+	h.ncancels = 0
+	for name, cs := range h.cancels {
+		kept := slices.DeleteFunc(cs, func(c tick.Cancel) bool { return c.After.Before(cutoff) })
+		if len(kept) == 0 {
+			delete(h.cancels, name)
+			continue
+		}
+		h.cancels[name] = kept
+		h.ncancels += len(kept)
 	}
 }
 
@@ -111,8 +147,8 @@ func DueAt(r *kgo.Record) time.Time {
 	return *t.NotBefore
 }
 
-// NextWait is how long until the first held record is due (any: something is held).
-func (h *Held) NextWait(now time.Time) (wait time.Duration, any bool) {
+// NextWait is how long until the first held record is due (held: something is).
+func (h *Held) NextWait(now time.Time) (wait time.Duration, held bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	first := time.Time{}
@@ -120,7 +156,7 @@ func (h *Held) NextWait(now time.Time) (wait time.Duration, any bool) {
 		if len(rs) == 0 {
 			continue
 		}
-		any = true
+		held = true
 		at := rs[0].at
 		if !at.After(now) {
 			return 0, true
@@ -129,7 +165,7 @@ func (h *Held) NextWait(now time.Time) (wait time.Duration, any bool) {
 			first = at
 		}
 	}
-	if !any {
+	if !held {
 		return 0, false
 	}
 	return first.Sub(now), true

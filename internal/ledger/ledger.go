@@ -237,7 +237,7 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "..."
+	return errlimit.Cut(s, n) + "..."
 }
 
 // IsClaimKey reports whether key is a claim's key.

@@ -27,14 +27,12 @@ const maxForwardFailures = 5
 // forwarder is forward mode, an engine of its own beside the lanes: one transactional session, no lanes.
 //
 // Held ticks. Ticks arrive up to the leader's --lead before their instant (tick.NotBefore). The forwarder keeps
-// them (internal/forward), per partition and in offset order, and forwards each on its instant. Each transaction commits, for a
-// partition with records still held, the offset of the first one held (the commit request is rewritten with
-// kgo.PreTxnCommitFnContext; kgo records the offsets as sent): a crash or a rebalance therefore delivers the held
-// records again, and nothing is forwarded twice or skipped. When a transaction does not commit, kgo rewinds the
-// session to the committed offsets.
-//
-// After a transaction that did not commit, kgo rewinds the session to the committed offsets and delivers the
-// records from there again; forward.Held.Hold notices the lower offsets and replaces what it held.
+// them (internal/forward), per partition and in offset order, and forwards each on its instant. Each transaction
+// commits, for a partition with records still held, the offset of the first one held (the commit request is
+// rewritten with kgo.PreTxnCommitFnContext; kgo records the offsets as sent): a crash or a rebalance therefore
+// delivers the held records again, and nothing is forwarded twice or skipped. After a transaction that did not
+// commit, kgo rewinds the session to the committed offsets and delivers the records from there again;
+// forward.Held.Hold notices the lower offsets and replaces what it held.
 //
 // A manual trigger behind a held tick of its partition waits for it (at most --lead): forwarding it out of order
 // would forward it again after a crash, since the committed offset cannot pass the held tick.
@@ -96,11 +94,11 @@ func (f *forwarder) run(ctx context.Context) error {
 	failures := 0
 	for {
 		var fetches kgo.Fetches
-		switch wait, any := f.held.NextWait(w.cfg.Now()); {
-		case any && wait <= 0:
+		switch wait, held := f.held.NextWait(w.cfg.Now()); {
+		case held && wait <= 0:
 			// A nil context is kgo's documented "return what is buffered, do not wait": records are ready.
 			fetches = sess.PollRecords(nil, 1000) //nolint:staticcheck // SA1012: see above
-		case any:
+		case held:
 			pctx, cancel := context.WithTimeout(ctx, wait)
 			fetches = sess.PollRecords(pctx, 1000)
 			cancel()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -186,7 +187,7 @@ func errString(err error) string {
 	}
 	s := err.Error()
 	if len(s) > 2048 {
-		s = s[:2048] + "..."
+		s = errlimit.Cut(s, 2048) + "..."
 	}
 	return s
 }

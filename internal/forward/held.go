@@ -24,9 +24,9 @@ import (
 type Held struct {
 	forged func(p int32) // a cancel record that is not the leader's was polled from partition p
 
-	mu      sync.Mutex
-	parts   map[int32]bool           // the work partitions assigned
-	held    map[int32][]record       // per partition, in offset order
+	mu       sync.Mutex
+	parts    map[int32]bool           // the work partitions assigned
+	held     map[int32][]record       // per partition, in offset order
 	cancels  map[string][]tick.Cancel // cancellations read, by schedule (at most MaxCancels)
 	ncancels int
 }

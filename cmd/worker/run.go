@@ -63,7 +63,7 @@ type runFlags struct {
 	start        string
 	workerID     string
 	outputLimit  int
-	sessionTimeo time.Duration
+	sessionTimeout time.Duration
 	onInterrupt  string
 	lease        time.Duration
 	instanceID   string
@@ -110,7 +110,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&f.start, "start", worker.DefaultStart.String(), "where a brand-new group starts: a duration such as 10m (the first tick written that long ago or later), latest or earliest")
 	fs.StringVar(&f.workerID, "worker-id", "", "name of this worker in outcome records and logs (default: hostname-pid)")
 	fs.IntVar(&f.outputLimit, "output-limit", command.DefaultOutputLimit, "bytes of an exec handler's output kept and logged per attempt")
-	fs.DurationVar(&f.sessionTimeo, "session-timeout", worker.DefaultSessionTimeout, "group session timeout: how soon a crashed worker's partitions move")
+	fs.DurationVar(&f.sessionTimeout, "session-timeout", worker.DefaultSessionTimeout, "group session timeout: how soon a crashed worker's partitions move")
 	fs.StringVar(&f.onInterrupt, "on-interrupted", worker.OnInterruptedRerun, "a tick whose earlier run was cut off (crash, freeze, lost partition): rerun (again, with TICK_INTERRUPTED=1 and the attempt counting on) or skip (never again: at most once; outcome interrupted)")
 	fs.DurationVar(&f.lease, "lease", worker.DefaultLease, "how long a handler may run on without this worker renewing its run in the ledger (every lease/5); a run found unfinished elsewhere is waited for until its last renewal plus this (plus --max-clock-skew); at most 10m")
 	fs.DurationVar(&f.maxClockSkew, "max-clock-skew", worker.DefaultMaxClockSkew, "clock difference between hosts that the lease rule tolerates; this worker measures its clock against the broker's every 10s (on <ns>.clock) and warns while it is off by more (it keeps working)")
@@ -199,7 +199,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 		Timeout:         f.timeout,
 		Grace:           max(f.grace, time.Nanosecond), // 0 means the default in the config; the flag's 0 means none
 		Start:           f.start,
-		SessionTimeout:  f.sessionTimeo,
+		SessionTimeout:  f.sessionTimeout,
 		Forward:         f.forward,
 		Pool:            f.pool,
 		SkipInterrupted: f.onInterrupt == worker.OnInterruptedSkip,

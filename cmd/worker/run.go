@@ -47,27 +47,27 @@ within --grace.
 Exit status: 0 clean stop, 1 error, 2 bad usage.`
 
 type runFlags struct {
-	common       cli.Common
-	exec         string
-	execEnv      string
-	http         string
-	forward      string
-	pool         string
-	concurrency  int
-	maxAttempts  int
-	backoff      time.Duration
-	maxBackoff   time.Duration
-	timeout      time.Duration
-	killGrace    time.Duration
-	grace        time.Duration
-	start        string
-	workerID     string
-	outputLimit  int
+	common         cli.Common
+	exec           string
+	execEnv        string
+	http           string
+	forward        string
+	pool           string
+	concurrency    int
+	maxAttempts    int
+	backoff        time.Duration
+	maxBackoff     time.Duration
+	timeout        time.Duration
+	killGrace      time.Duration
+	grace          time.Duration
+	start          string
+	workerID       string
+	outputLimit    int
 	sessionTimeout time.Duration
-	onInterrupt  string
-	lease        time.Duration
-	instanceID   string
-	maxClockSkew time.Duration
+	onInterrupt    string
+	lease          time.Duration
+	instanceID     string
+	maxClockSkew   time.Duration
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

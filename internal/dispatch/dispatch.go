@@ -197,25 +197,27 @@ func (d *Dispatcher) commit(ctx context.Context, p *producer, recs []*kgo.Record
 // readState reads the state of leader part's schedules; an undecodable record is reported and ignored rather
 // than trusted (only leaders write the ticker topic). It starts from the state the replica kept warm while it did
 // not lead that partition (see leaderstate.Follower) and reads the rest, to the last stable offset; without a warm state,
-// all of it. release hands the partition back to its follower once the term ends.
+// all of it. from is the offset the read started at (0: no warm state); release hands the partition back to its
+// follower once the term ends.
 //
 // It also returns the undecodable records that are still the newest of their key: the term dead-letters them
 // when it rewrites their schedules' state (checkState, rewriteState), so each is dead-lettered once.
-func (d *Dispatcher) readState(ctx context.Context, part int32) (state map[string]stored, bad map[string]*kgo.Record, release func(), err error) {
+func (d *Dispatcher) readState(ctx context.Context, part int32) (state map[string]stored, bad map[string]*kgo.Record, from int64, release func(), err error) {
 	ts, release := d.warmFor(part).Take(), d.warmFor(part).Release
+	from = max(ts.Next, 0)
 	_, err = kafka.ReadStableFrom(ctx, d.opts, d.cfg.Names.Ticker, part, ts.Next, func(r *kgo.Record) error {
 		ts.Apply(r, d.invalidState)
 		return nil
 	})
 	if err != nil {
-		return nil, nil, release, fmt.Errorf("reading the leader state from %s[%d]: %w", d.cfg.Names.Ticker, part, err)
+		return nil, nil, from, release, fmt.Errorf("reading the leader state from %s[%d]: %w", d.cfg.Names.Ticker, part, err)
 	}
 	for name := range ts.Bad {
 		if _, ok := ts.State[name]; ok {
 			delete(ts.Bad, name) // the key has a valid state: it is rewritten by the term's next emission
 		}
 	}
-	return ts.State, ts.Bad, release, nil
+	return ts.State, ts.Bad, from, release, nil
 }
 
 // warmFor returns the warm state of ticker-topic partition part, made (empty) on first use: by Follow, or by a

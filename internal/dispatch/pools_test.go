@@ -165,3 +165,29 @@ func TestTermCatchesUpAPoolAloneOnceReady(t *testing.T) {
 		t.Errorf("pool gauges sum to %v once the pool is ready, want 0", got)
 	}
 }
+
+// TestTermWaitingScheduleMovedToAReadyPool: a schedule that waits for its pool and is then moved to a pool that
+// is ready runs there from the first slot not emitted, and no longer counts as waiting.
+func TestTermWaitingScheduleMovedToAReadyPool(t *testing.T) {
+	t.Parallel()
+	b := setupTerm(t)
+	reg := prometheus.NewRegistry()
+	var err error
+	b.d, err = New(Config{Names: b.names, Lead: time.Second, PoolTopics: kafka.TopicOptions{ReplicationFactor: 3},
+		PoolRetry: time.Hour}, b.opts, b.view, slog.New(slog.NewTextHandler(b.logs, nil)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.put(t, schedule.Spec{Name: "mover", Every: schedule.Duration(time.Second), Pool: "gone"})
+	b.lead(t)
+	kafkatest.Eventually(t, 10*time.Second, "the schedule to wait for its pool", func() bool {
+		return gauge(t, reg, "tickgroup_pool_waiting_schedules") == 1
+	})
+	b.put(t, schedule.Spec{Name: "mover", Every: schedule.Duration(time.Second)}) // to the default pool
+	kafkatest.Eventually(t, 10*time.Second, "a tick of the moved schedule in the default pool", func() bool {
+		return len(b.ticks(t)) > 0
+	})
+	if got := gauge(t, reg, "tickgroup_pool_waiting_schedules"); got != 0 {
+		t.Errorf("tickgroup_pool_waiting_schedules = %v after the move, want 0", got)
+	}
+}

@@ -49,6 +49,8 @@ type leaderTerm struct {
 	// pending is what recover found to cancel and tombstone, for settle; states is how many states it read.
 	pending pending
 	states  int
+	// stateFrom is the ticker-topic offset the state read started at: past 0, a warm state was taken over.
+	stateFrom int64
 	// The phases' instants, for the "leader term ready" line.
 	start, fenced, stateRead, loaded, planned time.Time
 }
@@ -125,7 +127,8 @@ func (t *leaderTerm) recover(ctx context.Context) error {
 	if err := d.waitStable(ctx, kadm.NewClient(cl), k, t.logger); err != nil {
 		return err
 	}
-	state, bad, release, err := d.readState(ctx, k)
+	state, bad, from, release, err := d.readState(ctx, k)
+	t.stateFrom = from
 	t.closers = append(t.closers, release)
 	if err != nil {
 		return err
@@ -239,7 +242,7 @@ func (t *leaderTerm) settle(ctx context.Context) error {
 	// took is from the term's start, rebuild from the fencing (the state read, the checks and the planner); the
 	// phases say where a slow start goes.
 	ms := func(x time.Duration) time.Duration { return x.Round(time.Millisecond) }
-	t.logger.Info("leader term ready", "leaders", t.leaders, "schedules", pl.len(), "states", t.states, "work_partitions", t.partitions,
+	t.logger.Info("leader term ready", "leaders", t.leaders, "schedules", pl.len(), "states", t.states, "state_from", t.stateFrom, "work_partitions", t.partitions,
 		"took", ms(time.Since(t.start)), "rebuild", ms(time.Since(t.fenced)), "fence", ms(t.fenced.Sub(t.start)),
 		"state_read", ms(t.stateRead.Sub(t.fenced)), "schedules_wait", ms(t.loaded.Sub(t.stateRead)), "plan", ms(t.planned.Sub(t.loaded)),
 		"checks", ms(time.Since(t.planned)))

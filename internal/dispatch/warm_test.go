@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"regexp"
 	"testing"
 	"time"
 
@@ -42,7 +43,11 @@ func TestWarmStandbyTakesOver(t *testing.T) {
 		return d
 	}
 
-	standby := newDispatcher()
+	var bLog syncBuffer
+	standby, err := New(Config{Names: names}, opts, view, slog.New(slog.NewTextHandler(&bLog, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() { _ = standby.Follow(ctx) }()
 
 	aCtx, aStop := context.WithCancel(ctx)
@@ -90,6 +95,9 @@ func TestWarmStandbyTakesOver(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if m := regexp.MustCompile(`leader term ready .* state_from=(\d+)`).FindStringSubmatch(bLog.String()); m == nil || m[1] == "0" {
+		t.Errorf("term B read the state from offset %v, want past 0 (the standby's warm state): %s", m, bLog.String())
 	}
 	if len(epochs) < 2 {
 		t.Fatalf("ticks of %d leader epoch(s), want both terms'", len(epochs))

@@ -96,7 +96,7 @@ func TestWarmStandbyTakesOver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if m := regexp.MustCompile(`leader term ready .* state_from=(\d+)`).FindStringSubmatch(bLog.String()); m == nil || m[1] == "0" {
+	if m := regexp.MustCompile(`leader term ready.* state_from=(\d+)`).FindStringSubmatch(bLog.String()); m == nil || m[1] == "0" {
 		t.Errorf("term B read the state from offset %v, want past 0 (the standby's warm state): %s", m, bLog.String())
 	}
 	if len(epochs) < 2 {

@@ -75,7 +75,7 @@ func TestTickerBrokerRestart(t *testing.T) {
 	fleet := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
 	e := &env{t: t, f: f, ns: f.ns, brokers: []string{brokers}, names: kafka.Config{Brokers: []string{brokers}, Namespace: f.ns}.Names(),
 		log: filepath.Join(t.TempDir(), "handler.log"), killed: map[string]bool{}, killAt: map[string]time.Time{}}
-	handlerBin = built(t, "handler")
+	built(t, "handler") // at handlerBin
 	e.start(nil, "--exec", handlerBin)
 	e.start(nil, "--exec", handlerBin)
 	leaderOf(t, 30*time.Second, fleet...)

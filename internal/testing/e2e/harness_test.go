@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = dir
+	handlerBin = filepath.Join(dir, "handler") // built by setup (built), once
 	code := kafkatest.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -24,7 +24,8 @@ import (
 	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
-// handlerBin is the workers' exec handler (testdata/handler), built by setup.
+// handlerBin is the workers' exec handler (testdata/handler), built by setup; set once by TestMain, so that
+// tests running in parallel only read it.
 var handlerBin string
 
 // env is one worker test's namespace, handler log and worker processes, on top of the fleet harness: the
@@ -47,7 +48,7 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	f := newFleet(t)
-	handlerBin = built(t, "handler")
+	built(t, "handler") // at handlerBin
 	brokers := strings.Split(f.brokers, ",")
 	cfg := kafka.Config{Brokers: brokers, Namespace: f.ns}
 	e := &env{t: t, f: f, ns: f.ns, brokers: brokers, names: cfg.Names(), killed: map[string]bool{}, killAt: map[string]time.Time{}}

@@ -9,7 +9,6 @@
 package forward
 
 import (
-	"slices"
 	"sync"
 	"time"
 
@@ -24,11 +23,10 @@ import (
 type Held struct {
 	forged func(p int32) // a cancel record that is not the leader's was polled from partition p
 
-	mu       sync.Mutex
-	parts    map[int32]bool           // the work partitions assigned
-	held     map[int32][]record       // per partition, in offset order
-	cancels  map[string][]tick.Cancel // cancellations read, by schedule (at most MaxCancels)
-	ncancels int
+	mu      sync.Mutex
+	parts   map[int32]bool     // the work partitions assigned
+	held    map[int32][]record // per partition, in offset order
+	cancels cancel.Set         // the cancellations read
 }
 
 // record is a record held, with the instant it is due.
@@ -40,7 +38,7 @@ type record struct {
 // New returns an empty Held; forged, when not nil, is called for each cancel record polled that was not
 // written in a transaction (cancel.Genuine): it is not remembered, and is dead-lettered when its turn comes.
 func New(forged func(p int32)) *Held {
-	return &Held{forged: forged, parts: map[int32]bool{}, held: map[int32][]record{}, cancels: map[string][]tick.Cancel{}}
+	return &Held{forged: forged, parts: map[int32]bool{}, held: map[int32][]record{}}
 }
 
 // Assign adds partitions; what was held for them before is dropped (the session delivers from the committed
@@ -85,7 +83,7 @@ func (h *Held) Hold(recs []*kgo.Record) {
 			}
 		} else if cancel.Is(r) {
 			if c, err := tick.DecodeCancel(r.Value); err == nil {
-				h.remember(c)
+				h.cancels.Add(c)
 			} // an unreadable one is dead-lettered when its turn comes
 		}
 		rs := h.held[r.Partition]
@@ -97,40 +95,6 @@ func (h *Held) Hold(recs []*kgo.Record) {
 			rs = rs[:i]
 		}
 		h.held[r.Partition] = append(rs, record{rec: r, at: DueAt(r)})
-	}
-}
-
-// MaxCancels bounds the cancellations a Held remembers; beyond it the older half (by instant) goes. A cancel
-// matters only to the ticks emitted before it, which are held at most the leader's lead.
-const MaxCancels = 10_000
-
-// remember keeps c, once (a rewind delivers the same cancel records again). Called with h.mu held.
-func (h *Held) remember(c tick.Cancel) {
-	if slices.Contains(h.cancels[c.Schedule], c) {
-		return
-	}
-	h.cancels[c.Schedule] = append(h.cancels[c.Schedule], c)
-	h.ncancels++
-	if h.ncancels <= MaxCancels {
-		return
-	}
-	all := make([]time.Time, 0, h.ncancels)
-	for _, cs := range h.cancels {
-		for _, c := range cs {
-			all = append(all, c.After)
-		}
-	}
-	slices.SortFunc(all, time.Time.Compare)
-	cutoff := all[len(all)/2]
-	h.ncancels = 0
-	for name, cs := range h.cancels {
-		kept := slices.DeleteFunc(cs, func(c tick.Cancel) bool { return c.After.Before(cutoff) })
-		if len(kept) == 0 {
-			delete(h.cancels, name)
-			continue
-		}
-		h.cancels[name] = kept
-		h.ncancels += len(kept)
 	}
 }
 
@@ -224,10 +188,5 @@ func (h *Held) Drop() {
 func (h *Held) Cancelled(t tick.Tick) *tick.Cancel {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, c := range h.cancels[t.Schedule] {
-		if c.Applies(t) {
-			return &c
-		}
-	}
-	return nil
+	return h.cancels.Applying(t)
 }

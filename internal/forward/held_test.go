@@ -137,25 +137,3 @@ func TestHeldRefusesForgedCancels(t *testing.T) {
 		t.Fatalf("took %s, want the cancel record at once (it is dead-lettered in its turn)", offsets(got))
 	}
 }
-
-// A rewind delivers the same cancel records again: each is remembered once, and at most MaxCancels are.
-func TestHeldRemembersEachCancelOnce(t *testing.T) {
-	h := New(nil)
-	c := tick.Cancel{Schedule: "s", Before: 10, After: t0, Reason: tick.ReasonPaused}
-	for range 3 {
-		h.remember(c)
-	}
-	if n := len(h.cancels["s"]); n != 1 || h.ncancels != 1 {
-		t.Fatalf("%d cancels of s remembered (count %d), want 1", n, h.ncancels)
-	}
-	for i := range MaxCancels + 1 {
-		h.remember(tick.Cancel{Schedule: fmt.Sprint("s", i%7), Before: int64(i), After: t0.Add(time.Duration(i) * time.Second)})
-	}
-	if h.ncancels > MaxCancels {
-		t.Fatalf("%d cancels remembered, want at most %d", h.ncancels, MaxCancels)
-	}
-	last := tick.New("s3", t0.Add(time.Duration(MaxCancels+1)*time.Second), 0, 1) // a tick after the newest cancel of s3
-	if h.Cancelled(last) == nil {
-		t.Fatal("the newest cancellations were dropped")
-	}
-}

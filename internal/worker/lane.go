@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/cancel"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/schedule"
@@ -55,8 +56,7 @@ type lane struct {
 	elsewhere map[string]bool // pick's scratch: the keys whose trigger runs on another worker
 	// waitsOnLedger: pick left a key waiting for another worker's run of its tick
 	waitsOnLedger bool
-	cancels       map[string][]tick.Cancel // the cancellations read, by schedule
-	ncancels      int
+	cancels       cancel.Set      // the cancellations read
 	paused        bool            // fetching paused: the queue is full
 	active        bool            // false once revoked or lost: finished offsets are ignored from then on
 	doneOffset    kgo.EpochOffset // the offset after the last record finished with its outcome written
@@ -70,7 +70,6 @@ func (w *Worker) newLane(p int32) *lane {
 		w:         w,
 		partition: p,
 		wake:      make(chan struct{}, 1),
-		cancels:   map[string][]tick.Cancel{},
 		busy:      map[string]bool{},
 		keys:      map[string]int{},
 		blocked:   map[string]bool{},

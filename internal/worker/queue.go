@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"slices"
 	"strconv"
 	"time"
 
@@ -25,9 +24,6 @@ import (
 
 // laneQueueMax is how many records a lane holds before fetching of its partition pauses (it resumes below half).
 const laneQueueMax = 50_000
-
-// maxCancels bounds the cancellations a lane remembers; the oldest go first.
-const maxCancels = 10_000
 
 // item is one record of a lane's queue.
 type item struct {
@@ -87,8 +83,7 @@ func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
 	w.mu.Lock()
 	l.queue = append(l.queue, items...)
 	for _, c := range cancels {
-		l.cancels[c.Schedule] = append(l.cancels[c.Schedule], c)
-		l.ncancels++
+		l.cancels.Add(c)
 	}
 	for _, it := range items {
 		if it.jump {
@@ -97,9 +92,6 @@ func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
 		if !it.handled && it.key != "" {
 			l.keys[it.key]++
 		}
-	}
-	if l.ncancels > maxCancels {
-		l.pruneCancelsLocked()
 	}
 	l.advanceLocked()
 	full = len(l.queue) >= laneQueueMax
@@ -126,33 +118,6 @@ func validCancel(r *kgo.Record, cancels *[]tick.Cancel) bool {
 	}
 	*cancels = append(*cancels, c)
 	return true
-}
-
-// pruneCancelsLocked drops the oldest half of the remembered cancellations.
-func (l *lane) pruneCancelsLocked() {
-	all := make([]time.Time, 0, l.ncancels)
-	for _, cs := range l.cancels {
-		for _, c := range cs {
-			all = append(all, c.After)
-		}
-	}
-	slices.SortFunc(all, time.Time.Compare)
-	cutoff := all[len(all)/2]
-	l.ncancels = 0
-	for name, cs := range l.cancels {
-		kept := cs[:0]
-		for _, c := range cs {
-			if !c.After.Before(cutoff) {
-				kept = append(kept, c)
-			}
-		}
-		if len(kept) == 0 {
-			delete(l.cancels, name)
-			continue
-		}
-		l.cancels[name] = kept
-		l.ncancels += len(kept)
-	}
 }
 
 // pick returns the record the lane should start now and marks it running, or, when none is ready, how long to
@@ -338,12 +303,7 @@ func (l *lane) hints(it *item, now time.Time) (newer time.Time, c *tick.Cancel) 
 	if it.err != nil {
 		return time.Time{}, nil
 	}
-	for _, cc := range l.cancels[it.t.Schedule] {
-		if cc.Applies(it.t) {
-			c = &cc
-			break
-		}
-	}
+	c = l.cancels.Applying(it.t)
 	skips := it.t.Overlap == tick.OverlapSkip || it.t.Overlap == "" && it.overran
 	if !skips || it.t.Trigger {
 		return time.Time{}, c

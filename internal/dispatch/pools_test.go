@@ -27,14 +27,7 @@ func TestTermRoutesPoolsAndSurvivesOneDown(t *testing.T) {
 	if _, err := kafka.EnsurePoolTopics(t.Context(), kadm.NewClient(b.cl), b.names.Pool("ok"), kafka.TopicOptions{WorkPartitions: 3}); err != nil {
 		t.Fatal(err)
 	}
-	reg := prometheus.NewRegistry()
-	var err error
-	b.d, err = New(Config{Names: b.names, Lead: 3 * time.Second, PoolTopics: kafka.TopicOptions{ReplicationFactor: 3},
-		PoolRetry: 200 * time.Millisecond}, b.opts, b.view,
-		slog.New(slog.NewTextHandler(b.logs, nil)), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := poolsDispatcher(t, b, 3*time.Second, 200*time.Millisecond)
 	b.put(t, schedule.Spec{Name: "plain", Every: schedule.Duration(time.Second)})
 	b.put(t, schedule.Spec{Name: "okjob", Every: schedule.Duration(time.Second), Pool: "ok"})
 	put := time.Now()
@@ -132,13 +125,7 @@ func TestTermRoutesPoolsAndSurvivesOneDown(t *testing.T) {
 func TestTermCatchesUpAPoolAloneOnceReady(t *testing.T) {
 	t.Parallel()
 	b := setupTerm(t)
-	reg := prometheus.NewRegistry()
-	var err error
-	b.d, err = New(Config{Names: b.names, Lead: time.Second, PoolTopics: kafka.TopicOptions{ReplicationFactor: 3},
-		PoolRetry: 100 * time.Millisecond}, b.opts, b.view, slog.New(slog.NewTextHandler(b.logs, nil)), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := poolsDispatcher(t, b, time.Second, 100*time.Millisecond)
 	b.put(t, schedule.Spec{Name: "alone", Every: schedule.Duration(time.Second), Pool: "late"})
 	b.lead(t)
 	kafkatest.Eventually(t, 10*time.Second, "the schedule to wait for its pool", func() bool {
@@ -171,13 +158,7 @@ func TestTermCatchesUpAPoolAloneOnceReady(t *testing.T) {
 func TestTermWaitingScheduleMovedToAReadyPool(t *testing.T) {
 	t.Parallel()
 	b := setupTerm(t)
-	reg := prometheus.NewRegistry()
-	var err error
-	b.d, err = New(Config{Names: b.names, Lead: time.Second, PoolTopics: kafka.TopicOptions{ReplicationFactor: 3},
-		PoolRetry: time.Hour}, b.opts, b.view, slog.New(slog.NewTextHandler(b.logs, nil)), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := poolsDispatcher(t, b, time.Second, time.Hour)
 	b.put(t, schedule.Spec{Name: "mover", Every: schedule.Duration(time.Second), Pool: "gone"})
 	b.lead(t)
 	kafkatest.Eventually(t, 10*time.Second, "the schedule to wait for its pool", func() bool {
@@ -190,4 +171,19 @@ func TestTermWaitingScheduleMovedToAReadyPool(t *testing.T) {
 	if got := gauge(t, reg, "tickgroup_pool_waiting_schedules"); got != 0 {
 		t.Errorf("tickgroup_pool_waiting_schedules = %v after the move, want 0", got)
 	}
+}
+
+// poolsDispatcher sets b's dispatcher to one whose pool topics ask for a replication factor the one-broker
+// cluster cannot give (so a pool whose topics do not exist stays down), trying again every retry, with its
+// metrics in the registry returned.
+func poolsDispatcher(t *testing.T, b *termBundle, lead, retry time.Duration) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	d, err := New(Config{Names: b.names, Lead: lead, PoolTopics: kafka.TopicOptions{ReplicationFactor: 3}, PoolRetry: retry},
+		b.opts, b.view, slog.New(slog.NewTextHandler(b.logs, nil)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.d = d
+	return reg
 }

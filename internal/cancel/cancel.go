@@ -1,6 +1,6 @@
 // Package cancel builds and recognises the cancel records of the work topic (tick.Cancel): how a pause or a
 // deletion reaches the ticks a leader emitted ahead of their slot. The leader writes them, in a transaction of
-// its term; a worker takes only such records (Genuine).
+// its term; a worker takes only such records (Genuine), and remembers what it read in a Set.
 package cancel
 
 import (

@@ -33,9 +33,10 @@ type Log struct {
 	// the reader read the record).
 	batches map[int32]map[string][]Entry
 	// removals counts the partitions the shared reader stopped reading; removedAt is the count at a partition's
-	// latest removal. Run drops what a poll that began before that removal returns for the partition: an Owner
-	// added again since reads it from its own position, and records from the old one would skip what lies
-	// between (the reader drops what it had buffered when a partition is removed, but not what Run holds).
+	// latest removal. Run drops what a poll that began before that removal returns for the partition (records
+	// of the old reading would skip what lies between for an Owner added again since; the reader drops what it
+	// had buffered when a partition is removed, but not what Run holds), and sets the reader back to where the
+	// partition's Owners read (read), in case they were the new Owner's.
 	removals  uint64
 	removedAt map[int32]uint64
 }
@@ -89,9 +90,16 @@ func (lg *Log) Run(ctx context.Context) {
 		}
 		lg.feed(fetches, func(ftp kgo.FetchTopicPartition) {
 			lg.mu.Lock()
-			if lg.removedAt[ftp.Partition] > removals {
+			if p := ftp.Partition; lg.removedAt[p] > removals {
+				// Fetched before the partition's removal, for an Owner gone since, or after an Owner was added
+				// again, from where that one reads; either way the reader is now past them. An Owner reading
+				// the partition now is fed from where it started (or what it read since: lg.read): the
+				// reader goes back there.
+				if len(lg.owners[p]) > 0 {
+					lg.cfg.Reader.SetOffsets(map[string]map[int32]kgo.EpochOffset{lg.cfg.Topic: {p: {Epoch: -1, Offset: lg.read[p]}}})
+				}
 				lg.mu.Unlock()
-				return // fetched for an Owner removed meanwhile
+				return
 			}
 			owners := slices.Clone(lg.owners[ftp.Partition])
 			known := lg.takeOwn(ftp.Partition, ftp.Records)
@@ -231,6 +239,7 @@ func (lg *Log) add(o *Owner, from int64) {
 		}
 	}
 	lg.owners[p] = append(lg.owners[p], o)
+	lg.read[p] = from
 	lg.cfg.Reader.AddConsumePartitions(map[string]map[int32]kgo.Offset{lg.cfg.Topic: {p: kgo.NewOffset().At(from)}})
 }
 

@@ -172,3 +172,37 @@ func TestOwnerTakeoverGivesWayToANewerClaim(t *testing.T) {
 		t.Fatalf("a standing %v, b standing %v with token %d; want only b, with token 2", a.Standing(), b.Standing(), b.Fence())
 	}
 }
+
+// TestOwnerAddedAgainWhileThePollWaits: a partition's Owner is closed and a new one added while the shared
+// reader's poll waits for records (as after a broker restart: every partition lost and assigned again). What that
+// poll returns for the partition may be the new Owner's records, from where it reads: the new Owner must still
+// read every entry before its claim (here: a finished tick, which must not look unstarted).
+func TestOwnerAddedAgainWhileThePollWaits(t *testing.T) {
+	c := testCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	end := func(context.Context) (int64, error) { return 10, nil }
+	lg := testLog(t, c, "a", time.Second)
+	a := lg.NewOwner(0, nil)
+	if err := a.Takeover(ctx, Position{Base: MaxFence}, end); err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	done := Entry{Kind: KindOutcome, ID: "scan@1", Schedule: "scan", Slot: &slot, Partition: 0, Offset: 3, Worker: "a",
+		Fence: a.Fence(), Status: StatusOK, Attempts: 1, At: time.Now().UTC()}
+	off, err := lg.Write(ctx, 0, []byte(done.ID), done)
+	if err != nil || !a.waitRead(ctx, off, 10*time.Second) {
+		t.Fatalf("writing the outcome: %v", err)
+	}
+	for range 20 { // the reader's poll now waits for records that do not come (FetchMaxWait 50 ms)
+		a.Close()
+		b := lg.NewOwner(0, nil)
+		if err := b.Takeover(ctx, Position{Base: MaxFence}, end); err != nil {
+			t.Fatalf("the new owner's takeover: %v", err)
+		}
+		if s, _ := b.State(3, done.ID); s == nil || !s.Finished() {
+			t.Fatalf("the new owner's view of the finished tick: %+v, want finished", s)
+		}
+		a = b
+	}
+}

@@ -116,6 +116,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"schedule"}),
 	}
 	m.opted = map[string]bool{}
+	m.pools = map[string]map[int32]poolStatus{}
 	for _, r := range []string{"committed", "aborted", "failed"} {
 		m.transactions.WithLabelValues(r)
 	}
@@ -139,9 +140,6 @@ type poolStatus struct {
 func (m *metrics) setPool(k int32, pool string, st poolStatus) {
 	m.poolMu.Lock()
 	defer m.poolMu.Unlock()
-	if m.pools == nil {
-		m.pools = map[string]map[int32]poolStatus{}
-	}
 	terms := m.pools[pool]
 	if st == (poolStatus{}) {
 		delete(terms, k)
@@ -158,12 +156,14 @@ func (m *metrics) setPool(k int32, pool string, st poolStatus) {
 		m.parked.DeleteLabelValues(pool)
 		return
 	}
-	down, waiting := false, 0
+	down, waiting := 0.0, 0
 	for _, s := range terms {
-		down = down || s.down
+		if s.down {
+			down = 1
+		}
 		waiting += s.waiting
 	}
-	m.poolDown.WithLabelValues(pool).Set(map[bool]float64{true: 1}[down])
+	m.poolDown.WithLabelValues(pool).Set(down)
 	m.parked.WithLabelValues(pool).Set(float64(waiting))
 }
 

@@ -159,6 +159,9 @@ func ClaimKey(p int32) []byte { return []byte("~claim/" + strconv.Itoa(int(p))) 
 // Encode returns e's JSON form, with V set.
 func Encode(e Entry) []byte {
 	e.V = Version
+	if b, ok := appendEntry(make([]byte, 0, 320+len(e.Error)), &e); ok {
+		return b
+	}
 	if e.Entries != nil {
 		e.Entries = slices.Clone(e.Entries)
 		for i := range e.Entries {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/errlimit"
+	"github.com/tickgroup/tickgroup/internal/jsonfast"
 )
 
 // Version is the major version of the tick encoding written by this build.
@@ -176,9 +177,12 @@ func Encode(t Tick) ([]byte, error) {
 // Decode parses a tick record value. It fails with ErrUnknownVersion for another major version and with a
 // descriptive error for anything that is not a well-formed tick.
 func Decode(b []byte) (Tick, error) {
-	var t Tick
-	if err := json.Unmarshal(b, &t); err != nil {
-		return Tick{}, fmt.Errorf("decoding tick: %w", errlimit.Wrap(err))
+	t, ok := decodeFast(b)
+	if !ok {
+		t = Tick{}
+		if err := json.Unmarshal(b, &t); err != nil {
+			return Tick{}, fmt.Errorf("decoding tick: %w", errlimit.Wrap(err))
+		}
 	}
 	if t.V != Version {
 		return Tick{}, fmt.Errorf("decoding tick: version %d: %w", t.V, ErrUnknownVersion)
@@ -214,12 +218,12 @@ func appendTick(b []byte, t *Tick, id []byte, st *stamps) ([]byte, bool) {
 	b = strconv.AppendInt(b, int64(t.V), 10)
 	b = append(b, `,"id":`...)
 	if id != nil {
-		b = appendString(b, id)
+		b = jsonfast.AppendString(b, id)
 	} else {
-		b = appendString(b, t.ID)
+		b = jsonfast.AppendString(b, t.ID)
 	}
 	b = append(b, `,"schedule":`...)
-	b = appendString(b, t.Schedule)
+	b = jsonfast.AppendString(b, t.Schedule)
 	b = append(b, `,"slot":`...)
 	b, ok = st.slot.appendJSON(b, t.Slot, ok)
 	b = append(b, `,"shard":`...)
@@ -228,7 +232,7 @@ func appendTick(b []byte, t *Tick, id []byte, st *stamps) ([]byte, bool) {
 	b = strconv.AppendInt(b, int64(t.Shards), 10)
 	if t.Payload != "" {
 		b = append(b, `,"payload":`...)
-		b = appendString(b, t.Payload)
+		b = jsonfast.AppendString(b, t.Payload)
 	}
 	if t.Deadline != nil {
 		b = append(b, `,"deadline":`...)
@@ -243,7 +247,7 @@ func appendTick(b []byte, t *Tick, id []byte, st *stamps) ([]byte, bool) {
 	}
 	if t.Overlap != "" {
 		b = append(b, `,"overlap":`...)
-		b = appendString(b, t.Overlap)
+		b = jsonfast.AppendString(b, t.Overlap)
 	}
 	if t.Metrics {
 		b = append(b, `,"metrics":true`...)
@@ -263,29 +267,4 @@ func appendTick(b []byte, t *Tick, id []byte, st *stamps) ([]byte, bool) {
 	b = append(b, `,"emitted_at":`...)
 	b, ok = st.emitted.appendJSON(b, t.EmittedAt, ok)
 	return append(b, '}'), ok
-}
-
-// plain marks the bytes that encoding/json copies into a string as they are: printable ASCII but for '"', '\\'
-// and the HTML characters '<', '>' and '&': one load a byte instead of seven comparisons.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c <= 0x7e; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
-
-// appendString appends s as a JSON string. Text of plain printable ASCII (names, IDs, most payloads) is copied;
-// anything else goes through encoding/json, which escapes it (HTML characters, control characters, invalid
-// UTF-8) as it would inside the struct.
-func appendString[T string | []byte](b []byte, s T) []byte {
-	for i := 0; i < len(s); i++ {
-		if !plain[s[i]] {
-			// A copy is marshalled: passing s itself would make every caller's text escape to the heap.
-			j, _ := json.Marshal(strings.Clone(string(s))) // a string always marshals
-			return append(b, j...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

@@ -1,0 +1,29 @@
+package worker
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+)
+
+// FuzzOutcomeIsMarshal: the outcome record's hand-written JSON is json.Marshal's, byte for byte.
+func FuzzOutcomeIsMarshal(f *testing.F) {
+	f.Add("scan@2026-11-29T14:00:30Z", "scan", "w-1", "ok", "", int64(7), 1.5, int64(1795000000), true)
+	f.Add("a<b>", "\u2028\x00\xff\"\\&", "w", "failed", "boom\n", int64(-1), 0.0, int64(-62135596801), false)
+	f.Add("x", "", "z", "dead_lettered", "e", int64(math.MaxInt64), 1e21, int64(253402300800), false)
+	f.Add("x", "y", "z", "", "", int64(0), math.Inf(1), int64(0), true)
+	f.Fuzz(func(t *testing.T, id, schedule, worker, status, errText string, n int64, ms float64, sec int64, flag bool) {
+		at := time.Unix(sec, n%1_000_000_000).In(time.FixedZone("", int(n%100_000)))
+		o := Outcome{V: 1, Kind: "outcome", ID: id, Schedule: schedule, Status: status, Attempts: int(n % 9), DurationMS: ms,
+			Worker: worker, Error: errText, Partition: int32(n), Offset: n, FinishedAt: at, Fence: n % 3, Interrupted: flag}
+		if flag {
+			o.Slot = &at
+		}
+		got, ok := appendOutcome(nil, &o)
+		want, err := json.Marshal(o)
+		if ok && (err != nil || string(got) != string(want)) {
+			t.Fatalf("appendOutcome = %s\njson.Marshal = %s, %v", got, want, err)
+		}
+	})
+}

@@ -14,7 +14,8 @@ func appendEntry(b []byte, e *Entry) ([]byte, bool) {
 	if e.Entries != nil {
 		return b, false
 	}
-	ok, w := true, true
+	ok := true
+	var w bool
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, int64(e.V), 10)
 	b = append(b, `,"kind":`...)

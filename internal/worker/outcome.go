@@ -139,7 +139,8 @@ func (w *Worker) resultRecord(rec *kgo.Record, o Outcome, partitions int) *kgo.R
 // reflection: a worker writes one for every tick. It reports false for what it does not write itself (a time
 // or a number json.Marshal writes its own way or refuses).
 func appendOutcome(b []byte, o *Outcome) ([]byte, bool) {
-	ok, w := true, true
+	ok := true
+	var w bool
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, int64(o.V), 10)
 	b = append(b, `,"kind":`...)

@@ -21,7 +21,8 @@ TEST_PARALLEL ?= 1
 # `make fuzz` runs each fuzz target (package:Name) this long.
 FUZZTIME ?= 30s
 FUZZ_TARGETS := internal/tick:FuzzDecode internal/tick:FuzzDecodeCancel internal/leaderstate:FuzzDecodeState internal/command:FuzzSplitArgs \
-	internal/schedule:FuzzParseFile internal/schedule:FuzzCompile internal/schedule:FuzzDecodeFast internal/ledger:FuzzDecode internal/store:FuzzApply
+	internal/schedule:FuzzParseFile internal/schedule:FuzzCompile internal/schedule:FuzzDecodeFast internal/ledger:FuzzDecode internal/store:FuzzApply \
+	internal/tick:FuzzDecodeFast internal/ledger:FuzzEncodeIsMarshal internal/worker:FuzzOutcomeIsMarshal
 
 .PHONY: help
 help: ## List the targets.

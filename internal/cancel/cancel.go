@@ -4,6 +4,8 @@
 package cancel
 
 import (
+	"errors"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/tick"
@@ -23,6 +25,10 @@ func Records(c tick.Cancel, topic string, partitions int) []*kgo.Record {
 	}
 	return recs
 }
+
+// ErrForged is the error of a cancel record that was not written in a transaction (Genuine): it is not the
+// leader's, and is refused (dead-lettered as forged_cancel).
+var ErrForged = errors.New("cancel record not written in a transaction (not the leader's): refused")
 
 // Genuine reports whether the cancel record r may take effect: it was written in a transaction, as the leader
 // writes its cancels, in the same lineage of transactional producers as the ticks. Write on the work topic is

@@ -1,11 +1,15 @@
-// Package forward holds what forward mode (worker run --forward) keeps between two polls: the ticks polled and
-// not yet forwarded, per work partition and in offset order, until their instant, with the offset each
-// transaction may commit so that a crash or a rebalance delivers the held ones again; and the cancellations read
-// on the way.
+// Package forward is forward mode (worker run --forward): instead of running a handler, a worker forwards each
+// tick, on its instant, to a topic of the user's, exactly once for a read_committed reader.
 //
-// The transactional loop itself (one kgo.GroupTransactSession: each batch of due records, their outcomes, dead
-// letters and consumed offsets in one transaction) is internal/worker's, which shares its group plumbing (start
-// offsets, static membership, dead letters, outcome records, the decision before a run) with the lanes.
+// Engine is the transactional loop: one kgo.GroupTransactSession, each batch of due records, their outcome
+// records, dead letters and consumed offsets in one transaction. Held is what it keeps between two polls: the
+// ticks polled and not yet forwarded, per work partition and in offset order, until their instant, with the
+// offset each transaction may commit so that a crash or a rebalance delivers the held ones again; and the
+// cancellations read on the way.
+//
+// Forward mode runs inside a worker (internal/worker), which is its Host: it shares the worker's group plumbing
+// (start offsets, static membership, readiness, counters) and its records (the decision before a run, outcome
+// records, dead letters) with the worker's lanes, so both engines record a tick the same way.
 package forward
 
 import (

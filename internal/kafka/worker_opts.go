@@ -65,3 +65,12 @@ func ForwardOpts(txnID string) []kgo.Opt {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 	}
 }
+
+// RecordSize is the bytes of r that count against Kafka's record size limits: its key, value and headers.
+func RecordSize(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}

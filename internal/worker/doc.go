@@ -124,7 +124,8 @@
 //   - Exactly-once for forward mode: the forwarded record, the outcome and the consumed offsets are one Kafka
 //     transaction (kgo.GroupTransactSession), so a read_committed reader of the forward topic sees each tick
 //     once. Each forwarding process has its own transactional ID; KIP-447 fencing through the group generation
-//     stops a zombie. Forward mode keeps no started entries: it has no external effect to interrupt. What it
-//     holds between polls (ticks not yet due, and the offset a transaction may commit) is internal/forward's.
+//     stops a zombie. Forward mode keeps no started entries: it has no external effect to interrupt. Its
+//     engine is internal/forward's (forward.Engine), with the worker as its host (forward.go): the same decision
+//     before a run (decide), outcome records and dead letters as the lanes.
 //   - Dead letters are written before the outcome, so a crash in between can dead-letter a record twice.
 package worker

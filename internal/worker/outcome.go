@@ -9,8 +9,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/cancel"
 	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/jsonfast"
+	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -46,9 +48,6 @@ const (
 	reasonTooLarge       = "too_large"
 	reasonForgedCancel   = "forged_cancel"
 )
-
-// errForgedCancel: a cancel record that was not written in a transaction (cancel.Genuine).
-var errForgedCancel = errors.New("cancel record not written in a transaction (not the leader's): refused")
 
 // Dead-letter headers.
 const (
@@ -204,7 +203,7 @@ func (w *Worker) deadLetterRecord(rec *kgo.Record, reason string, cause error, a
 		Value:     rec.Value,
 		Headers:   headers,
 	}
-	if size := recordSize(dl); size > maxCopyBytes {
+	if size := kafka.RecordSize(dl); size > maxCopyBytes {
 		// A copy this large would be refused by the broker (or the producer) and retried forever, blocking the
 		// partition behind it. Keep the reference (source headers), a prefix and the reason instead.
 		prefix := rec.Value[:min(len(rec.Value), prefixBytes)]
@@ -217,20 +216,12 @@ func (w *Worker) deadLetterRecord(rec *kgo.Record, reason string, cause error, a
 	return dl
 }
 
-func recordSize(r *kgo.Record) int {
-	n := len(r.Key) + len(r.Value)
-	for _, h := range r.Headers {
-		n += len(h.Key) + len(h.Value)
-	}
-	return n
-}
-
 // decodeReason classifies a tick.Decode error as a dead-letter reason.
 func decodeReason(err error) string {
 	if errors.Is(err, tick.ErrUnknownVersion) {
 		return reasonUnknownVersion
 	}
-	if errors.Is(err, errForgedCancel) {
+	if errors.Is(err, cancel.ErrForged) {
 		return reasonForgedCancel
 	}
 	return reasonUndecodable

@@ -60,7 +60,7 @@ func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
 		switch {
 		case cancel.Is(r) && !cancel.Genuine(r):
 			// Not the leader's: it takes no effect, and is dead-lettered like an unreadable record.
-			it.err, it.jump = errForgedCancel, true
+			it.err, it.jump = cancel.ErrForged, true
 			forged++
 		case cancel.Is(r) && validCancel(r, &cancels):
 			it.handled, it.done = true, true

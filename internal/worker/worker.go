@@ -18,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/plugin/kprom"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
-	"github.com/tickgroup/tickgroup/internal/forward"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 )
@@ -167,7 +166,7 @@ func (w *Worker) opts(role string, extra ...[]kgo.Opt) []kgo.Opt {
 // It returns nil on such a stop.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.Forward != "" {
-		return (&forwarder{w: w, held: forward.New(func(p int32) { w.refusedCancels(p, 1) })}).run(ctx)
+		return w.runForward(ctx)
 	}
 	w.logger.Info("starting worker", "worker_id", w.cfg.WorkerID, "group", w.names.WorkerGroup, "topic", w.names.Work,
 		"concurrency", w.cfg.Concurrency, "max_attempts", w.cfg.MaxAttempts, "start", w.cfg.Start.String())

@@ -1006,3 +1006,58 @@ func TestPinStartWaitsForTheClient(t *testing.T) {
 		t.Errorf("pinStart = %v, %v; want partition 0 pinned at %v", got, r.err, want)
 	}
 }
+
+// A Worker runs again after its Run returned, from fresh state, and a second Run while one runs is refused: the
+// second Run takes up where the group's commits left it, and runs the ticks written since, each once.
+func TestWorkerRunsAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var mu sync.Mutex
+	runs := map[string]int{}
+	h := HandlerFunc(func(_ context.Context, tk tick.Tick, _ Attempt) error {
+		mu.Lock()
+		runs[tk.ID]++
+		mu.Unlock()
+		return nil
+	})
+	ran := func(ids []tick.Tick) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, tk := range ids {
+			if runs[tk.ID] == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	first, _ := b.produceTicks(t, 0, "again", 5)
+	tw := b.start(t, b.config("w1"), h, Deps{})
+	kafkatest.Eventually(t, 20*time.Second, "the first ticks to run", func() bool { return ran(first) })
+	if err := tw.w.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Fatalf("a second Run at the same time returned %v, want a refusal", err)
+	}
+	tw.stop(t)
+	if tw.err != nil {
+		t.Fatalf("first Run: %v", tw.err)
+	}
+
+	second, _ := b.produceTicks(t, 0, "again-later", 5)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- tw.w.Run(ctx) }()
+	kafkatest.Eventually(t, 20*time.Second, "the ticks written between the two Runs to run", func() bool { return ran(second) })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("second Run: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range runs {
+		if n != 1 {
+			t.Errorf("tick %s ran %d times, want once", id, n)
+		}
+	}
+	if len(runs) != len(first)+len(second) {
+		t.Errorf("%d ticks ran, want %d", len(runs), len(first)+len(second))
+	}
+}

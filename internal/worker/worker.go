@@ -57,33 +57,45 @@ type Worker struct {
 	names   kafka.Names
 	conn    []kgo.Opt
 
-	// Set while Run runs.
-	//
+	cancelWarned atomic.Int64 // when refusedCancels last warned (Unix ns)
+	running      atomic.Bool  // Run is running: a second Run at the same time is refused
+
+	// *session is the state of one Run, made by Run and left to the next Run when it returns (every goroutine
+	// of a Run ends before it returns). Its fields are promoted: w.lanes is the current Run's.
+	*session
+}
+
+// session is one Run of a Worker: its clients, its ledger, its lanes and runners, and the channels of its
+// shutdown.
+type session struct {
 	// cl is the group's client. Its group callbacks can run before kgo.NewClient returns (the join starts
 	// inside it), so the ones that need it call client, which waits for clSet, closed once cl is stored:
 	// reading cl directly there, a partition assigned that early pinned no start offset (pinStart) and its
 	// lane's ledger start dereferenced a nil client.
-	cl           atomic.Pointer[kgo.Client]
-	clSet        chan struct{}
-	prod         *kgo.Client
-	ledger       *ledger.Log // the execution ledger: writes entries, reads back the partitions the lanes hold
-	start        kgo.Offset  // the start offset given to kgo, compared in pinStart
-	startAt      time.Time   // when start was computed
-	resultParts  int
-	dlqParts     int
-	runq         chan run                // records for the runners
-	hardCtx      context.Context         // ends when the grace period runs out
-	stopPoll     context.CancelCauseFunc // ends the poll loop with a fatal cause (a missing ACL), see fatal
-	draining     chan struct{}           // closed when shutdown begins: lanes stop before their next record
-	commitWake   chan struct{}
-	assignedYet  atomic.Bool
-	cancelWarned atomic.Int64 // when refusedCancels last warned (Unix ns)
+	cl          atomic.Pointer[kgo.Client]
+	clSet       chan struct{}
+	prod        *kgo.Client
+	ledger      *ledger.Log // the execution ledger: writes entries, reads back the partitions the lanes hold
+	start       kgo.Offset  // the start offset given to kgo, compared in pinStart
+	startAt     time.Time   // when start was computed
+	resultParts int
+	dlqParts    int
+	runq        chan run                // records for the runners
+	hardCtx     context.Context         // ends when the grace period runs out
+	stopPoll    context.CancelCauseFunc // ends the poll loop with a fatal cause (a missing ACL), see fatal
+	draining    chan struct{}           // closed when shutdown begins: lanes stop before their next record
+	commitWake  chan struct{}
+	assignedYet atomic.Bool
 
 	commitMu sync.Mutex // serialises commits with the commit of a revocation
 	mu       sync.Mutex // guards lanes and their done offsets
 	lanes    map[int32]*lane
 	retiring map[*lane]bool // lanes no longer assigned whose runs go on
 	sum      summary
+}
+
+func newSession() *session {
+	return &session{clSet: make(chan struct{}), lanes: map[int32]*lane{}, retiring: map[*lane]bool{}}
 }
 
 // New checks cfg and returns a worker running handler, or, when cfg.Forward is set, forwarding ticks (handler
@@ -112,17 +124,15 @@ func New(cfg Config, handler Handler, deps Deps) (*Worker, error) {
 		deps.Readiness.Set(ReadinessCondition, false)
 	}
 	return &Worker{
-		cfg:      cfg,
-		handler:  handler,
-		logger:   logger,
-		reg:      deps.Registerer,
-		ready:    deps.Readiness,
-		m:        newMetrics(poolRegisterer(deps.Registerer, cfg.Pool)),
-		names:    cfg.Kafka.Names().Pool(cfg.Pool),
-		conn:     conn,
-		lanes:    map[int32]*lane{},
-		retiring: map[*lane]bool{},
-		clSet:    make(chan struct{}),
+		cfg:     cfg,
+		handler: handler,
+		logger:  logger,
+		reg:     deps.Registerer,
+		ready:   deps.Readiness,
+		m:       newMetrics(poolRegisterer(deps.Registerer, cfg.Pool)),
+		names:   cfg.Kafka.Names().Pool(cfg.Pool),
+		conn:    conn,
+		session: newSession(),
 	}, nil
 }
 
@@ -165,6 +175,13 @@ func (w *Worker) opts(role string, extra ...[]kgo.Opt) []kgo.Opt {
 // here), lets the running handlers finish within the grace period (then cuts them), and writes their outcomes.
 // It returns nil on such a stop.
 func (w *Worker) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return errors.New("worker: Run is already running")
+	}
+	defer w.running.Store(false)
+	if w.cl.Load() != nil {
+		w.session = newSession() // a Run before this one: start afresh
+	}
 	if w.cfg.Forward != "" {
 		return w.runForward(ctx)
 	}

@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
@@ -269,9 +271,10 @@ func printFlag(w io.Writer, f *flag.Flag, env bool) {
 
 // Stopped turns the error of a command that a signal interrupted into a clean stop: once ctx (the signal
 // context) is done, a cancellation error is the expected way out, for example a signal that arrives while
-// topics are still being created at start-up. Any other error stays.
+// topics are still being created at start-up, and so is a Kafka client closed by that shutdown under a call
+// that was still waiting on it. Any other error stays.
 func Stopped(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+	if err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed)) {
 		return nil
 	}
 	return err

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestParseEnvironmentAndPrecedence(t *testing.T) {
@@ -98,6 +100,12 @@ func TestStopped(t *testing.T) {
 	}
 	if Stopped(live, wrapped) == nil {
 		t.Error("a cancellation without a signal is an error")
+	}
+	if Stopped(done, fmt.Errorf("listing topics: %w", kgo.ErrClientClosed)) != nil {
+		t.Error("a client closed by the shutdown, after the signal, must be a clean stop")
+	}
+	if Stopped(live, kgo.ErrClientClosed) == nil {
+		t.Error("a closed client without a signal is an error")
 	}
 	if Stopped(done, errors.New("broker down")) == nil {
 		t.Error("another error after the signal is still an error")

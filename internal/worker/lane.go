@@ -41,7 +41,7 @@ type lane struct {
 	cutRuns   context.CancelCauseFunc
 	done      chan struct{}  // closed when run returns: nothing more starts
 	adjusted  chan struct{}  // closed once the group's start offset of the partition is settled (pinStart)
-	pending   sync.WaitGroup // outcome records in flight
+	pending   pending        // outcome records in flight
 	runs      sync.WaitGroup // records being handled
 	ledger    *ledger.Owner  // the lane's hold on its partition's ledger (reading from takeover on)
 	reclaimMu sync.Mutex     // serialises foreignClaim
@@ -419,17 +419,50 @@ func (l *lane) publish(it *item, o Outcome) {
 
 // waitPending waits up to d for the lane's outcome records to be acknowledged.
 func (l *lane) waitPending(d time.Duration) {
-	ch := make(chan struct{})
-	go func() {
-		l.pending.Wait()
-		close(ch)
-	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
 	select {
-	case <-ch:
-	case <-time.After(d):
+	case <-l.pending.idle():
+	case <-timer.C:
 		l.w.logger.Warn("outcome records still unacknowledged", "partition", l.partition, "waited", d)
 	}
 }
+
+// pending counts records in flight, like a sync.WaitGroup whose wait can give up: idle returns a channel
+// closed once none is.
+type pending struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed while n is 0; nil until the first Add
+}
+
+func (p *pending) Add(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n == 0 {
+		p.zero = make(chan struct{})
+	}
+	p.n += n
+}
+
+func (p *pending) Done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n--; p.n == 0 {
+		close(p.zero)
+	}
+}
+
+func (p *pending) idle() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n == 0 {
+		return closedChan
+	}
+	return p.zero
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // gate is where an attempt is recorded before it starts (the lane's ledger); see lane.begin.
 type gate interface {

@@ -149,16 +149,27 @@ func New(cfg Config, src Source, logger *slog.Logger, reg prometheus.Registerer)
 // Run measures at once and then every Interval until ctx ends, and returns nil then. It returns an error only
 // for a refused permission (kafka.IsACLError), which the next round would meet again.
 func (m *Monitor) Run(ctx context.Context) error {
-	t := time.NewTicker(m.cfg.Interval)
-	defer t.Stop()
+	// After a round that measured nothing (the clock topic not known to the broker yet, a moment after
+	// `ticker init`; a broker that did not answer), the next comes sooner: 1s, doubling up to Interval.
+	retry := min(time.Second, m.cfg.Interval)
+	timer := time.NewTimer(m.cfg.Interval)
+	defer timer.Stop()
 	for {
-		if err := m.round(ctx); err != nil {
+		measured, err := m.round(ctx)
+		if err != nil {
 			return err
 		}
+		wait := m.cfg.Interval
+		if measured {
+			retry = min(time.Second, m.cfg.Interval)
+		} else {
+			wait, retry = retry, min(2*retry, m.cfg.Interval)
+		}
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-timer.C:
 		}
 	}
 }
@@ -203,7 +214,7 @@ func (m *Monitor) Changed() <-chan struct{} {
 }
 
 // round takes the samples of one round and records the result.
-func (m *Monitor) round(ctx context.Context) error {
+func (m *Monitor) round(ctx context.Context) (measured bool, err error) {
 	var (
 		best    Sample
 		ok      bool
@@ -217,12 +228,12 @@ func (m *Monitor) round(ctx context.Context) error {
 		cancel()
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return false, nil
 		case kafka.IsACLError(err):
-			return fmt.Errorf("clock: %w", err)
+			return false, fmt.Errorf("clock: %w", err)
 		case errors.Is(err, ErrUnmeasurable):
 			m.unmeasurable(err)
-			return nil
+			return false, nil
 		case err != nil:
 			lastErr = err
 			continue
@@ -233,11 +244,11 @@ func (m *Monitor) round(ctx context.Context) error {
 	}
 	if !ok {
 		m.failed(lastErr)
-		return nil
+		return false, nil
 	}
 	// A round cut short by an error still counts what it measured.
 	m.measured(Read(best))
-	return nil
+	return true, nil
 }
 
 // measured records a reading and moves the state.
@@ -283,7 +294,7 @@ func (m *Monitor) failed(err error) {
 	defer m.mu.Unlock()
 	m.metrics.failures.Inc()
 	if !m.failing {
-		m.logger.Warn("measuring the clock offset failed; retrying every interval", "err", err, "interval", m.cfg.Interval)
+		m.logger.Warn("measuring the clock offset failed; retrying after 1s, then less often up to every interval", "err", err, "interval", m.cfg.Interval)
 		m.failing = true
 	}
 	if m.state == pending {

@@ -132,10 +132,16 @@ func (s *syncBuffer) String() string {
 // setup returns a Monitor on a fake source and a faked clock, measuring every 5 ms, not yet running.
 func setup(t *testing.T) *bundle {
 	t.Helper()
+	return setupEvery(t, 5*time.Millisecond)
+}
+
+// setupEvery is setup measuring every interval.
+func setupEvery(t *testing.T, interval time.Duration) *bundle {
+	t.Helper()
 	b := &bundle{src: &fakeSource{}, clk: &fakeClock{}, reg: prometheus.NewRegistry(), ready: new(admin.Readiness), logs: new(syncBuffer)}
 	b.src.rtt.Store(int64(2 * time.Millisecond))
 	m, err := clock.New(clock.Config{
-		Interval:    5 * time.Millisecond,
+		Interval:    interval,
 		MaxSkew:     time.Second,
 		Consequence: "not leading",
 		Readiness:   b.ready,
@@ -265,6 +271,21 @@ func TestUnmeasurableRefusesNothing(t *testing.T) {
 	// The topic appears (ticker init): measured, and a clock an hour off is skewed.
 	b.src.fail(nil)
 	kafkatest.Eventually(t, waitFor, "skewed", b.m.Skewed)
+}
+
+// A round that measured nothing (the clock topic unknown to the broker a moment after ticker init) is tried
+// again after a second, not after the whole interval: the offset is known within seconds of the start.
+func TestUnmeasuredRoundRetriedSoon(t *testing.T) {
+	t.Parallel()
+	b := setupEvery(t, time.Hour)
+	b.src.fail(fmt.Errorf("%w: topic ns.clock missing", clock.ErrUnmeasurable))
+	b.run(t)
+	waitFailures(t, b, 1)
+	b.src.fail(nil)
+	kafkatest.Eventually(t, 10*time.Second, "an offset, well before the hour's round", func() bool {
+		_, ok := b.m.Offset()
+		return ok
+	})
 }
 
 func TestFailedRoundsKeepTheState(t *testing.T) {

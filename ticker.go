@@ -46,6 +46,9 @@ type TickerConfig struct {
 	// MaxClockSkew is the largest offset of this host's clock from the broker's at which the replica may lead.
 	// Defaults to 1s.
 	MaxClockSkew time.Duration
+	// PoolRetry is how long a leader waits before it tries again to make a pool's topics ready when it could
+	// not (the pool's schedules wait meanwhile, then catch up). Defaults to 30s.
+	PoolRetry time.Duration
 	// WorkPartitions and ReplicationFactor apply to the topics the ticker creates when they are missing.
 	// Defaults to 12 and the broker's default.
 	WorkPartitions    int
@@ -86,7 +89,7 @@ func NewTicker(cfg TickerConfig) (*Ticker, error) {
 	case cfg.Lead > dispatch.MaxLead:
 		return nil, fmt.Errorf("tickgroup: lead %s: at most %s", cfg.Lead, dispatch.MaxLead)
 	}
-	if cfg.WorkLagInterval < 0 || cfg.MaxClockSkew < 0 || cfg.SessionTimeout < 0 || cfg.HeartbeatInterval < 0 {
+	if cfg.WorkLagInterval < 0 || cfg.MaxClockSkew < 0 || cfg.SessionTimeout < 0 || cfg.HeartbeatInterval < 0 || cfg.PoolRetry < 0 {
 		return nil, errors.New("tickgroup: negative durations in the ticker config")
 	}
 	logger := cfg.Logger
@@ -141,6 +144,7 @@ func (t *Ticker) Run(ctx context.Context) error {
 		Names:              names,
 		TransactionTimeout: cfg.TransactionTimeout,
 		Lead:               cfg.Lead,
+		PoolRetry:          cfg.PoolRetry,
 		PoolTopics:         kafka.TopicOptions{WorkPartitions: o.WorkPartitions, ReplicationFactor: o.ReplicationFactor},
 		ProducerOpts: func(k int32) []kgo.Opt {
 			if cfg.Registerer == nil {

@@ -119,6 +119,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 		instanceID         string
 		profiles           bool
 		maxClockSkew       time.Duration
+		poolRetry          time.Duration
 	)
 	common.Register(fs, "127.0.0.1:9090")
 	topics.register(fs)
@@ -127,6 +128,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&transactionTimeout, "transaction-timeout", 10*time.Second, "how long the broker keeps a dead leader's open transaction before aborting it")
 	fs.DurationVar(&lead, "lead", dispatch.DefaultLead, fmt.Sprintf("commit each slot's ticks this long before the slot is due; workers hold them and start each on its instant, so a leader failover shorter than this delays no slot (0: emit when due; at most %s)", dispatch.MaxLead))
 	fs.DurationVar(&lagInterval, "work-lag-interval", 15*time.Second, "while leading, how often to measure the workers' lag on the work topic (tickgroup_work_lag_*)")
+	fs.DurationVar(&poolRetry, "pool-retry", 30*time.Second, "while leading, how long to wait before trying again to make a worker pool's topics ready when that failed (its schedules wait meanwhile, then catch up)")
 	fs.BoolVar(&profiles, "pprof", false, "also serve the Go runtime profiles (net/http/pprof) under /debug/pprof/ on the admin address")
 	fs.DurationVar(&maxClockSkew, "max-clock-skew", clock.DefaultMaxSkew, "largest offset of this host's clock from the broker's (measured every 10s on <ns>.clock) at which this replica may lead; beyond it, it leaves the election until the clock is back")
 	host, _ := os.Hostname()
@@ -155,6 +157,9 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 	if maxClockSkew <= 0 {
 		return cli.Usagef("--max-clock-skew %s: want a positive duration", maxClockSkew)
 	}
+	if poolRetry <= 0 {
+		return cli.Usagef("--pool-retry %s: want a positive duration", poolRetry)
+	}
 	logger := common.Logger(stderr).With("instance", instance)
 	logger.Debug(cli.SignalsHandled) // main handles them since before run; this is the log's first line
 	reg := admin.NewRegistry("ticker")
@@ -171,6 +176,7 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 		Lead:               lead,
 		WorkLagInterval:    lagInterval,
 		MaxClockSkew:       maxClockSkew,
+		PoolRetry:          poolRetry,
 		WorkPartitions:     topics.workPartitions,
 		ReplicationFactor:  topics.replicationFactor,
 		Logger:             logger,

@@ -59,6 +59,11 @@ func TestOperateMetricsHealthStatus(t *testing.T) {
 			metricAtLeast(scrapeAll(t, w), `tickgroup_worker_ticks_total{pool="default",result="ok"}`, 4)
 	})
 
+	// The clock's first round can find its topic unknown to the broker a moment after init; it is measured again
+	// within seconds.
+	kafkatest.Eventually(t, 20*time.Second, "both processes to have measured the clock", func() bool {
+		return strings.Contains(scrapeAll(t, a), "tickgroup_clock_offset_seconds") && strings.Contains(scrapeAll(t, w), "tickgroup_clock_offset_seconds")
+	})
 	tickerText := scrapeAll(t, a)
 	for _, name := range []string{
 		"tickgroup_leader 1", "tickgroup_leader_changes_total 1", "tickgroup_ticks_emitted_total",

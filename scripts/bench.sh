@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 : "${KAFKA_BROKERS:?KAFKA_BROKERS must point at a real broker (make bench sets it)}"
 
 echo "== Go benchmarks (no broker) =="
-go test -run '^$' -bench . -benchmem -benchtime 2s ./internal/dispatch/ ./internal/schedule/ ./internal/worker/ ./internal/command/ ./internal/tick/
+go test -run '^$' -bench . -benchmem -benchtime 2s ./internal/dispatch/ ./internal/schedule/ ./internal/worker/ ./internal/command/ ./internal/tick/ ./internal/ledger/
 
 go build -o bin/tickbench ./cmd/tickbench
 go build -o bin/ticker ./cmd/ticker

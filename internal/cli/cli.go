@@ -272,10 +272,30 @@ func printFlag(w io.Writer, f *flag.Flag, env bool) {
 // Stopped turns the error of a command that a signal interrupted into a clean stop: once ctx (the signal
 // context) is done, a cancellation error is the expected way out, for example a signal that arrives while
 // topics are still being created at start-up, and so is a Kafka client closed by that shutdown under a call
-// that was still waiting on it. Any other error stays.
+// that was still waiting on it (only that: a failure joined with it stays). Any other error stays.
 func Stopped(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed)) {
+	if err != nil && ctx.Err() != nil && (errors.Is(err, context.Canceled) || closedOnly(err)) {
 		return nil
 	}
 	return err
+}
+
+// closedOnly reports whether err is kgo.ErrClientClosed, wrapped or joined with nothing else.
+func closedOnly(err error) bool {
+	switch x := err.(type) { //nolint:errorlint // the unwrapping is this function's own
+
+	case interface{ Unwrap() []error }:
+		errs := x.Unwrap()
+		for _, e := range errs {
+			if !closedOnly(e) {
+				return false
+			}
+		}
+		return len(errs) > 0
+	case interface{ Unwrap() error }:
+		if inner := x.Unwrap(); inner != nil {
+			return closedOnly(inner)
+		}
+	}
+	return err == kgo.ErrClientClosed //nolint:errorlint // a leaf: what wraps it was unwrapped above
 }

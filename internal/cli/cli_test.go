@@ -104,6 +104,9 @@ func TestStopped(t *testing.T) {
 	if Stopped(done, fmt.Errorf("listing topics: %w", kgo.ErrClientClosed)) != nil {
 		t.Error("a client closed by the shutdown, after the signal, must be a clean stop")
 	}
+	if Stopped(done, errors.Join(errors.New("producer fenced"), kgo.ErrClientClosed)) == nil {
+		t.Error("a failure joined with a closed client is still an error")
+	}
 	if Stopped(live, kgo.ErrClientClosed) == nil {
 		t.Error("a closed client without a signal is an error")
 	}

@@ -51,8 +51,9 @@ type Host interface {
 	Open(ctx context.Context, cl *kgo.Client) error
 	// Leave is called after the session is closed, with the member ID it had and the error Run returns.
 	Leave(ctx context.Context, memberID string, err error)
-	// FetchError looks at a fetch error; an error it returns stops Run (a fenced instance, a missing ACL).
-	FetchError(topic string, p int32, err error) error
+	// FetchErrors looks at the errors of a poll; an error it returns stops Run (a fenced instance, a missing
+	// ACL).
+	FetchErrors(fetches kgo.Fetches) error
 	// Decide decides, before anything is forwarded, what becomes of rec, read as t (or unreadable: err), at now.
 	// When it is not to be forwarded, out are the records that say so (a dead letter, then its outcome), result
 	// the result to count once the transaction commits, and reason the dead-letter reason (empty: none).
@@ -148,12 +149,8 @@ func (e *Engine) Run(ctx context.Context) (runErr error) {
 		if fetches.IsClientClosed() || ctx.Err() != nil {
 			return nil
 		}
-		var stop error
-		fetches.EachError(func(topic string, p int32, err error) {
-			stop = cmp.Or(stop, e.host.FetchError(topic, p, err))
-		})
-		if stop != nil {
-			return stop
+		if err := e.host.FetchErrors(fetches); err != nil {
+			return err
 		}
 		e.held.Hold(fetches.Records())
 		recs, commitAt := e.held.Take(cfg.Now())

@@ -99,9 +99,10 @@ func (d *Scanner) Bool() (bool, bool) {
 	return false, false
 }
 
-// Int reads a JSON integer: -?(0|[1-9][0-9]*), at most 18 digits. A fraction or an exponent is not one
-// (encoding/json refuses them for an integer field with its own message).
-func (d *Scanner) Int() (int64, bool) {
+// Int reads a JSON integer that fits a signed integer of bits bits (strconv.IntSize for an int field):
+// -?(0|[1-9][0-9]*), at most 18 digits. A fraction or an exponent is not one (encoding/json refuses them for an
+// integer field with its own message), nor is a number out of range (refused too).
+func (d *Scanner) Int(bits int) (int64, bool) {
 	start := d.i
 	d.take('-')
 	digits := d.i
@@ -118,7 +119,7 @@ func (d *Scanner) Int() (int64, bool) {
 			return 0, false
 		}
 	}
-	x, err := strconv.ParseInt(string(d.b[start:d.i]), 10, 64)
+	x, err := strconv.ParseInt(string(d.b[start:d.i]), 10, bits)
 	return x, err == nil
 }
 

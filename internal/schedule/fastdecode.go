@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"strconv"
+
 	"github.com/tickgroup/tickgroup/internal/jsonfast"
 )
 
@@ -64,7 +66,7 @@ var fastFields = map[string]uint32{
 func field(d *jsonfast.Scanner, bit uint32, s *Spec, v **int) bool {
 	switch bit {
 	case fV:
-		n, ok := d.Int()
+		n, ok := d.Int(strconv.IntSize)
 		if !ok {
 			return false
 		}
@@ -72,15 +74,15 @@ func field(d *jsonfast.Scanner, bit uint32, s *Spec, v **int) bool {
 		*v = &x
 		return true
 	case fShards:
-		n, ok := d.Int()
+		n, ok := d.Int(strconv.IntSize)
 		s.Shards = int(n)
 		return ok
 	case fCatchupMax:
-		n, ok := d.Int()
+		n, ok := d.Int(strconv.IntSize)
 		s.CatchupMax = int(n)
 		return ok
 	case fMaxAttempts:
-		n, ok := d.Int()
+		n, ok := d.Int(strconv.IntSize)
 		s.MaxAttempts = int(n)
 		return ok
 	case fPaused, fMetrics:

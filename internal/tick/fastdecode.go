@@ -1,6 +1,10 @@
 package tick
 
-import "github.com/tickgroup/tickgroup/internal/jsonfast"
+import (
+	"strconv"
+
+	"github.com/tickgroup/tickgroup/internal/jsonfast"
+)
 
 // decodeFast reads a tick in the form Encode writes: one JSON object of known fields, each at most once. It
 // reports false for anything else (an unknown or differently cased key, a duplicate, null, a fraction, an
@@ -53,8 +57,8 @@ var fastFields = map[string]uint32{
 // field reads the value of the field bit into t.
 func field(d *jsonfast.Scanner, bit uint32, t *Tick) bool {
 	switch bit {
-	case fV, fShard, fShards, fMaxAttempts, fTimeoutMS, fScheduleVersion, fLeaderEpoch:
-		n, ok := d.Int()
+	case fV, fShard, fShards, fMaxAttempts:
+		n, ok := d.Int(strconv.IntSize)
 		switch bit {
 		case fV:
 			t.V = int(n)
@@ -62,8 +66,13 @@ func field(d *jsonfast.Scanner, bit uint32, t *Tick) bool {
 			t.Shard = int(n)
 		case fShards:
 			t.Shards = int(n)
-		case fMaxAttempts:
+		default:
 			t.MaxAttempts = int(n)
+		}
+		return ok
+	case fTimeoutMS, fScheduleVersion, fLeaderEpoch:
+		n, ok := d.Int(64)
+		switch bit {
 		case fTimeoutMS:
 			t.TimeoutMS = n
 		case fScheduleVersion:

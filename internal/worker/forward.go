@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,14 +22,13 @@ func (w *Worker) runForward(ctx context.Context) error {
 		"topic", w.names.Work, "forward", w.cfg.Forward, "start", w.cfg.Start.String())
 	w.startAt = w.cfg.Now()
 	w.start = w.cfg.Start.Offset(w.startAt)
-	defer background(ctx, func(ctx context.Context) { w.summarize(ctx, time.Minute) })()
+	stopSummary := background(ctx, func(ctx context.Context) { w.summarize(ctx, time.Minute) })
 	e := forward.NewEngine(forward.Config{
 		Work: w.names.Work, Forward: w.cfg.Forward, TxnPrefix: w.names.WorkerGroup + ".forward.", Now: w.cfg.Now, Logger: w.logger,
 	}, forwardHost{w})
 	err := e.Run(ctx)
-	if err != nil && !errors.Is(err, ErrFencedInstance) {
-		err = fmt.Errorf("worker: %w", err)
-	}
+	stopSummary()
+	w.logger.Info("worker stopped")
 	return err
 }
 
@@ -61,19 +61,26 @@ func (h forwardHost) Leave(ctx context.Context, memberID string, err error) {
 	if w.cfg.InstanceID != "" && !errors.Is(err, ErrFencedInstance) {
 		w.leaveStatic(ctx, memberID)
 	}
-	w.logger.Info("worker stopped")
 }
 
-func (h forwardHost) FetchError(topic string, p int32, err error) error {
+func (h forwardHost) FetchErrors(fetches kgo.Fetches) error {
 	w := h.w
-	if errors.Is(err, kerr.FencedInstanceID) {
+	var fenced, denied error
+	fetches.EachError(func(topic string, p int32, err error) {
+		if errors.Is(err, kerr.FencedInstanceID) {
+			fenced = fmt.Errorf("worker %s: instance ID %q: %w", w.cfg.WorkerID, w.cfg.InstanceID, ErrFencedInstance)
+			return
+		}
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			w.logger.Warn("fetch error", "topic", topic, "partition", p, "error", err)
+		}
+		denied = cmp.Or(denied, w.denied(topic, err))
+	})
+	if fenced != nil {
 		w.logger.Error("fenced: another worker joined the group with this instance ID; stopping", "instance_id", w.cfg.InstanceID)
-		return fmt.Errorf("worker %s: instance ID %q: %w", w.cfg.WorkerID, w.cfg.InstanceID, ErrFencedInstance)
+		return fenced
 	}
-	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		w.logger.Warn("fetch error", "topic", topic, "partition", p, "error", err)
-	}
-	if denied := w.denied(topic, err); denied != nil {
+	if denied != nil {
 		return fmt.Errorf("consuming: %w", denied)
 	}
 	return nil

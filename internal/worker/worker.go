@@ -91,6 +91,7 @@ type session struct {
 	mu       sync.Mutex // guards lanes and their done offsets
 	lanes    map[int32]*lane
 	retiring map[*lane]bool // lanes no longer assigned whose runs go on
+	closing  sync.WaitGroup // the retired lanes' closeLedger, which Run waits for
 	sum      summary
 }
 
@@ -192,7 +193,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker: producer client: %w", err)
 	}
-	defer prod.Close()
+	closeProd := sync.OnceFunc(prod.Close)
+	defer closeProd()
 	w.prod = prod
 	if w.resultParts, w.dlqParts, err = w.partitionCounts(ctx, prod); err != nil {
 		return err
@@ -289,6 +291,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.logger.Warn("flushing outcome records", "error", err)
 	}
 	cancelFlush()
+	// Nothing of this Run may outlive it (a Run after it starts from a new session): the records still
+	// unacknowledged fail once the producer closes, their callbacks run, and the retired lanes close their
+	// ledgers.
+	closeProd()
+	for _, l := range append(lanes, w.retiringLanes()...) {
+		l.waitPending(5 * time.Second)
+	}
+	w.closing.Wait()
 	stopSummary()
 	w.logger.Info("worker stopped")
 	return pollErr
@@ -513,7 +523,7 @@ func (w *Worker) retire(lanes []*lane, commit bool) (map[string]map[int32]kgo.Ep
 		if w.lanes[l.partition] == l {
 			delete(w.lanes, l.partition)
 		}
-		go l.closeLedger()
+		w.closing.Go(l.closeLedger)
 	}
 	w.m.partitions.Set(float64(len(w.lanes)))
 	return offsets, meta

@@ -249,6 +249,8 @@ func (w *Worker) Run(ctx context.Context) error {
 			kgo.AdjustFetchOffsetsFn(w.pinStart),
 		})...)
 	if err != nil {
+		close(w.runq) // no lane was made: the runners return at once
+		runners.Wait()
 		return fmt.Errorf("worker: consumer client: %w", err)
 	}
 	w.setClient(cl)

@@ -54,6 +54,21 @@ func (d *Scanner) Object(field func(key []byte) bool) bool {
 	}
 }
 
+// Fields reads an object as Object does, whose keys are those of fields, each at most once: field reads the
+// value of the key whose bit it is given. An unknown key (another casing too: encoding/json would match it) or a
+// key seen twice (encoding/json keeps the last) reports false.
+func (d *Scanner) Fields(fields map[string]uint32, field func(bit uint32) bool) bool {
+	var seen uint32
+	return d.Object(func(key []byte) bool {
+		bit, known := fields[string(key)] // no allocation: the compiler reads the map with the bytes
+		if !known || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return field(bit)
+	})
+}
+
 func (d *Scanner) space() {
 	for d.i < len(d.b) {
 		switch d.b[d.i] {

@@ -17,15 +17,7 @@ import (
 // does.
 func decodeFast(b []byte) (s Spec, v *int, ok bool) {
 	d := jsonfast.NewScanner(b)
-	var seen uint32
-	ok = d.Object(func(key []byte) bool {
-		bit, known := fastFields[string(key)] // no allocation: the compiler reads the map with the bytes
-		if !known || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return field(d, bit, &s, &v)
-	})
+	ok = d.Fields(fastFields, func(bit uint32) bool { return field(d, bit, &s, &v) })
 	if !ok {
 		return Spec{}, nil, false
 	}

@@ -14,15 +14,7 @@ import (
 func decodeFast(b []byte) (Tick, bool) {
 	var t Tick
 	d := jsonfast.NewScanner(b)
-	var seen uint32
-	ok := d.Object(func(key []byte) bool {
-		bit, known := fastFields[string(key)] // no allocation: the compiler reads the map with the bytes
-		if !known || seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return field(d, bit, &t)
-	})
+	ok := d.Fields(fastFields, func(bit uint32) bool { return field(d, bit, &t) })
 	return t, ok
 }
 

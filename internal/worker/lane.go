@@ -47,13 +47,10 @@ type lane struct {
 	reclaimMu sync.Mutex     // serialises foreignClaim
 
 	// Guarded by w.mu.
-	queue     []*item         // the records fetched and not yet committable, in offset order
-	open      int             // every record of queue[:open] is handled: where pick starts
-	jumps     int             // unhandled records of the queue that need not wait (triggers)
-	busy      map[string]bool // the keys (itemKey) with a record running
-	keys      map[string]int  // the keys of the queue's unhandled records, with their counts
-	blocked   map[string]bool // pick's scratch: the keys seen in this scan
-	elsewhere map[string]bool // pick's scratch: the keys whose trigger runs on another worker
+	queue []*item // the records fetched and not yet committable, in offset order
+	open  int     // every record of queue[:open] is handled: where pick starts
+	jumps int     // unhandled records of the queue that need not wait (triggers)
+	keys  keyTable
 	// waitsOnLedger: pick left a key waiting for another worker's run of its tick
 	waitsOnLedger bool
 	cancels       cancel.Set      // the cancellations read
@@ -70,10 +67,7 @@ func (w *Worker) newLane(p int32) *lane {
 		w:         w,
 		partition: p,
 		wake:      make(chan struct{}, 1),
-		busy:      map[string]bool{},
-		keys:      map[string]int{},
-		blocked:   map[string]bool{},
-		elsewhere: map[string]bool{},
+		keys:      keyTable{ids: map[string]int32{}},
 		ctx:       ctx,
 		cancel:    cancel,
 		runCtx:    runCtx,
@@ -221,7 +215,7 @@ func (l *lane) runItem(it *item) {
 		if l.ctx.Err() == nil {
 			it.running = false
 			if it.err == nil {
-				delete(l.busy, it.key)
+				l.keys.free(it.kid)
 			}
 		}
 		w.mu.Unlock()
@@ -243,7 +237,7 @@ func (l *lane) runItem(it *item) {
 func (l *lane) handling() int {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
-	return len(l.busy)
+	return l.keys.busy
 }
 
 // closeLedger stops reading the lane's ledger once its runs (which renew their leases through it) are over.

@@ -35,8 +35,10 @@ type item struct {
 	// behind a held tick: manual triggers and unreadable records.
 	startAt time.Time
 	jump    bool
-	// key orders the runs of one schedule and shard (itemKey; empty for an unreadable record).
+	// key orders the runs of one schedule and shard (itemKey; empty for an unreadable record); kid is its
+	// index in the lane's keyTable.
 	key string
+	kid int32
 	// running is set (under w.mu) while a run of the record is under way; handled once the lane is done with
 	// the record (its outcome may still be in flight); done once the record may be committed past.
 	running bool
@@ -89,8 +91,11 @@ func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
 		if it.jump {
 			l.jumps++
 		}
-		if !it.handled && it.key != "" {
-			l.keys[it.key]++
+		if it.key != "" {
+			it.kid = l.keys.id(it.key)
+			if !it.handled {
+				l.keys.queue(it.kid)
+			}
 		}
 	}
 	l.advanceLocked()
@@ -135,25 +140,24 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 	w := l.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	blocked, elsewhere := l.blocked, l.elsewhere
-	clear(blocked)
-	clear(elsewhere)
+	k := &l.keys
+	k.scan++ // a new scan: no key is blocked, seen or elsewhere yet
 	l.waitsOnLedger = false
 	if l.jumps > 0 {
 		// A manual trigger runs out of offset order: a former owner may still run one while the key's earlier
 		// held ticks wait here, or run the key's scheduled tick while a trigger of the key waits here. Either
 		// way the key waits for that run first. (Without triggers, the key's first tick is the one that may
 		// run elsewhere, and the scan below checks it.)
-		seen := map[string]bool{}
 		for _, c := range l.queue[l.open:] {
-			if c.handled || c.running || c.err != nil || (!c.jump && seen[c.key]) {
+			if c.handled || c.running || c.err != nil || (!c.jump && k.seen(c.kid)) {
 				continue
 			}
 			if !c.jump {
-				seen[c.key] = true
+				k.see(c.kid)
 			}
 			if until := l.formerRunUntil(c); now.Before(until) {
-				blocked[c.key], elsewhere[c.key] = true, true
+				k.block(c.kid)
+				k.elsewhere(c.kid)
 				l.waitsOnLedger = true
 				if wait == 0 || until.Sub(now) < wait {
 					wait = until.Sub(now)
@@ -169,7 +173,7 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 	// covered counts the keys that cannot start a record now: those running one (each is a key of l.keys:
 	// its running record is not handled), and those seen waiting for a run elsewhere. Without triggers, the
 	// scan ends when it covers every key: what lies further is of those keys.
-	covered := len(l.busy)
+	covered := k.busy
 	for _, c := range l.queue[l.open:] {
 		if c.handled || c.running {
 			continue
@@ -178,17 +182,17 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 			return l.startLocked(c, now), 0, true
 		}
 		if c.jump {
-			if !l.busy[c.key] && !elsewhere[c.key] {
+			if !k.running(c.kid) && !k.isElsewhere(c.kid) {
 				return l.startLocked(c, now), 0, true
 			}
 			continue
 		}
-		if blocked[c.key] {
+		if k.blocked(c.kid) {
 			continue // an earlier tick of the key has not started yet
 		}
-		blocked[c.key] = true
-		if l.busy[c.key] {
-			if l.jumps == 0 && covered >= len(l.keys) {
+		k.block(c.kid)
+		if k.running(c.kid) {
+			if l.jumps == 0 && covered >= k.queued {
 				break // every key with a record queued runs one or waits for a run elsewhere: nothing may start
 			}
 			continue
@@ -202,7 +206,7 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 				if wait == 0 || until.Sub(now) < wait {
 					wait = until.Sub(now)
 				}
-				if covered++; l.jumps == 0 && covered >= len(l.keys) {
+				if covered++; l.jumps == 0 && covered >= k.queued {
 					break
 				}
 				continue
@@ -231,7 +235,7 @@ func (l *lane) waitsLedger() bool {
 func (l *lane) startLocked(it *item, now time.Time) *item {
 	it.running, it.began = true, now
 	if it.err == nil {
-		l.busy[it.key] = true
+		l.keys.take(it.kid)
 	}
 	return it
 }
@@ -250,12 +254,8 @@ func (l *lane) handledLocked(it *item, now time.Time) {
 	if it.err != nil {
 		return
 	}
-	delete(l.busy, it.key)
-	if n := l.keys[it.key] - 1; n > 0 {
-		l.keys[it.key] = n
-	} else {
-		delete(l.keys, it.key)
-	}
+	l.keys.free(it.kid)
+	l.keys.dequeue(it.kid)
 	if it.t.Trigger || now.Sub(it.began) < time.Second {
 		return
 	}
@@ -267,7 +267,7 @@ func (l *lane) handledLocked(it *item, now time.Time) {
 		if c.startAt.After(now) {
 			break // the leader emits in order: the rest are due later still
 		}
-		if c.key != it.key || c.handled || c.running {
+		if c.kid != it.kid || c.err != nil || c.handled || c.running {
 			continue
 		}
 		// A tick without an instant (from a leader before emission ahead) is due at its slot.
@@ -287,6 +287,70 @@ func (l *lane) handledLocked(it *item, now time.Time) {
 		}
 	}
 }
+
+// keyTable is a lane's state per key (a schedule and shard), indexed by a small number given to each key the
+// lane meets (id): pick reads it for every record it scans, and string-keyed maps were most of its cost. Guarded
+// by w.mu.
+type keyTable struct {
+	ids    map[string]int32
+	keys   []keyState
+	busy   int    // keys with a record running
+	queued int    // keys with unhandled records in the queue
+	scan   uint32 // pick's current scan: a key's marks count only when they carry it
+}
+
+type keyState struct {
+	running   bool
+	queued    int32  // unhandled records of the key in the queue
+	blocked   uint32 // the scan in which the key was blocked (an earlier tick of it seen, or it waits elsewhere)
+	seen      uint32 // the scan in which a scheduled tick of the key was seen (the trigger pass)
+	elsewhere uint32 // the scan in which the key was found running on another worker
+}
+
+// id returns key's number, giving it one when it is new.
+func (k *keyTable) id(key string) int32 {
+	if id, ok := k.ids[key]; ok {
+		return id
+	}
+	id := int32(len(k.keys))
+	k.ids[key] = id
+	k.keys = append(k.keys, keyState{})
+	return id
+}
+
+func (k *keyTable) queue(id int32) {
+	if k.keys[id].queued++; k.keys[id].queued == 1 {
+		k.queued++
+	}
+}
+
+func (k *keyTable) dequeue(id int32) {
+	if k.keys[id].queued--; k.keys[id].queued == 0 {
+		k.queued--
+	}
+}
+
+func (k *keyTable) take(id int32) {
+	if !k.keys[id].running {
+		k.keys[id].running = true
+		k.busy++
+	}
+}
+
+func (k *keyTable) free(id int32) {
+	if k.keys[id].running {
+		k.keys[id].running = false
+		k.busy--
+	}
+}
+
+func (k *keyTable) running(id int32) bool     { return k.keys[id].running }
+func (k *keyTable) block(id int32)            { k.keys[id].blocked = k.scan }
+func (k *keyTable) blocked(id int32) bool     { return k.keys[id].blocked == k.scan }
+func (k *keyTable) see(id int32)              { k.keys[id].seen = k.scan }
+func (k *keyTable) seen(id int32) bool        { return k.keys[id].seen == k.scan }
+func (k *keyTable) elsewhere(id int32)        { k.keys[id].elsewhere = k.scan }
+func (k *keyTable) isElsewhere(id int32) bool { return k.keys[id].elsewhere == k.scan }
 
 // itemKey is the key under which a tick's runs are ordered and never overlap: its schedule and shard.
 func itemKey(t *tick.Tick) string {

@@ -58,8 +58,9 @@ type Host interface {
 	// When it is not to be forwarded, out are the records that say so (a dead letter, then its outcome), result
 	// the result to count once the transaction commits, and reason the dead-letter reason (empty: none).
 	Decide(rec *kgo.Record, t tick.Tick, err error, now time.Time, cancelled *tick.Cancel) (forward bool, out []*kgo.Record, result, reason string)
-	// Forwarded returns the outcome record of rec, forwarded from start on, and counts its start delay.
-	Forwarded(rec *kgo.Record, t tick.Tick, start time.Time) *kgo.Record
+	// Forwarded returns the outcome record of rec, forwarded from start on, with the result to count, and
+	// counts its start delay.
+	Forwarded(rec *kgo.Record, t tick.Tick, start time.Time) (outcome *kgo.Record, result string)
 	// Refused returns the dead letter and the outcome record of rec, which cannot be forwarded (cause), with the
 	// result and reason to count.
 	Refused(rec *kgo.Record, t tick.Tick, start time.Time, cause error) (out []*kgo.Record, result, reason string)
@@ -72,9 +73,6 @@ type Host interface {
 	// ForgedCancel counts a cancel record of partition p that was not written in a transaction.
 	ForgedCancel(p int32)
 }
-
-// ResultOK is the result Run counts for a forwarded tick.
-const ResultOK = "ok"
 
 // Engine is forward mode: a consume-transform-produce loop in one kgo.GroupTransactSession, without lanes.
 //
@@ -259,8 +257,9 @@ func (e *Engine) batch(ctx context.Context, sess *kgo.GroupTransactSession, recs
 			count(result, reason)
 			continue
 		}
-		produce(fwd, e.host.Forwarded(rec, t, start))
-		count(ResultOK, "")
+		outcome, result := e.host.Forwarded(rec, t, start)
+		produce(fwd, outcome)
+		count(result, "")
 	}
 
 	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -1,6 +1,10 @@
 package tick
 
-import "time"
+import (
+	"time"
+
+	"github.com/tickgroup/tickgroup/internal/jsonfast"
+)
 
 // Stamp writes instants in RFC 3339 with nanoseconds, as time.Time.MarshalJSON does, and remembers the last one
 // it formatted: the records a leader writes in one transaction share their emission instant, and those of one
@@ -23,7 +27,7 @@ func (s *Stamp) format(t time.Time) ([]byte, bool) {
 	if s.n > 0 && s.sec == sec && s.nsec == nsec && s.zone == zone {
 		return s.text[:s.n], true
 	}
-	if y := t.Year(); y < 0 || y > 9999 || zone <= -24*3600 || zone >= 24*3600 {
+	if !jsonfast.Marshallable(t) {
 		return nil, false
 	}
 	s.n = 0                                              // nothing is kept while the text is written over

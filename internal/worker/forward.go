@@ -99,13 +99,13 @@ func (h forwardHost) Decide(rec *kgo.Record, t tick.Tick, err error, now time.Ti
 	return false, []*kgo.Record{w.resultRecord(rec, o, w.resultParts)}, o.Status, "" // the status is its result's name
 }
 
-func (h forwardHost) Forwarded(rec *kgo.Record, t tick.Tick, start time.Time) *kgo.Record {
+func (h forwardHost) Forwarded(rec *kgo.Record, t tick.Tick, start time.Time) (*kgo.Record, string) {
 	w := h.w
 	o := h.outcome(rec, t)
 	o.Status = StatusOK
 	h.finish(&o, start)
 	w.m.startDelay.Observe(start.Sub(t.StartAt()).Seconds())
-	return w.resultRecord(rec, o, w.resultParts)
+	return w.resultRecord(rec, o, w.resultParts), resultOK
 }
 
 func (h forwardHost) Refused(rec *kgo.Record, t tick.Tick, start time.Time, cause error) ([]*kgo.Record, string, string) {

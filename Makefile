@@ -22,7 +22,7 @@ TEST_PARALLEL ?= 1
 FUZZTIME ?= 30s
 FUZZ_TARGETS := internal/tick:FuzzDecode internal/tick:FuzzDecodeCancel internal/leaderstate:FuzzDecodeState internal/command:FuzzSplitArgs \
 	internal/schedule:FuzzParseFile internal/schedule:FuzzCompile internal/schedule:FuzzDecodeFast internal/ledger:FuzzDecode internal/store:FuzzApply \
-	internal/tick:FuzzDecodeFast internal/ledger:FuzzEncodeIsMarshal internal/worker:FuzzOutcomeIsMarshal
+	internal/tick:FuzzDecodeFast internal/ledger:FuzzEncodeIsMarshal internal/ledger:FuzzOutcomeIsMarshal
 
 .PHONY: help
 help: ## List the targets.

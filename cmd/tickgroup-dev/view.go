@@ -16,8 +16,8 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
-	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
 // view reads the work topic (read_committed: only ticks of committed leader transactions) and the results topic
@@ -87,7 +87,7 @@ func (v *view) ran(r *kgo.Record) {
 		return // a tombstone
 	}
 	// The ledger's claims, starts and releases share the topic; a batch record holds several entries.
-	os, err := worker.Outcomes(r.Value)
+	os, err := ledger.Outcomes(r.Value)
 	if err != nil {
 		v.scr.event("RUN", colorRed, "%-36s  unreadable ledger record: %v", string(r.Key), err)
 		return
@@ -97,9 +97,9 @@ func (v *view) ran(r *kgo.Record) {
 	}
 }
 
-func (v *view) outcome(o worker.Outcome) {
+func (v *view) outcome(o ledger.Outcome) {
 	color := colorGreen
-	if o.Status != worker.StatusOK {
+	if o.Status != ledger.StatusOK {
 		color = colorRed
 	}
 	text := fmt.Sprintf("%-36s  %-7s on %s in %s", o.ID, o.Status, o.Worker, fmtMillis(o.DurationMS))

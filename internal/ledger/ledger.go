@@ -56,15 +56,27 @@ const (
 // MaxBatch is the most entries a batch may hold.
 const MaxBatch = 1000
 
-// Outcome statuses.
+// Outcome statuses, the status field of an outcome entry.
 const (
-	StatusOK             = "ok"
-	StatusFailed         = "failed"
-	StatusSkippedLate    = "skipped_late"
+	// StatusOK: the handler succeeded.
+	StatusOK = "ok"
+	// StatusFailed: the handler failed permanently (a Permanent error, an HTTP 4xx); the tick is also in the
+	// dead-letter topic with reason "permanent".
+	StatusFailed = "failed"
+	// StatusSkippedLate: the tick would have started after its deadline and did not run.
+	StatusSkippedLate = "skipped_late"
+	// StatusSkippedOverlap: the schedule's overlap policy is skip and a newer tick of the same schedule and
+	// shard was already due when this one could start.
 	StatusSkippedOverlap = "skipped_overlap"
-	StatusDeadLettered   = "dead_lettered"
-	StatusInterrupted    = "interrupted"
-	StatusCancelled      = "cancelled"
+	// StatusDeadLettered: every attempt failed, or the record was not a readable tick; it is in the
+	// dead-letter topic.
+	StatusDeadLettered = "dead_lettered"
+	// StatusInterrupted: an earlier run was cut off and the worker's on-interrupted policy is skip: the tick is
+	// not run again.
+	StatusInterrupted = "interrupted"
+	// StatusCancelled: the schedule was paused or deleted after the tick was emitted (ahead of its slot) and
+	// before it started: it did not run.
+	StatusCancelled = "cancelled"
 )
 
 // ErrUnknownVersion is returned by Decode for an entry of another major version.

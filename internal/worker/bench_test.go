@@ -35,7 +35,7 @@ func BenchmarkHotPath(b *testing.B) {
 		if dl != nil || o.Status != StatusOK {
 			b.Fatalf("status %s, %v", o.Status, dl)
 		}
-		_ = w.resultRecord(rec, o, 12)
+		_ = w.resultRecord(rec, o.Outcome, 12)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -32,9 +33,9 @@ type before struct {
 // are recorded without running. It returns the outcome started for the record and, when it decided (run false),
 // its status set; dl is the dead-letter cause for an unreadable record. Counting is the caller's (forward mode
 // counts only once its transaction commits).
-func (w *Worker) decide(b before) (o Outcome, dl error, run bool) {
+func (w *Worker) decide(b before) (o result, dl error, run bool) {
 	rec, t := b.rec, b.t
-	o = Outcome{ID: string(resultKey(rec)), Worker: w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset}
+	o = result{Outcome: ledger.Outcome{ID: string(resultKey(rec)), Worker: w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset}}
 	if b.err != nil {
 		o.Status, o.Error, o.reason = StatusDeadLettered, errString(b.err), decodeReason(b.err)
 		w.logger.Warn("unreadable record: dead-lettering", "partition", rec.Partition, "offset", rec.Offset, "reason", o.reason, "error", b.err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/forward"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -94,9 +95,9 @@ func (h forwardHost) Decide(rec *kgo.Record, t tick.Tick, err error, now time.Ti
 	}
 	h.finish(&o, now)
 	if dl != nil {
-		return false, []*kgo.Record{w.deadLetterRecord(rec, o.reason, dl, 0, w.dlqParts), w.resultRecord(rec, o, w.resultParts)}, resultDeadLettered, o.reason
+		return false, []*kgo.Record{w.deadLetterRecord(rec, o.reason, dl, 0, w.dlqParts), w.resultRecord(rec, o.Outcome, w.resultParts)}, resultDeadLettered, o.reason
 	}
-	return false, []*kgo.Record{w.resultRecord(rec, o, w.resultParts)}, o.Status, "" // the status is its result's name
+	return false, []*kgo.Record{w.resultRecord(rec, o.Outcome, w.resultParts)}, o.Status, "" // the status is its result's name
 }
 
 func (h forwardHost) Forwarded(rec *kgo.Record, t tick.Tick, start time.Time) (*kgo.Record, string) {
@@ -105,7 +106,7 @@ func (h forwardHost) Forwarded(rec *kgo.Record, t tick.Tick, start time.Time) (*
 	o.Status = StatusOK
 	h.finish(&o, start)
 	w.m.startDelay.Observe(start.Sub(t.StartAt()).Seconds())
-	return w.resultRecord(rec, o, w.resultParts), resultOK
+	return w.resultRecord(rec, o.Outcome, w.resultParts), resultOK
 }
 
 func (h forwardHost) Refused(rec *kgo.Record, t tick.Tick, start time.Time, cause error) ([]*kgo.Record, string, string) {
@@ -113,17 +114,17 @@ func (h forwardHost) Refused(rec *kgo.Record, t tick.Tick, start time.Time, caus
 	o := h.outcome(rec, t)
 	o.Status, o.Error, o.reason = StatusDeadLettered, cause.Error(), reasonTooLarge
 	h.finish(&o, start)
-	return []*kgo.Record{w.deadLetterRecord(rec, o.reason, cause, 1, w.dlqParts), w.resultRecord(rec, o, w.resultParts)}, resultDeadLettered, o.reason
+	return []*kgo.Record{w.deadLetterRecord(rec, o.reason, cause, 1, w.dlqParts), w.resultRecord(rec, o.Outcome, w.resultParts)}, resultDeadLettered, o.reason
 }
 
 // outcome is the outcome of t's one attempt, its forwarding.
-func (h forwardHost) outcome(rec *kgo.Record, t tick.Tick) Outcome {
+func (h forwardHost) outcome(rec *kgo.Record, t tick.Tick) result {
 	slot := t.Slot
-	return Outcome{ID: t.ID, Schedule: t.Schedule, Slot: &slot, Worker: h.w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset, Attempts: 1}
+	return result{Outcome: ledger.Outcome{ID: t.ID, Schedule: t.Schedule, Slot: &slot, Worker: h.w.cfg.WorkerID, Partition: rec.Partition, Offset: rec.Offset, Attempts: 1}}
 }
 
 // finish stamps o with the time it took from start.
-func (h forwardHost) finish(o *Outcome, start time.Time) {
+func (h forwardHost) finish(o *result, start time.Time) {
 	o.FinishedAt = h.w.cfg.Now().UTC()
 	o.DurationMS = float64(o.FinishedAt.Sub(start).Microseconds()) / 1000
 }

@@ -261,7 +261,7 @@ func (l *lane) wakeUp() {
 // handle takes one record to its outcome. It returns a nil outcome for a tick the ledger says is finished
 // already, and false when the record was not started (the lane stopped starting records first) or its run was
 // cut (the record then has no outcome and must not be committed).
-func (l *lane) handle(it *item) (*Outcome, bool) {
+func (l *lane) handle(it *item) (*result, bool) {
 	w := l.w
 	rec := it.rec
 	if l.ctx.Err() != nil {
@@ -394,13 +394,13 @@ func (l *lane) commitMeta(next int64) string {
 }
 
 // publish writes the outcome of it; once it is acknowledged, its offset may be committed.
-func (l *lane) publish(it *item, o Outcome) {
+func (l *lane) publish(it *item, o result) {
 	w := l.w
 	rec := it.rec
 	l.ledger.RaiseLimit(rec.Offset + 1)
 	l.pending.Add(1)
-	r := w.resultRecord(rec, o, w.resultParts)
-	w.ledger.Append(r.Partition, r.Key, r.Value, o.entry(), func(_ int64, err error) {
+	r := w.resultRecord(rec, o.Outcome, w.resultParts)
+	w.ledger.Append(r.Partition, r.Key, r.Value, o.Entry(), func(_ int64, err error) {
 		defer l.pending.Done()
 		if err != nil {
 			// The tick has run (or been dead-lettered); holding its offset back would only run it again.
@@ -471,7 +471,7 @@ type gate interface {
 // newer is the latest start instant of a later tick of the same schedule and shard already fetched, when its
 // overlap policy skips it for one (zero: none): the tick does not start when such a newer tick is already due. cancelled, when not
 // nil, is a cancellation that applies to the tick: it does not run.
-func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err error, prior *ledger.TickState, g gate, newer time.Time, cancelled *tick.Cancel) (Outcome, error) {
+func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err error, prior *ledger.TickState, g gate, newer time.Time, cancelled *tick.Cancel) (result, error) {
 	start := w.cfg.Now()
 	base, interrupted := 0, false
 	if prior != nil {
@@ -606,7 +606,7 @@ func (w *Worker) backoff(attempt int) time.Duration {
 
 // deadLetter writes rec to the dead-letter topic, retrying until it succeeds or ctx ends (then it reports
 // false: the record stays uncommitted and is delivered again).
-func (w *Worker) deadLetter(ctx context.Context, rec *kgo.Record, o Outcome, cause error) bool {
+func (w *Worker) deadLetter(ctx context.Context, rec *kgo.Record, o result, cause error) bool {
 	dl := w.deadLetterRecord(rec, o.reason, cause, o.Attempts, w.dlqParts)
 	for try := 1; ; try++ {
 		err := w.prod.ProduceSync(ctx, dl).FirstErr()

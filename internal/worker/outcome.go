@@ -1,42 +1,28 @@
 package worker
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/cancel"
 	"github.com/tickgroup/tickgroup/internal/errlimit"
-	"github.com/tickgroup/tickgroup/internal/jsonfast"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
-// Outcome statuses, the status field of a result record.
+// Outcome statuses, the status field of an outcome record (documented in internal/ledger).
 const (
-	// StatusOK: the handler succeeded.
-	StatusOK = "ok"
-	// StatusFailed: the handler failed permanently (Permanent, an HTTP 4xx); the tick is also in the
-	// dead-letter topic with reason "permanent".
-	StatusFailed = "failed"
-	// StatusSkippedLate: the tick would have started after its deadline and did not run.
-	StatusSkippedLate = "skipped_late"
-	// StatusDeadLettered: every attempt failed, or the record was not a readable tick; it is in the
-	// dead-letter topic.
-	StatusDeadLettered = "dead_lettered"
-	// StatusSkippedOverlap: the schedule's overlap policy is skip and a newer tick of the same schedule and
-	// shard was already due when this one could start.
+	StatusOK             = ledger.StatusOK
+	StatusFailed         = ledger.StatusFailed
+	StatusSkippedLate    = ledger.StatusSkippedLate
+	StatusDeadLettered   = ledger.StatusDeadLettered
 	StatusSkippedOverlap = ledger.StatusSkippedOverlap
-	// StatusInterrupted: an earlier run was cut off and Config.OnInterrupted is skip: the tick is not run again.
-	StatusInterrupted = ledger.StatusInterrupted
-	// StatusCancelled: the schedule was paused or deleted after the tick was emitted (ahead of its slot) and
-	// before it started (tick.Cancel): it did not run.
-	StatusCancelled = ledger.StatusCancelled
+	StatusInterrupted    = ledger.StatusInterrupted
+	StatusCancelled      = ledger.StatusCancelled
 )
 
 // Dead-letter reasons, the tickgroup-reason header of a dead-letter record.
@@ -64,27 +50,10 @@ const (
 	HeaderPrefix = "tickgroup-value-prefix"
 )
 
-// Outcome is the value of a result record in <ns>.results, keyed by tick ID: the ledger's outcome entry
-// (internal/ledger), with the fields a reader of outcomes needs.
-type Outcome struct {
-	V          int        `json:"v"`
-	Kind       string     `json:"kind"`
-	ID         string     `json:"id"`
-	Schedule   string     `json:"schedule,omitempty"`
-	Slot       *time.Time `json:"slot,omitempty"`
-	Status     string     `json:"status"`
-	Attempts   int        `json:"attempts"`
-	DurationMS float64    `json:"duration_ms"`
-	Worker     string     `json:"worker"`
-	Error      string     `json:"error,omitempty"`
-	Partition  int32      `json:"partition"`
-	Offset     int64      `json:"offset"`
-	FinishedAt time.Time  `json:"finished_at"`
-	// Fence is the fencing token the tick's last attempt started under (the lane's token when no attempt ran).
-	Fence int64 `json:"fence,omitempty"`
-	// Interrupted marks the outcome of a tick whose earlier run had been cut off.
-	Interrupted bool `json:"interrupted,omitempty"`
-
+// result is what becomes of a record: its outcome record (ledger.Outcome, the one schema of it), with what only
+// the worker needs to know.
+type result struct {
+	ledger.Outcome
 	// reason is the dead-letter reason when the record went to the dead-letter topic.
 	reason string
 	// cut is set when the record has no outcome: its run was cut, or it never started (the lane stopped
@@ -112,77 +81,11 @@ func resultKey(rec *kgo.Record) []byte {
 	return []byte(rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) + "/" + strconv.FormatInt(rec.Offset, 10))
 }
 
-// entry is o as the ledger entry its record decodes to.
-func (o Outcome) entry() ledger.Entry {
-	finished := o.FinishedAt
-	return ledger.Entry{V: ledger.Version, Kind: ledger.KindOutcome, ID: o.ID, Schedule: o.Schedule, Slot: o.Slot,
-		Partition: o.Partition, Offset: o.Offset, Fence: o.Fence, Worker: o.Worker, Attempts: o.Attempts,
-		Status: o.Status, Error: o.Error, DurationMS: o.DurationMS, Interrupted: o.Interrupted, FinishedAt: &finished}
-}
-
-func (w *Worker) resultRecord(rec *kgo.Record, o Outcome, partitions int) *kgo.Record {
-	o.V, o.Kind = ledger.Version, ledger.KindOutcome
-	v, ok := appendOutcome(make([]byte, 0, 320+len(o.Error)), &o)
-	if !ok {
-		var err error
-		if v, err = json.Marshal(o); err != nil { // cannot happen: every field marshals
-			v = []byte(fmt.Sprintf(`{"status":%q}`, o.Status))
-		}
-	}
+// resultRecord is the outcome record of rec.
+func (w *Worker) resultRecord(rec *kgo.Record, o ledger.Outcome, partitions int) *kgo.Record {
 	// The outcome goes to the results partition with the work partition's number, so the promises of one lane
 	// complete in order and its committed offset never passes an outcome that is not written yet.
-	return &kgo.Record{Topic: w.names.Results, Partition: rec.Partition % int32(max(partitions, 1)), Key: resultKey(rec), Value: v}
-}
-
-// appendOutcome appends the JSON of o, the bytes json.Marshal writes for it (FuzzOutcomeIsMarshal), without
-// reflection: a worker writes one for every tick. It reports false for what it does not write itself (a time
-// or a number json.Marshal writes its own way or refuses).
-func appendOutcome(b []byte, o *Outcome) ([]byte, bool) {
-	ok := true
-	var w bool
-	b = append(b, `{"v":`...)
-	b = strconv.AppendInt(b, int64(o.V), 10)
-	b = append(b, `,"kind":`...)
-	b = jsonfast.AppendString(b, o.Kind)
-	b = append(b, `,"id":`...)
-	b = jsonfast.AppendString(b, o.ID)
-	if o.Schedule != "" {
-		b = append(b, `,"schedule":`...)
-		b = jsonfast.AppendString(b, o.Schedule)
-	}
-	if o.Slot != nil {
-		b = append(b, `,"slot":`...)
-		b, w = jsonfast.AppendTime(b, *o.Slot)
-		ok = ok && w
-	}
-	b = append(b, `,"status":`...)
-	b = jsonfast.AppendString(b, o.Status)
-	b = append(b, `,"attempts":`...)
-	b = strconv.AppendInt(b, int64(o.Attempts), 10)
-	b = append(b, `,"duration_ms":`...)
-	b, w = jsonfast.AppendFloat(b, o.DurationMS)
-	ok = ok && w
-	b = append(b, `,"worker":`...)
-	b = jsonfast.AppendString(b, o.Worker)
-	if o.Error != "" {
-		b = append(b, `,"error":`...)
-		b = jsonfast.AppendString(b, o.Error)
-	}
-	b = append(b, `,"partition":`...)
-	b = strconv.AppendInt(b, int64(o.Partition), 10)
-	b = append(b, `,"offset":`...)
-	b = strconv.AppendInt(b, o.Offset, 10)
-	b = append(b, `,"finished_at":`...)
-	b, w = jsonfast.AppendTime(b, o.FinishedAt)
-	ok = ok && w
-	if o.Fence != 0 {
-		b = append(b, `,"fence":`...)
-		b = strconv.AppendInt(b, o.Fence, 10)
-	}
-	if o.Interrupted {
-		b = append(b, `,"interrupted":true`...)
-	}
-	return append(b, '}'), ok
+	return &kgo.Record{Topic: w.names.Results, Partition: rec.Partition % int32(max(partitions, 1)), Key: resultKey(rec), Value: ledger.MarshalOutcome(o)}
 }
 
 func (w *Worker) deadLetterRecord(rec *kgo.Record, reason string, cause error, attempts, partitions int) *kgo.Record {
@@ -236,27 +139,4 @@ func errString(err error) string {
 		s = errlimit.Cut(s, 2048) + "..."
 	}
 	return s
-}
-
-// Outcomes returns the outcomes a results record's value holds: none for a claim, start, renewal or release,
-// one for an outcome record, and a batch's (ledger.KindBatch) in their order.
-func Outcomes(value []byte) ([]Outcome, error) {
-	es, err := ledger.Entries(value)
-	if err != nil {
-		return nil, err
-	}
-	var out []Outcome
-	for _, e := range es {
-		if e.Kind != ledger.KindOutcome {
-			continue
-		}
-		o := Outcome{V: e.V, Kind: e.Kind, ID: e.ID, Schedule: e.Schedule, Slot: e.Slot, Status: e.Status, Attempts: e.Attempts,
-			DurationMS: e.DurationMS, Worker: e.Worker, Error: e.Error, Partition: e.Partition, Offset: e.Offset, Fence: e.Fence,
-			Interrupted: e.Interrupted}
-		if e.FinishedAt != nil {
-			o.FinishedAt = *e.FinishedAt
-		}
-		out = append(out, o)
-	}
-	return out, nil
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
+	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
-	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
 // auditJSON is the part of `ticker audit --json` (and `ticker history --json`) this test reads: a consumer's view
@@ -359,7 +359,7 @@ func readNamespace(t *testing.T, f *fleet) *indepLog {
 			delete(l.keyed, k)
 			continue
 		}
-		os, _ := worker.Outcomes(r.Value)
+		os, _ := ledger.Outcomes(r.Value)
 		for _, o := range os {
 			l.outcomes[o.ID]++
 			if string(r.Key) == o.ID {

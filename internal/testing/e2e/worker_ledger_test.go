@@ -12,8 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
-	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
 // The execution ledger under churn, counted from the handler's own log: 3 workers (default session timeout), a
@@ -150,7 +150,7 @@ func TestE2ELedgerChurn(t *testing.T) {
 	// The ledger: exactly one outcome per tick, ok.
 	outcomes := map[string][]string{}
 	for _, r := range readAll(t, e.brokers, e.names.Results) {
-		os, _ := worker.Outcomes(r.Value)
+		os, _ := ledger.Outcomes(r.Value)
 		for _, o := range os {
 			outcomes[o.ID] = append(outcomes[o.ID], o.Status+" by "+o.Worker)
 		}
@@ -208,10 +208,10 @@ func TestE2EInterruptedRerunAndSkip(t *testing.T) {
 	started(y.ID, 1)
 	e.kill9(b) // mid-run
 	c := e.start(handlerEnv, append(flags, "--on-interrupted", "skip")...)
-	var out worker.Outcome
+	var out ledger.Outcome
 	waitFor(t, 60*time.Second, "the outcome of the interrupted tick", func() (bool, string) {
 		for _, r := range readAll(t, e.brokers, e.names.Results) {
-			os, _ := worker.Outcomes(r.Value)
+			os, _ := ledger.Outcomes(r.Value)
 			for _, o := range os {
 				if o.ID == y.ID {
 					out = o
@@ -220,7 +220,7 @@ func TestE2EInterruptedRerunAndSkip(t *testing.T) {
 		}
 		return out.Status != "", "no outcome yet"
 	})
-	if out.Status != worker.StatusInterrupted || out.Worker != c.name || !out.Interrupted {
+	if out.Status != ledger.StatusInterrupted || out.Worker != c.name || !out.Interrupted {
 		t.Errorf("outcome of %s = %+v, want interrupted by %s", y.ID, out, c.name)
 	}
 	time.Sleep(2 * time.Second)

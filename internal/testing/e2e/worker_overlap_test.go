@@ -7,8 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
-	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
 // A job that takes 2.5 periods of its 1 s schedule, 20 slots, under a worker with default settings (no attempt
@@ -41,11 +41,11 @@ func TestE2EOverlapSkipBoundsBacklog(t *testing.T) {
 	}
 	tk.Stop()
 	last := slot
-	var outs map[string][]worker.Outcome
+	var outs map[string][]ledger.Outcome
 	waitFor(t, 10*time.Second, "an outcome for every tick within two periods of the last slot", func() (bool, string) {
-		outs = map[string][]worker.Outcome{}
+		outs = map[string][]ledger.Outcome{}
 		for _, r := range readAll(t, e.brokers, e.names.Results) {
-			os, _ := worker.Outcomes(r.Value)
+			os, _ := ledger.Outcomes(r.Value)
 			for _, o := range os {
 				outs[o.ID] = append(outs[o.ID], o)
 			}
@@ -79,7 +79,7 @@ func TestE2EOverlapSkipBoundsBacklog(t *testing.T) {
 		}
 		t.Logf("policy %q: 20 slots of a 1s schedule with a 2.5s handler: %v", policy, counts)
 	}
-	if o := outs[cut.ID]; len(o) != 1 || o[0].Status != worker.StatusDeadLettered || o[0].Attempts != 1 {
+	if o := outs[cut.ID]; len(o) != 1 || o[0].Status != ledger.StatusDeadLettered || o[0].Attempts != 1 {
 		t.Errorf("tick with the schedule's 1s timeout and 1 attempt: outcomes %+v, want one dead_lettered after 1 attempt", o)
 	}
 	e.stop(w)
@@ -95,21 +95,21 @@ func TestE2EScheduleTimeoutOverridesWorker(t *testing.T) {
 	long, plain := tick.New("long", now, 0, 1), tick.New("plain", now, 0, 1)
 	long.TimeoutMS = 10_000
 	e.emit(e.producer(), e.tickRecord(long), e.tickRecord(plain))
-	var outs map[string]worker.Outcome
+	var outs map[string]ledger.Outcome
 	waitFor(t, 30*time.Second, "both outcomes", func() (bool, string) {
-		outs = map[string]worker.Outcome{}
+		outs = map[string]ledger.Outcome{}
 		for _, r := range readAll(t, e.brokers, e.names.Results) {
-			os, _ := worker.Outcomes(r.Value)
+			os, _ := ledger.Outcomes(r.Value)
 			for _, o := range os {
 				outs[o.ID] = o
 			}
 		}
 		return len(outs) >= 2, fmt.Sprint(len(outs))
 	})
-	if o := outs[long.ID]; o.Status != worker.StatusOK {
+	if o := outs[long.ID]; o.Status != ledger.StatusOK {
 		t.Errorf("2.5s job with the schedule's 10s timeout under --timeout 1s: %+v, want ok", o)
 	}
-	if o := outs[plain.ID]; o.Status != worker.StatusDeadLettered || o.DurationMS > 2400 {
+	if o := outs[plain.ID]; o.Status != ledger.StatusDeadLettered || o.DurationMS > 2400 {
 		t.Errorf("2.5s job with no timeout of its own under --timeout 1s: %+v, want dead_lettered after about 1s", o)
 	}
 	e.stop(w)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
+	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 	"github.com/tickgroup/tickgroup/internal/worker"
 )
@@ -495,11 +496,11 @@ func TestE2ERetriesAndDeadLetters(t *testing.T) {
 		t.Errorf("no unknown_version dead letter for %s", future.ID)
 	}
 
-	var outcomes map[string]worker.Outcome
+	var outcomes map[string]ledger.Outcome
 	waitFor(t, 30*time.Second, "outcome records", func() (bool, string) {
-		outcomes = map[string]worker.Outcome{}
+		outcomes = map[string]ledger.Outcome{}
 		for _, r := range readAll(t, e.brokers, e.names.Results) {
-			os, _ := worker.Outcomes(r.Value)
+			os, _ := ledger.Outcomes(r.Value)
 			for _, o := range os {
 				outcomes[o.ID] = o
 			}

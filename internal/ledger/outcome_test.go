@@ -1,8 +1,9 @@
-package worker
+package ledger
 
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -26,4 +27,29 @@ func FuzzOutcomeIsMarshal(f *testing.F) {
 			t.Fatalf("appendOutcome = %s\njson.Marshal = %s, %v", got, want, err)
 		}
 	})
+}
+
+// TestOutcomeRecordDecodes: the Log applies a worker's own outcomes without decoding them (it remembers
+// Entry()); that entry must be the one the record decodes to, and Outcomes must read the Outcome back.
+func TestOutcomeRecordDecodes(t *testing.T) {
+	slot := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	o := Outcome{ID: "scan@2026-12-02T12:00:00Z", Schedule: "scan", Slot: &slot, Status: StatusFailed, Attempts: 3,
+		DurationMS: 12.5, Worker: "w1", Error: "exit status 3", Partition: 2, Offset: 41,
+		FinishedAt: slot.Add(time.Second), Fence: 7, Interrupted: true}
+	v := MarshalOutcome(o)
+	got, err := Decode(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := o.Entry(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded %+v\nentry   %+v", got, want)
+	}
+	outs, err := Outcomes(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.V, o.Kind = Version, KindOutcome
+	if len(outs) != 1 || !reflect.DeepEqual(outs[0], o) {
+		t.Fatalf("Outcomes = %+v\nwant       %+v", outs, o)
+	}
 }

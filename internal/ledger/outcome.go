@@ -1,0 +1,133 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/tickgroup/tickgroup/internal/jsonfast"
+)
+
+// Outcome is the value of an outcome record, the one schema of what a worker writes when a tick is finished:
+// its outcome entry with the fields a reader of outcomes needs, finished_at, attempts and duration_ms always
+// present. Readers decode the record as an Entry (Decode) or, for outcomes only, with Outcomes; Entry returns
+// the entry an Outcome's record decodes to.
+type Outcome struct {
+	V          int        `json:"v"`
+	Kind       string     `json:"kind"`
+	ID         string     `json:"id"`
+	Schedule   string     `json:"schedule,omitempty"`
+	Slot       *time.Time `json:"slot,omitempty"`
+	Status     string     `json:"status"`
+	Attempts   int        `json:"attempts"`
+	DurationMS float64    `json:"duration_ms"`
+	Worker     string     `json:"worker"`
+	Error      string     `json:"error,omitempty"`
+	Partition  int32      `json:"partition"`
+	Offset     int64      `json:"offset"`
+	FinishedAt time.Time  `json:"finished_at"`
+	// Fence is the fencing token the tick's last attempt started under (the lane's token when no attempt ran).
+	Fence int64 `json:"fence,omitempty"`
+	// Interrupted marks the outcome of a tick whose earlier run had been cut off.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Entry is o as the entry its record decodes to.
+func (o Outcome) Entry() Entry {
+	finished := o.FinishedAt
+	return Entry{V: Version, Kind: KindOutcome, ID: o.ID, Schedule: o.Schedule, Slot: o.Slot,
+		Partition: o.Partition, Offset: o.Offset, Fence: o.Fence, Worker: o.Worker, Attempts: o.Attempts,
+		Status: o.Status, Error: o.Error, DurationMS: o.DurationMS, Interrupted: o.Interrupted, FinishedAt: &finished}
+}
+
+// outcomeOf is the Outcome of e, an outcome entry.
+func outcomeOf(e Entry) Outcome {
+	o := Outcome{V: e.V, Kind: e.Kind, ID: e.ID, Schedule: e.Schedule, Slot: e.Slot, Status: e.Status, Attempts: e.Attempts,
+		DurationMS: e.DurationMS, Worker: e.Worker, Error: e.Error, Partition: e.Partition, Offset: e.Offset, Fence: e.Fence,
+		Interrupted: e.Interrupted}
+	if e.FinishedAt != nil {
+		o.FinishedAt = *e.FinishedAt
+	}
+	return o
+}
+
+// Outcomes returns the outcomes a results record's value holds: none for a claim, start, renewal or release,
+// one for an outcome record, and a batch's in their order.
+func Outcomes(value []byte) ([]Outcome, error) {
+	es, err := Entries(value)
+	if err != nil {
+		return nil, err
+	}
+	var out []Outcome
+	for _, e := range es {
+		if e.Kind == KindOutcome {
+			out = append(out, outcomeOf(e))
+		}
+	}
+	return out, nil
+}
+
+// MarshalOutcome returns the record value of o, with this build's version and kind.
+func MarshalOutcome(o Outcome) []byte {
+	o.V, o.Kind = Version, KindOutcome
+	v, ok := appendOutcome(make([]byte, 0, 320+len(o.Error)), &o)
+	if !ok {
+		var err error
+		if v, err = json.Marshal(o); err != nil { // cannot happen: every field marshals
+			v = []byte(fmt.Sprintf(`{"v":%d,"kind":%q,"id":%q,"status":%q}`, Version, KindOutcome, o.ID, o.Status))
+		}
+	}
+	return v
+}
+
+// appendOutcome appends the JSON of o, the bytes json.Marshal writes for it (FuzzOutcomeIsMarshal), without
+// reflection: a worker writes one for every tick. It reports false for what it does not write itself (a time
+// or a number json.Marshal writes its own way or refuses).
+func appendOutcome(b []byte, o *Outcome) ([]byte, bool) {
+	ok := true
+	var w bool
+	b = append(b, `{"v":`...)
+	b = strconv.AppendInt(b, int64(o.V), 10)
+	b = append(b, `,"kind":`...)
+	b = jsonfast.AppendString(b, o.Kind)
+	b = append(b, `,"id":`...)
+	b = jsonfast.AppendString(b, o.ID)
+	if o.Schedule != "" {
+		b = append(b, `,"schedule":`...)
+		b = jsonfast.AppendString(b, o.Schedule)
+	}
+	if o.Slot != nil {
+		b = append(b, `,"slot":`...)
+		b, w = jsonfast.AppendTime(b, *o.Slot)
+		ok = ok && w
+	}
+	b = append(b, `,"status":`...)
+	b = jsonfast.AppendString(b, o.Status)
+	b = append(b, `,"attempts":`...)
+	b = strconv.AppendInt(b, int64(o.Attempts), 10)
+	b = append(b, `,"duration_ms":`...)
+	b, w = jsonfast.AppendFloat(b, o.DurationMS)
+	ok = ok && w
+	b = append(b, `,"worker":`...)
+	b = jsonfast.AppendString(b, o.Worker)
+	if o.Error != "" {
+		b = append(b, `,"error":`...)
+		b = jsonfast.AppendString(b, o.Error)
+	}
+	b = append(b, `,"partition":`...)
+	b = strconv.AppendInt(b, int64(o.Partition), 10)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendInt(b, o.Offset, 10)
+	b = append(b, `,"finished_at":`...)
+	b, w = jsonfast.AppendTime(b, o.FinishedAt)
+	ok = ok && w
+	if o.Fence != 0 {
+		b = append(b, `,"fence":`...)
+		b = strconv.AppendInt(b, o.Fence, 10)
+	}
+	if o.Interrupted {
+		b = append(b, `,"interrupted":true`...)
+	}
+	return append(b, '}'), ok
+}

@@ -142,8 +142,13 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	if modes != 1 {
 		return cli.Usagef("exactly one of --exec, --http and --forward is required")
 	}
+	// The checks below are the flags' own: the library's config takes a zero for its default, a flag's 0 is
+	// refused (or, for --timeout and --grace, means none). The rest the library checks (NewWorker).
 	if _, err := worker.ParseStart(f.start); err != nil {
 		return cli.UsageError{Err: fmt.Errorf("--start: %w", err)}
+	}
+	if f.onInterrupt != worker.OnInterruptedRerun && f.onInterrupt != worker.OnInterruptedSkip {
+		return cli.Usagef("--on-interrupted %q: want %s or %s", f.onInterrupt, worker.OnInterruptedRerun, worker.OnInterruptedSkip)
 	}
 	if f.concurrency < 1 || f.maxAttempts < 1 || f.outputLimit < 1 {
 		return cli.Usagef("--concurrency, --max-attempts and --output-limit must be at least 1")

@@ -5,16 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/child"
 )
 
 // tickerProc is one `ticker run` process of a benchmark, with its admin address, its peak memory and the
@@ -22,7 +20,7 @@ import (
 type tickerProc struct {
 	name     string
 	addr     string
-	cmd      *exec.Cmd
+	ps       *child.Process
 	logs     sync.WaitGroup
 	killed   bool
 	peakRSS  float64
@@ -37,22 +35,17 @@ type tickerProc struct {
 // startTicker starts `ticker run` in namespace ns with JSON logs at info: its warnings and errors go to stderr,
 // and its "leader term ready" line is kept.
 func startTicker(bin, brokers, ns, name string, extra []string, stderr io.Writer) (*tickerProc, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := child.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	args := append([]string{"run", "--brokers", brokers, "--namespace", ns, "--metrics-addr", addr,
+	argv := append([]string{bin, "run", "--brokers", brokers, "--namespace", ns, "--metrics-addr", addr,
 		"--log-level", "info", "--log-format", "json", "--instance", name}, extra...)
-	t := &tickerProc{name: name, addr: addr, cmd: exec.Command(bin, args...)}
-	out, err := t.cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
+	t := &tickerProc{name: name, addr: addr}
+	out, logs := io.Pipe()
 	t.started = time.Now()
-	if err := t.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the %s ticker: %w", name, err)
+	if t.ps, err = child.Start("the "+name+" ticker", argv, child.Options{Output: logs, Exited: func(error) { logs.Close() }}); err != nil {
+		return nil, err
 	}
 	t.logs.Add(1)
 	go func() {
@@ -84,6 +77,7 @@ func startTicker(bin, brokers, ns, name string, extra []string, stderr io.Writer
 				fmt.Fprintf(stderr, "%s: %s\n", name, sc.Bytes())
 			}
 		}
+		_, _ = io.Copy(io.Discard, out) // after a line too long to scan: the child must not block on its output
 	}()
 	return t, nil
 }
@@ -130,14 +124,10 @@ func (t *tickerProc) ready() bool {
 }
 
 // kill sends SIGKILL and waits for the process.
-func (t *tickerProc) kill() error {
+func (t *tickerProc) kill() {
 	t.killed = true
-	if err := t.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		return fmt.Errorf("killing the %s ticker: %w", t.name, err)
-	}
-	_ = t.cmd.Wait()
+	t.ps.Kill()
 	t.logs.Wait()
-	return nil
 }
 
 // stop sends SIGTERM (unless killed) and waits for the process.
@@ -145,8 +135,7 @@ func (t *tickerProc) stop() {
 	if t.killed {
 		return
 	}
-	_ = t.cmd.Process.Signal(syscall.SIGTERM)
-	_ = t.cmd.Wait()
+	_ = t.ps.Stop(time.Minute)
 	t.logs.Wait()
 	t.killed = true
 }

@@ -5,11 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/tickgroup/tickgroup/internal/child"
 )
 
 // TestSASLPasswordNeverLogged runs a ticker at debug level against an in-process kfake broker that wants SASL,
@@ -28,7 +29,7 @@ func TestSASLPasswordNeverLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"TICKGROUP_SASL_PASSWORD_FILE": file}
-	var logs syncBuffer
+	var logs child.Log
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
@@ -61,21 +62,4 @@ func TestSASLPasswordNeverLogged(t *testing.T) {
 		t.Errorf("SASL failed, so the test saw less than it should:\n%s", out)
 	}
 	t.Logf("%d log lines, none with the password", strings.Count(out, "\n"))
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

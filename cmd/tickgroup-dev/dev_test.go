@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/tickgroup/tickgroup/internal/child"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 )
 
@@ -51,24 +51,6 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writer (run) and reader (the test).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDevRun runs the whole development setup (building the binaries, broker, 3 tickers, 2 workers, the view,
 // handoffs every 8s) until it has shown ticks emitted and run and one leadership change (about 10s after the
 // build on an idle machine), then cancels it and expects a clean exit.
@@ -79,7 +61,7 @@ func TestDevRun(t *testing.T) {
 	dataDir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out syncBuffer
+	var out child.Log
 	var stderr bytes.Buffer
 	done := make(chan error, 1)
 	go func() {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/tickgroup/tickgroup/internal/child"
 )
 
 // demoSchedules is written to <data-dir>/schedules.yaml and applied on every start (without --prune, so
@@ -148,7 +150,7 @@ func (f *fleet) runSetup(ctx context.Context, argv []string) (string, error) {
 	err = cmd.Run()
 	_, _ = logFile.Write(stdout.Bytes())
 	if err != nil {
-		return "", fmt.Errorf("%s %s: %s; see %s:\n%s", filepath.Base(argv[0]), argv[1], exitText(err), logPath, tail(logPath, 12))
+		return "", fmt.Errorf("%s %s: %s; see %s:\n%s", filepath.Base(argv[0]), argv[1], child.ExitText(err), logPath, tail(logPath, 12))
 	}
 	return stdout.String(), nil
 }

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tickgroup/tickgroup/internal/child"
 )
 
 // stopTimeout bounds how long a child may take to stop after SIGTERM before it is killed.
@@ -44,30 +45,31 @@ func newProc(name string, argv []string, logPath, metricsAddr string, scr *scree
 func (p *proc) Run(ctx context.Context) error {
 	first := true
 	for {
-		cmd, exited, err := p.start(first)
+		c, err := p.start(first)
 		if err != nil {
 			return err
 		}
 		if !first {
-			p.scr.event("START", colorDim, "%s restarted (pid %d); it rejoins the group as a follower", p.name, cmd.Process.Pid)
+			p.scr.event("START", colorDim, "%s restarted (pid %d); it rejoins the group as a follower", p.name, c.Pid())
 		}
 		first = false
 		select {
-		case err := <-exited:
+		case <-c.Done():
 			if ctx.Err() != nil {
 				return nil
 			}
-			p.scr.event("EXIT", colorRed, "%s exited on its own (%s); stopping everything (see %s)", p.name, exitText(err), p.logPath)
-			return fmt.Errorf("%s exited on its own (%v); last lines of %s:\n%s", p.name, exitText(err), p.logPath, tail(p.logPath, 12))
+			err := c.Err()
+			p.scr.event("EXIT", colorRed, "%s exited on its own (%s); stopping everything (see %s)", p.name, child.ExitText(err), p.logPath)
+			return fmt.Errorf("%s exited on its own (%v); last lines of %s:\n%s", p.name, child.ExitText(err), p.logPath, tail(p.logPath, 12))
 		case <-ctx.Done():
-			took, err := p.stop(cmd, exited)
+			took, err := p.stop(c)
 			if err != nil {
 				return err
 			}
 			p.scr.event("STOP", colorDim, "%s stopped (exit 0) in %s", p.name, took.Round(time.Millisecond))
 			return nil
 		case req := <-p.restartc:
-			took, err := p.stop(cmd, exited)
+			took, err := p.stop(c)
 			if err != nil {
 				req.done <- err
 				return err
@@ -100,49 +102,34 @@ func (p *proc) restart(ctx context.Context, whileStopped func(context.Context)) 
 	}
 }
 
-// start starts the child with its output appended to its log file (truncated first when truncate).
-func (p *proc) start(truncate bool) (*exec.Cmd, <-chan error, error) {
+// start starts the child with its output appended to its log file (truncated first when truncate), in a
+// process group of its own, which gets SIGTERM when this program dies.
+func (p *proc) start(truncate bool) (*child.Process, error) {
 	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
 	if truncate {
 		flags |= os.O_TRUNC
 	}
 	logFile, err := os.OpenFile(p.logPath, flags, 0o640)
 	if err != nil {
-		return nil, nil, fmt.Errorf("opening the log of %s: %w", p.name, err)
+		return nil, fmt.Errorf("opening the log of %s: %w", p.name, err)
 	}
 	defer logFile.Close() // the child has its own descriptor
 	fmt.Fprintf(logFile, "--- tickgroup-dev %s: starting %s: %s\n", time.Now().Format(time.RFC3339), p.name, strings.Join(p.argv, " "))
-	cmd := exec.Command(p.argv[0], p.argv[1:]...) //nolint:gosec // the binaries this tool built or was given
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = childEnv()
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("starting %s: %w", p.name, err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	return cmd, exited, nil
+	return child.Start(p.name, p.argv, child.Options{Env: childEnv(), Output: logFile, Group: true, ParentDeath: syscall.SIGTERM})
 }
 
-// stop sends SIGTERM to the child's process group, waits up to stopTimeout, then kills the group. A stop is
-// clean only with exit status 0 within the timeout.
-func (p *proc) stop(cmd *exec.Cmd, exited <-chan error) (time.Duration, error) {
+// stop stops the child's process group: SIGTERM, then SIGKILL after stopTimeout. A stop is clean only with exit
+// status 0 within the timeout.
+func (p *proc) stop(c *child.Process) (time.Duration, error) {
 	start := time.Now()
-	pgid := cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	timer := time.NewTimer(stopTimeout)
-	defer timer.Stop()
-	select {
-	case err := <-exited:
-		if err != nil {
-			return time.Since(start), fmt.Errorf("%s stopped with %s; see %s", p.name, exitText(err), p.logPath)
-		}
-		return time.Since(start), nil
-	case <-timer.C:
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		err := <-exited // the SIGKILL's own exit status says nothing more
-		return time.Since(start), fmt.Errorf("%s did not stop within %s of SIGTERM and was killed (%s); see %s", p.name, stopTimeout, exitText(err), p.logPath)
+	err := c.Stop(stopTimeout)
+	switch {
+	case errors.Is(err, child.ErrKilled):
+		return time.Since(start), fmt.Errorf("%s did not stop within %s of SIGTERM and was killed; see %s", p.name, stopTimeout, p.logPath)
+	case err != nil:
+		return time.Since(start), fmt.Errorf("%s stopped with %s; see %s", p.name, child.ExitText(err), p.logPath)
 	}
+	return time.Since(start), nil
 }
 
 // childEnv is this process's environment without TICKGROUP_* variables: the children get every setting as a
@@ -155,17 +142,6 @@ func childEnv() []string {
 		}
 	}
 	return env
-}
-
-func exitText(err error) string {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ProcessState.String()
-	}
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
 }
 
 // tail returns the last n lines of the file at path, indented.

@@ -7,13 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tickgroup/tickgroup/internal/child"
 )
 
 // A run that ends while a child is stopped for a handoff says that the child stopped, cleanly, and does not
 // start it again (TestDevRun once ended just then and found no stop line for the old leader).
 func TestProcRunEndsDuringHandoff(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out child.Log
 	scr := &screen{w: &out}
 	child := []string{"sh", "-c", `trap 'exit 0' TERM; echo up; while :; do sleep 0.05; done`}
 	logPath := filepath.Join(t.TempDir(), "ticker-1.log")

@@ -5,12 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/tickgroup/tickgroup/internal/child"
 	"github.com/tickgroup/tickgroup/internal/cli"
 )
 
@@ -29,7 +29,7 @@ func TestSASLPasswordNeverLogged(t *testing.T) {
 	if err := os.WriteFile(file, []byte(pass+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs child.Log
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
@@ -96,21 +96,4 @@ func TestSecretFlags(t *testing.T) {
 			t.Errorf("%s: output %q does not mention %q", tt.name, all, tt.out)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,7 +1,6 @@
 package clock_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/child"
 	"github.com/tickgroup/tickgroup/internal/clock"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
@@ -109,24 +109,7 @@ type bundle struct {
 	m     *clock.Monitor
 	reg   *prometheus.Registry
 	ready *admin.Readiness
-	logs  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs  *child.Log
 }
 
 // setup returns a Monitor on a fake source and a faked clock, measuring every 5 ms, not yet running.
@@ -138,7 +121,7 @@ func setup(t *testing.T) *bundle {
 // setupEvery is setup measuring every interval.
 func setupEvery(t *testing.T, interval time.Duration) *bundle {
 	t.Helper()
-	b := &bundle{src: &fakeSource{}, clk: &fakeClock{}, reg: prometheus.NewRegistry(), ready: new(admin.Readiness), logs: new(syncBuffer)}
+	b := &bundle{src: &fakeSource{}, clk: &fakeClock{}, reg: prometheus.NewRegistry(), ready: new(admin.Readiness), logs: new(child.Log)}
 	b.src.rtt.Store(int64(2 * time.Millisecond))
 	m, err := clock.New(clock.Config{
 		Interval:    interval,

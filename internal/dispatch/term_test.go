@@ -1,11 +1,9 @@
 package dispatch
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/cancel"
+	"github.com/tickgroup/tickgroup/internal/child"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/leader"
@@ -30,7 +29,7 @@ type termBundle struct {
 	opts  []kgo.Opt
 	cl    *kgo.Client
 	view  *store.View
-	logs  *syncBuffer
+	logs  *child.Log
 	d     *Dispatcher
 }
 
@@ -53,7 +52,7 @@ func setupTerm(t *testing.T) *termBundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	b := &termBundle{names: kcfg.Names(), opts: opts, cl: cl, logs: &syncBuffer{}}
+	b := &termBundle{names: kcfg.Names(), opts: opts, cl: cl, logs: &child.Log{}}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), b.names, kafka.TopicOptions{WorkPartitions: 2}); err != nil {
@@ -209,21 +208,4 @@ func (b *termBundle) ticks(t *testing.T) []tick.Tick {
 		}
 	}
 	return out
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/child"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/leader"
@@ -43,7 +44,7 @@ func TestWarmStandbyTakesOver(t *testing.T) {
 		return d
 	}
 
-	var bLog syncBuffer
+	var bLog child.Log
 	standby, err := New(Config{Names: names}, opts, view, slog.New(slog.NewTextHandler(&bLog, nil)), nil)
 	if err != nil {
 		t.Fatal(err)

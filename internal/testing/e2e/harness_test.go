@@ -3,10 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/child"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -93,9 +91,7 @@ func newFleet(t *testing.T) *fleet {
 			for _, p := range f.procs {
 				t.Logf("---- %s log (last %d lines above debug) ----\n%s", p.name, logLines(), p.tailAbove(logLines(), "level=DEBUG"))
 				if dir != "" {
-					p.mu.Lock()
 					_ = os.WriteFile(filepath.Join(dir, t.Name()+"-"+p.name+".log"), p.log.Bytes(), 0o644)
-					p.mu.Unlock()
 				}
 			}
 		}
@@ -105,97 +101,44 @@ func newFleet(t *testing.T) *fleet {
 
 // proc is one running binary.
 type proc struct {
-	fleet   *fleet
-	name    string
-	cmd     *exec.Cmd
-	admin   string
-	mu      sync.Mutex
-	log     bytes.Buffer
-	wrote   chan struct{} // closed and replaced on every write to log
-	done    chan struct{}
-	exitErr error
-}
-
-func (p *proc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.wrote != nil {
-		close(p.wrote)
-		p.wrote = nil
-	}
-	return p.log.Write(b)
+	fleet *fleet
+	name  string
+	ps    *child.Process
+	done  <-chan struct{} // ps.Done()
+	admin string
+	log   child.Log
 }
 
 // waitLog returns as soon as p's log contains s (woken by the write itself, not by polling, so that a fault
 // timed from it is timed from the moment the line came). It fails the test if p exits first or d passes.
 func (p *proc) waitLog(t *testing.T, s string, d time.Duration) {
 	t.Helper()
-	deadline := time.After(d)
-	for {
-		p.mu.Lock()
-		if strings.Contains(p.log.String(), s) {
-			p.mu.Unlock()
-			return
-		}
-		if p.wrote == nil {
-			p.wrote = make(chan struct{})
-		}
-		wrote := p.wrote
-		p.mu.Unlock()
-		select {
-		case <-wrote:
-		case <-p.done:
-			if !p.logContains(s) {
-				t.Fatalf("%s exited (%v) before its log said %q\n%s", p.name, p.exitErr, s, p.tail(5))
-			}
-			return
-		case <-deadline:
-			t.Fatalf("%s: its log did not say %q within %v\n%s", p.name, s, d, p.tail(5))
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if p.log.WaitLine(ctx, p.done, s) != "" {
+		return
 	}
+	if !p.ps.Running() {
+		t.Fatalf("%s exited (%v) before its log said %q\n%s", p.name, p.ps.Err(), s, p.tail(5))
+	}
+	t.Fatalf("%s: its log did not say %q within %v\n%s", p.name, s, d, p.tail(5))
 }
 
-func (p *proc) tail(n int) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(p.log.String(), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (p *proc) tail(n int) string { return p.log.Tail(n, "") }
 
 // tailAbove is tail without the lines that contain skip (debug lines: a failed test's log shows what happened
 // rather than the Kafka client's chatter).
-func (p *proc) tailAbove(n int, skip string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var lines []string
-	for _, l := range strings.Split(strings.TrimRight(p.log.String(), "\n"), "\n") {
-		if !strings.Contains(l, skip) {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (p *proc) tailAbove(n int, skip string) string { return p.log.Tail(n, skip) }
 
-func (p *proc) logContains(s string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Contains(p.log.String(), s)
-}
+func (p *proc) logContains(s string) bool { return p.log.Contains(s) }
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := child.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // start runs binary (ticker or worker) with args plus the fleet's brokers, namespace and a free admin port.
@@ -208,19 +151,14 @@ func (f *fleet) start(name, binary string, args ...string) *proc {
 // process's environment. The fleet's flags go right after the subcommand, so the test's own flags win.
 func (f *fleet) startEnv(name, binary string, env []string, args ...string) *proc {
 	f.t.Helper()
-	p := &proc{fleet: f, name: name, admin: freeAddr(f.t), done: make(chan struct{})}
+	p := &proc{fleet: f, name: name, admin: freeAddr(f.t)}
 	common := []string{"--brokers", f.brokers, "--namespace", f.ns, "--metrics-addr", p.admin, "--log-level", "debug"}
-	full := append(append(append([]string(nil), args[:1]...), common...), args[1:]...)
-	p.cmd = exec.Command(built(f.t, binary), full...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	p.cmd.Env = append(os.Environ(), env...)
-	if err := p.cmd.Start(); err != nil {
-		f.t.Fatalf("starting %s: %v", name, err)
+	full := append(append(append([]string{built(f.t, binary)}, args[:1]...), common...), args[1:]...)
+	ps, err := child.Start(name, full, child.Options{Env: append(os.Environ(), env...), Output: &p.log})
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	go func() {
-		p.exitErr = p.cmd.Wait()
-		close(p.done)
-	}()
+	p.ps, p.done = ps, ps.Done()
 	f.mu.Lock()
 	f.procs = append(f.procs, p)
 	f.mu.Unlock()
@@ -250,30 +188,16 @@ func (f *fleet) cliErr(args ...string) (string, error) {
 	return out.String(), err
 }
 
-func (p *proc) signal(sig syscall.Signal) {
-	_ = p.cmd.Process.Signal(sig)
-}
+func (p *proc) signal(sig syscall.Signal) { p.ps.Signal(sig) }
 
-func (p *proc) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
+func (p *proc) kill() { p.ps.Kill() }
 
 func (p *proc) wait(t *testing.T, d time.Duration) error {
 	t.Helper()
-	select {
-	case <-p.done:
-		return p.exitErr
-	case <-time.After(d):
+	if !p.ps.Wait(d) {
 		t.Fatalf("%s did not exit within %v", p.name, d)
-		return nil
 	}
+	return p.ps.Err()
 }
 
 // metric returns the value of an unlabelled metric from p's /metrics, or -1 when unreachable.
@@ -424,17 +348,7 @@ func checkSequence(t *testing.T, ticks []seen, every time.Duration) int {
 	return n
 }
 
-var _ = io.Discard
-
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	return -1
-}
+func exitCode(err error) int { return child.ExitCode(err) }
 
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))

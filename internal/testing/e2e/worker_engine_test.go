@@ -300,7 +300,7 @@ func TestE2ELedgerForgeries(t *testing.T) {
 		ledger.Entry{Kind: ledger.KindStarted, ID: held.ID, Partition: p, Offset: end, Fence: owner.Fence, Worker: owner.Worker, Attempt: 1, At: time.Now().UTC()})
 	e.forge(p, forged...)
 
-	rssBefore := rssKiB(t, w1.cmd.Process.Pid)
+	rssBefore := rssKiB(t, w1.ps.Pid())
 	const far = 500_000
 	flood := make([]ledger.Entry, far)
 	for i := range flood {
@@ -317,7 +317,7 @@ func TestE2ELedgerForgeries(t *testing.T) {
 		n := m.ByLabel("tickgroup_worker_ledger_refused_total", "reason")["offset_out_of_range"]
 		return n >= far, fmt.Sprintf("%v refused as out of range (all: %v)", n, m.ByLabel("tickgroup_worker_ledger_refused_total", "reason"))
 	})
-	rssAfter := rssKiB(t, w1.cmd.Process.Pid)
+	rssAfter := rssKiB(t, w1.ps.Pid())
 	t.Logf("worker RSS before the flood %d KiB, after %d KiB", rssBefore, rssAfter)
 	if rssAfter-rssBefore > 100<<10 {
 		t.Errorf("the worker grew by %d KiB reading %d forged entries, want under 100 MiB", rssAfter-rssBefore, far)

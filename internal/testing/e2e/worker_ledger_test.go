@@ -266,16 +266,12 @@ func TestE2EFrozenWorker(t *testing.T) {
 	})
 	b := e.start(handlerEnv, flags...)
 	stoppedAt := time.Now()
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	a.signal(syscall.SIGSTOP)
 	waitFor(t, 60*time.Second, "the re-run on the next owner", func() (bool, string) {
 		return len(e.executions()[x.ID]) >= 2, "no re-run yet"
 	})
 	contAt := time.Now()
-	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	a.signal(syscall.SIGCONT)
 	ex := e.waitAllOK([]string{x.ID}, 60*time.Second)
 	xs := ex[x.ID]
 	first, second := xs[0], xs[1]

@@ -73,7 +73,7 @@ func TestE2EStaticMembership(t *testing.T) {
 	case <-time.After(40 * time.Second):
 		t.Fatalf("the older static-1 process still runs 40s after a second one joined with its instance ID")
 	}
-	if code := exitCode(a2.exitErr); code != 1 {
+	if code := exitCode(a2.ps.Err()); code != 1 {
 		t.Errorf("fenced worker exited with %d, want 1", code)
 	}
 	if !a2.logContains("fenced") {

@@ -90,20 +90,20 @@ func (e *env) kill9(p *proc) {
 	e.killed[p.name] = true
 	e.killAt[p.name] = time.Now()
 	e.mu.Unlock()
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	p.signal(syscall.SIGKILL)
 	<-p.done
 }
 
 // stop sends SIGTERM and expects a clean exit.
 func (e *env) stop(p *proc) {
 	e.t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	p.signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
 	case <-time.After(45 * time.Second):
 		e.t.Fatalf("worker %s did not stop within 45s of SIGTERM", p.name)
 	}
-	if code := exitCode(p.exitErr); code != 0 {
+	if code := exitCode(p.ps.Err()); code != 0 {
 		e.t.Errorf("worker %s exited with %d after SIGTERM, want 0", p.name, code)
 	}
 }

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,44 +14,16 @@ import (
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/child"
 )
 
-// proc is one start of a ticker or worker binary.
+// proc is one start of a ticker or worker binary. An exit it did not cause by a signal is a crash.
 type proc struct {
-	name    string // "h1-ticker-2": host, role, start number
-	cmd     *exec.Cmd
-	addr    string // its --metrics-addr
-	logPath string
-	done    chan struct{}
-	exitErr error
-	// signalled is set once the tool has signalled the process: an exit without it is a crash.
-	signalled bool
+	*child.Process        // its Name: "h1-ticker-2", host, role and start number
+	addr           string // its --metrics-addr
+	logPath        string
 	// baseline is a worker's histogram at the window's start (empty for one started later).
 	baseline Histogram
-}
-
-func (p *proc) running() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
-
-func (p *proc) signal(sig syscall.Signal) {
-	p.signalled = true
-	_ = p.cmd.Process.Signal(sig)
-}
-
-// wait waits up to d for p to exit and reports whether it did.
-func (p *proc) wait(d time.Duration) bool {
-	select {
-	case <-p.done:
-		return true
-	case <-time.After(d):
-		return false
-	}
 }
 
 func (p *proc) url(path string) string { return "http://" + p.addr + path }
@@ -94,7 +64,7 @@ func newFleet(cfg Config, ns, forward string, logger *slog.Logger) *fleet {
 func (f *fleet) start(h *host, role string) error {
 	h.starts[role]++
 	name := fmt.Sprintf("h%d-%s-%d", h.n, role, h.starts[role])
-	addr, err := freeAddr()
+	addr, err := child.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -119,38 +89,25 @@ func (f *fleet) start(h *host, role string) error {
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
-	cmd := exec.Command(filepath.Join(f.cfg.Bin, role), args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = sysProcAttr()
-	p := &proc{name: name, cmd: cmd, addr: addr, logPath: logPath, done: make(chan struct{})}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := cmd.Start(); err != nil {
+	// Not a group of its own: a kill -9 of the worker leaves its exec handlers to the worker's supervisor, as
+	// on a host. The kernel kills what this tool started when it dies, even by kill -9.
+	ps, err := child.Start(name, append([]string{filepath.Join(f.cfg.Bin, role)}, args...),
+		child.Options{Output: out, ParentDeath: syscall.SIGKILL, Exited: func(error) { out.Close() }})
+	if err != nil {
 		out.Close()
-		return fmt.Errorf("starting %s: %w", name, err)
+		return err
 	}
-	go func() {
-		p.exitErr = cmd.Wait()
-		out.Close()
-		close(p.done)
-	}()
+	p := &proc{Process: ps, addr: addr, logPath: logPath}
 	f.procs = append(f.procs, p)
 	if role == "ticker" {
 		h.ticker = p
 	} else {
 		h.worker = p
 	}
-	f.logger.Debug("started", "process", name, "pid", cmd.Process.Pid, "metrics", addr)
+	f.logger.Debug("started", "process", name, "pid", ps.Pid(), "metrics", addr)
 	return nil
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // startAll starts every host's worker and ticker.
@@ -172,7 +129,7 @@ func (f *fleet) live() []*proc {
 	defer f.mu.Unlock()
 	var out []*proc
 	for _, p := range f.procs {
-		if p.running() {
+		if p.Running() {
 			out = append(out, p)
 		}
 	}
@@ -212,11 +169,11 @@ func (f *fleet) waitReady(ctx context.Context, d time.Duration) error {
 func (f *fleet) crashed() error {
 	var errs []error
 	for _, p := range f.crashes() {
-		if p.exitErr == nil {
-			errs = append(errs, fmt.Errorf("%s exited by itself (status 0); log: %s", p.name, p.logPath))
+		if p.Err() == nil {
+			errs = append(errs, fmt.Errorf("%s exited by itself (status 0); log: %s", p.Name, p.logPath))
 			continue
 		}
-		errs = append(errs, fmt.Errorf("%s exited by itself (%w); log: %s", p.name, p.exitErr, p.logPath))
+		errs = append(errs, fmt.Errorf("%s exited by itself (%w); log: %s", p.Name, p.Err(), p.logPath))
 	}
 	return errors.Join(errs...)
 }
@@ -226,7 +183,7 @@ func (f *fleet) crashes() []*proc {
 	defer f.mu.Unlock()
 	var out []*proc
 	for _, p := range f.procs {
-		if !p.running() && !p.signalled {
+		if !p.Running() && !p.Signalled() {
 			out = append(out, p)
 		}
 	}
@@ -238,7 +195,7 @@ func (f *fleet) leaders(ctx context.Context) (*host, int) {
 	var found *host
 	n := 0
 	for _, h := range f.hosts {
-		if h.ticker == nil || !h.ticker.running() {
+		if h.ticker == nil || !h.ticker.Running() {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
@@ -276,14 +233,14 @@ func (f *fleet) leader(ctx context.Context, d time.Duration) (*host, error) {
 // warm-up's ticks).
 func (f *fleet) baseline(ctx context.Context) error {
 	for _, h := range f.hosts {
-		if h.worker == nil || !h.worker.running() {
+		if h.worker == nil || !h.worker.Running() {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		b, err := scrapeHistogram(sctx, h.worker.url("/metrics"), StartDelayMetric)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("%s at the window's start: %w", h.worker.name, err)
+			return fmt.Errorf("%s at the window's start: %w", h.worker.Name, err)
 		}
 		h.worker.baseline = b
 	}
@@ -298,7 +255,7 @@ func (f *fleet) collect(ctx context.Context, p *proc) {
 	h, err := scrapeHistogram(sctx, p.url("/metrics"), StartDelayMetric)
 	if err != nil {
 		f.unscraped++
-		f.logger.Warn("worker histogram lost", "process", p.name, "error", err)
+		f.logger.Warn("worker histogram lost", "process", p.Name, "error", err)
 		return
 	}
 	f.hist = f.hist.Add(h.Sub(p.baseline))
@@ -307,24 +264,24 @@ func (f *fleet) collect(ctx context.Context, p *proc) {
 
 // kill kill -9s p and waits until it is gone.
 func (f *fleet) kill(p *proc) {
-	if p == nil || !p.running() {
+	if p == nil || !p.Running() {
 		return
 	}
-	p.signal(syscall.SIGKILL)
-	<-p.done
+	p.Signal(syscall.SIGKILL)
+	<-p.Done()
 }
 
 // stop SIGTERMs every running process, waits up to grace for them to exit and kill -9s the rest.
 func (f *fleet) stop(grace time.Duration) {
 	live := f.live()
 	for _, p := range live {
-		p.signal(syscall.SIGCONT) // harmless when running; wakes a stopped one so it can exit
-		p.signal(syscall.SIGTERM)
+		p.Signal(syscall.SIGCONT) // harmless when running; wakes a stopped one so it can exit
+		p.Signal(syscall.SIGTERM)
 	}
 	deadline := time.Now().Add(grace)
 	for _, p := range live {
-		if !p.wait(time.Until(deadline)) {
-			f.logger.Warn("no exit after SIGTERM: killing", "process", p.name, "grace", grace)
+		if !p.Wait(time.Until(deadline)) {
+			f.logger.Warn("no exit after SIGTERM: killing", "process", p.Name, "grace", grace)
 			f.kill(p)
 		}
 	}

@@ -171,14 +171,14 @@ func runOnce(ctx context.Context, cfg Config, run int, logger *slog.Logger) (res
 	res.Ledger = Measure(l, expected, window, schedNames, cfg.LateBound)
 
 	for _, h := range f.hosts {
-		if h.worker != nil && h.worker.running() {
+		if h.worker != nil && h.worker.Running() {
 			f.collect(ctx, h.worker)
 		}
 	}
 	res.Histogram = HistogramFigures{Count: f.hist.Total(), P50: nanToZero(f.hist.Quantile(0.5)) * 1000,
 		P99: nanToZero(f.hist.Quantile(0.99)) * 1000, Scraped: f.scraped, Lost: f.unscraped}
 	for _, p := range f.crashes() {
-		res.Crashes = append(res.Crashes, p.name)
+		res.Crashes = append(res.Crashes, p.Name)
 	}
 	f.stop(10 * time.Second)
 	logger.Info("run done", "expected", res.Ledger.Expected, "missing", res.Ledger.Missing, "doubled", res.Ledger.Doubled,
@@ -231,28 +231,28 @@ func inject(ctx context.Context, f *fleet, cfg Config) (Fault, error) {
 	roles := []string{"ticker"}
 	switch cfg.Mode {
 	case ModeKillLeader:
-		fault = Fault{At: at, Action: "kill -9 " + h.ticker.name}
+		fault = Fault{At: at, Action: "kill -9 " + h.ticker.Name}
 		f.kill(h.ticker)
 	case ModeKillHost:
-		fault = Fault{At: at, Action: fmt.Sprintf("kill -9 %s and %s", h.ticker.name, h.worker.name)}
-		if h.worker.running() {
+		fault = Fault{At: at, Action: fmt.Sprintf("kill -9 %s and %s", h.ticker.Name, h.worker.Name)}
+		if h.worker.Running() {
 			f.collect(ctx, h.worker) // its histogram dies with it
 		}
-		h.ticker.signal(syscall.SIGKILL)
-		h.worker.signal(syscall.SIGKILL)
-		<-h.ticker.done
-		<-h.worker.done
+		h.ticker.Signal(syscall.SIGKILL)
+		h.worker.Signal(syscall.SIGKILL)
+		<-h.ticker.Done()
+		<-h.worker.Done()
 		roles = append(roles, "worker")
 	case ModeGraceful:
-		fault = Fault{At: at, Action: "SIGTERM " + h.ticker.name}
-		h.ticker.signal(syscall.SIGTERM)
+		fault = Fault{At: at, Action: "SIGTERM " + h.ticker.Name}
+		h.ticker.Signal(syscall.SIGTERM)
 	}
 	f.logger.Info("fault", "action", fault.Action)
 	if !sleep(ctx, time.Until(at.Add(cfg.RestartAfter))) {
 		return fault, ctx.Err()
 	}
-	if cfg.Mode == ModeGraceful && !h.ticker.wait(30*time.Second) {
-		f.logger.Warn("no exit 30s after SIGTERM: killing", "process", h.ticker.name)
+	if cfg.Mode == ModeGraceful && !h.ticker.Wait(30*time.Second) {
+		f.logger.Warn("no exit 30s after SIGTERM: killing", "process", h.ticker.Name)
 		f.kill(h.ticker)
 	}
 	for _, role := range roles {

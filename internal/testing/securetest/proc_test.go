@@ -1,66 +1,38 @@
 package securetest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tickgroup/tickgroup/internal/child"
 )
 
 // proc is a running ticker or worker binary.
 type proc struct {
 	t    *testing.T
 	name string
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error // of Wait, once done is closed
+	ps   *child.Process
+	out  child.Log
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// childEnv is the environment of the binaries under test: nothing of this process's (no credentials).
+var childEnv = []string{"PATH=/usr/bin:/bin"}
 
 // start runs bin (ticker or worker) with args; it is killed at the end of the test if still running.
 func start(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, bin), args...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
-	p := &proc{t: t, name: bin + " " + args[0], cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	if err := cmd.Start(); err != nil {
+	p := &proc{t: t, name: bin + " " + args[0]}
+	ps, err := child.Start(p.name, append([]string{filepath.Join(binDir, bin)}, args...), child.Options{Env: childEnv, Output: &p.out})
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
+	p.ps = ps
 	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
+		ps.Kill()
 		if t.Failed() {
 			t.Logf("output of %s:\n%s", p.name, p.out.String())
 		}
@@ -74,7 +46,7 @@ func runCmd(t *testing.T, bin string, args ...string) (string, int) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, bin), args...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Env = childEnv
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	switch {
@@ -88,57 +60,30 @@ func runCmd(t *testing.T, bin string, args ...string) (string, int) {
 	}
 }
 
-// exited waits up to d for the process to end and returns its exit code, or -1 if it still runs.
+// exited waits up to d for the process to end and returns its exit code: -1 if it still runs, -2 if a signal
+// ended it.
 func (p *proc) exited(d time.Duration) int {
-	select {
-	case <-p.done:
-	case <-time.After(d):
+	if !p.ps.Wait(d) {
 		return -1
 	}
-	var ee *exec.ExitError
-	if errors.As(p.err, &ee) {
-		return ee.ExitCode()
+	if code := child.ExitCode(p.ps.Err()); code >= 0 {
+		return code
 	}
-	if p.err != nil {
-		return -2
-	}
-	return 0
+	return -2
 }
 
 // waitOutput waits up to d for a line of output containing all of subs and returns it ("" on timeout or if
 // the process ends first without such a line).
 func (p *proc) waitOutput(d time.Duration, subs ...string) string {
-	deadline := time.Now().Add(d)
-	for {
-		ended := false
-		select {
-		case <-p.done:
-			ended = true
-		default:
-		}
-		for line := range strings.Lines(p.out.String()) {
-			ok := true
-			for _, s := range subs {
-				ok = ok && strings.Contains(line, s)
-			}
-			if ok {
-				return strings.TrimSpace(line)
-			}
-		}
-		if ended || time.Now().After(deadline) {
-			return ""
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return p.out.WaitLine(ctx, p.ps.Done(), subs...)
 }
 
 // stop sends SIGTERM and returns the exit code (it kills the process after 20 s).
 func (p *proc) stop() int {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.exited(20 * time.Second); code != -1 {
-		return code
+	if err := p.ps.Stop(20 * time.Second); errors.Is(err, child.ErrKilled) {
+		p.t.Error(err)
 	}
-	_ = p.cmd.Process.Kill()
-	p.t.Errorf("%s did not stop within 20 s of SIGTERM", p.name)
 	return p.exited(5 * time.Second)
 }

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package child
+
+import "syscall"
+
+func procAttr(o Options) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: o.Group}
+}

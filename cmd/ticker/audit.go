@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -76,7 +75,7 @@ Exit status 1 when a tick is missing or ran twice (emitted twice, or two ok outc
 		return err
 	}
 	if asJSON {
-		if err := writeJSON(stdout, rep); err != nil {
+		if err := printJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
@@ -159,7 +158,7 @@ func printAudit(w io.Writer, namespace string, rep *audit.Report) {
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tEMITTED\tSTATE\tPROBLEMS")
 		for _, t := range rep.Triggers {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.ID, len(t.Emissions), t.State, orDash(strings.Join(t.Problems, ",")))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.ID, len(t.Emissions), t.State, cmp.Or(strings.Join(t.Problems, ","), "-"))
 		}
 		_ = tw.Flush()
 	}
@@ -187,13 +186,6 @@ func sortedKeys(m map[string]int) []string {
 	return keys
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func fmtAuditTime(t *time.Time) string {
 	if t == nil {
 		return "(everything retained)"
@@ -216,12 +208,6 @@ func describeVersion(v audit.VersionReport) string {
 		d += ", paused"
 	}
 	return d
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // instantFlag is an RFC 3339 instant or a duration before now ("24h").

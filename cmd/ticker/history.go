@@ -69,7 +69,7 @@ are shown too (missing, pending or passed over by catch-up).`)
 		return fmt.Errorf("schedule %q: no definition and no ticks in the namespace's topics", name)
 	}
 	if asJSON {
-		return writeJSON(stdout, h)
+		return printJSON(stdout, h)
 	}
 	printHistory(stdout, h)
 	return nil
@@ -104,8 +104,8 @@ func printTicks(w io.Writer, ticks []audit.TickReport) {
 				emitted += fmt.Sprintf(" (x%d)", n)
 			}
 		}
-		lead := fmt.Sprintf("%s\t%d\t%s\t%s\t%s", t.Slot.Format(time.RFC3339), t.Shard, t.State, orDash(t.Pool), emitted)
-		problems := orDash(strings.Join(t.Problems, ","))
+		lead := fmt.Sprintf("%s\t%d\t%s\t%s\t%s", t.Slot.Format(time.RFC3339), t.Shard, t.State, cmp.Or(t.Pool, "-"), emitted)
+		problems := cmp.Or(strings.Join(t.Problems, ","), "-")
 		if len(t.Executions) == 0 {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\n", lead, problems)
 			continue
@@ -118,7 +118,7 @@ func printTicks(w io.Writer, ticks []audit.TickReport) {
 			if x.DurationMS > 0 {
 				dur = (time.Duration(x.DurationMS * float64(time.Millisecond))).Round(time.Millisecond).String()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", lead, orDash(x.Worker), x.Attempt, x.Status, dur, problems)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", lead, cmp.Or(x.Worker, "-"), x.Attempt, x.Status, dur, problems)
 		}
 	}
 	_ = tw.Flush()

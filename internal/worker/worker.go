@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/plugin/kprom"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/kafka"
@@ -159,8 +158,7 @@ func (w *Worker) hooks(role string) []kgo.Opt {
 	if w.reg == nil {
 		return nil
 	}
-	m := kprom.NewMetrics("tickgroup_kafka", kprom.Registerer(w.reg), kprom.WithStaticLabel(prometheus.Labels{"role": role}))
-	return []kgo.Opt{kgo.WithHooks(m)}
+	return []kgo.Opt{kafka.ClientMetrics(w.reg, role)}
 }
 
 func (w *Worker) opts(role string, extra ...[]kgo.Opt) []kgo.Opt {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"time"
 
@@ -89,8 +90,11 @@ func NewTicker(cfg TickerConfig) (*Ticker, error) {
 	case cfg.Lead > dispatch.MaxLead:
 		return nil, fmt.Errorf("tickgroup: lead %s: at most %s", cfg.Lead, dispatch.MaxLead)
 	}
-	if cfg.WorkLagInterval < 0 || cfg.MaxClockSkew < 0 || cfg.SessionTimeout < 0 || cfg.HeartbeatInterval < 0 || cfg.PoolRetry < 0 {
+	if cfg.WorkLagInterval < 0 || cfg.MaxClockSkew < 0 || cfg.SessionTimeout < 0 || cfg.HeartbeatInterval < 0 || cfg.PoolRetry < 0 || cfg.TransactionTimeout < 0 {
 		return nil, errors.New("tickgroup: negative durations in the ticker config")
+	}
+	if err := topicOptions(cfg.WorkPartitions, cfg.ReplicationFactor).Validate(); err != nil {
+		return nil, fmt.Errorf("tickgroup: %w", err)
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -112,6 +116,13 @@ func NewTicker(cfg TickerConfig) (*Ticker, error) {
 	return t, nil
 }
 
+// topicOptions are the options of the topics a ticker creates; counts beyond what Validate accepts stay beyond
+// it (they are not wrapped around by the conversion).
+func topicOptions(partitions, replicas int) kafka.TopicOptions {
+	return kafka.TopicOptions{WorkPartitions: int32(min(partitions, kafka.MaxWorkPartitions+1)),
+		ReplicationFactor: int16(min(cmp.Or(replicas, -1), math.MaxInt16))}
+}
+
 // Ready reports whether the replica has read the schedules and joined the group (or is out of the election
 // because of its clock), and if not, why.
 func (t *Ticker) Ready() (bool, string) { return t.ready.Ready() }
@@ -126,8 +137,8 @@ func (t *Ticker) Run(ctx context.Context) error {
 	if cfg.Registerer != nil {
 		clockOpts = append(clockOpts, kafka.ClientMetrics(kafka.Tolerant(cfg.Registerer), "clock"))
 	}
-	o := kafka.TopicOptions{WorkPartitions: int32(cfg.WorkPartitions), ReplicationFactor: int16(cmp.Or(cfg.ReplicationFactor, -1)),
-		Needs: names.TickerTopics()} // the results topic is made when this principal may, but not needed
+	o := topicOptions(cfg.WorkPartitions, cfg.ReplicationFactor)
+	o.Needs = names.TickerTopics() // the results topic is made when this principal may, but not needed
 	if err := EnsureTopics(ctx, cfg.Kafka, o); err != nil {
 		return err
 	}

@@ -62,7 +62,9 @@ func TestHelp(t *testing.T) {
 
 func TestUsageErrorsExit2(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{nil, {"serve"}, {"schedule"}, {"schedule", "frobnicate"}, {"schedule", "put"}, {"run", "--no-such-flag"}} {
+	for _, args := range [][]string{nil, {"serve"}, {"schedule"}, {"schedule", "frobnicate"}, {"schedule", "put"}, {"run", "--no-such-flag"},
+		{"run", "--work-partitions", "0"}, {"run", "--replication-factor", "0"}, {"run", "--session-timeout", "0"},
+		{"run", "--transaction-timeout", "-1s"}, {"init", "--work-partitions", "-2"}} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr)
 		if code := cli.ExitCode(err); code != 2 {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -100,6 +101,18 @@ func (t *topicFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.replicationFactor, "replication-factor", -1, "replication factor of topics this command creates (-1: the broker default; use 3 in production)")
 }
 
+// check refuses the counts no topic can be made with (the config's 0 would mean its default; the flag's is a
+// mistake).
+func (t topicFlags) check() error {
+	if t.workPartitions < 1 || t.workPartitions > kafka.MaxWorkPartitions {
+		return cli.Usagef("--work-partitions %d: want 1 to %d", t.workPartitions, kafka.MaxWorkPartitions)
+	}
+	if t.replicationFactor != -1 && (t.replicationFactor < 1 || t.replicationFactor > math.MaxInt16) {
+		return cli.Usagef("--replication-factor %d: want -1 (the broker's default) or at least 1", t.replicationFactor)
+	}
+	return nil
+}
+
 func (t topicFlags) options() kafka.TopicOptions {
 	return kafka.TopicOptions{WorkPartitions: int32(t.workPartitions), ReplicationFactor: int16(t.replicationFactor)}
 }
@@ -148,17 +161,20 @@ exactly once, --lead before it is due (workers start each tick on its instant). 
 	if err := common.Finish(); err != nil {
 		return err
 	}
-	if lagInterval <= 0 {
-		return cli.Usagef("--work-lag-interval %s: want a positive duration", lagInterval)
+	if err := topics.check(); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{"--session-timeout", sessionTimeout}, {"--heartbeat-interval", heartbeatInterval}, {"--transaction-timeout", transactionTimeout},
+		{"--work-lag-interval", lagInterval}, {"--max-clock-skew", maxClockSkew}, {"--pool-retry", poolRetry}} {
+		if d.value <= 0 {
+			return cli.Usagef("%s %s: want a positive duration", d.flag, d.value)
+		}
 	}
 	if lead < 0 || lead > dispatch.MaxLead {
 		return cli.Usagef("--lead %s: want a duration between 0 and %s", lead, dispatch.MaxLead)
-	}
-	if maxClockSkew <= 0 {
-		return cli.Usagef("--max-clock-skew %s: want a positive duration", maxClockSkew)
-	}
-	if poolRetry <= 0 {
-		return cli.Usagef("--pool-retry %s: want a positive duration", poolRetry)
 	}
 	logger := common.Logger(stderr).With("instance", instance)
 	logger.Debug(cli.SignalsHandled) // main handles them since before run; this is the log's first line
@@ -237,6 +253,9 @@ leader), and the leader creates a pool's topics when a schedule first names it, 
 	}
 	if leaders < 1 || leaders > kafka.MaxLeaders {
 		return cli.Usagef("--leaders %d: want 1 to %d", leaders, kafka.MaxLeaders)
+	}
+	if err := topics.check(); err != nil {
+		return err
 	}
 	names := common.Kafka.Names()
 	o := topics.options()

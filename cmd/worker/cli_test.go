@@ -28,6 +28,7 @@ func TestUsage(t *testing.T) {
 		{"zero concurrency", []string{"run", "--exec", "true", "--concurrency", "0"}, nil, 2, "--concurrency"},
 		{"lease out of range", []string{"run", "--exec", "true", "--lease", "1ms"}, nil, 2, "lease 1ms"},
 		{"bad pool", []string{"run", "--exec", "true", "--pool", "Has Space"}, nil, 2, "pool"},
+		{"zero session timeout", []string{"run", "--exec", "true", "--session-timeout", "0"}, nil, 2, "--session-timeout"},
 		{"bad quoting", []string{"run", "--exec", "prog 'open"}, nil, 2, "unterminated"},
 		{"bad env", []string{"run", "--exec", "true"}, map[string]string{"TICKGROUP_MAX_ATTEMPTS": "many"}, 2, "TICKGROUP_MAX_ATTEMPTS"},
 		{"help", []string{"run", "--help"}, nil, 0, "TICKGROUP_EXEC"},

@@ -153,8 +153,8 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	if f.concurrency < 1 || f.maxAttempts < 1 || f.outputLimit < 1 {
 		return cli.Usagef("--concurrency, --max-attempts and --output-limit must be at least 1")
 	}
-	if f.maxClockSkew <= 0 {
-		return cli.Usagef("--max-clock-skew %s: want a positive duration", f.maxClockSkew)
+	if f.maxClockSkew <= 0 || f.sessionTimeout <= 0 || f.lease <= 0 {
+		return cli.Usagef("--max-clock-skew, --session-timeout and --lease must be positive durations")
 	}
 	if f.backoff <= 0 || f.maxBackoff < f.backoff || f.timeout < 0 || f.grace < 0 || f.killGrace <= 0 {
 		return cli.Usagef("--backoff and --kill-grace must be positive, --max-backoff at least --backoff, --timeout and --grace not negative")

@@ -35,6 +35,24 @@ type TopicOptions struct {
 	Needs []string
 }
 
+// MaxWorkPartitions bounds TopicOptions.WorkPartitions: a worker group spreads that many lanes and ledgers.
+const MaxWorkPartitions = 10_000
+
+// Validate reports the first setting no topic can be made with.
+func (o TopicOptions) Validate() error {
+	switch {
+	case o.WorkPartitions < 0 || o.WorkPartitions > MaxWorkPartitions:
+		return fmt.Errorf("work partitions %d: want 1 to %d (0: the default, %d)", o.WorkPartitions, MaxWorkPartitions, DefaultWorkPartitions)
+	case o.Leaders < 0 || o.Leaders > MaxLeaders:
+		return fmt.Errorf("leaders %d: want 1 to %d (0: one)", o.Leaders, MaxLeaders)
+	case o.ReplicationFactor < -1:
+		return fmt.Errorf("replication factor %d: want -1 (the broker's default) or at least 1", o.ReplicationFactor)
+	case o.WorkRetention < 0 || o.DLQRetention < 0:
+		return errors.New("topic retention must not be negative")
+	}
+	return nil
+}
+
 func (o TopicOptions) needs(topic string) bool {
 	return len(o.Needs) == 0 || slices.Contains(o.Needs, topic)
 }
@@ -135,6 +153,9 @@ func (n Names) Specs(o TopicOptions) []TopicSpec {
 // init`) gets TOPIC_AUTHORIZATION_FAILED from CreateTopics even for a topic that exists, so such a refusal is
 // followed by a look at the topic: one that exists is all that is needed.
 func EnsureTopics(ctx context.Context, adm *kadm.Client, names Names, o TopicOptions) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
 	rf := o.ReplicationFactor
 	if rf == 0 {
 		rf = -1
@@ -163,6 +184,9 @@ func EnsureTopics(ctx context.Context, adm *kadm.Client, names Names, o TopicOpt
 // EnsurePoolTopics creates the missing topics of n's pool (n.Pool(...): its work, results and dead-letter
 // topics, as Specs makes them) and returns the partition count of its work topic.
 func EnsurePoolTopics(ctx context.Context, adm *kadm.Client, n Names, o TopicOptions) (int, error) {
+	if err := o.Validate(); err != nil {
+		return 0, err
+	}
 	rf := o.ReplicationFactor
 	if rf == 0 {
 		rf = -1

@@ -44,3 +44,17 @@ func TestWaitTopicSeesATopicCreatedAfterItLooked(t *testing.T) {
 		t.Fatalf("checkExists after the topic was created: %v", err)
 	}
 }
+
+func TestTopicOptionsValidate(t *testing.T) {
+	for _, o := range []TopicOptions{{}, {WorkPartitions: 1, ReplicationFactor: -1}, {WorkPartitions: MaxWorkPartitions, Leaders: MaxLeaders, ReplicationFactor: 3}} {
+		if err := o.Validate(); err != nil {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+	for _, o := range []TopicOptions{{WorkPartitions: -1}, {WorkPartitions: MaxWorkPartitions + 1}, {Leaders: -1}, {Leaders: MaxLeaders + 1},
+		{ReplicationFactor: -2}, {WorkRetention: -time.Hour}} {
+		if err := o.Validate(); err == nil {
+			t.Errorf("%+v: accepted", o)
+		}
+	}
+}

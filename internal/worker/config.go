@@ -145,7 +145,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("pool %q: want 1 to %d characters of a-z, 0-9, '_' and '-'", c.Pool, schedule.MaxPoolLen)
 	case c.MaxAttempts < 1:
 		return fmt.Errorf("max attempts %d: want at least 1", c.MaxAttempts)
-	case c.Backoff < 0 || c.MaxBackoff < 0 || c.Timeout < 0 || c.Grace < 0:
+	case c.Backoff < 0 || c.MaxBackoff < 0 || c.Timeout < 0 || c.Grace < 0 || c.SessionTimeout < 0:
 		return errors.New("durations must not be negative")
 	case c.OnInterrupted != OnInterruptedRerun && c.OnInterrupted != OnInterruptedSkip:
 		return fmt.Errorf("on-interrupted %q: want %q or %q", c.OnInterrupted, OnInterruptedRerun, OnInterruptedSkip)

@@ -75,3 +75,18 @@ func ExamplePermanent() {
 	}
 	_ = handler
 }
+
+// A program that reads the results topic (<ns>.results) turns each record's value into the outcomes it holds.
+func ExampleOutcomes() {
+	value := []byte(`{"v":1,"kind":"outcome","id":"scan-orders@2026-12-04T12:00:30Z","schedule":"scan-orders",` +
+		`"status":"ok","attempts":1,"duration_ms":812.5,"worker":"host-a-4127","partition":3,"offset":1042,` +
+		`"finished_at":"2026-12-04T12:00:31.2Z","fence":7}`)
+	outs, err := tickgroup.Outcomes(value)
+	if err != nil {
+		panic(err)
+	}
+	for _, o := range outs {
+		fmt.Println(o.ID, o.Status, o.Attempts, o.Worker, o.Status == tickgroup.StatusOK)
+	}
+	// Output: scan-orders@2026-12-04T12:00:30Z ok 1 host-a-4127 true
+}

@@ -119,8 +119,8 @@ func NewTicker(cfg TickerConfig) (*Ticker, error) {
 // topicOptions are the options of the topics a ticker creates; counts beyond what Validate accepts stay beyond
 // it (they are not wrapped around by the conversion).
 func topicOptions(partitions, replicas int) kafka.TopicOptions {
-	return kafka.TopicOptions{WorkPartitions: int32(min(partitions, kafka.MaxWorkPartitions+1)),
-		ReplicationFactor: int16(min(cmp.Or(replicas, -1), math.MaxInt16))}
+	return kafka.TopicOptions{WorkPartitions: int32(max(min(partitions, kafka.MaxWorkPartitions+1), -1)),
+		ReplicationFactor: int16(max(min(cmp.Or(replicas, -1), math.MaxInt16), -2))}
 }
 
 // Ready reports whether the replica has read the schedules and joined the group (or is out of the election

@@ -125,7 +125,7 @@ func (p *proc) stop(c *child.Process) (time.Duration, error) {
 	err := c.Stop(stopTimeout)
 	switch {
 	case errors.Is(err, child.ErrKilled):
-		return time.Since(start), fmt.Errorf("%s did not stop within %s of SIGTERM and was killed; see %s", p.name, stopTimeout, p.logPath)
+		return time.Since(start), fmt.Errorf("%s did not stop within %s of SIGTERM and was killed (%s); see %s", p.name, stopTimeout, child.ExitText(c.Err()), p.logPath)
 	case err != nil:
 		return time.Since(start), fmt.Errorf("%s stopped with %s; see %s", p.name, child.ExitText(err), p.logPath)
 	}

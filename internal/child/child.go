@@ -25,7 +25,9 @@ type Options struct {
 	// children too).
 	Group bool
 	// ParentDeath, when not 0, is the signal the child gets when this process dies, even by kill -9 (Linux
-	// only; elsewhere only this process's own clean-up stops its children).
+	// only; elsewhere only this process's own clean-up stops its children). Linux sends it when the OS thread
+	// that started the child ends, which for Go is the process's end unless a goroutine locked that thread
+	// (runtime.LockOSThread) and returned: the callers start children from goroutines that lock no thread.
 	ParentDeath syscall.Signal
 	// Exited, when not nil, is called once the child has exited, before Done is closed (to close Output).
 	Exited func(error)
@@ -96,14 +98,13 @@ func (p *Process) ExitCode() int {
 }
 
 // Signal sends sig to the child (to its group when it has one of its own). Signalled reports it afterwards: an
-// exit the caller did not cause is a crash.
-func (p *Process) Signal(sig syscall.Signal) {
+// exit the caller did not cause is a crash. The error is the kernel's, for a child that has exited for example.
+func (p *Process) Signal(sig syscall.Signal) error {
 	p.signalled.Store(true)
 	if p.group {
-		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
-		return
+		return syscall.Kill(-p.cmd.Process.Pid, sig)
 	}
-	_ = p.cmd.Process.Signal(sig)
+	return p.cmd.Process.Signal(sig)
 }
 
 // Signalled reports whether Signal (or Stop, or Kill) was called.
@@ -127,21 +128,21 @@ var ErrKilled = errors.New("did not stop in time after SIGTERM and was killed")
 // Stop sends SIGTERM and waits up to grace for the child to exit, then kills it. It returns the exit error, or
 // ErrKilled when the child had to be killed.
 func (p *Process) Stop(grace time.Duration) error {
-	p.Signal(syscall.SIGTERM)
+	_ = p.Signal(syscall.SIGTERM)
 	if p.Wait(grace) {
 		return p.err
 	}
 	p.Kill()
-	return fmt.Errorf("%s: %w (grace %s)", p.Name, ErrKilled, grace)
+	return fmt.Errorf("%s: %w (grace %s; %s)", p.Name, ErrKilled, grace, ExitText(p.err))
 }
 
-// Kill kills the child (a stopped one too: SIGCONT first) and waits for it.
+// Kill kills the child (a stopped one too: SIGCONT first) and waits for it. A child with a group of its own has
+// the whole group killed, even when the child itself has exited already.
 func (p *Process) Kill() {
-	if !p.Running() {
-		return
+	if p.group || p.Running() {
+		_ = p.Signal(syscall.SIGCONT)
+		_ = p.Signal(syscall.SIGKILL)
 	}
-	p.Signal(syscall.SIGCONT)
-	p.Signal(syscall.SIGKILL)
 	<-p.done
 }
 

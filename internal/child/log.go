@@ -69,25 +69,24 @@ func (l *Log) Tail(n int, skip string) string {
 	return strings.Join(lines, "\n")
 }
 
-// WaitLine waits until a line holds every one of subs and returns it, trimmed. It is woken by the write itself,
-// not by polling, so that a fault timed from it is timed from the moment the line came. It returns "" when ctx
-// ends, or when stop is closed (the child exited) and no such line came before.
+// WaitLine waits until a whole line (one ended by a newline) holds every one of subs and returns it, trimmed. It
+// is woken by the write itself, not by polling, so that a fault timed from it is timed from the moment the line
+// came. When stop is closed (the child exited) it returns such a line of the output as it is, the unended last
+// line included, or ""; when ctx ends, "".
 func (l *Log) WaitLine(ctx context.Context, stop <-chan struct{}, subs ...string) string {
 	from := 0 // the lines before it are whole and were looked at
 	for {
 		l.mu.Lock()
 		rest := l.buf.Bytes()[from:]
 		for len(rest) > 0 {
-			line := rest
-			if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-				line = rest[:i+1]
+			i := bytes.IndexByte(rest, '\n')
+			if i < 0 {
+				break // a line still being written: looked at once it is ended
 			}
+			line := rest[:i+1]
 			if holdsAll(string(line), subs) {
 				l.mu.Unlock()
 				return strings.TrimSpace(string(line))
-			}
-			if line[len(line)-1] != '\n' {
-				break // a line still being written: looked at again after the next write
 			}
 			from += len(line)
 			rest = rest[len(line):]

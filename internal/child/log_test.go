@@ -43,3 +43,17 @@ func TestWaitLineStops(t *testing.T) {
 		t.Fatalf("WaitLine after ctx = %q", got)
 	}
 }
+
+func TestWaitLineOnlyWholeLines(t *testing.T) {
+	var l Log
+	fmt.Fprintf(&l, "msg=ready took=")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if got := l.WaitLine(ctx, nil, "msg=ready"); got != "" {
+		t.Fatalf("WaitLine matched an unended line: %q", got)
+	}
+	fmt.Fprintf(&l, "3ms\n")
+	if got := l.WaitLine(context.Background(), nil, "msg=ready"); got != "msg=ready took=3ms" {
+		t.Fatalf("WaitLine = %q", got)
+	}
+}

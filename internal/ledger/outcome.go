@@ -11,8 +11,8 @@ import (
 
 // Outcome is the value of an outcome record, the one schema of what a worker writes when a tick is finished:
 // its outcome entry with the fields a reader of outcomes needs, finished_at, attempts and duration_ms always
-// present. Readers decode the record as an Entry (Decode) or, for outcomes only, with Outcomes; Entry returns
-// the entry an Outcome's record decodes to.
+// present. Readers decode the record as an Entry (Decode) or, for outcomes only, with Outcomes; OutcomeEntry
+// returns the entry an Outcome's record decodes to. (A function, not a method: the Go API publishes Outcome.)
 type Outcome struct {
 	V          int        `json:"v"`
 	Kind       string     `json:"kind"`
@@ -33,8 +33,8 @@ type Outcome struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// Entry is o as the entry its record decodes to.
-func (o Outcome) Entry() Entry {
+// OutcomeEntry is o as the entry its record decodes to.
+func OutcomeEntry(o Outcome) Entry {
 	finished := o.FinishedAt
 	return Entry{V: Version, Kind: KindOutcome, ID: o.ID, Schedule: o.Schedule, Slot: o.Slot,
 		Partition: o.Partition, Offset: o.Offset, Fence: o.Fence, Worker: o.Worker, Attempts: o.Attempts,

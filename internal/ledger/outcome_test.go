@@ -30,7 +30,7 @@ func FuzzOutcomeIsMarshal(f *testing.F) {
 }
 
 // TestOutcomeRecordDecodes: the Log applies a worker's own outcomes without decoding them (it remembers
-// Entry()); that entry must be the one the record decodes to, and Outcomes must read the Outcome back.
+// OutcomeEntry); that entry must be the one the record decodes to, and Outcomes must read the Outcome back.
 func TestOutcomeRecordDecodes(t *testing.T) {
 	slot := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	o := Outcome{ID: "scan@2026-12-02T12:00:00Z", Schedule: "scan", Slot: &slot, Status: StatusFailed, Attempts: 3,
@@ -41,7 +41,7 @@ func TestOutcomeRecordDecodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := o.Entry(); !reflect.DeepEqual(got, want) {
+	if want := OutcomeEntry(o); !reflect.DeepEqual(got, want) {
 		t.Fatalf("decoded %+v\nentry   %+v", got, want)
 	}
 	outs, err := Outcomes(v)

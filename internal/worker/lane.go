@@ -400,7 +400,7 @@ func (l *lane) publish(it *item, o result) {
 	l.ledger.RaiseLimit(rec.Offset + 1)
 	l.pending.Add(1)
 	r := w.resultRecord(rec, o.Outcome, w.resultParts)
-	w.ledger.Append(r.Partition, r.Key, r.Value, o.Entry(), func(_ int64, err error) {
+	w.ledger.Append(r.Partition, r.Key, r.Value, ledger.OutcomeEntry(o.Outcome), func(_ int64, err error) {
 		defer l.pending.Done()
 		if err != nil {
 			// The tick has run (or been dead-lettered); holding its offset back would only run it again.

@@ -188,7 +188,7 @@ func (f *fleet) cliErr(args ...string) (string, error) {
 	return out.String(), err
 }
 
-func (p *proc) signal(sig syscall.Signal) { p.ps.Signal(sig) }
+func (p *proc) signal(sig syscall.Signal) { _ = p.ps.Signal(sig) }
 
 func (p *proc) kill() { p.ps.Kill() }
 

@@ -266,12 +266,16 @@ func TestE2EFrozenWorker(t *testing.T) {
 	})
 	b := e.start(handlerEnv, flags...)
 	stoppedAt := time.Now()
-	a.signal(syscall.SIGSTOP)
+	if err := a.ps.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, 60*time.Second, "the re-run on the next owner", func() (bool, string) {
 		return len(e.executions()[x.ID]) >= 2, "no re-run yet"
 	})
 	contAt := time.Now()
-	a.signal(syscall.SIGCONT)
+	if err := a.ps.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
 	ex := e.waitAllOK([]string{x.ID}, 60*time.Second)
 	xs := ex[x.ID]
 	first, second := xs[0], xs[1]

@@ -267,7 +267,7 @@ func (f *fleet) kill(p *proc) {
 	if p == nil || !p.Running() {
 		return
 	}
-	p.Signal(syscall.SIGKILL)
+	_ = p.Signal(syscall.SIGKILL)
 	<-p.Done()
 }
 
@@ -275,8 +275,8 @@ func (f *fleet) kill(p *proc) {
 func (f *fleet) stop(grace time.Duration) {
 	live := f.live()
 	for _, p := range live {
-		p.Signal(syscall.SIGCONT) // harmless when running; wakes a stopped one so it can exit
-		p.Signal(syscall.SIGTERM)
+		_ = p.Signal(syscall.SIGCONT) // harmless when running; wakes a stopped one so it can exit
+		_ = p.Signal(syscall.SIGTERM)
 	}
 	deadline := time.Now().Add(grace)
 	for _, p := range live {

@@ -238,14 +238,14 @@ func inject(ctx context.Context, f *fleet, cfg Config) (Fault, error) {
 		if h.worker.Running() {
 			f.collect(ctx, h.worker) // its histogram dies with it
 		}
-		h.ticker.Signal(syscall.SIGKILL)
-		h.worker.Signal(syscall.SIGKILL)
+		_ = h.ticker.Signal(syscall.SIGKILL)
+		_ = h.worker.Signal(syscall.SIGKILL)
 		<-h.ticker.Done()
 		<-h.worker.Done()
 		roles = append(roles, "worker")
 	case ModeGraceful:
 		fault = Fault{At: at, Action: "SIGTERM " + h.ticker.Name}
-		h.ticker.Signal(syscall.SIGTERM)
+		_ = h.ticker.Signal(syscall.SIGTERM)
 	}
 	f.logger.Info("fault", "action", fault.Action)
 	if !sleep(ctx, time.Until(at.Add(cfg.RestartAfter))) {

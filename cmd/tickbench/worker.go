@@ -43,12 +43,16 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the worker library's phase to this file")
 	workers := fs.Int("workers", 1, "worker instances in this process, in one group")
 	sleep := fs.Duration("handler-sleep", 0, "how long the handler takes (waiting, not computing): 0 is a no-op handler")
-	fs.Usage = cli.Usage(fs, "Usage: tickbench worker [flags]\n\nWrites --ticks ticks into a fresh namespace, then measures (1) raw franz-go\nconsumption (read_committed, no processing) and (2) the worker library (--workers instances in one group,\na no-op handler or one that waits --handler-sleep; outcome records and offset commits included), and prints both rates, their ratio, each partition's\nrate and the round trip of one produce and its read-back (the floor of a lane's per-tick ledger cost).")
+	forward := fs.Bool("forward", false, "forward mode instead of a handler: each tick republished to <ns>.fwd, exactly once, in a transaction with its outcome and offset")
+	fs.Usage = cli.Usage(fs, "Usage: tickbench worker [flags]\n\nWrites --ticks ticks into a fresh namespace, then measures (1) raw franz-go\nconsumption (read_committed, no processing) and (2) the worker library (--workers instances in one group,\na no-op handler, one that waits --handler-sleep, or forward mode; outcome records and offset commits included), and prints both rates, their ratio, each partition's\nrate and the round trip of one produce and its read-back (the floor of a lane's per-tick ledger cost).")
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if *n < 1 || *parts < 1 || *schedules < 1 || *workers < 1 || *sleep < 0 {
 		return cli.Usagef("--ticks, --partitions, --schedules and --workers must be at least 1, --handler-sleep not negative")
+	}
+	if *forward && *sleep > 0 {
+		return cli.Usagef("--forward has no handler to sleep in: leave --handler-sleep out")
 	}
 	ns, err := newBenchNamespace(ctx, *brokers, "tickbench", *parts, *keep)
 	if err != nil {
@@ -87,14 +91,26 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	if err != nil {
 		return err
 	}
-	wd, handled, done, err := runWorkerLib(ctx, kcfg, adm, names, ends, *concurrency, *workers, *sleep)
+	fwd := ""
+	if *forward {
+		fwd = kcfg.Namespace + ".fwd"
+		if _, err := kafka.EnsureTopic(ctx, adm, kafka.TopicSpec{Name: fwd, Partitions: int32(*parts)}, -1); err != nil {
+			return err
+		}
+	}
+	wd, handled, done, err := runWorkerLib(ctx, kcfg, adm, names, ends, *concurrency, *workers, *sleep, fwd)
 	stopProfile()
 	if err != nil {
 		return err
 	}
 	wRate := float64(*n) / wd.Seconds()
-	fmt.Fprintf(stdout, "worker: %8d ticks in %6.2fs  %9.0f ticks/s  (internal/worker x%d, concurrency %d, handler %s, %d handled, outcomes + commits)\n",
-		*n, wd.Seconds(), wRate, *workers, *concurrency, handlerName(*sleep), handled)
+	if fwd != "" {
+		fmt.Fprintf(stdout, "worker: %8d ticks in %6.2fs  %9.0f ticks/s  (internal/worker x%d, forward mode to %s: ticks, outcomes and offsets in transactions)\n",
+			*n, wd.Seconds(), wRate, *workers, fwd)
+	} else {
+		fmt.Fprintf(stdout, "worker: %8d ticks in %6.2fs  %9.0f ticks/s  (internal/worker x%d, concurrency %d, handler %s, %d handled, outcomes + commits)\n",
+			*n, wd.Seconds(), wRate, *workers, *concurrency, handlerName(*sleep), handled)
+	}
 	fmt.Fprintf(stdout, "ratio:  worker/raw = %.3f\n", wRate/rawRate)
 	printPerPartition(stdout, counts, done)
 	var ms runtime.MemStats
@@ -215,9 +231,9 @@ func consumeRaw(ctx context.Context, base []kgo.Opt, topic string, n int) (time.
 
 // runWorkerLib runs the worker library until every partition is committed up to its end and returns the total
 // time, the ticks handled and, per partition, when its commit first reached its end (polled every 100 ms).
-func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, names kafka.Names, ends map[int32]int64, concurrency, workers int, sleep time.Duration) (time.Duration, int64, map[int32]time.Duration, error) {
+func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, names kafka.Names, ends map[int32]int64, concurrency, workers int, sleep time.Duration, forward string) (time.Duration, int64, map[int32]time.Duration, error) {
 	var handled atomic.Int64
-	h := worker.HandlerFunc(func(ctx context.Context, _ tick.Tick, _ worker.Attempt) error {
+	var h worker.Handler = worker.HandlerFunc(func(ctx context.Context, _ tick.Tick, _ worker.Attempt) error {
 		handled.Add(1)
 		if sleep > 0 {
 			t := time.NewTimer(sleep)
@@ -232,7 +248,10 @@ func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, name
 	})
 	var ws []*worker.Worker
 	for i := range workers {
-		w, err := worker.New(worker.Config{Kafka: kcfg, WorkerID: fmt.Sprintf("tickbench-%d", i), Concurrency: concurrency, Start: worker.StartEarliest},
+		if forward != "" {
+			h = nil // forward mode runs no handler
+		}
+		w, err := worker.New(worker.Config{Kafka: kcfg, WorkerID: fmt.Sprintf("tickbench-%d", i), Concurrency: concurrency, Start: worker.StartEarliest, Forward: forward},
 			h, worker.Deps{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			return 0, 0, nil, err

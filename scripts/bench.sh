@@ -4,7 +4,8 @@
 #   1. Go benchmarks without a broker: the leader's emission loop, schedule planning, the worker's hot path.
 #   2. tickbench emit: 100,000 schedules on one slot, one real ticker; emission lag, leader memory, and the
 #      leader's throughput against raw transactional produce measured in the same run.
-#   3. tickbench worker: 200,000 ticks; the worker library against raw franz-go consumption, same run.
+#   3. tickbench worker: 200,000 ticks; the worker library (a no-op handler, then forward mode) against raw
+#      franz-go consumption, same run.
 # BENCH_SCHEDULES, BENCH_TICKS scale the load runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,3 +22,6 @@ bin/tickbench emit --brokers "$KAFKA_BROKERS" --ticker bin/ticker --schedules "$
 echo
 echo "== Worker: ${BENCH_TICKS:-200000} ticks (tickbench worker) =="
 bin/tickbench worker --brokers "$KAFKA_BROKERS" --ticks "${BENCH_TICKS:-200000}"
+echo
+echo "== Worker, forward mode: ${BENCH_TICKS:-200000} ticks (tickbench worker --forward) =="
+bin/tickbench worker --brokers "$KAFKA_BROKERS" --ticks "${BENCH_TICKS:-200000}" --forward

@@ -104,7 +104,6 @@ type proc struct {
 	fleet *fleet
 	name  string
 	ps    *child.Process
-	done  <-chan struct{} // ps.Done()
 	admin string
 	log   child.Log
 }
@@ -115,7 +114,7 @@ func (p *proc) waitLog(t *testing.T, s string, d time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	if p.log.WaitLine(ctx, p.done, s) != "" {
+	if p.log.WaitLine(ctx, p.ps.Done(), s) != "" {
 		return
 	}
 	if !p.ps.Running() {
@@ -158,7 +157,7 @@ func (f *fleet) startEnv(name, binary string, env []string, args ...string) *pro
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	p.ps, p.done = ps, ps.Done()
+	p.ps = ps
 	f.mu.Lock()
 	f.procs = append(f.procs, p)
 	f.mu.Unlock()
@@ -228,7 +227,7 @@ func leaderOf(t *testing.T, d time.Duration, procs ...*proc) *proc {
 		n := 0
 		for _, p := range procs {
 			select {
-			case <-p.done:
+			case <-p.ps.Done():
 				continue
 			default:
 			}

@@ -19,7 +19,7 @@ func ledBy(procs []*proc) (map[string]*proc, map[string]int) {
 	by, claims := map[string]*proc{}, map[string]int{}
 	for _, p := range procs {
 		select {
-		case <-p.done:
+		case <-p.ps.Done():
 			continue
 		default:
 		}
@@ -99,7 +99,7 @@ func TestTickerThreeLeaders(t *testing.T) {
 	// kill -9 of the replica leading partition 1; the others take its partitions; it comes back.
 	victim := by["1"]
 	victim.signal(syscall.SIGKILL)
-	<-victim.done
+	<-victim.ps.Done()
 	live := without(replicas, victim)
 	waitLeaders(t, 30*time.Second, 3, live)
 	t.Logf("kill -9 of %s: its partitions moved", victim.name)

@@ -69,7 +69,7 @@ func TestE2EStaticMembership(t *testing.T) {
 	// A second process with the same instance ID fences the older one, which stops with exit status 1.
 	dup := e.start(nil, append(flags, "--instance-id", "static-1")...)
 	select {
-	case <-a2.done:
+	case <-a2.ps.Done():
 	case <-time.After(40 * time.Second):
 		t.Fatalf("the older static-1 process still runs 40s after a second one joined with its instance ID")
 	}

@@ -91,7 +91,7 @@ func (e *env) kill9(p *proc) {
 	e.killAt[p.name] = time.Now()
 	e.mu.Unlock()
 	p.signal(syscall.SIGKILL)
-	<-p.done
+	<-p.ps.Done()
 }
 
 // stop sends SIGTERM and expects a clean exit.
@@ -99,7 +99,7 @@ func (e *env) stop(p *proc) {
 	e.t.Helper()
 	p.signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-p.ps.Done():
 	case <-time.After(45 * time.Second):
 		e.t.Fatalf("worker %s did not stop within 45s of SIGTERM", p.name)
 	}

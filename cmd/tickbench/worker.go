@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -41,6 +42,7 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	concurrency := fs.Int("concurrency", worker.DefaultConcurrency, "worker concurrency")
 	keep := fs.Bool("keep", false, "keep the namespace's topics and group afterwards")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the worker library's phase to this file")
+	memProfile := fs.String("memprofile", "", "write an allocation profile (every allocation of the run, sampled) to this file after the worker library's phase")
 	workers := fs.Int("workers", 1, "worker instances in this process, in one group")
 	sleep := fs.Duration("handler-sleep", 0, "how long the handler takes (waiting, not computing): 0 is a no-op handler")
 	forward := fs.Bool("forward", false, "forward mode instead of a handler: each tick republished to <ns>.fwd, exactly once, in a transaction with its outcome and offset")
@@ -98,9 +100,14 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 			return err
 		}
 	}
+	cpu0, allocs0 := processCPU(), mallocs()
 	wd, handled, done, err := runWorkerLib(ctx, kcfg, adm, names, ends, *concurrency, *workers, *sleep, fwd)
+	cpu, allocs := processCPU()-cpu0, mallocs()-allocs0
 	stopProfile()
 	if err != nil {
+		return err
+	}
+	if err := writeAllocProfile(*memProfile); err != nil {
 		return err
 	}
 	wRate := float64(*n) / wd.Seconds()
@@ -113,6 +120,8 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	}
 	fmt.Fprintf(stdout, "ratio:  worker/raw = %.3f\n", wRate/rawRate)
 	printPerPartition(stdout, counts, done)
+	fmt.Fprintf(stdout, "cost:   %.1f µs of CPU per tick (this process: the worker and its Kafka clients; %.2f cores), %.0f allocations per tick\n",
+		float64(cpu.Microseconds())/float64(*n), cpu.Seconds()/wd.Seconds(), float64(allocs)/float64(*n))
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	fmt.Fprintf(stdout, "memory: Go heap in use %.1f MiB, heap reserved from the OS %.1f MiB, %s\n", float64(ms.HeapInuse)/(1<<20), float64(ms.HeapSys)/(1<<20), rss())
@@ -367,6 +376,38 @@ func roundTrip(ctx context.Context, base []kgo.Opt, adm *kadm.Client, topic stri
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// writeAllocProfile writes the process's allocation profile to path (nothing when path is empty).
+func writeAllocProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// processCPU returns the CPU time (user and system) this process has used so far; 0 where the OS does not say.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// mallocs returns how many heap objects this process has allocated so far.
+func mallocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
+}
 
 // rss returns the process's resident set size and its peak, from /proc (Linux only).
 func rss() string {

@@ -38,12 +38,14 @@ type outQueue struct {
 const maxInflight = 2
 
 // outEntry is one entry to write: value is its record value on its own (a worker's outcome record, or
-// Encode), key its record key on its own; done is called once with the record's offset, or the error.
+// Encode), key its record key on its own. Its result (the record's offset, or the error) goes once to done, or
+// to result when done is nil (a writer waiting in write).
 type outEntry struct {
-	key   []byte
-	value []byte
-	e     Entry
-	done  func(offset int64, err error)
+	key    []byte
+	value  []byte
+	e      Entry
+	done   func(offset int64, err error)
+	result chan outResult
 
 	mu        sync.Mutex
 	abandoned bool // its writer stopped waiting before it was sent: it is not sent
@@ -78,18 +80,29 @@ func (o *outbox) add(p int32, x *outEntry) {
 	o.send(p, batch)
 }
 
+// outResult is what became of an outEntry: its record's offset, or the error.
+type outResult struct {
+	offset int64
+	err    error
+}
+
+// report hands x its record's offset, or the error.
+func (x *outEntry) report(offset int64, err error) {
+	if x.done != nil {
+		x.done(offset, err)
+		return
+	}
+	x.result <- outResult{offset, err}
+}
+
 // write writes e (key: its record key alone) to partition p and returns its ledger offset once acknowledged.
 // When ctx ends first, the entry is not sent if it has not been already.
 func (o *outbox) write(ctx context.Context, p int32, key []byte, e Entry) (int64, error) {
-	type result struct {
-		offset int64
-		err    error
-	}
 	if err := ctx.Err(); err != nil {
 		return 0, err // nothing is sent for a writer that has given up
 	}
-	ch := make(chan result, 1)
-	x := &outEntry{key: key, value: Encode(e), e: e, done: func(off int64, err error) { ch <- result{off, err} }}
+	x := &outEntry{key: key, value: Encode(e), e: e, result: make(chan outResult, 1)}
+	ch := x.result
 	o.add(p, x)
 	select {
 	case r := <-ch:
@@ -177,7 +190,7 @@ func (o *outbox) send(p int32, batch []*outEntry) {
 			lg.cfg.Metrics.BatchEntries.Observe(float64(len(batch)))
 		}
 		for _, x := range batch {
-			x.done(r.Offset, err)
+			x.report(r.Offset, err)
 		}
 		go o.next(p)
 	})

@@ -364,8 +364,7 @@ func (o *Owner) wrongTickSeen(off int64) bool {
 // waitRead waits until the entry at ledger offset off has been read. It reports false when ctx ended or d
 // passed.
 func (o *Owner) waitRead(ctx context.Context, off int64, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	var timeout <-chan time.Time // made once a wait is needed: the entry is often read back already
 	for {
 		o.mu.Lock()
 		done, ch := o.readTo > off, o.changed
@@ -373,11 +372,16 @@ func (o *Owner) waitRead(ctx context.Context, off int64, d time.Duration) bool {
 		if done {
 			return true
 		}
+		if timeout == nil {
+			timer := time.NewTimer(d)
+			defer timer.Stop()
+			timeout = timer.C
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return false
-		case <-timer.C:
+		case <-timeout:
 			return false
 		}
 	}

@@ -126,6 +126,7 @@ func (l *lane) dispatch() {
 	w := l.w
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var picked []*item
 	for {
 		select {
 		case <-l.ctx.Done():
@@ -142,8 +143,8 @@ func (l *lane) dispatch() {
 			return
 		}
 		changed := l.ledger.Changed() // taken before pick, so that no change between the two is missed
-		it, wait, ok := l.pick(w.cfg.Now())
-		if !ok {
+		var wait time.Duration
+		if picked, wait = l.pick(w.cfg.Now(), picked[:0], maxPick); len(picked) == 0 {
 			if wait <= 0 {
 				wait = time.Hour // nothing due: wait for a batch or the end of a run
 			}
@@ -168,18 +169,26 @@ func (l *lane) dispatch() {
 			}
 			continue
 		}
-		l.runs.Add(1)
-		select {
-		case w.runq <- run{l, it}:
-		case <-l.ctx.Done():
-			l.runs.Done()
-			return
-		case <-w.draining:
-			l.runs.Done()
-			return
+		for i, it := range picked {
+			picked[i] = nil
+			l.runs.Add(1)
+			select {
+			case w.runq <- run{l, it}:
+			case <-l.ctx.Done():
+				l.runs.Done()
+				return
+			case <-w.draining:
+				l.runs.Done()
+				return
+			}
 		}
 	}
 }
+
+// maxPick bounds the records one pick marks running before they are handed to runners: they wait for free
+// runners in the dispatcher, so a small batch keeps their start instants (which decide whether a run outlasted
+// its period) close to their runs'.
+const maxPick = 16
 
 // run is a record handed to the worker's runners.
 type run struct {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/ledger"
@@ -14,31 +15,47 @@ import (
 type leasedRun struct {
 	l      *lane
 	e      ledger.Entry    // the attempt's started entry
-	lease  *lease          // renewed while the handler runs (keepLease)
+	lease  lease           // renewed while the handler runs (keepLease)
 	parent context.Context // the runner's: its end cuts the run (loss of the partition, end of the grace)
 	ctx    context.Context // the handler's
 	cancel context.CancelCauseFunc
-	// The renewals run under their own context (renewCtx), ended as soon as the handler returns: a renewal in
-	// flight must not hold back the outcome. Most runs end before the first renewal is due, so their goroutine
-	// starts only then (renewals); stopped is closed when it returns.
-	renewCtx  context.Context
+	// Most runs end before their first renewal is due: the renewals' timer fires only then, and what they need
+	// (a goroutine, a context of their own) is made only then, in renew.
+	renewals *time.Timer
+
+	mu sync.Mutex
+	// ended is set once the handler returned: no renewal starts after it.
+	ended bool
+	// The renewals run under their own context, ended as soon as the handler returns: a renewal in flight must
+	// not hold back the outcome. stopped is closed when they return. Both are nil until the first renewal.
 	stopRenew context.CancelFunc
-	renewals  *time.Timer
 	stopped   chan struct{}
 }
 
 // startRun starts the lease of the attempt whose started entry e was confirmed, valid until until, under the
 // runner's context parent.
 func (l *lane) startRun(parent context.Context, e ledger.Entry, until time.Time) *leasedRun {
-	r := &leasedRun{l: l, e: e, lease: &lease{}, parent: parent, stopped: make(chan struct{})}
+	r := &leasedRun{l: l, e: e, parent: parent}
 	r.lease.extend(until)
 	r.ctx, r.cancel = context.WithCancelCause(parent)
-	r.renewCtx, r.stopRenew = context.WithCancel(r.ctx)
-	r.renewals = time.AfterFunc(l.renewEvery(), func() {
-		defer close(r.stopped)
-		r.keepLease()
-	})
+	r.renewals = time.AfterFunc(l.renewEvery(), r.renew)
 	return r
+}
+
+// renew runs the renewals of a run whose handler has not returned yet (keepLease), from the first renewal's
+// instant on.
+func (r *leasedRun) renew() {
+	r.mu.Lock()
+	if r.ended {
+		r.mu.Unlock()
+		return
+	}
+	ctx, stop := context.WithCancel(r.ctx)
+	r.stopRenew, r.stopped = stop, make(chan struct{})
+	done := r.stopped
+	r.mu.Unlock()
+	defer close(done)
+	r.keepLease(ctx)
 }
 
 // end closes the run once its handler returned with herr: it stops the renewals and, when the handler was cut
@@ -46,9 +63,14 @@ func (l *lane) startRun(parent context.Context, e ledger.Entry, until time.Time)
 // the next owner may run it again at once rather than wait for the lease (the handler has returned: its process
 // group is gone). A seized run records nothing more: the tick is another worker's now.
 func (r *leasedRun) end(herr error) {
-	r.stopRenew()
-	if !r.renewals.Stop() {
-		<-r.stopped
+	r.renewals.Stop()
+	r.mu.Lock()
+	r.ended = true
+	stop, stopped := r.stopRenew, r.stopped
+	r.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-stopped
 	}
 	cause := context.Cause(r.ctx)
 	r.cancel(nil)
@@ -71,9 +93,10 @@ func (r *leasedRun) end(herr error) {
 // supervisor kills the process group at the lease's end by itself, even if this process is frozen). The
 // partition's ownership does not matter: a run goes on after its partition moved to another worker.
 //
-// It is called a renewal period after the attempt's start (renewEvery) and renews at once, then every period.
-func (r *leasedRun) keepLease() {
-	l, ctx := r.l, r.renewCtx
+// It is called a renewal period after the attempt's start (renewEvery) and renews at once, then every period,
+// until ctx ends.
+func (r *leasedRun) keepLease(ctx context.Context) {
+	l := r.l
 	ticker := time.NewTicker(l.renewEvery())
 	defer ticker.Stop()
 	for first := true; ; first = false {

@@ -125,8 +125,9 @@ func validCancel(r *kgo.Record, cancels *[]tick.Cancel) bool {
 	return true
 }
 
-// pick returns the record the lane should start now and marks it running, or, when none is ready, how long to
-// wait for the first held one (ok false, wait 0: nothing to wait for but a batch or the end of a run).
+// pick appends to out the records the lane should start now, at most limit, and marks them running; when none
+// is ready it returns how long to wait for the first held one (0: nothing to wait for but a batch or the end of
+// a run). One scan finds every record that may start, so a backlog costs a scan per batch, not per record.
 //
 // The rules, per key (a schedule and shard, see itemKey): the key's scheduled ticks start one at a time, in
 // offset order, each on its instant, and never while another record of the key runs; a manual trigger does not
@@ -136,13 +137,14 @@ func validCancel(r *kgo.Record, cancels *[]tick.Cancel) bool {
 // The scan stops at the first scheduled tick that is not due when no trigger is queued: the leader emits slots
 // in order, so the ticks behind it are due no earlier (catch-up ticks, due at once, come before the slots
 // emitted after them).
-func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
+func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Duration) {
 	w := l.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := &l.keys
 	k.scan++ // a new scan: no key is blocked, seen or elsewhere yet
 	l.waitsOnLedger = false
+	var wait time.Duration
 	if l.jumps > 0 {
 		// A manual trigger runs out of offset order: a former owner may still run one while the key's earlier
 		// held ticks wait here, or run the key's scheduled tick while a trigger of the key waits here. Either
@@ -175,15 +177,19 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 	// scan ends when it covers every key: what lies further is of those keys.
 	covered := k.busy
 	for _, c := range l.queue[l.open:] {
+		if len(out) >= limit {
+			break
+		}
 		if c.handled || c.running {
 			continue
 		}
 		if c.err != nil {
-			return l.startLocked(c, now), 0, true
+			out = append(out, l.startLocked(c, now))
+			continue
 		}
 		if c.jump {
 			if !k.running(c.kid) && !k.isElsewhere(c.kid) {
-				return l.startLocked(c, now), 0, true
+				out = append(out, l.startLocked(c, now))
 			}
 			continue
 		}
@@ -211,7 +217,11 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 				}
 				continue
 			}
-			return l.startLocked(c, now), 0, true
+			out = append(out, l.startLocked(c, now))
+			if covered++; l.jumps == 0 && covered >= k.queued {
+				break // every key with a record queued now runs one
+			}
+			continue
 		}
 		if wait == 0 || due.Sub(now) < wait {
 			wait = due.Sub(now)
@@ -220,7 +230,7 @@ func (l *lane) pick(now time.Time) (it *item, wait time.Duration, ok bool) {
 			break
 		}
 	}
-	return nil, wait, false
+	return out, wait
 }
 
 // waitsLedger reports whether pick left a key waiting for a run elsewhere (the dispatcher then also wakes on

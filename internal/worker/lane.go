@@ -48,7 +48,9 @@ type lane struct {
 
 	// Guarded by w.mu.
 	queue []*item // the records fetched and not yet committable, in offset order
-	open  int     // every record of queue[:open] is handled: where pick starts
+	open  int     // every record of queue[:open] is handled
+	heads heads   // the records pick looks at
+	seq   int64   // the sequence number of the next record queued
 	jumps int     // unhandled records of the queue that need not wait (triggers)
 	keys  keyTable
 	// waitsOnLedger: pick left a key waiting for another worker's run of its tick
@@ -223,6 +225,7 @@ func (l *lane) runItem(it *item) {
 		w.mu.Lock()
 		if l.ctx.Err() == nil {
 			it.running = false
+			l.rewaitLocked(it)
 			if it.err == nil {
 				l.keys.free(it.kid)
 			}

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -28,6 +30,8 @@ const laneQueueMax = 50_000
 // item is one record of a lane's queue.
 type item struct {
 	rec *kgo.Record
+	// seq numbers the lane's items in the order they were queued (the queue's order).
+	seq int64
 	// t is the decoded tick (valid when err is nil and the record is not a cancel).
 	t   tick.Tick
 	err error
@@ -83,6 +87,10 @@ func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
 	}
 	w := l.w
 	w.mu.Lock()
+	for _, it := range items {
+		it.seq = l.seq
+		l.seq++
+	}
 	l.queue = append(l.queue, items...)
 	for _, c := range cancels {
 		l.cancels.Add(c)
@@ -96,6 +104,9 @@ func (l *lane) enqueue(recs []*kgo.Record) (full bool) {
 			if !it.handled {
 				l.keys.queue(it.kid)
 			}
+		}
+		if !it.handled {
+			l.waitLocked(it)
 		}
 	}
 	l.advanceLocked()
@@ -127,7 +138,9 @@ func validCancel(r *kgo.Record, cancels *[]tick.Cancel) bool {
 
 // pick appends to out the records the lane should start now, at most limit, and marks them running; when none
 // is ready it returns how long to wait for the first held one (0: nothing to wait for but a batch or the end of
-// a run). One scan finds every record that may start, so a backlog costs a scan per batch, not per record.
+// a run). One scan finds every record that may start, so a backlog costs a scan per batch, not per record, and
+// a scan looks only at the heads (the first waiting tick of each key, and the waiting triggers and unreadable
+// records), so it costs the number of keys, not of records queued.
 //
 // The rules, per key (a schedule and shard, see itemKey): the key's scheduled ticks start one at a time, in
 // offset order, each on its instant, and never while another record of the key runs; a manual trigger does not
@@ -145,12 +158,17 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 	k.scan++ // a new scan: no key is blocked, seen or elsewhere yet
 	l.waitsOnLedger = false
 	var wait time.Duration
+	// Records before l.open are all handled (their outcomes may be in flight, or a slow record ahead of them
+	// keeps them from being committed).
+	for l.open < len(l.queue) && l.queue[l.open].handled {
+		l.open++
+	}
 	if l.jumps > 0 {
 		// A manual trigger runs out of offset order: a former owner may still run one while the key's earlier
 		// held ticks wait here, or run the key's scheduled tick while a trigger of the key waits here. Either
 		// way the key waits for that run first. (Without triggers, the key's first tick is the one that may
 		// run elsewhere, and the scan below checks it.)
-		for _, c := range l.queue[l.open:] {
+		for _, c := range l.heads {
 			if c.handled || c.running || c.err != nil || (!c.jump && k.seen(c.kid)) {
 				continue
 			}
@@ -167,16 +185,19 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 			}
 		}
 	}
-	// Records before l.open are all handled (their outcomes may be in flight, or a slow record ahead of them
-	// keeps them from being committed): not scanned again.
-	for l.open < len(l.queue) && l.queue[l.open].handled {
-		l.open++
-	}
 	// covered counts the keys that cannot start a record now: those running one (each is a key of l.keys:
 	// its running record is not handled), and those seen waiting for a run elsewhere. Without triggers, the
 	// scan ends when it covers every key: what lies further is of those keys.
 	covered := k.busy
-	for _, c := range l.queue[l.open:] {
+	// The scan looks at the heads only (the later ticks of a key would each be found blocked), and they change
+	// once it is over.
+	picked := len(out)
+	defer func() {
+		for _, c := range out[picked:] {
+			l.unwaitLocked(c)
+		}
+	}()
+	for _, c := range l.heads {
 		if len(out) >= limit {
 			break
 		}
@@ -231,6 +252,75 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 		}
 	}
 	return out, wait
+}
+
+// heads are the records a lane's pick looks at, in queue order: the first waiting scheduled tick of each key
+// (the key's later ones wait behind it, in keyState.waiting) and every waiting trigger and unreadable record.
+// A backlog's scan so costs the number of keys, not of records: a scan over the queue would pass, on each run,
+// over the records of fast keys finished behind a slow one and over every later tick of each running key.
+type heads []*item
+
+// add inserts it in queue order (at the end, but for a key's next tick once its head started).
+func (h *heads) add(it *item) {
+	i, _ := slices.BinarySearchFunc(*h, it.seq, func(c *item, seq int64) int { return cmp.Compare(c.seq, seq) })
+	*h = slices.Insert(*h, i, it)
+}
+
+// remove removes it, when it is there.
+func (h *heads) remove(it *item) {
+	if i, ok := slices.BinarySearchFunc(*h, it.seq, func(c *item, seq int64) int { return cmp.Compare(c.seq, seq) }); ok {
+		*h = slices.Delete(*h, i, i+1)
+	}
+}
+
+// waitLocked registers it, a record not started (newly queued), with pick. Called with w.mu held.
+func (l *lane) waitLocked(it *item) {
+	if it.jump {
+		l.heads.add(it)
+		return
+	}
+	ks := &l.keys.keys[it.kid]
+	if ks.waiting = append(ks.waiting, it); len(ks.waiting) == 1 {
+		l.heads.add(it)
+	}
+}
+
+// unwaitLocked removes it, just started, from pick's records; the next tick of its key, when there is one, is
+// the key's head now. Called with w.mu held.
+func (l *lane) unwaitLocked(it *item) {
+	l.heads.remove(it)
+	if it.jump {
+		return
+	}
+	ks := &l.keys.keys[it.kid]
+	i := slices.Index(ks.waiting, it)
+	if i < 0 {
+		return
+	}
+	if i == 0 {
+		ks.waiting[0] = nil
+		ks.waiting = ks.waiting[1:]
+	} else {
+		ks.waiting = slices.Delete(ks.waiting, i, i+1)
+	}
+	if i == 0 && len(ks.waiting) > 0 {
+		l.heads.add(ks.waiting[0])
+	}
+}
+
+// rewaitLocked gives pick back it, a record it started that did not run to an outcome (its run was cut, or
+// not started): it is the first of its key again. Called with w.mu held.
+func (l *lane) rewaitLocked(it *item) {
+	if it.jump {
+		l.heads.add(it)
+		return
+	}
+	ks := &l.keys.keys[it.kid]
+	if len(ks.waiting) > 0 {
+		l.heads.remove(ks.waiting[0])
+	}
+	ks.waiting = slices.Insert(ks.waiting, 0, it)
+	l.heads.add(it)
 }
 
 // waitsLedger reports whether pick left a key waiting for a run elsewhere (the dispatcher then also wakes on
@@ -311,10 +401,11 @@ type keyTable struct {
 
 type keyState struct {
 	running   bool
-	queued    int32  // unhandled records of the key in the queue
-	blocked   uint32 // the scan in which the key was blocked (an earlier tick of it seen, or it waits elsewhere)
-	seen      uint32 // the scan in which a scheduled tick of the key was seen (the trigger pass)
-	elsewhere uint32 // the scan in which the key was found running on another worker
+	queued    int32   // unhandled records of the key in the queue
+	waiting   []*item // the key's scheduled ticks not started, in queue order (the first is in lane.heads)
+	blocked   uint32  // the scan in which the key was blocked (an earlier tick of it seen, or it waits elsewhere)
+	seen      uint32  // the scan in which a scheduled tick of the key was seen (the trigger pass)
+	elsewhere uint32  // the scan in which the key was found running on another worker
 }
 
 // id returns key's number, giving it one when it is new.

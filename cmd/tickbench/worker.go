@@ -46,7 +46,7 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	workers := fs.Int("workers", 1, "worker instances in this process, in one group")
 	sleep := fs.Duration("handler-sleep", 0, "how long the handler takes (waiting, not computing): 0 is a no-op handler")
 	forward := fs.Bool("forward", false, "forward mode instead of a handler: each tick republished to <ns>.fwd, exactly once, in a transaction with its outcome and offset")
-	fs.Usage = cli.Usage(fs, "Usage: tickbench worker [flags]\n\nWrites --ticks ticks into a fresh namespace, then measures (1) raw franz-go\nconsumption (read_committed, no processing) and (2) the worker library (--workers instances in one group,\na no-op handler, one that waits --handler-sleep, or forward mode; outcome records and offset commits included), and prints both rates, their ratio, each partition's\nrate and the round trip of one produce and its read-back (the floor of a lane's per-tick ledger cost).")
+	fs.Usage = cli.Usage(fs, "Usage: tickbench worker [flags]\n\nWrites --ticks ticks into a fresh namespace, then measures (1) raw franz-go\nconsumption (read_committed, no processing) and (2) the worker library (--workers instances in one group,\na no-op handler, one that waits --handler-sleep, or forward mode; outcome records and offset commits included), and prints both rates, their ratio, each partition's\nrate, the worker phase's CPU and allocations per tick (this process), and the round trip of one produce and its\nread-back (the floor of a lane's per-tick ledger cost).")
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}

@@ -73,6 +73,7 @@ func pickAgainstAScan(t *testing.T, rng *rand.Rand) {
 		}
 		picked, _ := l.pick(now, nil, 1+rng.IntN(16))
 		for _, it := range picked {
+			it.began = now // as its runner does
 			if it.err == nil && !it.t.Trigger {
 				if running[it.key] {
 					t.Fatalf("%s started while another tick of its key runs", it.t.ID)

@@ -188,8 +188,8 @@ func (l *lane) dispatch() {
 }
 
 // maxPick bounds the records one pick marks running before they are handed to runners: they wait for free
-// runners in the dispatcher, so a small batch keeps their start instants (which decide whether a run outlasted
-// its period) close to their runs'.
+// runners in the dispatcher (their run's length, which decides whether it outlasted its period, counts from the
+// runner on: item.began).
 const maxPick = 16
 
 // run is a record handed to the worker's runners.
@@ -217,6 +217,7 @@ func (w *Worker) runners(wg *sync.WaitGroup) {
 func (l *lane) runItem(it *item) {
 	w := l.w
 	defer l.runs.Done()
+	it.began = w.cfg.Now() // read by handledLocked, on this goroutine
 	o, ok := l.handle(it)
 	if !ok {
 		// No outcome: the ledger tells the next owner whether it had started. When the lane still starts

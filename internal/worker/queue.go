@@ -48,7 +48,8 @@ type item struct {
 	running bool
 	handled bool
 	done    bool
-	// began is when pick started the record; overran is set on a scheduled tick that fell due while an earlier
+	// began is when a runner took the record (set by that runner; pick may have marked it running earlier, and it
+	// waited for a free runner meanwhile); overran is set on a scheduled tick that fell due while an earlier
 	// run of its key was going and had outlasted its period (it ran longer than the spacing between its instant
 	// and the next tick's): the default overlap policy skips it when a newer tick of the key is due too.
 	began   time.Time
@@ -205,12 +206,12 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 			continue
 		}
 		if c.err != nil {
-			out = append(out, l.startLocked(c, now))
+			out = append(out, l.startLocked(c))
 			continue
 		}
 		if c.jump {
 			if !k.running(c.kid) && !k.isElsewhere(c.kid) {
-				out = append(out, l.startLocked(c, now))
+				out = append(out, l.startLocked(c))
 			}
 			continue
 		}
@@ -238,7 +239,7 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 				}
 				continue
 			}
-			out = append(out, l.startLocked(c, now))
+			out = append(out, l.startLocked(c))
 			if covered++; l.jumps == 0 && covered >= k.queued {
 				break // every key with a record queued now runs one
 			}
@@ -332,8 +333,8 @@ func (l *lane) waitsLedger() bool {
 }
 
 // startLocked marks it running: no other record of its key starts until it is handled. Called with w.mu held.
-func (l *lane) startLocked(it *item, now time.Time) *item {
-	it.running, it.began = true, now
+func (l *lane) startLocked(it *item) *item {
+	it.running = true
 	if it.err == nil {
 		l.keys.take(it.kid)
 	}

@@ -88,11 +88,12 @@ type outResult struct {
 
 // report hands x its record's offset, or the error.
 func (x *outEntry) report(offset int64, err error) {
-	if x.done != nil {
+	switch {
+	case x.done != nil:
 		x.done(offset, err)
-		return
+	case x.result != nil:
+		x.result <- outResult{offset, err}
 	}
-	x.result <- outResult{offset, err}
 }
 
 // write writes e (key: its record key alone) to partition p and returns its ledger offset once acknowledged.

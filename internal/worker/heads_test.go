@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -136,5 +137,41 @@ func checkHeads(t *testing.T, l *lane) {
 	}
 	if !slices.Equal([]*item(l.heads), want) {
 		t.Fatalf("pick looks at %d records, a scan would stop at %d", len(l.heads), len(want))
+	}
+}
+
+// TestHandOffGivesBackWhenDraining: records a pick marked running that no runner took when the worker began to
+// drain are given back to pick, as if never picked: none is handed over, no key stays busy, and a later pick
+// finds them again.
+func TestHandOffGivesBackWhenDraining(t *testing.T) {
+	draining := make(chan struct{})
+	w := &Worker{logger: slog.New(slog.DiscardHandler), session: &session{runq: make(chan run), draining: draining}}
+	l := &lane{w: w, ctx: context.Background(), wake: make(chan struct{}, 1), keys: keyTable{ids: map[string]int32{}}}
+	l.ledger = ledger.NewLog(ledger.LogConfig{Worker: "w"}).NewOwner(0, nil)
+	now := time.Now()
+	var recs []*kgo.Record
+	for i := range 5 {
+		for k := range 3 {
+			v, _ := tick.Encode(tick.New(fmt.Sprintf("s%d", k), now.Add(-time.Hour+time.Duration(i)*time.Second).Truncate(time.Second), 0, 1))
+			recs = append(recs, &kgo.Record{Offset: int64(len(recs)), Value: v})
+		}
+	}
+	l.enqueue(recs)
+	picked, _ := l.pick(now, nil, maxPick)
+	if len(picked) != 3 {
+		t.Fatalf("picked %d records, want one per key (3)", len(picked))
+	}
+	first := slices.Clone(picked)
+	close(draining)
+	if l.handOff(picked) {
+		t.Fatal("handOff handed records over while the worker drains")
+	}
+	checkHeads(t, l)
+	if l.keys.busy != 0 {
+		t.Fatalf("%d keys still busy after the records were given back", l.keys.busy)
+	}
+	again, _ := l.pick(now, nil, maxPick)
+	if !slices.Equal(again, first) {
+		t.Fatal("a later pick does not find the records given back")
 	}
 }

@@ -171,19 +171,58 @@ func (l *lane) dispatch() {
 			}
 			continue
 		}
-		for i, it := range picked {
-			picked[i] = nil
+		if !l.handOff(picked) {
+			return
+		}
+	}
+}
+
+// handOff hands the records pick marked running to the runners, one at a time as runners come free. When the
+// lane stops starting records, or the worker drains, before one is handed over, that one and the rest are given
+// back to pick (nothing started them) and it reports false.
+func (l *lane) handOff(picked []*item) bool {
+	w := l.w
+	defer clear(picked)
+	for i, it := range picked {
+		if l.starting() {
 			l.runs.Add(1)
 			select {
 			case w.runq <- run{l, it}:
+				continue
 			case <-l.ctx.Done():
-				l.runs.Done()
-				return
 			case <-w.draining:
-				l.runs.Done()
-				return
 			}
+			l.runs.Done()
 		}
+		l.unpick(picked[i:])
+		return false
+	}
+	return true
+}
+
+// starting reports whether the lane still starts records: its context has not ended and the worker does not
+// drain.
+func (l *lane) starting() bool {
+	select {
+	case <-l.ctx.Done():
+		return false
+	case <-l.w.draining:
+		return false
+	default:
+		return true
+	}
+}
+
+// unpick gives back to pick the records it marked running that no runner took.
+func (l *lane) unpick(items []*item) {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	for _, it := range items {
+		it.running = false
+		if it.err == nil {
+			l.keys.free(it.kid)
+		}
+		l.rewaitLocked(it)
 	}
 }
 
@@ -246,7 +285,8 @@ func (l *lane) runItem(it *item) {
 	}
 }
 
-// handling returns how many records the lane has handed to runners and not finished.
+// handling returns how many records the lane has handed to runners and not finished (the keys running one: a
+// record the dispatcher is handing over counts too).
 func (l *lane) handling() int {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()

@@ -139,9 +139,9 @@ func validCancel(r *kgo.Record, cancels *[]tick.Cancel) bool {
 
 // pick appends to out the records the lane should start now, at most limit, and marks them running; when none
 // is ready it returns how long to wait for the first held one (0: nothing to wait for but a batch or the end of
-// a run). One scan finds every record that may start, so a backlog costs a scan per batch, not per record, and
-// a scan looks only at the heads (the first waiting tick of each key, and the waiting triggers and unreadable
-// records), so it costs the number of keys, not of records queued.
+// a run). One scan finds the records that may start (up to limit), so a backlog costs a scan per batch, not per
+// record; and a scan looks only at the heads (the first waiting tick of each key, and the waiting triggers and
+// unreadable records), so it costs the number of keys, not of records queued.
 //
 // The rules, per key (a schedule and shard, see itemKey): the key's scheduled ticks start one at a time, in
 // offset order, each on its instant, and never while another record of the key runs; a manual trigger does not
@@ -261,7 +261,8 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 // over the records of fast keys finished behind a slow one and over every later tick of each running key.
 type heads []*item
 
-// add inserts it in queue order (at the end, but for a key's next tick once its head started).
+// add inserts it in queue order: at the end, but for a key's next tick once its head started, and for a record
+// given back (rewaitLocked).
 func (h *heads) add(it *item) {
 	i, _ := slices.BinarySearchFunc(*h, it.seq, func(c *item, seq int64) int { return cmp.Compare(c.seq, seq) })
 	*h = slices.Insert(*h, i, it)

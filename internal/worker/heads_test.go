@@ -97,13 +97,9 @@ func pickAgainstAScan(t *testing.T, rng *rand.Rand) {
 				running[it.key] = false
 			}
 			if rng.IntN(8) == 0 {
-				it.running = false
-				l.rewaitLocked(it)
-				if it.err == nil {
-					l.keys.free(it.kid)
-					if !it.t.Trigger {
-						started[it.key] = it.rec.Offset - 1 // it starts again, before the key's later ticks
-					}
+				l.giveBackLocked(it)
+				if it.err == nil && !it.t.Trigger {
+					started[it.key] = it.rec.Offset - 1 // it starts again, before the key's later ticks
 				}
 				continue
 			}

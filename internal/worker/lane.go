@@ -218,11 +218,7 @@ func (l *lane) unpick(items []*item) {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
 	for _, it := range items {
-		it.running = false
-		if it.err == nil {
-			l.keys.free(it.kid)
-		}
-		l.rewaitLocked(it)
+		l.giveBackLocked(it)
 	}
 }
 
@@ -264,11 +260,7 @@ func (l *lane) runItem(it *item) {
 		// pick waits for the other run's outcome, release or lease before the tick starts here again.
 		w.mu.Lock()
 		if l.ctx.Err() == nil {
-			it.running = false
-			l.rewaitLocked(it)
-			if it.err == nil {
-				l.keys.free(it.kid)
-			}
+			l.giveBackLocked(it)
 		}
 		w.mu.Unlock()
 		l.wakeUp()

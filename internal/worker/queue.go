@@ -156,7 +156,7 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := &l.keys
-	k.scan++ // a new scan: no key is blocked, seen or elsewhere yet
+	k.scan++ // a new scan: no key is blocked or elsewhere yet
 	l.waitsOnLedger = false
 	var wait time.Duration
 	// Records before l.open are all handled (their outcomes may be in flight, or a slow record ahead of them
@@ -169,12 +169,10 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 		// held ticks wait here, or run the key's scheduled tick while a trigger of the key waits here. Either
 		// way the key waits for that run first. (Without triggers, the key's first tick is the one that may
 		// run elsewhere, and the scan below checks it.)
+		// The heads hold one scheduled tick per key (its first) and every trigger.
 		for _, c := range l.heads {
-			if c.handled || c.running || c.err != nil || (!c.jump && k.seen(c.kid)) {
+			if c.err != nil {
 				continue
-			}
-			if !c.jump {
-				k.see(c.kid)
 			}
 			if until := l.formerRunUntil(c); now.Before(until) {
 				k.block(c.kid)
@@ -202,9 +200,6 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 		if len(out) >= limit {
 			break
 		}
-		if c.handled || c.running {
-			continue
-		}
 		if c.err != nil {
 			out = append(out, l.startLocked(c))
 			continue
@@ -216,7 +211,7 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 			continue
 		}
 		if k.blocked(c.kid) {
-			continue // an earlier tick of the key has not started yet
+			continue // the trigger pass found the key running elsewhere
 		}
 		k.block(c.kid)
 		if k.running(c.kid) {
@@ -261,16 +256,21 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 // over the records of fast keys finished behind a slow one and over every later tick of each running key.
 type heads []*item
 
+// find returns where it is, or would be, in h, and whether it is there.
+func (h heads) find(it *item) (int, bool) {
+	return slices.BinarySearchFunc(h, it.seq, func(c *item, seq int64) int { return cmp.Compare(c.seq, seq) })
+}
+
 // add inserts it in queue order: at the end, but for a key's next tick once its head started, and for a record
-// given back (rewaitLocked).
+// given back (giveBackLocked).
 func (h *heads) add(it *item) {
-	i, _ := slices.BinarySearchFunc(*h, it.seq, func(c *item, seq int64) int { return cmp.Compare(c.seq, seq) })
+	i, _ := h.find(it)
 	*h = slices.Insert(*h, i, it)
 }
 
 // remove removes it, when it is there.
 func (h *heads) remove(it *item) {
-	if i, ok := slices.BinarySearchFunc(*h, it.seq, func(c *item, seq int64) int { return cmp.Compare(c.seq, seq) }); ok {
+	if i, ok := h.find(it); ok {
 		*h = slices.Delete(*h, i, i+1)
 	}
 }
@@ -288,31 +288,28 @@ func (l *lane) waitLocked(it *item) {
 }
 
 // unwaitLocked removes it, just started, from pick's records; the next tick of its key, when there is one, is
-// the key's head now. Called with w.mu held.
+// the key's head now. pick starts only heads, so a scheduled tick started is its key's first waiting one.
+// Called with w.mu held.
 func (l *lane) unwaitLocked(it *item) {
 	l.heads.remove(it)
 	if it.jump {
 		return
 	}
 	ks := &l.keys.keys[it.kid]
-	i := slices.Index(ks.waiting, it)
-	if i < 0 {
-		return
-	}
-	if i == 0 {
-		ks.waiting[0] = nil
-		ks.waiting = ks.waiting[1:]
-	} else {
-		ks.waiting = slices.Delete(ks.waiting, i, i+1)
-	}
-	if i == 0 && len(ks.waiting) > 0 {
+	ks.waiting[0] = nil
+	if ks.waiting = ks.waiting[1:]; len(ks.waiting) > 0 {
 		l.heads.add(ks.waiting[0])
 	}
 }
 
-// rewaitLocked gives pick back it, a record it started that did not run to an outcome (its run was cut, or
-// not started): it is the first of its key again. Called with w.mu held.
-func (l *lane) rewaitLocked(it *item) {
+// giveBackLocked gives pick back it, a record it started that did not run to an outcome (its run was cut, or
+// no runner took it): it is not running any more, its key is free, and it is the first of its key again.
+// Called with w.mu held.
+func (l *lane) giveBackLocked(it *item) {
+	it.running = false
+	if it.err == nil {
+		l.keys.free(it.kid)
+	}
 	if it.jump {
 		l.heads.add(it)
 		return
@@ -406,7 +403,6 @@ type keyState struct {
 	queued    int32   // unhandled records of the key in the queue
 	waiting   []*item // the key's scheduled ticks not started, in queue order (the first is in lane.heads)
 	blocked   uint32  // the scan in which the key was blocked (an earlier tick of it seen, or it waits elsewhere)
-	seen      uint32  // the scan in which a scheduled tick of the key was seen (the trigger pass)
 	elsewhere uint32  // the scan in which the key was found running on another worker
 }
 
@@ -450,8 +446,6 @@ func (k *keyTable) free(id int32) {
 func (k *keyTable) running(id int32) bool     { return k.keys[id].running }
 func (k *keyTable) block(id int32)            { k.keys[id].blocked = k.scan }
 func (k *keyTable) blocked(id int32) bool     { return k.keys[id].blocked == k.scan }
-func (k *keyTable) see(id int32)              { k.keys[id].seen = k.scan }
-func (k *keyTable) seen(id int32) bool        { return k.keys[id].seen == k.scan }
 func (k *keyTable) elsewhere(id int32)        { k.keys[id].elsewhere = k.scan }
 func (k *keyTable) isElsewhere(id int32) bool { return k.keys[id].elsewhere == k.scan }
 

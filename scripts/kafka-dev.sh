@@ -7,6 +7,7 @@
 #   scripts/kafka-dev.sh down   stop the broker started by `up` (by its PID file)
 #   scripts/kafka-dev.sh restart  stop it and start it again on the same data (a broker restart, for fault tests)
 #   scripts/kafka-dev.sh logs   print the tail of the broker log
+#   scripts/kafka-dev.sh pid    print the broker's process ID (tickbench worker --broker-pid)
 #
 # Settings come from the environment:
 #   KAFKA_PORT      client port on 127.0.0.1 (default 9092); the controller listens on KAFKA_PORT+1 (and, in
@@ -267,5 +268,9 @@ restart)
 	up keep
 	;;
 logs) tail -n "${2:-80}" "$logfile" ;;
-*) echo "usage: $0 up [--secure]|down|restart|logs" >&2; exit 2 ;;
+pid)
+	running || { echo "kafka-dev: not running on port $port" >&2; exit 1; }
+	cat "$pidfile"
+	;;
+*) echo "usage: $0 up [--secure]|down|restart|logs|pid" >&2; exit 2 ;;
 esac

@@ -46,12 +46,24 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	workers := fs.Int("workers", 1, "worker instances in this process, in one group")
 	sleep := fs.Duration("handler-sleep", 0, "how long the handler takes (waiting, not computing): 0 is a no-op handler")
 	forward := fs.Bool("forward", false, "forward mode instead of a handler: each tick republished to <ns>.fwd, exactly once, in a transaction with its outcome and offset")
-	fs.Usage = cli.Usage(fs, "Usage: tickbench worker [flags]\n\nWrites --ticks ticks into a fresh namespace, then measures (1) raw franz-go\nconsumption (read_committed, no processing) and (2) the worker library (--workers instances in one group,\na no-op handler, one that waits --handler-sleep, or forward mode; outcome records and offset commits included), and prints both rates, their ratio, each partition's\nrate, the worker phase's CPU and allocations per tick (this process), and the round trip of one produce and its\nread-back (the floor of a lane's per-tick ledger cost).")
+	brokerPID := fs.Int("broker-pid", 0, "the process ID of a broker on this machine (scripts/kafka-dev.sh pid): its CPU per tick over the worker phase is printed too")
+	fs.Usage = cli.Usage(fs, "Usage: tickbench worker [flags]\n\n"+
+		"Writes --ticks ticks into a fresh namespace, then measures (1) raw franz-go consumption (read_committed,\n"+
+		"no processing) and (2) the worker library (--workers instances in one group, a no-op handler, one that waits\n"+
+		"--handler-sleep, or forward mode; outcome records and offset commits included). Prints both rates, their\n"+
+		"ratio, each partition's rate, the worker phase's CPU and allocations per tick (this process), how busy the\n"+
+		"machine's CPUs were over that phase (and the broker's CPU per tick, with --broker-pid), and the round trip\n"+
+		"of one produce and its read-back (the floor of a lane's per-tick ledger cost).")
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
 	if *n < 1 || *parts < 1 || *schedules < 1 || *workers < 1 || *sleep < 0 {
 		return cli.Usagef("--ticks, --partitions, --schedules and --workers must be at least 1, --handler-sleep not negative")
+	}
+	if *brokerPID != 0 {
+		if _, err := pidCPU(*brokerPID); err != nil {
+			return cli.Usagef("--broker-pid %d: %v", *brokerPID, err)
+		}
 	}
 	if *forward && *sleep > 0 {
 		return cli.Usagef("--forward has no handler to sleep in: leave --handler-sleep out")
@@ -100,9 +112,11 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 			return err
 		}
 	}
-	cpu0, allocs0 := processCPU(), mallocs()
+	cpu0, allocs0, machine0 := processCPU(), mallocs(), readMachineCPU()
+	broker0, _ := pidCPU(*brokerPID)
 	wd, handled, done, err := runWorkerLib(ctx, kcfg, adm, names, ends, *concurrency, *workers, *sleep, fwd)
-	cpu, allocs := processCPU()-cpu0, mallocs()-allocs0
+	cpu, allocs, machine := processCPU()-cpu0, mallocs()-allocs0, readMachineCPU()
+	broker1, brokerErr := pidCPU(*brokerPID)
 	stopProfile()
 	if err != nil {
 		return err
@@ -122,6 +136,16 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	printPerPartition(stdout, counts, done)
 	fmt.Fprintf(stdout, "cost:   %.1f µs of CPU per tick (this process: the worker and its Kafka clients; %.2f cores), %.0f allocations per tick\n",
 		float64(cpu.Microseconds())/float64(*n), cpu.Seconds()/wd.Seconds(), float64(allocs)/float64(*n))
+	if machine0.ok && machine.ok && machine.total > machine0.total {
+		ncpu := runtime.NumCPU()
+		busy := float64(machine.busy-machine0.busy) / float64(machine.total-machine0.total)
+		line := fmt.Sprintf("machine: %.2f of %d CPUs busy over the worker phase", busy*float64(ncpu), ncpu)
+		if *brokerPID != 0 && brokerErr == nil {
+			b := broker1 - broker0
+			line += fmt.Sprintf("; the broker (pid %d) %.1f µs of CPU per tick (%.2f cores)", *brokerPID, float64(b.Microseconds())/float64(*n), b.Seconds()/wd.Seconds())
+		}
+		fmt.Fprintln(stdout, line)
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	fmt.Fprintf(stdout, "memory: Go heap in use %.1f MiB, heap reserved from the OS %.1f MiB, %s\n", float64(ms.HeapInuse)/(1<<20), float64(ms.HeapSys)/(1<<20), rss())

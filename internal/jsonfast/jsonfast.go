@@ -69,3 +69,79 @@ func AppendFloat(b []byte, f float64) ([]byte, bool) {
 	}
 	return strconv.AppendFloat(b, f, 'f', -1, 64), true
 }
+
+// Object writes a JSON object the way encoding/json writes a struct: one field per call, in the order of the
+// calls. Each call names its field by the bytes that come before the value, punctuation included (`{"v":` for
+// the first field, `,"name":` for the others: constants, so that each is one copy). The Omit methods leave a
+// field out when its value is the zero value, as omitempty does. The object is valid once Close is called, and
+// written as json.Marshal would write it unless Close reports false (a value AppendTime or AppendFloat does not
+// write): the caller then hands the value to encoding/json.
+type Object struct {
+	b  []byte
+	ok bool
+}
+
+// NewObject starts an object at the end of b.
+func NewObject(b []byte) Object { return Object{b: b, ok: true} }
+
+// Close ends the object and returns the bytes with it appended, and whether every value was written.
+func (o *Object) Close() ([]byte, bool) { return append(o.b, '}'), o.ok }
+
+// Int writes a field with the integer v.
+func (o *Object) Int(prefix string, v int64) {
+	o.b = strconv.AppendInt(append(o.b, prefix...), v, 10)
+}
+
+// String writes a field with the string v (AppendString).
+func (o *Object) String(prefix, v string) {
+	o.b = AppendString(append(o.b, prefix...), v)
+}
+
+// Time writes a field with the time v (AppendTime).
+func (o *Object) Time(prefix string, v time.Time) {
+	var ok bool
+	o.b, ok = AppendTime(append(o.b, prefix...), v)
+	o.ok = o.ok && ok
+}
+
+// Float writes a field with the number v (AppendFloat).
+func (o *Object) Float(prefix string, v float64) {
+	var ok bool
+	o.b, ok = AppendFloat(append(o.b, prefix...), v)
+	o.ok = o.ok && ok
+}
+
+// OmitInt writes a field unless v is 0.
+func (o *Object) OmitInt(prefix string, v int64) {
+	if v != 0 {
+		o.Int(prefix, v)
+	}
+}
+
+// OmitString writes a field unless v is empty.
+func (o *Object) OmitString(prefix, v string) {
+	if v != "" {
+		o.String(prefix, v)
+	}
+}
+
+// OmitTime writes a field unless v is nil.
+func (o *Object) OmitTime(prefix string, v *time.Time) {
+	if v != nil {
+		o.Time(prefix, *v)
+	}
+}
+
+// OmitFloat writes a field unless v is 0.
+func (o *Object) OmitFloat(prefix string, v float64) {
+	if v != 0 {
+		o.Float(prefix, v)
+	}
+}
+
+// OmitBool writes a field as true when v is, and leaves it out otherwise.
+func (o *Object) OmitBool(prefix string, v bool) {
+	if v {
+		o.b = append(append(o.b, prefix...), "true"...)
+	}
+}

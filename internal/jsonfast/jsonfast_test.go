@@ -47,3 +47,51 @@ func TestAppendStringIsMarshal(t *testing.T) {
 		}
 	}
 }
+
+// objectCase is a struct of every kind of field Object writes, with and without omitempty.
+type objectCase struct {
+	N    int64      `json:"n"`
+	S    string     `json:"s"`
+	T    time.Time  `json:"t"`
+	F    float64    `json:"f"`
+	ON   int64      `json:"on,omitempty"`
+	OS   string     `json:"os,omitempty"`
+	OT   *time.Time `json:"ot,omitempty"`
+	OF   float64    `json:"of,omitempty"`
+	OB   bool       `json:"ob,omitempty"`
+	Last string     `json:"last"`
+}
+
+func (c *objectCase) append(b []byte) ([]byte, bool) {
+	o := NewObject(b)
+	o.Int(`{"n":`, c.N)
+	o.String(`,"s":`, c.S)
+	o.Time(`,"t":`, c.T)
+	o.Float(`,"f":`, c.F)
+	o.OmitInt(`,"on":`, c.ON)
+	o.OmitString(`,"os":`, c.OS)
+	o.OmitTime(`,"ot":`, c.OT)
+	o.OmitFloat(`,"of":`, c.OF)
+	o.OmitBool(`,"ob":`, c.OB)
+	o.String(`,"last":`, c.Last)
+	return o.Close()
+}
+
+func TestObjectIsMarshal(t *testing.T) {
+	at := time.Date(2026, 12, 5, 3, 0, 0, 500, time.UTC)
+	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []objectCase{
+		{},
+		{N: -3, S: "a<b", T: at, F: 1.5, ON: 7, OS: "x", OT: &at, OF: 0.25, OB: true, Last: "z"},
+		{T: far},             // a time json.Marshal refuses: not written here either
+		{OT: &far},           // the same, behind omitempty
+		{F: 1e21, Last: "y"}, // a float in exponent form: left to encoding/json
+	} {
+		// Not written (false) is always allowed: the caller hands the value to encoding/json.
+		got, ok := c.append([]byte("prefix"))
+		want, err := json.Marshal(c)
+		if ok && (err != nil || string(got) != "prefix"+string(want)) {
+			t.Errorf("%+v: Object wrote %s, %v; json.Marshal wrote %s, %v", c, got, ok, want, err)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package ledger
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/jsonfast"
@@ -85,49 +84,21 @@ func MarshalOutcome(o Outcome) []byte {
 // reflection: a worker writes one for every tick. It reports false for what it does not write itself (a time
 // or a number json.Marshal writes its own way or refuses).
 func appendOutcome(b []byte, o *Outcome) ([]byte, bool) {
-	ok := true
-	var w bool
-	b = append(b, `{"v":`...)
-	b = strconv.AppendInt(b, int64(o.V), 10)
-	b = append(b, `,"kind":`...)
-	b = jsonfast.AppendString(b, o.Kind)
-	b = append(b, `,"id":`...)
-	b = jsonfast.AppendString(b, o.ID)
-	if o.Schedule != "" {
-		b = append(b, `,"schedule":`...)
-		b = jsonfast.AppendString(b, o.Schedule)
-	}
-	if o.Slot != nil {
-		b = append(b, `,"slot":`...)
-		b, w = jsonfast.AppendTime(b, *o.Slot)
-		ok = ok && w
-	}
-	b = append(b, `,"status":`...)
-	b = jsonfast.AppendString(b, o.Status)
-	b = append(b, `,"attempts":`...)
-	b = strconv.AppendInt(b, int64(o.Attempts), 10)
-	b = append(b, `,"duration_ms":`...)
-	b, w = jsonfast.AppendFloat(b, o.DurationMS)
-	ok = ok && w
-	b = append(b, `,"worker":`...)
-	b = jsonfast.AppendString(b, o.Worker)
-	if o.Error != "" {
-		b = append(b, `,"error":`...)
-		b = jsonfast.AppendString(b, o.Error)
-	}
-	b = append(b, `,"partition":`...)
-	b = strconv.AppendInt(b, int64(o.Partition), 10)
-	b = append(b, `,"offset":`...)
-	b = strconv.AppendInt(b, o.Offset, 10)
-	b = append(b, `,"finished_at":`...)
-	b, w = jsonfast.AppendTime(b, o.FinishedAt)
-	ok = ok && w
-	if o.Fence != 0 {
-		b = append(b, `,"fence":`...)
-		b = strconv.AppendInt(b, o.Fence, 10)
-	}
-	if o.Interrupted {
-		b = append(b, `,"interrupted":true`...)
-	}
-	return append(b, '}'), ok
+	w := jsonfast.NewObject(b)
+	w.Int(`{"v":`, int64(o.V))
+	w.String(`,"kind":`, o.Kind)
+	w.String(`,"id":`, o.ID)
+	w.OmitString(`,"schedule":`, o.Schedule)
+	w.OmitTime(`,"slot":`, o.Slot)
+	w.String(`,"status":`, o.Status)
+	w.Int(`,"attempts":`, int64(o.Attempts))
+	w.Float(`,"duration_ms":`, o.DurationMS)
+	w.String(`,"worker":`, o.Worker)
+	w.OmitString(`,"error":`, o.Error)
+	w.Int(`,"partition":`, int64(o.Partition))
+	w.Int(`,"offset":`, o.Offset)
+	w.Time(`,"finished_at":`, o.FinishedAt)
+	w.OmitInt(`,"fence":`, o.Fence)
+	w.OmitBool(`,"interrupted":`, o.Interrupted)
+	return w.Close()
 }

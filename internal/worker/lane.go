@@ -441,18 +441,41 @@ func (l *lane) commitMeta(next int64) string {
 // publish writes the outcome of it; once it is acknowledged, its offset may be committed.
 func (l *lane) publish(it *item, o result) {
 	w := l.w
-	rec := it.rec
-	l.ledger.RaiseLimit(rec.Offset + 1)
+	l.ledger.RaiseLimit(it.rec.Offset + 1)
 	l.pending.Add(1)
-	r := w.resultRecord(rec, o.Outcome, w.resultParts)
-	w.ledger.Append(r.Partition, r.Key, r.Value, ledger.OutcomeEntry(o.Outcome), func(_ int64, err error) {
-		defer l.pending.Done()
-		if err != nil {
-			// The tick has run (or been dead-lettered); holding its offset back would only run it again.
-			w.m.outcomeErrs.Inc()
-			w.logger.Error("writing outcome", "tick_id", o.ID, "partition", rec.Partition, "offset", rec.Offset, "error", err)
+	l.writeOutcome(it, o.ID, w.resultRecord(it.rec, o.Outcome, w.resultParts), ledger.OutcomeEntry(o.Outcome), 1)
+}
+
+// writeOutcome writes r, the outcome record of it (entry e), for the try-th time, and finishes it once the
+// record is acknowledged. A write that fails is tried again after a backoff for as long as the lane's runs may
+// go on: the tick's offset waits for it (committed without its outcome, a tick that ran would be missing for
+// good). When they may not (the partition was lost, the grace period ended, the worker closes) or the worker may
+// not write the results topic (an ACL: fatal), the offset is left uncommitted: the next owner finds the tick
+// started and not finished, and runs it again as an interrupted tick.
+func (l *lane) writeOutcome(it *item, id string, r *kgo.Record, e ledger.Entry, try int) {
+	w := l.w
+	w.ledger.Append(r.Partition, r.Key, r.Value, e, func(_ int64, err error) {
+		if err == nil {
+			l.pending.Done()
+			l.finish(it)
+			return
 		}
-		l.finish(it)
+		w.m.outcomeErrs.Inc()
+		attrs := []any{"tick_id", id, "partition", it.rec.Partition, "offset", it.rec.Offset, "try", try, "error", err}
+		switch {
+		case kafka.IsACLError(err):
+			l.pending.Done()
+			w.logger.Error("writing outcome: not allowed; the tick's offset is not committed", attrs...)
+			w.fatal(err)
+			return
+		case l.runCtx.Err() != nil || errors.Is(err, kgo.ErrClientClosed):
+			l.pending.Done()
+			w.logger.Warn("writing outcome failed as the worker stops; the tick's offset is not committed (its next owner runs it again, interrupted)", attrs...)
+			return
+		}
+		delay := w.backoff(min(try, 5))
+		w.logger.Error("writing outcome; retrying", append(attrs, "retry_in", delay)...)
+		time.AfterFunc(delay, func() { l.writeOutcome(it, id, r, e, try+1) })
 	})
 }
 
@@ -551,6 +574,19 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err 
 		}
 		o.Error = errString(err)
 		o.DurationMS = float64(w.cfg.Now().Sub(start).Microseconds()) / 1000
+		if errors.Is(err, errLeaseExpired) {
+			// Cut off by its lease on this live worker (it could not prove the run alive in the ledger in
+			// time): an interruption, as after a crash or a freeze. The run may have had effects: the next
+			// attempt is marked interrupted, and under --on-interrupted skip none follows.
+			interrupted, o.Interrupted = true, true
+			if w.cfg.OnInterrupted == OnInterruptedSkip {
+				o.Status = StatusInterrupted
+				o.Error = "the run was cut off by its lease; not run again (on-interrupted skip): " + o.Error
+				w.count(StatusInterrupted, 1)
+				w.logger.Warn("tick's run cut off by its lease: not run again (on-interrupted skip)", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N)
+				return o, nil
+			}
+		}
 		if IsPermanent(err) {
 			o.Status, o.reason = StatusFailed, reasonPermanent
 			w.count(resultFailed, 1)

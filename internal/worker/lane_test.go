@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -891,11 +892,45 @@ func TestLaneLeaseRenewedWhileHandlerRuns(t *testing.T) {
 
 // TestLaneLeaseExpiresWhenOwnershipCannotBeProven: when the lane cannot write its renewals (the ledger refuses
 // them), the running handler is cancelled with errLeaseExpired at the lease's end, not later; once the ledger
-// takes writes again the tick is retried and succeeds.
+// takes writes again the tick is retried, as an interrupted attempt (the cut run may have had effects), and
+// succeeds.
 func TestLaneLeaseExpiresWhenOwnershipCannotBeProven(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	cfg := b.config("w1")
+	rec, ticks, offsets := cutByLease(t, b, cfg)
+	kafkatest.Eventually(t, 10*time.Second, "the retry's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	calls := rec.snapshot()
+	if len(calls) != 2 || calls[1].Attempt.N != 2 || !calls[1].Attempt.Interrupted {
+		t.Fatalf("calls %+v, want two, the second attempt 2, interrupted", calls)
+	}
+	if o := b.outcomesOf(t, 0, ticks[0].ID, "w1"); len(o) != 1 || o[0].Status != StatusOK || o[0].Attempts != 2 || !o[0].Interrupted {
+		t.Errorf("outcomes %+v, want one ok after 2 attempts, interrupted", o)
+	}
+}
+
+// TestLaneLeaseCutNotRunAgainUnderSkip: under --on-interrupted skip, a run cut off by its lease on a live worker
+// is not run again: the tick's outcome is interrupted and its offset is committed.
+func TestLaneLeaseCutNotRunAgainUnderSkip(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	cfg.OnInterrupted = OnInterruptedSkip
+	rec, ticks, offsets := cutByLease(t, b, cfg)
+	kafkatest.Eventually(t, 10*time.Second, "the tick's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	if n := len(rec.snapshot()); n != 1 {
+		t.Errorf("the handler ran %d times, want once", n)
+	}
+	if o := b.outcomesOf(t, 0, ticks[0].ID, "w1"); len(o) != 1 || o[0].Status != StatusInterrupted || o[0].Attempts != 1 {
+		t.Errorf("outcomes %+v, want one interrupted after 1 attempt", o)
+	}
+}
+
+// cutByLease starts a worker with cfg whose handler waits for its context on its first call (and succeeds on
+// the others), produces one tick, and refuses the ledger's writes while the first call runs, until the run is
+// cut off by its lease; then it lets writes through again. It checks that the cut came at the lease's end.
+func cutByLease(t *testing.T, b *testBundle, cfg Config) (*recorder, []tick.Tick, []int64) {
+	t.Helper()
 	rec := newRecorder()
 	first := make(chan struct{})
 	var calls atomic.Int32
@@ -930,14 +965,7 @@ func TestLaneLeaseExpiresWhenOwnershipCannotBeProven(t *testing.T) {
 	if over := c.End.Sub(refusedAt); over > cfg.Lease+cfg.Lease/2 {
 		t.Errorf("first attempt ran on %s after the first refused renewal; its lease is %s", over, cfg.Lease)
 	}
-	kafkatest.Eventually(t, 10*time.Second, "the retry's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
-	calls2 := rec.snapshot()
-	if len(calls2) != 2 || calls2[1].Attempt.N != 2 {
-		t.Fatalf("calls %+v, want two, the second attempt 2", calls2)
-	}
-	if o := b.outcomesOf(t, 0, ticks[0].ID, "w1"); len(o) != 1 || o[0].Status != StatusOK || o[0].Attempts != 2 {
-		t.Errorf("outcomes %+v, want one ok after 2 attempts", o)
-	}
+	return rec, ticks, offsets
 }
 
 // TestLaneConcurrencyBoundsHandlers: with Concurrency 1, the lanes of two partitions take turns: never two
@@ -1060,4 +1088,49 @@ func TestWorkerRunsAgain(t *testing.T) {
 	if len(runs) != len(first)+len(second) {
 		t.Errorf("%d ticks ran, want %d", len(runs), len(first)+len(second))
 	}
+}
+
+// TestLaneOutcomeWriteRetried: an outcome record the broker refuses is written again until it is taken; the
+// tick's offset is committed only after it (a commit without the outcome would leave a tick that ran missing for
+// good).
+func TestLaneOutcomeWriteRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	cfg.Lease = 10 * time.Second // no renewal during the test: the refused write is the outcome
+	rec := newRecorder()
+	finish := make(chan struct{})
+	tw := b.start(t, cfg, rec.handler(func(context.Context, tick.Tick, Attempt) error {
+		<-finish
+		return nil
+	}), Deps{})
+	ticks, offsets := b.produceTicks(t, 0, "outcome", 1)
+	kafkatest.Eventually(t, 10*time.Second, "the handler to start", func() bool { return len(rec.started) > 0 })
+	refused, allow := b.refuseLedgerWrites(t, 0, true)
+	close(finish)
+	select {
+	case <-refused:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the outcome was not written within 10s")
+	}
+	kafkatest.Eventually(t, 10*time.Second, "the refused outcome to be counted", func() bool {
+		return counterValue(tw.w.m.outcomeErrs) >= 2 // refused, and refused again: retried
+	})
+	if c := b.committed(t, 0); c.At > offsets[0] {
+		t.Fatalf("offset %d committed while the tick's outcome was refused", c.At)
+	}
+	allow()
+	kafkatest.Eventually(t, 10*time.Second, "the tick's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	if o := b.outcomesOf(t, 0, ticks[0].ID, "w1"); len(o) != 1 || o[0].Status != StatusOK {
+		t.Errorf("outcomes %+v, want one ok", o)
+	}
+}
+
+// counterValue reads c.
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
 }

@@ -440,6 +440,13 @@ func TestExecutions(t *testing.T) {
 			want:    []Execution{{Worker: "w1", Attempt: 1, Status: ExecRetried}, {Worker: "w1", Attempt: 2, Status: "ok", DurationMS: 12}},
 		},
 		{
+			name: "retried by the partition's next owner",
+			entries: []ledger.Entry{started("w1", 1), {Kind: ledger.KindRetry, Worker: "w1", Attempt: 1, Error: "boom", At: fin},
+				started("w2", 2), ok("w2", 2)},
+			want: []Execution{{Worker: "w1", Attempt: 1, Status: ExecRetried, Error: "boom", FinishedAt: &fin},
+				{Worker: "w2", Attempt: 2, Status: "ok", DurationMS: 12}},
+		},
+		{
 			name:    "released",
 			entries: []ledger.Entry{started("w1", 1), {Kind: ledger.KindReleased, Worker: "w1", Attempt: 1}},
 			want:    []Execution{{Worker: "w1", Attempt: 1, Status: ExecReleased}},

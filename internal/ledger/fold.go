@@ -57,7 +57,7 @@ type TickState struct {
 	FirstAt int64
 	// Attempts is the highest attempt number started.
 	Attempts int
-	// Started is set when an attempt started and neither an outcome nor a release followed it.
+	// Started is set when an attempt started and neither an outcome, a release nor a retry followed it.
 	Started bool
 	// StartedBy is the worker of the latest started attempt, StartedFence its fencing token and StartedLease
 	// the lease its claim announced.
@@ -153,9 +153,9 @@ func (f *Fold) LastProof(fence int64) (time.Time, bool) {
 // Apply applies e, read at ledger offset at with record timestamp ts, and says why it did not ("" when it did).
 //
 // A claim stands when its token is above the highest so far (a renewal repeats its owner's token). A started
-// entry is valid only from the owner of the latest claim; a renewal only from the runner of the tick's latest
-// attempt; a release or outcome from the owner or from that runner (a former owner reporting on a run it
-// started). Before the first claim read, entries with a token up to BaseFence stand.
+// entry is valid only from the owner of the latest claim; a renewal or a retry only from the runner of the
+// tick's latest attempt, while it runs; a release or outcome from the owner or from that runner (a former owner
+// reporting on a run it started). Before the first claim read, entries with a token up to BaseFence stand.
 func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 	if e.Partition != f.Partition {
 		return RefusedPartition
@@ -182,7 +182,7 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 		if !owner {
 			return RefusedNotOwner
 		}
-	case KindRenewed:
+	case KindRenewed, KindRetry:
 		if s == nil || !s.Started || s.StartedBy != e.Worker || s.StartedFence != e.Fence || s.Attempts != e.Attempt {
 			return RefusedNotOwner // not the runner of the tick's latest attempt (another worker started it since)
 		}
@@ -225,6 +225,8 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 	case KindReleased:
 		s.Started, s.Released = false, true
 		s.Attempts = max(s.Attempts, e.Attempt)
+	case KindRetry:
+		s.Started = false // the attempt failed and its process is gone: nothing runs the tick, nothing was cut
 	case KindOutcome:
 		e := e
 		s.Outcome, s.Started, s.Released = &e, false, false

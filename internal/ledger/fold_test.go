@@ -34,6 +34,7 @@ func TestFoldRefuses(t *testing.T) {
 		{"start by another worker", tickE(KindStarted, "x", "a@1", 5, 10), RefusedNotOwner},
 		{"start under an old token", tickE(KindStarted, "w", "a@1", 4, 10), RefusedNotOwner},
 		{"outcome by another worker", tickE(KindOutcome, "x", "a@1", 5, 10), RefusedNotOwner},
+		{"retry of a tick not started", tickE(KindRetry, "w", "a@1", 5, 10), RefusedNotOwner},
 		{"outcome beyond the limit", tickE(KindOutcome, "w", "a@1", 5, 100), RefusedOffset},
 		{"other partition", Entry{Kind: KindOutcome, Partition: 1, ID: "a@1", Status: StatusOK, Fence: 5, Worker: "w"}, RefusedPartition},
 	} {
@@ -81,6 +82,48 @@ func TestFoldRunnerReportsAfterNewClaim(t *testing.T) {
 	}
 	if p, _ := f.LastProof(1); !p.Equal(t0.Add(time.Second)) {
 		t.Errorf("last proof of token 1 = %v, want its start at %v", p, t0.Add(time.Second))
+	}
+}
+
+// TestFoldRetry: a retry from the runner of the tick's latest attempt says nothing runs the tick, and that
+// nothing was cut off (not interrupted), even after a new claim; a retry from anybody else, or for an attempt
+// that is not the latest, changes nothing.
+func TestFoldRetry(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	f := NewFold(0)
+	second := tickE(KindStarted, "old", "a@1", 1, 7)
+	second.Attempt = 2
+	for i, e := range []Entry{claimE("old", 1, 5000), tickE(KindStarted, "old", "a@1", 1, 7), second, claimE("new", 2, 5000)} {
+		if r := f.Apply(e, int64(i), t0); r != "" {
+			t.Fatalf("entry %d: %q", i, r)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		e    Entry
+	}{
+		{"another worker", tickE(KindRetry, "new", "a@1", 2, 7)},
+		{"the runner under another token", tickE(KindRetry, "old", "a@1", 2, 7)},
+		{"an earlier attempt", tickE(KindRetry, "old", "a@1", 1, 7)}, // attempt 1
+	} {
+		if r := f.Apply(c.e, 4, t0); r != RefusedNotOwner {
+			t.Errorf("retry by %s: %q, want %q", c.name, r, RefusedNotOwner)
+		}
+	}
+	if s := f.Tick(7, "a@1"); !s.Started || !s.Interrupted() {
+		t.Fatalf("after refused retries: %+v, want still started", s)
+	}
+	retry := tickE(KindRetry, "old", "a@1", 1, 7)
+	retry.Attempt = 2
+	if r := f.Apply(retry, 5, t0); r != "" {
+		t.Fatalf("retry by the runner: %q", r)
+	}
+	s := f.Tick(7, "a@1")
+	if s.Started || s.Released || s.Interrupted() || s.Finished() || s.Attempts != 2 {
+		t.Errorf("after the runner's retry: %+v, want not started, not interrupted, 2 attempts", s)
+	}
+	if r := f.Apply(tickE(KindStarted, "new", "a@1", 2, 7), 6, t0); r != "" || !f.Tick(7, "a@1").SeizedAt.IsZero() {
+		t.Errorf("the new owner's start: %q, seized %v; want taken, nothing seized", r, f.Tick(7, "a@1").SeizedAt)
 	}
 }
 

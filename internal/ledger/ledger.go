@@ -3,7 +3,7 @@
 // tick of this work partition".
 //
 // The results topic has as many partitions as the work topic, and the entries of work partition p go to results
-// partition p (modulo the results partition count), so a work partition's ledger is one ordered log. Four kinds
+// partition p (modulo the results partition count), so a work partition's ledger is one ordered log. Six kinds
 // of entry, all JSON with a major version in "v":
 //
 //   - claim (key "~claim/<p>"): a worker took partition p over, with fencing token Fence. Tokens strictly
@@ -18,6 +18,11 @@
 //     partition's new owner waits for it, key by key.
 //   - released (key: tick ID): the run was cut off (lease lost, or the worker lost its partition or ran out of
 //     grace) and its process is known to be gone; the next owner may run it again at once.
+//   - retry (key: tick ID): attempt Attempt failed (its handler returned an error; its process is gone) and
+//     another attempt follows after a backoff. Nothing runs the tick meanwhile: when the partition moves during
+//     the backoff, its next owner goes on at once with the next attempt, not as an interrupted tick. Valid only
+//     from the attempt's runner, like a renewal. Written as a record of its own, never in a batch (a build
+//     that does not know the kind skips that record alone).
 //   - outcome (key: tick ID): the tick's final result (ok, failed, skipped_late, skipped_overlap,
 //     dead_lettered, interrupted). Records written before the ledger existed have no "kind" and a "status":
 //     they are outcomes.
@@ -25,7 +30,7 @@
 // A worker that has several entries for one partition ready at once writes them as one batch record (key
 // "~batch/<p>/<worker>/<nonce>", unique, so that compaction never drops it for another record's sake; retention
 // removes it): its entries count as if they had been written one after the other at the batch's offset, in
-// their order. A batch holds no claim and no batch. Readers expand it with Entries.
+// their order. A batch holds no claim, no retry and no batch. Readers expand it with Entries.
 package ledger
 
 import (
@@ -49,6 +54,7 @@ const (
 	KindStarted  = "started"
 	KindReleased = "released"
 	KindRenewed  = "renewed"
+	KindRetry    = "retry"
 	KindOutcome  = "outcome"
 	KindBatch    = "batch"
 )
@@ -221,8 +227,8 @@ func check(e *Entry, top bool) error {
 		}
 		for i := range e.Entries {
 			x := &e.Entries[i]
-			if x.Kind == KindClaim {
-				return errors.New("decoding ledger entry: a claim inside a batch")
+			if x.Kind == KindClaim || x.Kind == KindRetry {
+				return fmt.Errorf("decoding ledger entry: a %s inside a batch", x.Kind)
 			}
 			if err := check(x, false); err != nil {
 				return err
@@ -232,7 +238,7 @@ func check(e *Entry, top bool) error {
 			}
 		}
 	case KindClaim:
-	case KindStarted, KindReleased, KindOutcome, KindRenewed:
+	case KindStarted, KindReleased, KindOutcome, KindRenewed, KindRetry:
 		if e.ID == "" {
 			return fmt.Errorf("decoding ledger entry: %s without a tick id", e.Kind)
 		}

@@ -56,3 +56,7 @@ type noGate struct{}
 func (noGate) begin(ctx context.Context, _ *kgo.Record, _ tick.Tick, _ *Attempt) (context.Context, func(error), error) {
 	return ctx, func(error) {}, nil
 }
+
+func (noGate) retry(ctx context.Context, _ *kgo.Record, _ tick.Tick, _ *Attempt, _ error, delay time.Duration) bool {
+	return sleep(ctx, delay)
+}

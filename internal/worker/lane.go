@@ -432,6 +432,34 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 	return r.ctx, r.end, nil
 }
 
+// retry records in the ledger that attempt a of t failed with cause and that another follows after delay,
+// then waits out delay. It reports false when ctx ended or the lane stopped starting records first (the
+// partition was revoked, or the worker drains): the caller records nothing, and the partition's next owner,
+// told by the retry entry that nothing runs the tick and nothing was cut off, goes on at once with the next
+// attempt. When the entry could not be written, the next owner finds the attempt started and not finished, and
+// runs the tick again as an interrupted one once its lease has surely ended.
+func (l *lane) retry(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt, cause error, delay time.Duration) bool {
+	w := l.w
+	slot := t.Slot
+	e := ledger.Entry{Kind: ledger.KindRetry, ID: t.ID, Schedule: t.Schedule, Slot: &slot, Partition: rec.Partition,
+		Offset: rec.Offset, Fence: a.Fence, Worker: w.cfg.WorkerID, Attempt: a.N, Error: errString(cause), At: w.cfg.Now().UTC()}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err := w.ledger.Write(wctx, l.partition, []byte(t.ID), e)
+	cancel()
+	if err != nil {
+		w.logger.Warn("recording a retry in the ledger", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N, "error", err)
+	}
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+	case <-l.ctx.Done():
+	}
+	return false
+}
+
 // commitMeta is the metadata of a commit of next: where the next owner must read the ledger from, and this
 // lane's fencing token. Called with w.mu held.
 func (l *lane) commitMeta(next int64) string {
@@ -526,9 +554,11 @@ func (p *pending) idle() <-chan struct{} {
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// gate is where an attempt is recorded before it starts (the lane's ledger); see lane.begin.
+// gate is where an attempt is recorded before it starts, and a retry before its backoff (the lane's ledger);
+// see lane.begin and lane.retry.
 type gate interface {
 	begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt) (context.Context, func(error), error)
+	retry(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt, cause error, delay time.Duration) bool
 }
 
 // process runs the handler for rec, decoded as t (or not readable: err), given what the ledger knew of it (prior,
@@ -601,8 +631,8 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err 
 		w.count(resultRetried, 1)
 		delay := w.backoff(attempt)
 		w.logger.Warn("tick failed: retrying", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N, "retry_in", delay, "error", err)
-		if !sleep(ctx, delay) {
-			o.cut = true
+		if !g.retry(ctx, rec, t, &a, err, delay) {
+			o.cut = true // the lane stopped starting records: the next owner goes on with the next attempt
 			return o, nil
 		}
 	}

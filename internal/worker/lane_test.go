@@ -345,6 +345,53 @@ func TestLaneFenceOfNewGroupAboveLedger(t *testing.T) {
 	}
 }
 
+// TestLaneStopDuringBackoffHandsOverTheRetry: a worker that stops (the partition moves) while a failed tick
+// waits for its retry gives the tick up at once, with a retry entry in the ledger and no outcome; the next owner
+// goes on at once with the next attempt, not as an interrupted tick: even under --on-interrupted skip it runs.
+func TestLaneStopDuringBackoffHandsOverTheRetry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	cfg.Backoff, cfg.MaxBackoff = time.Minute, time.Minute // the stop comes during the backoff
+	rec := newRecorder()
+	tw := b.start(t, cfg, rec.handler(func(context.Context, tick.Tick, Attempt) error {
+		return errors.New("boom")
+	}), Deps{})
+	ticks, offsets := b.produceTicks(t, 0, "backoff", 1)
+	kafkatest.Eventually(t, 10*time.Second, "the retry entry", func() bool {
+		return len(b.entries(t, 0, ledger.KindRetry, ticks[0].ID)) == 1
+	})
+	stopped := time.Now()
+	tw.stop(t)
+	if d := time.Since(stopped); d > 10*time.Second {
+		t.Errorf("the worker took %s to stop: it waited out the backoff", d)
+	}
+	if n := len(b.entries(t, 0, ledger.KindOutcome, ticks[0].ID)); n != 0 {
+		t.Errorf("the tick has %d outcomes, want none", n)
+	}
+	if c := b.committed(t, 0).At; c > offsets[0] {
+		t.Errorf("committed %d: past the tick at %d", c, offsets[0])
+	}
+
+	cfg2 := b.config("w2")
+	cfg2.OnInterrupted = OnInterruptedSkip
+	cfg2.Lease, cfg2.MaxClockSkew = 3*time.Second, time.Second // a lease wait would be 4s
+	rec2 := newRecorder()
+	b.start(t, cfg2, rec2.handler(nil), Deps{})
+	kafkatest.Eventually(t, 10*time.Second, "the next owner's attempt", func() bool { return rec2.count() >= 1 })
+	c := rec2.snapshot()[0]
+	if c.ID != ticks[0].ID || c.Attempt.N != 2 || c.Attempt.Interrupted {
+		t.Errorf("next owner ran %s with %+v, want %s as attempt 2, not interrupted", c.ID, c.Attempt, ticks[0].ID)
+	}
+	if waited := c.Start.Sub(b.claimOf(t, 0, "w2").At); waited >= cfg2.Lease+cfg2.MaxClockSkew {
+		t.Errorf("the tick ran %s after the new claim: it waited for the lease", waited)
+	}
+	kafkatest.Eventually(t, 10*time.Second, "the tick's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	if o := b.outcomesOf(t, 0, ticks[0].ID, "w2"); len(o) != 1 || o[0].Status != StatusOK || o[0].Attempts != 2 || o[0].Interrupted {
+		t.Errorf("outcomes %+v, want one ok after 2 attempts, not interrupted", o)
+	}
+}
+
 // TestLaneShutdownCancelsAndReleases: a handler still running when the grace period ends has its context
 // cancelled; the worker then records a release in the ledger and does not commit past the tick, and the next
 // owner runs it again at once (no lease wait) as an interrupted second attempt.

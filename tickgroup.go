@@ -1,9 +1,10 @@
 // Package tickgroup makes a fleet of identical servers run each periodic task exactly once per period, with
 // Kafka as the only coordination service. Every host runs the same program with the same three parts:
 //
-//   - a Ticker: the replicas join one consumer group; the one that owns partition 0 of the ticker topic leads.
-//     The leader turns schedules (intervals, cron expressions with time zones) into tick records, one per
-//     schedule slot, in Kafka transactions that fence any earlier leader, and writes them to the work topic.
+//   - a Ticker: the replicas join one consumer group; the one that owns partition 0 of the ticker topic leads
+//     (with several leaders, the owner of each partition leads the schedules that hash to it). The leader turns
+//     schedules (intervals, cron expressions with time zones) into tick records, one per schedule slot, in Kafka
+//     transactions that fence any earlier leader, and writes them to the work topic.
 //   - a Worker: the workers of a namespace share the work topic's partitions and run each tick through a
 //     Handler, recording every start and outcome in the execution ledger, so a tick that finished never runs
 //     again and two runs of one tick never overlap.

@@ -106,15 +106,17 @@ func runFailover(ctx context.Context, args []string, getenv func(string) string,
 
 func printFailover(w io.Writer, results []failbench.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\thandler\trun\tslots\tmissing\tdoubled\tp50 ms\tp99 ms\tmax ms\tlate\temit p99 ms\thist p50 ms\thist p99 ms\thist n\t")
+	fmt.Fprintln(tw, "mode\thandler\trun\tslots\tmissing\tdoubled\tre-run\tp50 ms\tp99 ms\tmax ms\tlate\temit p99 ms\thist p50 ms\thist p99 ms\thist n\t")
 	for _, r := range results {
 		l, h := r.Ledger, r.Histogram
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.0f\t\n",
-			r.Mode, r.Handler, r.Run, l.Expected, l.Missing, l.Doubled, l.P50, l.P99, l.Max, l.Late, l.EmitP99, h.P50, h.P99, h.Count)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.0f\t\n",
+			r.Mode, r.Handler, r.Run, l.Expected, l.Missing, l.Doubled, l.ReRun, l.P50, l.P99, l.Max, l.Late, l.EmitP99, h.P50, h.P99, h.Count)
 	}
 	tw.Flush()
 	bound := results[0].Ledger.LateBound
-	fmt.Fprintf(w, "\nslots: ticks expected (slot x shard); p50/p99/max: slot -> first handler start from the results topic\n"+
+	fmt.Fprintf(w, "\nslots: ticks expected (slot x shard); doubled: emitted twice, or run twice without the handler being told;\n"+
+		"re-run: started again and told why (a retry, or a run again after an interruption: marked interrupted);\n"+
+		"p50/p99/max: slot -> first handler start from the results topic\n"+
 		"(authoritative under faults: it survives kill -9); late: starts more than %.0f ms after the slot; emit: slot ->\n"+
 		"the leader's emitted_at; hist: the workers' tickgroup_worker_start_delay_seconds summed over every worker\n"+
 		"process (bucket-interpolated).\n", bound)

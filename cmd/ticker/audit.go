@@ -30,7 +30,7 @@ var errAuditFailed = errors.New("audit failed")
 
 func runAudit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ticker audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	var (
 		common     cli.Common
 		from, to   instantFlag
@@ -48,7 +48,7 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 	fs.DurationVar(&leadWindow, "lead", audit.DefaultLead, "the tickers' --lead: slots due this long after a change may run under the version before it (0: emitted when due)")
 	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "give up reading the topics after this long")
 	fs.BoolVar(&asJSON, "json", false, "print JSON (for scripts)")
-	fs.Usage = cli.Usage(fs, `Usage: ticker audit [--from T] [--to T] [--schedule NAME] [--json]
+	fs.Usage = cli.UsageCommonEnv(fs, `Usage: ticker audit [--from T] [--to T] [--schedule NAME] [--json]
 
 Derive from each schedule's retained definitions (versions, pauses, start/end, catch-up policy) the slots that
 should exist in the range, and compare them with the ticks emitted (<ns>.work, read_committed) and executed
@@ -56,7 +56,9 @@ should exist in the range, and compare them with the ticks emitted (<ns>.work, r
 catch-up, pending. Counts are ticks (slot x shard). Manual triggers are listed apart and never expected.
 
 Exit status 1 when a tick is missing or ran twice (emitted twice, or two ok outcomes); 0 otherwise.`)
-	if err := cli.Parse(fs, args, getenv); err != nil {
+	// Only the connection and logging flags come from TICKGROUP_* variables: --grace and --timeout share their
+	// names with worker run's, whose variables on the host must not change what the audit counts.
+	if err := cli.Parse(fs, args, cli.CommonEnv(getenv)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -22,6 +22,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"run", "--help"}, "--session-timeout"},
 		{[]string{"init", "--help"}, "--work-partitions"},
 		{[]string{"status", "--help"}, "--json"},
+		{[]string{"audit", "--help"}, "--grace"},
+		{[]string{"history", "--help"}, "--since"},
 		{[]string{"version", "--help"}, "Usage: ticker version"},
 		{[]string{"schedule", "--help"}, "Subcommands:"},
 		{[]string{"schedule", "help"}, "Subcommands:"},

@@ -16,7 +16,7 @@ import (
 
 func runHistory(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ticker history", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	var (
 		common     cli.Common
 		since      time.Duration
@@ -31,16 +31,17 @@ func runHistory(ctx context.Context, args []string, getenv func(string) string, 
 	fs.DurationVar(&leadWindow, "lead", audit.DefaultLead, "the tickers' --lead: slots due this long after a change may run under the version before it (0: emitted when due)")
 	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "give up reading the topics after this long")
 	fs.BoolVar(&asJSON, "json", false, "print JSON (for scripts)")
-	fs.Usage = cli.Usage(fs, `Usage: ticker history NAME [--since D] [--json]
+	fs.Usage = cli.UsageCommonEnv(fs, `Usage: ticker history NAME [--since D] [--json]
 
 Show each slot of schedule NAME in the last --since: when its ticks were emitted and, for each execution, the
 worker, attempt, outcome and duration, from the execution ledger in <ns>.results. Started entries may have
 been compacted away once an outcome exists; what is retained is shown. Expected slots that were never emitted
 are shown too (missing, pending or passed over by catch-up).`)
-	// NAME may come before, between or after the flags.
+	// NAME may come before, between or after the flags. Only the connection and logging flags come from
+	// TICKGROUP_* variables (a worker's TICKGROUP_GRACE or TICKGROUP_TIMEOUT on the host must not reach them).
 	var positional []string
 	for rest := args; ; {
-		if err := cli.Parse(fs, rest, getenv); err != nil {
+		if err := cli.Parse(fs, rest, cli.CommonEnv(getenv)); err != nil {
 			return err
 		}
 		if fs.NArg() == 0 {

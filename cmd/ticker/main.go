@@ -1,6 +1,6 @@
 // Command ticker is tickgroup's scheduler. Every host runs the same binary: `ticker run` joins the fleet (the
-// replica that owns partition 0 of the ticker topic leads and emits ticks), `ticker schedule ...` manages the
-// schedules, `ticker status` shows who leads and what is next.
+// replica that owns a partition of the ticker topic leads that partition's schedules and emits their ticks),
+// `ticker schedule ...` manages the schedules, `ticker status` shows who leads and what is next.
 package main
 
 import (

@@ -23,8 +23,8 @@ import (
 
 const usage = `Usage: ticker COMMAND [flags]
 
-tickgroup's scheduler: every host runs the same binary; the replica that owns partition 0 of the ticker topic
-leads and emits each schedule slot exactly once, as a tick record on the work topic.
+tickgroup's scheduler: every host runs the same binary; the replica that owns a partition of the ticker topic
+leads that partition's schedules and emits each of their slots exactly once, as a tick record on the work topic.
 
 Commands:
   run                  join the fleet and emit ticks while leading (until SIGINT/SIGTERM)
@@ -46,7 +46,8 @@ Commands:
   version              print the version
 
 Run 'ticker COMMAND --help' for a command's flags. Every flag can also be set with TICKGROUP_<FLAG>, for
-example TICKGROUP_BROKERS=kafka-1:9092,kafka-2:9092.
+example TICKGROUP_BROKERS=kafka-1:9092,kafka-2:9092; init, schedule, audit and history read only the
+connection and logging variables.
 
 Exit status: 0 on success or a clean stop, 1 on an error, 2 on bad usage or an invalid schedule.`
 
@@ -149,9 +150,11 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&instanceID, "instance-id", "", "static group membership: a replica restarted with the same ID within the session timeout takes its leadership back at once (no rebalance); never give two running replicas the same ID (the older one is fenced and exits 1); off by default")
 	fs.Usage = cli.Usage(fs, `Usage: ticker run [flags]
 
-Join the ticker group; while this replica owns partition 0 of <ns>.ticker it leads: it fences earlier leaders,
-reads the last emitted slot of each schedule and emits every slot as tick records on <ns>.work, each slot
-exactly once, --lead before it is due (workers start each tick on its instant). Runs until SIGINT or SIGTERM, then hands leadership over and exits 0.`)
+Join the ticker group; while this replica owns a partition of <ns>.ticker it leads that partition's schedules
+(one partition per leader: ticker init --leaders): it fences earlier leaders of the partition, reads the last
+emitted slot of each of its schedules and emits every slot as tick records on <ns>.work, each slot exactly once,
+--lead before it is due (workers start each tick on its instant). Runs until SIGINT or SIGTERM, then hands
+leadership over and exits 0.`)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}
@@ -235,13 +238,15 @@ func runInit(ctx context.Context, args []string, getenv func(string) string, std
 	topics.register(fs)
 	fs.StringVar(&pools, "pool", "", "comma-separated worker pools whose topics to create too (<ns>.pool.NAME.work, .results, .dlq)")
 	fs.IntVar(&leaders, "leaders", 1, fmt.Sprintf("number of leaders (1-%d): partitions of <ns>.ticker; each leads the schedules that hash to it. Fixed once the namespace exists", kafka.MaxLeaders))
-	fs.Usage = cli.Usage(fs, `Usage: ticker init [flags]
+	fs.Usage = cli.UsageCommonEnv(fs, `Usage: ticker init [flags]
 
 Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq, .clock) where missing, <ns>.ticker
 with one partition per leader, and check that an existing <ns>.ticker has --leaders partitions; with --pool, also
 the topics of those worker pools. 'ticker run' and 'worker run' create missing topics at start-up too (with one
 leader), and the leader creates a pool's topics when a schedule first names it, where it may.`)
-	if err := cli.Parse(fs, args, getenv); err != nil {
+	// Only the connection and logging flags come from TICKGROUP_* variables: a worker's TICKGROUP_POOL on the host
+	// must not create a pool's topics.
+	if err := cli.Parse(fs, args, cli.CommonEnv(getenv)); err != nil {
 		return err
 	}
 	if err := common.Finish(); err != nil {

@@ -21,8 +21,8 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	fs.BoolVar(&asJSON, "json", false, "print JSON (for scripts)")
 	fs.Usage = cli.Usage(fs, `Usage: ticker status [--json]
 
-Show the replica that leads (the owner of partition 0 of <ns>.ticker) and its producer epoch, each schedule's
-last emitted and next slot, paused schedules, and the workers' lag on each partition of <ns>.work.`)
+Show the replica that leads each partition of <ns>.ticker (the partition's owner) and its producer epoch, each
+schedule's last emitted and next slot, paused schedules, and the workers' lag on each partition of <ns>.work.`)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The metric contract of DESIGN.md section 8. The dashboard and the alert rules may only use these names (plus the
+// The metric contract of docs/metrics.md. The dashboard and the alert rules may only use these names (plus the
 // families in allowedPrefixes), so renaming a metric in the code without updating deploy/ (and this list) fails
 // here instead of leaving an empty panel or an alert that can never fire.
 var (
@@ -111,7 +111,7 @@ func checkMetricName(name string) string {
 			}
 		}
 	}
-	return "not in the metric contract (DESIGN.md section 8)"
+	return "not in the metric contract (docs/metrics.md)"
 }
 
 var (

@@ -20,13 +20,17 @@ type Figures struct {
 	Ran int `json:"ran"`
 	// Missing = Expected - Ran.
 	Missing int `json:"missing"`
-	// Doubled counts expected ticks emitted more than once or run more than once (EmittedTwice or RanTwice).
+	// Doubled counts expected ticks emitted more than once or run twice (EmittedTwice or RanTwice).
 	Doubled int `json:"doubled"`
 	// EmittedTwice counts ticks with more than one committed work record (an exactly-once emission violation).
 	EmittedTwice int `json:"emitted_twice"`
-	// RanTwice counts ticks whose handler started more than once: more than one valid started entry (a re-run
-	// after an interruption or a retry) or more than one ok outcome.
+	// RanTwice counts ticks run twice without their handler being told: more than one ok outcome, or a start
+	// after the first that neither follows a retry entry nor is marked interrupted.
 	RanTwice int `json:"ran_twice"`
+	// ReRun counts ticks whose handler started more than once, each later start told why (a retry after a
+	// failure, or a run again after an interruption such as a kill -9 mid-run, marked interrupted): the
+	// at-least-once cases docs/semantics.md names.
+	ReRun int `json:"re_run"`
 	// Unexpected counts ticks of the schedules that they do not define (a slot outside their lifetime, or not
 	// one of their slots), in or out of the window.
 	Unexpected int `json:"unexpected"`
@@ -97,7 +101,7 @@ func Measure(l *audit.Log, expected map[string]time.Time, w Window, names map[st
 			f.Missing++
 			continue
 		}
-		start, runs := starts(t, slot)
+		start, runs, unmarked := starts(t, slot)
 		var emit time.Duration
 		if len(t.Emissions) > 0 {
 			first := t.Emissions[0].EmittedAt
@@ -113,10 +117,13 @@ func Measure(l *audit.Log, expected map[string]time.Time, w Window, names map[st
 		if emittedTwice {
 			f.EmittedTwice++
 		}
-		if runs > 1 {
+		if runs > 1 && !unmarked {
+			f.ReRun++
+		}
+		if unmarked {
 			f.RanTwice++
 		}
-		if emittedTwice || runs > 1 {
+		if emittedTwice || unmarked {
 			f.Doubled++
 		}
 		if start.IsZero() {
@@ -155,18 +162,23 @@ func quantiles(ds []time.Duration) (p50, p99, maxMS float64) {
 	return ms(Quantile(ds, 0.50)), ms(Quantile(ds, 0.99)), ms(ds[len(ds)-1])
 }
 
-// starts returns the first handler start of t (of slot slot) and how many times its handler started: the valid
-// started entries (audit.Read keeps only those), or, for a tick without any (forward mode), its ok outcomes,
-// each started at finished_at - duration_ms. A started entry may be written ahead of the slot (a worker that
-// holds a tick emitted ahead records its start up to its pre-start before the instant, then waits for it), so
-// its handler starts at the later of its `at` and the slot.
-func starts(t *audit.Tick, slot time.Time) (first time.Time, runs int) {
+// starts returns, from t's ledger, when its handler first started (a start recorded before slot counts as the
+// slot: a held tick's pre-start), or for a tick with no started entry (forward mode) its first ok outcome's
+// finished_at - duration; how many times it started (started entries, or ok outcomes without them); and
+// whether it ran twice without being told: a second ok outcome, or a later start that neither follows a retry
+// entry nor is marked interrupted.
+func starts(t *audit.Tick, slot time.Time) (first time.Time, runs int, unmarked bool) {
 	oks := 0
 	var okFirst time.Time
+	retried := false // a retry entry since the latest start
 	for _, e := range t.Ledger {
 		switch e.Kind {
 		case ledger.KindStarted:
+			if runs > 0 && !retried && !e.Interrupted {
+				unmarked = true
+			}
 			runs++
+			retried = false
 			at := e.At
 			if at.Before(slot) {
 				at = slot
@@ -174,6 +186,8 @@ func starts(t *audit.Tick, slot time.Time) (first time.Time, runs int) {
 			if first.IsZero() || at.Before(first) {
 				first = at
 			}
+		case ledger.KindRetry:
+			retried = true
 		case ledger.KindOutcome:
 			if e.Status != ledger.StatusOK || e.FinishedAt == nil {
 				continue
@@ -185,10 +199,11 @@ func starts(t *audit.Tick, slot time.Time) (first time.Time, runs int) {
 			}
 		}
 	}
+	unmarked = unmarked || oks > 1
 	if runs == 0 {
-		return okFirst, oks
+		return okFirst, oks, unmarked
 	}
-	return first, max(runs, oks)
+	return first, max(runs, oks), unmarked
 }
 
 // Quantile returns the q-quantile of sorted (ascending), interpolating linearly between the order statistics

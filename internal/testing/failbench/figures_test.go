@@ -106,12 +106,19 @@ func TestMeasure(t *testing.T) {
 		d *= time.Millisecond
 		add(i, 1, started(i, d), outcome(i, ledger.StatusOK, d, 5*time.Millisecond))
 	}
+	// 4: retried after a failure, the retry recorded: a re-run. 5: started again, unmarked: run twice.
+	l.Ticks[id(4)].Ledger = append(l.Ticks[id(4)].Ledger[:1], ledger.Entry{Kind: ledger.KindRetry, ID: id(4)}, started(4, 20*time.Millisecond),
+		outcome(4, ledger.StatusOK, 20*time.Millisecond, time.Millisecond))
+	l.Ticks[id(5)].Ledger = append(l.Ticks[id(5)].Ledger, started(5, 80*time.Millisecond))
 	// 6: forward-like, no started entry: start = finished_at - duration = 8 ms.
 	add(6, 1, outcome(6, ledger.StatusOK, 8*time.Millisecond, 3*time.Millisecond))
 	// 7: emitted twice, run once, 1 ms.
 	add(7, 2, started(7, time.Millisecond), outcome(7, ledger.StatusOK, time.Millisecond, 0))
-	// 8: interrupted and run again: two valid started entries; the first start counts (4.2 s after a crash).
-	add(8, 1, started(8, 4200*time.Millisecond), started(8, 9*time.Second), outcome(8, ledger.StatusOK, 9*time.Second, 0))
+	// 8: interrupted and run again, told so: two valid started entries, the second marked interrupted; the first
+	// start counts (4.2 s after a crash). A re-run, not a double.
+	again := started(8, 9*time.Second)
+	again.Interrupted = true
+	add(8, 1, started(8, 4200*time.Millisecond), again, outcome(8, ledger.StatusOK, 9*time.Second, 0))
 	// 9: emitted, never started (no outcome yet): missing. And a tick outside the window: unexpected.
 	add(9, 1)
 	// 10: a start recorded 20 ms ahead of the slot (pre-start of a held tick): the handler starts on the slot.
@@ -123,7 +130,7 @@ func TestMeasure(t *testing.T) {
 	add(-1, 1, started(-1, 3*time.Second))
 	f := Measure(l, expected, Window{from, to}, map[string]bool{"fb": true}, 50*time.Millisecond)
 
-	want := Figures{Expected: 12, Ran: 11, Missing: 1, Doubled: 2, EmittedTwice: 1, RanTwice: 1, Unexpected: 1, Late: 2, Early: 1, LateBound: 50}
+	want := Figures{Expected: 12, Ran: 11, Missing: 1, Doubled: 2, EmittedTwice: 1, RanTwice: 1, ReRun: 2, Unexpected: 1, Late: 2, Early: 1, LateBound: 50}
 	got := f
 	got.P50, got.P99, got.Max, got.EmitP50, got.EmitP99, got.EmitMax, got.Worst = 0, 0, 0, 0, 0, 0, nil
 	if !reflect.DeepEqual(got, want) {

@@ -181,7 +181,7 @@ func runOnce(ctx context.Context, cfg Config, run int, logger *slog.Logger) (res
 		res.Crashes = append(res.Crashes, p.Name)
 	}
 	f.stop(10 * time.Second)
-	logger.Info("run done", "expected", res.Ledger.Expected, "missing", res.Ledger.Missing, "doubled", res.Ledger.Doubled,
+	logger.Info("run done", "expected", res.Ledger.Expected, "missing", res.Ledger.Missing, "doubled", res.Ledger.Doubled, "re_run", res.Ledger.ReRun,
 		"p50_ms", res.Ledger.P50, "p99_ms", res.Ledger.P99, "max_ms", res.Ledger.Max)
 	return res, nil
 }

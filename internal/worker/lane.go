@@ -440,14 +440,18 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 // runs the tick again as an interrupted one once its lease has surely ended.
 func (l *lane) retry(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt, cause error, delay time.Duration) bool {
 	w := l.w
-	slot := t.Slot
-	e := ledger.Entry{Kind: ledger.KindRetry, ID: t.ID, Schedule: t.Schedule, Slot: &slot, Partition: rec.Partition,
-		Offset: rec.Offset, Fence: a.Fence, Worker: w.cfg.WorkerID, Attempt: a.N, Error: errString(cause), At: w.cfg.Now().UTC()}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err := w.ledger.Write(wctx, l.partition, []byte(t.ID), e)
-	cancel()
-	if err != nil {
-		w.logger.Warn("recording a retry in the ledger", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N, "error", err)
+	// An attempt cut off by its lease has its release in the ledger already (leasedRun.end): the tick counts
+	// as interrupted, as it must.
+	if !errors.Is(cause, errLeaseExpired) {
+		slot := t.Slot
+		e := ledger.Entry{Kind: ledger.KindRetry, ID: t.ID, Schedule: t.Schedule, Slot: &slot, Partition: rec.Partition,
+			Offset: rec.Offset, Fence: a.Fence, Worker: w.cfg.WorkerID, Attempt: a.N, Error: errString(cause), At: w.cfg.Now().UTC()}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := w.ledger.Write(wctx, l.partition, []byte(t.ID), e)
+		cancel()
+		if err != nil {
+			w.logger.Warn("recording a retry in the ledger", "tick_id", t.ID, "partition", rec.Partition, "attempt", a.N, "error", err)
+		}
 	}
 	timer := time.NewTimer(delay)
 	defer timer.Stop()

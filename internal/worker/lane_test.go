@@ -954,6 +954,9 @@ func TestLaneLeaseExpiresWhenOwnershipCannotBeProven(t *testing.T) {
 	if o := b.outcomesOf(t, 0, ticks[0].ID, "w1"); len(o) != 1 || o[0].Status != StatusOK || o[0].Attempts != 2 || !o[0].Interrupted {
 		t.Errorf("outcomes %+v, want one ok after 2 attempts, interrupted", o)
 	}
+	if r := b.entries(t, 0, ledger.KindRetry, ticks[0].ID); len(r) != 0 {
+		t.Errorf("retry entries %+v after a run cut by its lease, want none (the tick is interrupted, not retried)", r)
+	}
 }
 
 // TestLaneLeaseCutNotRunAgainUnderSkip: under --on-interrupted skip, a run cut off by its lease on a live worker

@@ -429,7 +429,7 @@ func classify(t *Tick, expected, settled bool) TickReport {
 		case ledger.KindStarted:
 			started[e.Attempt] = true
 		case ledger.KindReleased:
-			interrupted = true
+			interrupted = interrupted || !e.Retry
 		case ledger.KindOutcome:
 			outcomes = append(outcomes, e)
 			maxAttempts = max(maxAttempts, e.Attempts)
@@ -473,8 +473,8 @@ func classify(t *Tick, expected, settled bool) TickReport {
 	return tr
 }
 
-// executions turns a tick's ledger entries into attempts: a started entry opens one, a released or retry entry
-// or the worker's outcome closes it; an outcome whose started entry is gone (compacted) is an attempt of its own.
+// executions turns a tick's ledger entries into attempts: a started entry opens one, a release (one marked retry
+// too) or the worker's outcome closes it; an outcome whose started entry is gone (compacted) is an attempt of its own.
 func executions(entries []ledger.Entry, settled bool) []Execution {
 	var xs []Execution
 	open := func(match func(Execution) bool) int {
@@ -502,17 +502,17 @@ func executions(entries []ledger.Entry, settled bool) []Execution {
 			}
 			xs = append(xs, Execution{Worker: e.Worker, Attempt: e.Attempt, Status: ledger.KindStarted, StartedAt: timePtr(at), Interrupted: e.Interrupted})
 		case ledger.KindReleased:
-			if i := open(func(x Execution) bool { return x.Attempt == e.Attempt }); i >= 0 {
+			if e.Retry { // the attempt failed; another follows (here or at the partition's next owner)
+				if i := open(func(x Execution) bool { return x.Attempt == e.Attempt && x.Worker == e.Worker }); i >= 0 {
+					xs[i].Status, xs[i].Error = ExecRetried, e.Error
+					xs[i].FinishedAt = timePtr(e.At)
+				} else {
+					xs = append(xs, Execution{Worker: e.Worker, Attempt: e.Attempt, Status: ExecRetried, Error: e.Error, FinishedAt: timePtr(e.At)})
+				}
+			} else if i := open(func(x Execution) bool { return x.Attempt == e.Attempt }); i >= 0 {
 				xs[i].Status = ExecReleased
 			} else {
 				xs = append(xs, Execution{Worker: e.Worker, Attempt: e.Attempt, Status: ExecReleased})
-			}
-		case ledger.KindRetry: // the attempt failed; another follows (here or at the partition's next owner)
-			if i := open(func(x Execution) bool { return x.Attempt == e.Attempt && x.Worker == e.Worker }); i >= 0 {
-				xs[i].Status, xs[i].Error = ExecRetried, e.Error
-				xs[i].FinishedAt = timePtr(e.At)
-			} else {
-				xs = append(xs, Execution{Worker: e.Worker, Attempt: e.Attempt, Status: ExecRetried, Error: e.Error, FinishedAt: timePtr(e.At)})
 			}
 		case ledger.KindOutcome:
 			i := open(func(x Execution) bool { return x.Worker == e.Worker })

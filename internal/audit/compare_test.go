@@ -441,7 +441,7 @@ func TestExecutions(t *testing.T) {
 		},
 		{
 			name: "retried by the partition's next owner",
-			entries: []ledger.Entry{started("w1", 1), {Kind: ledger.KindRetry, Worker: "w1", Attempt: 1, Error: "boom", At: fin},
+			entries: []ledger.Entry{started("w1", 1), {Kind: ledger.KindReleased, Retry: true, Worker: "w1", Attempt: 1, Error: "boom", At: fin},
 				started("w2", 2), ok("w2", 2)},
 			want: []Execution{{Worker: "w1", Attempt: 1, Status: ExecRetried, Error: "boom", FinishedAt: &fin},
 				{Worker: "w2", Attempt: 2, Status: "ok", DurationMS: 12}},

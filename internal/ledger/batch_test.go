@@ -54,7 +54,6 @@ func TestBatchRefused(t *testing.T) {
 		"empty":           AppendBatch(nil, 0, "w", at, nil),
 		"too many":        AppendBatch(nil, 0, "w", at, many),
 		"claim inside":    AppendBatch(nil, 0, "w", at, [][]byte{Encode(claimE("w", 6, 1000))}),
-		"retry inside":    AppendBatch(nil, 0, "w", at, [][]byte{Encode(tickE(KindRetry, "w", "a@1", 5, 7))}),
 		"batch inside":    AppendBatch(nil, 0, "w", at, [][]byte{AppendBatch(nil, 0, "w", at, [][]byte{one})}),
 		"other partition": AppendBatch(nil, 1, "w", at, [][]byte{one}),
 		"bad entry":       AppendBatch(nil, 0, "w", at, [][]byte{[]byte(`{"v":1,"kind":"started","partition":0}`)}),

@@ -19,7 +19,7 @@ func FuzzEncodeIsMarshal(f *testing.F) {
 		slot := at.Add(-time.Second).In(time.FixedZone("", int(n%100_000)))
 		e := Entry{V: Version, Kind: kind, ID: id, Schedule: schedule, Slot: &slot, Partition: int32(n), Offset: n, Fence: -n,
 			Worker: worker, Attempt: int(n % 7), Attempts: int(n % 5), Status: status, Error: errText, DurationMS: ms,
-			Interrupted: flag, At: at, LeaseMS: lease}
+			Interrupted: flag, Retry: !flag, At: at, LeaseMS: lease}
 		if flag {
 			e.Slot, e.FinishedAt, e.StartedAt = nil, &at, &slot
 		}

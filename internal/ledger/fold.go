@@ -57,8 +57,15 @@ type TickState struct {
 	FirstAt int64
 	// Attempts is the highest attempt number started.
 	Attempts int
-	// Started is set when an attempt started and neither an outcome, a release nor a retry followed it.
+	// Started is set when an attempt started and neither an outcome nor a release (but for a retry) followed it.
 	Started bool
+	// Retrying is set when the runner of the latest attempt said that it failed and that another follows (a
+	// release marked Retry): nothing runs the tick and nothing was cut off. The next start clears it, and so does
+	// a renewal of the attempt (the run is alive: the retry was not its runner's).
+	Retrying bool
+	// Marked is set once an attempt of the tick was cut off, or followed one that was (a start or retry marked
+	// Interrupted, or a release): the tick counts as interrupted until its outcome, whatever came after.
+	Marked bool
 	// StartedBy is the worker of the latest started attempt, StartedFence its fencing token and StartedLease
 	// the lease its claim announced.
 	StartedBy    string
@@ -83,8 +90,14 @@ type TickState struct {
 // Finished reports whether the tick has a final outcome.
 func (s *TickState) Finished() bool { return s.Outcome != nil }
 
-// Interrupted reports whether an attempt started and was cut off (released, or no outcome yet).
-func (s *TickState) Interrupted() bool { return s.Outcome == nil && (s.Started || s.Released) }
+// Running reports whether an attempt started and may still run: no outcome, release or retry followed it.
+func (s *TickState) Running() bool { return s.Started && !s.Retrying }
+
+// Interrupted reports whether the tick, not finished, had an attempt cut off (released, or started and not
+// ended: a run of a worker that died or froze) or followed one that was (Marked).
+func (s *TickState) Interrupted() bool {
+	return s.Outcome == nil && (s.Running() || s.Released || s.Marked)
+}
 
 // Fold is the state of one work partition as its ledger tells it, built by applying the partition's entries in
 // log order.
@@ -182,11 +195,14 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 		if !owner {
 			return RefusedNotOwner
 		}
-	case KindRenewed, KindRetry:
-		if s == nil || !s.Started || s.StartedBy != e.Worker || s.StartedFence != e.Fence || s.Attempts != e.Attempt {
+	case KindRenewed:
+		if !s.ranBy(e) {
 			return RefusedNotOwner // not the runner of the tick's latest attempt (another worker started it since)
 		}
 	default:
+		if e.Kind == KindReleased && e.Retry && !s.ranBy(e) {
+			return RefusedNotOwner
+		}
 		if !owner && (s == nil || s.StartedBy != e.Worker || s.StartedFence != e.Fence) {
 			return RefusedNotOwner
 		}
@@ -203,10 +219,11 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 	switch e.Kind {
 	case KindStarted:
 		s.SeizedAt, s.SeizedLease = time.Time{}, 0
-		if s.Started && (s.StartedBy != e.Worker || s.StartedFence != e.Fence) {
+		if s.Running() && (s.StartedBy != e.Worker || s.StartedFence != e.Fence) {
 			s.SeizedAt, s.SeizedLease = s.ProofAt, s.StartedLease
 		}
-		s.Started, s.Released = true, false
+		s.Started, s.Released, s.Retrying = true, false, false
+		s.Marked = s.Marked || e.Interrupted
 		s.Attempts = max(s.Attempts, e.Attempt)
 		s.StartedBy, s.StartedFence = e.Worker, e.Fence
 		s.StartedLease = f.OwnerLease
@@ -216,6 +233,7 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 		s.ProofAt = ts
 		f.prove(e.Fence, ts)
 	case KindRenewed:
+		s.Retrying = false // the run is alive: a retry of its attempt was not its runner's
 		if ts.After(s.ProofAt) {
 			s.ProofAt = ts
 		}
@@ -223,13 +241,16 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 			s.StartedLease = time.Duration(e.LeaseMS) * time.Millisecond
 		}
 	case KindReleased:
-		s.Started, s.Released = false, true
+		if e.Retry { // the attempt failed and its process is gone: nothing runs the tick, nothing was cut off
+			s.Retrying = true
+			s.Marked = s.Marked || e.Interrupted
+			break
+		}
+		s.Started, s.Released, s.Marked = false, true, true
 		s.Attempts = max(s.Attempts, e.Attempt)
-	case KindRetry:
-		s.Started = false // the attempt failed and its process is gone: nothing runs the tick, nothing was cut
 	case KindOutcome:
 		e := e
-		s.Outcome, s.Started, s.Released = &e, false, false
+		s.Outcome, s.Started, s.Released, s.Retrying = &e, false, false, false
 		s.Attempts = max(s.Attempts, e.Attempts)
 	}
 	return ""
@@ -315,7 +336,7 @@ func (f *Fold) Disown(worker string, fence int64) {
 				s.Outcome = nil
 			}
 			if s.Started && s.StartedBy == worker && s.StartedFence == fence {
-				s.Started, s.SeizedAt = false, time.Time{}
+				s.Started, s.Retrying, s.SeizedAt = false, false, time.Time{}
 			}
 		}
 	}
@@ -331,4 +352,10 @@ func (f *Fold) Forget(offset int64) {
 			delete(f.Ticks, o)
 		}
 	}
+}
+
+// ranBy reports whether e comes from the runner of s's latest attempt while it runs (or ended it with a retry):
+// the writer, token and attempt of its start.
+func (s *TickState) ranBy(e Entry) bool {
+	return s != nil && s.Started && s.StartedBy == e.Worker && s.StartedFence == e.Fence && s.Attempts == e.Attempt
 }

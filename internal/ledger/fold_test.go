@@ -34,7 +34,7 @@ func TestFoldRefuses(t *testing.T) {
 		{"start by another worker", tickE(KindStarted, "x", "a@1", 5, 10), RefusedNotOwner},
 		{"start under an old token", tickE(KindStarted, "w", "a@1", 4, 10), RefusedNotOwner},
 		{"outcome by another worker", tickE(KindOutcome, "x", "a@1", 5, 10), RefusedNotOwner},
-		{"retry of a tick not started", tickE(KindRetry, "w", "a@1", 5, 10), RefusedNotOwner},
+		{"retry of a tick not started", retryE("w", "a@1", 5, 10, 1), RefusedNotOwner},
 		{"outcome beyond the limit", tickE(KindOutcome, "w", "a@1", 5, 100), RefusedOffset},
 		{"other partition", Entry{Kind: KindOutcome, Partition: 1, ID: "a@1", Status: StatusOK, Fence: 5, Worker: "w"}, RefusedPartition},
 	} {
@@ -85,9 +85,16 @@ func TestFoldRunnerReportsAfterNewClaim(t *testing.T) {
 	}
 }
 
-// TestFoldRetry: a retry from the runner of the tick's latest attempt says nothing runs the tick, and that
-// nothing was cut off (not interrupted), even after a new claim; a retry from anybody else, or for an attempt
-// that is not the latest, changes nothing.
+// retryE is a release marked retry: attempt n of tick id at work offset offset failed, and another follows.
+func retryE(worker, id string, fence, offset int64, n int) Entry {
+	e := tickE(KindReleased, worker, id, fence, offset)
+	e.Retry, e.Attempt = true, n
+	return e
+}
+
+// TestFoldRetry: a retry from the runner of the tick's latest attempt says nothing runs the tick and nothing
+// was cut off (not interrupted), even after a new claim; the next owner's start seizes nothing. A retry from
+// anybody else, or for an attempt that is not the latest, changes nothing.
 func TestFoldRetry(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	f := NewFold(0)
@@ -102,28 +109,64 @@ func TestFoldRetry(t *testing.T) {
 		name string
 		e    Entry
 	}{
-		{"another worker", tickE(KindRetry, "new", "a@1", 2, 7)},
-		{"the runner under another token", tickE(KindRetry, "old", "a@1", 2, 7)},
-		{"an earlier attempt", tickE(KindRetry, "old", "a@1", 1, 7)}, // attempt 1
+		{"another worker", retryE("new", "a@1", 2, 7, 2)},
+		{"the runner under another token", retryE("old", "a@1", 2, 7, 2)},
+		{"an earlier attempt", retryE("old", "a@1", 1, 7, 1)},
 	} {
 		if r := f.Apply(c.e, 4, t0); r != RefusedNotOwner {
 			t.Errorf("retry by %s: %q, want %q", c.name, r, RefusedNotOwner)
 		}
 	}
-	if s := f.Tick(7, "a@1"); !s.Started || !s.Interrupted() {
-		t.Fatalf("after refused retries: %+v, want still started", s)
+	if s := f.Tick(7, "a@1"); !s.Running() || !s.Interrupted() {
+		t.Fatalf("after refused retries: %+v, want still running", s)
 	}
-	retry := tickE(KindRetry, "old", "a@1", 1, 7)
-	retry.Attempt = 2
-	if r := f.Apply(retry, 5, t0); r != "" {
+	if r := f.Apply(retryE("old", "a@1", 1, 7, 2), 5, t0); r != "" {
 		t.Fatalf("retry by the runner: %q", r)
 	}
 	s := f.Tick(7, "a@1")
-	if s.Started || s.Released || s.Interrupted() || s.Finished() || s.Attempts != 2 {
-		t.Errorf("after the runner's retry: %+v, want not started, not interrupted, 2 attempts", s)
+	if s.Running() || s.Released || s.Interrupted() || s.Finished() || s.Attempts != 2 {
+		t.Errorf("after the runner's retry: %+v, want not running, not interrupted, 2 attempts", s)
 	}
 	if r := f.Apply(tickE(KindStarted, "new", "a@1", 2, 7), 6, t0); r != "" || !f.Tick(7, "a@1").SeizedAt.IsZero() {
 		t.Errorf("the new owner's start: %q, seized %v; want taken, nothing seized", r, f.Tick(7, "a@1").SeizedAt)
+	}
+}
+
+// TestFoldRetryKeepsTheInterruptedMark: a retry of an attempt that followed an interruption (marked) leaves the
+// tick interrupted for the next owner, as a release does.
+func TestFoldRetryKeepsTheInterruptedMark(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	f := NewFold(0)
+	rerun := tickE(KindStarted, "w", "a@1", 1, 7)
+	rerun.Attempt, rerun.Interrupted = 2, true
+	retry := retryE("w", "a@1", 1, 7, 2)
+	retry.Interrupted = true
+	for i, e := range []Entry{claimE("w", 1, 5000), rerun, retry} {
+		if r := f.Apply(e, int64(i), t0); r != "" {
+			t.Fatalf("entry %d: %q", i, r)
+		}
+	}
+	if s := f.Tick(7, "a@1"); s.Running() || !s.Interrupted() {
+		t.Errorf("after the retry of a marked re-run: %+v, want not running, interrupted", s)
+	}
+}
+
+// TestFoldForgedRetryDoesNotStopARun: a retry in the runner's name while its run goes on (a forger's copy of its
+// writer, token and attempt) cuts nothing: the run's next renewal still stands and undoes it, so the tick counts
+// as running again.
+func TestFoldForgedRetryDoesNotStopARun(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	f := NewFold(0)
+	for i, e := range []Entry{claimE("w", 1, 5000), tickE(KindStarted, "w", "a@1", 1, 7), retryE("w", "a@1", 1, 7, 1)} {
+		if r := f.Apply(e, int64(i), t0); r != "" {
+			t.Fatalf("entry %d: %q", i, r)
+		}
+	}
+	if r := f.Apply(tickE(KindRenewed, "w", "a@1", 1, 7), 3, t0.Add(time.Second)); r != "" {
+		t.Fatalf("the run's renewal after a forged retry: %q, want taken", r)
+	}
+	if s := f.Tick(7, "a@1"); !s.Running() || !s.ProofAt.Equal(t0.Add(time.Second)) {
+		t.Errorf("after the renewal: %+v, want running, proven at the renewal", s)
 	}
 }
 

@@ -3,7 +3,7 @@
 // tick of this work partition".
 //
 // The results topic has as many partitions as the work topic, and the entries of work partition p go to results
-// partition p (modulo the results partition count), so a work partition's ledger is one ordered log. Six kinds
+// partition p (modulo the results partition count), so a work partition's ledger is one ordered log. Five kinds
 // of entry, all JSON with a major version in "v":
 //
 //   - claim (key "~claim/<p>"): a worker took partition p over, with fencing token Fence. Tokens strictly
@@ -18,11 +18,13 @@
 //     partition's new owner waits for it, key by key.
 //   - released (key: tick ID): the run was cut off (lease lost, or the worker lost its partition or ran out of
 //     grace) and its process is known to be gone; the next owner may run it again at once.
-//   - retry (key: tick ID): attempt Attempt failed (its handler returned an error; its process is gone) and
-//     another attempt follows after a backoff. Nothing runs the tick meanwhile: when the partition moves during
-//     the backoff, its next owner goes on at once with the next attempt, not as an interrupted tick. Valid only
-//     from the attempt's runner, like a renewal. Written as a record of its own, never in a batch (a build
-//     that does not know the kind skips that record alone).
+//     A release with Retry set says instead that attempt Attempt failed (its handler returned an error, its
+//     process is gone) and that another attempt follows after a backoff: nothing runs the tick meanwhile, and
+//     nothing was cut off, so when the partition moves during the backoff its next owner goes on at once with
+//     the next attempt, not as an interrupted tick (unless the attempt itself followed an interruption:
+//     Interrupted). Valid only from the runner of the tick's latest attempt while it runs, like a renewal; a
+//     renewal after it shows the run alive and undoes it. (A build that does not know Retry reads a release:
+//     the tick counts as interrupted, the safe side.)
 //   - outcome (key: tick ID): the tick's final result (ok, failed, skipped_late, skipped_overlap,
 //     dead_lettered, interrupted). Records written before the ledger existed have no "kind" and a "status":
 //     they are outcomes.
@@ -30,7 +32,7 @@
 // A worker that has several entries for one partition ready at once writes them as one batch record (key
 // "~batch/<p>/<worker>/<nonce>", unique, so that compaction never drops it for another record's sake; retention
 // removes it): its entries count as if they had been written one after the other at the batch's offset, in
-// their order. A batch holds no claim, no retry and no batch. Readers expand it with Entries.
+// their order. A batch holds no claim and no batch. Readers expand it with Entries.
 package ledger
 
 import (
@@ -54,7 +56,6 @@ const (
 	KindStarted  = "started"
 	KindReleased = "released"
 	KindRenewed  = "renewed"
-	KindRetry    = "retry"
 	KindOutcome  = "outcome"
 	KindBatch    = "batch"
 )
@@ -111,11 +112,13 @@ type Entry struct {
 	Status     string  `json:"status,omitempty"`
 	Error      string  `json:"error,omitempty"`
 	DurationMS float64 `json:"duration_ms,omitempty"`
-	// Interrupted marks an outcome or start that follows an interrupted earlier run.
-	Interrupted bool       `json:"interrupted,omitempty"`
-	At          time.Time  `json:"at"`
-	StartedAt   *time.Time `json:"started_at,omitempty"`
-	FinishedAt  *time.Time `json:"finished_at,omitempty"`
+	// Interrupted marks an outcome, start or retry that follows an interrupted earlier run.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Retry marks a release that is not a cut: the attempt failed and another follows (see the package comment).
+	Retry      bool       `json:"retry,omitempty"`
+	At         time.Time  `json:"at"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	// LeaseMS is the lease the writer gives its running handlers: in a claim, for every run of its own; in a
 	// started or renewed entry, for that run. A run that is not renewed ends within that long of its last proof.
 	LeaseMS int64 `json:"lease_ms,omitempty"`
@@ -227,8 +230,8 @@ func check(e *Entry, top bool) error {
 		}
 		for i := range e.Entries {
 			x := &e.Entries[i]
-			if x.Kind == KindClaim || x.Kind == KindRetry {
-				return fmt.Errorf("decoding ledger entry: a %s inside a batch", x.Kind)
+			if x.Kind == KindClaim {
+				return errors.New("decoding ledger entry: a claim inside a batch")
 			}
 			if err := check(x, false); err != nil {
 				return err
@@ -238,7 +241,7 @@ func check(e *Entry, top bool) error {
 			}
 		}
 	case KindClaim:
-	case KindStarted, KindReleased, KindOutcome, KindRenewed, KindRetry:
+	case KindStarted, KindReleased, KindOutcome, KindRenewed:
 		if e.ID == "" {
 			return fmt.Errorf("decoding ledger entry: %s without a tick id", e.Kind)
 		}

@@ -115,11 +115,10 @@ func (lg *Log) Run(ctx context.Context) {
 func (lg *Log) Flush(ctx context.Context) { lg.out.flush(ctx) }
 
 // Write writes e to partition p (key: its record key alone) and returns its ledger offset once acknowledged. A
-// claim or a retry is a record of its own; other entries may share a batch record with others waiting for p. An
-// entry other than those whose ctx ends before it is sent is not sent (a claim or retry handed to the producer
-// may still be).
+// claim is a record of its own; other entries may share a batch record with others waiting for p. An entry
+// other than a claim whose ctx ends before it is sent is not sent (a claim handed to the producer may still be).
 func (lg *Log) Write(ctx context.Context, p int32, key []byte, e Entry) (int64, error) {
-	if e.Kind != KindClaim && e.Kind != KindRetry {
+	if e.Kind != KindClaim {
 		return lg.out.write(ctx, p, key, e)
 	}
 	r := &kgo.Record{Topic: lg.cfg.Topic, Partition: p, Key: key, Value: Encode(e)}

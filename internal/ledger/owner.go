@@ -439,7 +439,7 @@ func (o *Owner) InterruptedAt(s *TickState) time.Time {
 func (o *Owner) RunningUntil(off int64, id string) time.Time {
 	o.mu.Lock()
 	s := o.fold.Tick(off, id)
-	if s == nil || !s.Started || s.Outcome != nil {
+	if s == nil || !s.Running() || s.Outcome != nil {
 		o.mu.Unlock()
 		return time.Time{}
 	}

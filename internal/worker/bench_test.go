@@ -53,8 +53,8 @@ func BenchmarkDecode(b *testing.B) {
 // noGate starts every attempt at once, without a ledger.
 type noGate struct{}
 
-func (noGate) begin(ctx context.Context, _ *kgo.Record, _ tick.Tick, _ *Attempt) (context.Context, func(error), error) {
-	return ctx, func(error) {}, nil
+func (noGate) begin(ctx context.Context, _ *kgo.Record, _ tick.Tick, _ *Attempt) (context.Context, func(error) error, error) {
+	return ctx, func(error) error { return nil }, nil
 }
 
 func (noGate) retry(ctx context.Context, _ *kgo.Record, _ tick.Tick, _ *Attempt, _ error, delay time.Duration) bool {

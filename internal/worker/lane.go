@@ -331,6 +331,11 @@ func (l *lane) handle(it *item) (*result, bool) {
 	if o.cut {
 		return nil, false
 	}
+	if o.finished {
+		w.m.ledgerSkips.WithLabelValues("finished").Inc()
+		w.count(summaryFinishedBefore, 1)
+		return nil, true
+	}
 	if dl != nil {
 		if !w.deadLetter(l.runCtx, rec, o, dl) {
 			return nil, false
@@ -355,7 +360,7 @@ func (l *lane) prior(it *item) (*ledger.TickState, bool) {
 	logged := false
 	for {
 		s, changed := l.ledger.State(rec.Offset, id)
-		if s == nil || s.Finished() || !s.Started {
+		if s == nil || s.Finished() || !s.Running() {
 			return s, true
 		}
 		wait := time.Until(l.ledger.InterruptedAt(s))
@@ -385,7 +390,7 @@ func (l *lane) prior(it *item) (*ledger.TickState, bool) {
 // the lane stopped starting records (errNotStarted), and when another worker has claimed the partition, and the
 // group no longer gives it to this worker, it stops the lane's starts. When the start took the tick from another
 // worker's unfinished run, the handler waits until that run's lease has surely run out.
-func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt) (context.Context, func(error), error) {
+func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt) (context.Context, func(error) error, error) {
 	w := l.w
 	slot := t.Slot
 	e := ledger.Entry{Kind: ledger.KindStarted, ID: t.ID, Schedule: t.Schedule, Slot: &slot, Partition: rec.Partition,
@@ -412,6 +417,11 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 		}
 		if l.ctx.Err() != nil || ctx.Err() != nil {
 			return nil, nil, errNotStarted
+		}
+		if s, _ := l.ledger.State(rec.Offset, t.ID); s != nil && s.Finished() {
+			// A former owner's run ended with its outcome after this lane decided to run the tick again: the
+			// start was refused (after the outcome), and the tick is done.
+			return nil, nil, errFinishedMeanwhile
 		}
 		w.logger.Warn("recording the start of a tick; retrying", "tick_id", t.ID, "partition", rec.Partition, "try", try, "error", err)
 		if !sleep(l.ctx, w.backoff(min(try, 5))) {
@@ -444,8 +454,9 @@ func (l *lane) retry(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 	// as interrupted, as it must.
 	if !errors.Is(cause, errLeaseExpired) {
 		slot := t.Slot
-		e := ledger.Entry{Kind: ledger.KindRetry, ID: t.ID, Schedule: t.Schedule, Slot: &slot, Partition: rec.Partition,
-			Offset: rec.Offset, Fence: a.Fence, Worker: w.cfg.WorkerID, Attempt: a.N, Error: errString(cause), At: w.cfg.Now().UTC()}
+		e := ledger.Entry{Kind: ledger.KindReleased, Retry: true, ID: t.ID, Schedule: t.Schedule, Slot: &slot, Partition: rec.Partition,
+			Offset: rec.Offset, Fence: a.Fence, Worker: w.cfg.WorkerID, Attempt: a.N, Interrupted: a.Interrupted,
+			Error: errString(cause), At: w.cfg.Now().UTC()}
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := w.ledger.Write(wctx, l.partition, []byte(t.ID), e)
 		cancel()
@@ -460,6 +471,7 @@ func (l *lane) retry(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 		return true
 	case <-ctx.Done():
 	case <-l.ctx.Done():
+	case <-w.draining:
 	}
 	return false
 }
@@ -475,18 +487,21 @@ func (l *lane) publish(it *item, o result) {
 	w := l.w
 	l.ledger.RaiseLimit(it.rec.Offset + 1)
 	l.pending.Add(1)
-	l.writeOutcome(it, o.ID, w.resultRecord(it.rec, o.Outcome, w.resultParts), ledger.OutcomeEntry(o.Outcome), 1)
+	l.writeOutcome(w.ledger, it, o.ID, w.resultRecord(it.rec, o.Outcome, w.resultParts), ledger.OutcomeEntry(o.Outcome), 1)
 }
 
-// writeOutcome writes r, the outcome record of it (entry e), for the try-th time, and finishes it once the
-// record is acknowledged. A write that fails is tried again after a backoff for as long as the lane's runs may
-// go on: the tick's offset waits for it (committed without its outcome, a tick that ran would be missing for
-// good). When they may not (the partition was lost, the grace period ended, the worker closes) or the worker may
-// not write the results topic (an ACL: fatal), the offset is left uncommitted: the next owner finds the tick
-// started and not finished, and runs it again as an interrupted tick.
-func (l *lane) writeOutcome(it *item, id string, r *kgo.Record, e ledger.Entry, try int) {
+// writeOutcome writes r, the outcome record of it (entry e), through lg (the ledger of the Run that wrote it)
+// for the try-th time, and finishes it once the record is acknowledged. A write that fails is tried again after a
+// backoff for as long as the lane's runs may go on: the tick's offset waits for it (committed without its
+// outcome, a tick that ran would be missing for good). When they may not (the partition was lost, the grace
+// period ended, the Run returned) or the worker may not write the results topic (an ACL: fatal), the offset is
+// left uncommitted: the next owner finds the tick started and not finished, and runs it again as an
+// interrupted tick. A refusal that retrying cannot help (the broker refuses the record for good) is given up
+// as deadLetter gives up: holding the offset would block the partition; the tick is then committed without its
+// outcome (logged, counted in tickgroup_worker_outcome_errors_total, and missing in ticker audit).
+func (l *lane) writeOutcome(lg *ledger.Log, it *item, id string, r *kgo.Record, e ledger.Entry, try int) {
 	w := l.w
-	w.ledger.Append(r.Partition, r.Key, r.Value, e, func(_ int64, err error) {
+	lg.Append(r.Partition, r.Key, r.Value, e, func(_ int64, err error) {
 		if err == nil {
 			l.pending.Done()
 			l.finish(it)
@@ -504,10 +519,22 @@ func (l *lane) writeOutcome(it *item, id string, r *kgo.Record, e ledger.Entry, 
 			l.pending.Done()
 			w.logger.Warn("writing outcome failed as the worker stops; the tick's offset is not committed (its next owner runs it again, interrupted)", attrs...)
 			return
+		case refusedForGood(err):
+			l.pending.Done()
+			w.logger.Error("writing outcome failed for good (the broker refuses the record); going on without it", attrs...)
+			l.finish(it)
+			return
 		}
 		delay := w.backoff(min(try, 5))
 		w.logger.Error("writing outcome; retrying", append(attrs, "retry_in", delay)...)
-		time.AfterFunc(delay, func() { l.writeOutcome(it, id, r, e, try+1) })
+		time.AfterFunc(delay, func() {
+			if l.runCtx.Err() != nil { // the Run has ended (or cut its runs): nothing of it writes any more
+				l.pending.Done()
+				w.logger.Warn("writing outcome given up as the worker stops; the tick's offset is not committed (its next owner runs it again, interrupted)", attrs...)
+				return
+			}
+			l.writeOutcome(lg, it, id, r, e, try+1)
+		})
 	})
 }
 
@@ -561,7 +588,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // gate is where an attempt is recorded before it starts, and a retry before its backoff (the lane's ledger);
 // see lane.begin and lane.retry.
 type gate interface {
-	begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt) (context.Context, func(error), error)
+	begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt) (context.Context, func(error) error, error)
 	retry(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt, cause error, delay time.Duration) bool
 }
 
@@ -600,6 +627,10 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err 
 			o.Error = ""
 			o.DurationMS = float64(w.cfg.Now().Sub(start).Microseconds()) / 1000
 			w.count(resultOK, 1)
+			return o, nil
+		}
+		if errors.Is(err, errFinishedMeanwhile) {
+			o.finished = true
 			return o, nil
 		}
 		if ctx.Err() != nil || errors.Is(err, errNotStarted) || errors.Is(err, ledger.ErrSeized) {
@@ -672,11 +703,7 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *A
 	err = w.handler.Handle(actx, t, *a)
 	w.m.duration.Observe(time.Since(begin).Seconds())
 	w.m.inflight.Dec()
-	var cutBy error // read before end, which ends hctx in any case
-	if hctx.Err() != nil {
-		cutBy = context.Cause(hctx)
-	}
-	end(err)
+	cutBy := end(err) // what cut the run (nil: nothing), as end decided it
 	if err != nil && cutBy == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("timed out after %s: %w", timeout, err)
 	}

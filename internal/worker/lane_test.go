@@ -359,7 +359,7 @@ func TestLaneStopDuringBackoffHandsOverTheRetry(t *testing.T) {
 	}), Deps{})
 	ticks, offsets := b.produceTicks(t, 0, "backoff", 1)
 	kafkatest.Eventually(t, 10*time.Second, "the retry entry", func() bool {
-		return len(b.entries(t, 0, ledger.KindRetry, ticks[0].ID)) == 1
+		return len(retries(b.entries(t, 0, ledger.KindReleased, ticks[0].ID))) == 1
 	})
 	stopped := time.Now()
 	tw.stop(t)
@@ -572,7 +572,7 @@ func (b *testBundle) failNextLedgerWrite(t *testing.T, p int32) <-chan time.Time
 	return refused
 }
 
-// refuseLedgerWrites makes the broker refuse, with a non-retriable error, produce requests to ledger partition
+// refuseLedgerWrites makes the broker refuse, with an error the client does not retry (refuseProduce), produce requests to ledger partition
 // p: the next one, or with keep every one until stop is called. refused receives the time of the first
 // refusal.
 func (b *testBundle) refuseLedgerWrites(t *testing.T, p int32, keep bool) (refused <-chan time.Time, stop func()) {
@@ -580,9 +580,16 @@ func (b *testBundle) refuseLedgerWrites(t *testing.T, p int32, keep bool) (refus
 	return b.refuseProduce(t, b.names.Results, p, keep)
 }
 
-// refuseProduce makes the broker refuse, with a non-retriable error, produce requests to partition p of topic:
+// refuseProduce makes the broker refuse, with an error the client does not retry by itself (UNKNOWN_SERVER_ERROR:
+// the record fails at once, as after the delivery timeout of an outage), produce requests to partition p of topic:
 // the next one, or with keep every one until stop is called. refused receives the time of the first refusal.
 func (b *testBundle) refuseProduce(t *testing.T, topic string, p int32, keep bool) (refused <-chan time.Time, stop func()) {
+	t.Helper()
+	return b.refuseProduceWith(t, topic, p, keep, kerr.UnknownServerError)
+}
+
+// refuseProduceWith is refuseProduce with the error code of code.
+func (b *testBundle) refuseProduceWith(t *testing.T, topic string, p int32, keep bool, code *kerr.Error) (refused <-chan time.Time, stop func()) {
 	t.Helper()
 	done := make(chan time.Time, 1)
 	var once sync.Once
@@ -618,7 +625,7 @@ func (b *testBundle) refuseProduce(t *testing.T, topic string, p int32, keep boo
 			for _, pp := range tp.Partitions {
 				rp := kmsg.NewProduceResponseTopicPartition()
 				rp.Partition = pp.Partition
-				rp.ErrorCode = kerr.InvalidRecord.Code
+				rp.ErrorCode = code.Code
 				rp.BaseOffset = -1
 				rt.Partitions = append(rt.Partitions, rp)
 			}
@@ -954,7 +961,7 @@ func TestLaneLeaseExpiresWhenOwnershipCannotBeProven(t *testing.T) {
 	if o := b.outcomesOf(t, 0, ticks[0].ID, "w1"); len(o) != 1 || o[0].Status != StatusOK || o[0].Attempts != 2 || !o[0].Interrupted {
 		t.Errorf("outcomes %+v, want one ok after 2 attempts, interrupted", o)
 	}
-	if r := b.entries(t, 0, ledger.KindRetry, ticks[0].ID); len(r) != 0 {
+	if r := retries(b.entries(t, 0, ledger.KindReleased, ticks[0].ID)); len(r) != 0 {
 		t.Errorf("retry entries %+v after a run cut by its lease, want none (the tick is interrupted, not retried)", r)
 	}
 }
@@ -1183,4 +1190,39 @@ func counterValue(c prometheus.Counter) float64 {
 		return 0
 	}
 	return m.GetCounter().GetValue()
+}
+
+// retries keeps the releases marked retry of rs.
+func retries(rs []ledgerRecord) []ledgerRecord {
+	var out []ledgerRecord
+	for _, r := range rs {
+		if r.Entry.Retry {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestLaneOutcomeRefusedForGoodIsGivenUp: an outcome record the broker refuses for what it is (INVALID_RECORD)
+// is not written again: the tick is committed without it, so that the partition goes on.
+func TestLaneOutcomeRefusedForGoodIsGivenUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cfg := b.config("w1")
+	cfg.Lease = 10 * time.Second // no renewal during the test: the refused write is the outcome
+	rec := newRecorder()
+	finish := make(chan struct{})
+	tw := b.start(t, cfg, rec.handler(func(context.Context, tick.Tick, Attempt) error {
+		<-finish
+		return nil
+	}), Deps{})
+	_, offsets := b.produceTicks(t, 0, "refused", 1)
+	kafkatest.Eventually(t, 10*time.Second, "the handler to start", func() bool { return len(rec.started) > 0 })
+	_, allow := b.refuseProduceWith(t, b.names.Results, 0, true, kerr.InvalidRecord)
+	defer allow()
+	close(finish)
+	kafkatest.Eventually(t, 10*time.Second, "the tick's commit", func() bool { return b.committed(t, 0).At == offsets[0]+1 })
+	if n := counterValue(tw.w.m.outcomeErrs); n != 1 {
+		t.Errorf("%v failed outcome writes counted, want 1 (not retried)", n)
+	}
 }

@@ -61,8 +61,9 @@ func (r *leasedRun) renew() {
 // end closes the run once its handler returned with herr: it stops the renewals and, when the handler was cut
 // off (the runner's context ended, or the lease ran out) and failed, records the release of the tick so that
 // the next owner may run it again at once rather than wait for the lease (the handler has returned: its process
-// group is gone). A seized run records nothing more: the tick is another worker's now.
-func (r *leasedRun) end(herr error) {
+// group is gone). A seized run records nothing more: the tick is another worker's now. It returns what cut the
+// run (nil: nothing), read once its renewals have stopped, so that the caller decides as end did.
+func (r *leasedRun) end(herr error) error {
 	r.renewals.Stop()
 	r.mu.Lock()
 	r.ended = true
@@ -76,7 +77,7 @@ func (r *leasedRun) end(herr error) {
 	r.cancel(nil)
 	cutOff := r.parent.Err() != nil || errors.Is(cause, errLeaseExpired)
 	if herr == nil || !cutOff {
-		return
+		return cause
 	}
 	w := r.l.w
 	rel := r.e
@@ -86,6 +87,7 @@ func (r *leasedRun) end(herr error) {
 	if _, err := w.ledger.Write(wctx, r.l.partition, []byte(r.e.ID), rel); err != nil {
 		w.logger.Warn("recording the release of an interrupted tick", "tick_id", r.e.ID, "partition", r.l.partition, "error", err)
 	}
+	return cause
 }
 
 // keepLease renews the run's lease while it runs, until its renewals are stopped. When the lease cannot be

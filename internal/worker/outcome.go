@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/cancel"
@@ -59,6 +60,9 @@ type result struct {
 	// cut is set when the record has no outcome: its run was cut, or it never started (the lane stopped
 	// starting records); nothing is recorded and the next owner decides from the ledger.
 	cut bool
+	// finished is set when the tick got its outcome elsewhere before an attempt started here (a former owner's
+	// run ended after all): nothing is recorded, and the record is done.
+	finished bool
 }
 
 // maxKeyBytes bounds the keys the worker writes: a work record with a longer key (not a tick the leader wrote)
@@ -139,4 +143,15 @@ func errString(err error) string {
 		s = errlimit.Cut(s, 2048) + "..."
 	}
 	return s
+}
+
+// refusedForGood reports whether err is the broker refusing a record for what it is (its size, its form, a
+// policy): writing it again cannot help.
+func refusedForGood(err error) bool {
+	for _, e := range []error{kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRecord, kerr.PolicyViolation} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

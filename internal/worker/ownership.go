@@ -22,6 +22,9 @@ import (
 var (
 	// errNotStarted: the lane stopped starting records before this attempt started (nothing ran).
 	errNotStarted = errors.New("not started: the lane no longer starts records")
+	// errFinishedMeanwhile: the tick got its outcome (a former owner's run ended) before this attempt's start
+	// stood: nothing started here, and the tick is finished.
+	errFinishedMeanwhile = errors.New("not started: the tick has an outcome now")
 	// errLeaseExpired: the run's lease could not be renewed in time.
 	errLeaseExpired = errors.New("handler lease expired: the run could not be proven alive in the ledger")
 )

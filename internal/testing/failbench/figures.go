@@ -186,8 +186,8 @@ func starts(t *audit.Tick, slot time.Time) (first time.Time, runs int, unmarked 
 			if first.IsZero() || at.Before(first) {
 				first = at
 			}
-		case ledger.KindRetry:
-			retried = true
+		case ledger.KindReleased:
+			retried = retried || e.Retry
 		case ledger.KindOutcome:
 			if e.Status != ledger.StatusOK || e.FinishedAt == nil {
 				continue

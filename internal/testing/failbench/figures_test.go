@@ -107,7 +107,7 @@ func TestMeasure(t *testing.T) {
 		add(i, 1, started(i, d), outcome(i, ledger.StatusOK, d, 5*time.Millisecond))
 	}
 	// 4: retried after a failure, the retry recorded: a re-run. 5: started again, unmarked: run twice.
-	l.Ticks[id(4)].Ledger = append(l.Ticks[id(4)].Ledger[:1], ledger.Entry{Kind: ledger.KindRetry, ID: id(4)}, started(4, 20*time.Millisecond),
+	l.Ticks[id(4)].Ledger = append(l.Ticks[id(4)].Ledger[:1], ledger.Entry{Kind: ledger.KindReleased, Retry: true, ID: id(4)}, started(4, 20*time.Millisecond),
 		outcome(4, ledger.StatusOK, 20*time.Millisecond, time.Millisecond))
 	l.Ticks[id(5)].Ledger = append(l.Ticks[id(5)].Ledger, started(5, 80*time.Millisecond))
 	// 6: forward-like, no started entry: start = finished_at - duration = 8 ms.

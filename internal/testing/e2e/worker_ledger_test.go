@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -228,6 +229,49 @@ func TestE2EInterruptedRerunAndSkip(t *testing.T) {
 		t.Errorf("%s ran %d times, want 1 (killed mid-run, then skipped)", y.ID, n)
 	}
 	e.stop(c)
+}
+
+// A worker stopped (SIGTERM) while a failed tick waits for its retry: it stops at once, not after the backoff,
+// and the partition's next owner goes on with the next attempt at once, not as an interrupted tick: even under
+// --on-interrupted skip it runs, unmarked, and succeeds.
+func TestE2EStopDuringBackoffHandsOverTheRetry(t *testing.T) {
+	e := setup(t)
+	prod := e.producer()
+	x := tick.New("flaky-handover", time.Now().Truncate(time.Second), 0, 1) // fails attempts 1 and 2
+	a := e.start(nil, "--exec", handlerBin, "--backoff", "1m", "--max-backoff", "1m")
+	e.emit(prod, e.tickRecord(x))
+	waitFor(t, 40*time.Second, "the first attempt to fail", func() (bool, string) {
+		xs := e.executions()[x.ID]
+		return len(xs) == 1 && xs[0].done, fmt.Sprintf("%d attempts", len(xs))
+	})
+	stopped := time.Now()
+	e.stop(a)
+	if d := time.Since(stopped); d > 20*time.Second {
+		t.Errorf("the worker took %s to stop: it waited out the backoff", d.Round(time.Millisecond))
+	}
+	b := e.start(nil, "--exec", handlerBin, "--backoff", "100ms", "--on-interrupted", "skip")
+	ex := e.waitAllOK([]string{x.ID}, 60*time.Second)[x.ID]
+	if len(ex) != 3 {
+		t.Fatalf("%d attempts of %s, want 3", len(ex), x.ID)
+	}
+	for i, r := range ex[1:] {
+		if r.attempt != strconv.Itoa(i+2) || r.interrupted != "0" || r.worker != b.name {
+			t.Errorf("attempt %d of %s: attempt %s interrupted %s on %s, want %d, 0 on %s", i+2, x.ID, r.attempt, r.interrupted, r.worker, i+2, b.name)
+		}
+	}
+	var out ledger.Outcome
+	for _, r := range readAll(t, e.brokers, e.names.Results) {
+		os, _ := ledger.Outcomes(r.Value)
+		for _, o := range os {
+			if o.ID == x.ID {
+				out = o
+			}
+		}
+	}
+	if out.Status != ledger.StatusOK || out.Attempts != 3 || out.Interrupted || out.Worker != b.name {
+		t.Errorf("outcome of %s = %+v, want ok after 3 attempts by %s, not interrupted", x.ID, out, b.name)
+	}
+	e.stop(b)
 }
 
 func partitionOf(t *testing.T, id string, parts int) int32 {

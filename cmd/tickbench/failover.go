@@ -44,7 +44,7 @@ func runFailover(ctx context.Context, args []string, getenv func(string) string,
 	settle := fs.Duration("settle", 30*time.Second, "after the window, the longest wait for every tick's outcome")
 	tickerArgs := fs.String("ticker-args", "", "extra `ticker run` flags, space-separated (for example '--session-timeout 3s')")
 	workerArgs := fs.String("worker-args", "", "extra `worker run` flags, space-separated")
-	logDir := fs.String("log-dir", "", "directory for the processes' output (default: a new temporary directory, removed after a clean run)")
+	logDir := fs.String("log-dir", "", "directory for the processes' output, made if missing (default: a new temporary directory, removed after a clean run)")
 	asJSON := fs.Bool("json", false, "print the results as JSON instead of a table")
 	keep := fs.Bool("keep", false, "keep each run's namespace (topics and groups)")
 	verbose := fs.Bool("v", false, "log each process start")
@@ -67,6 +67,8 @@ func runFailover(ctx context.Context, args []string, getenv func(string) string,
 			return err
 		}
 		dir, removeLogs = d, true
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
 	level := slog.LevelInfo
 	if *verbose {

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,5 +66,26 @@ func TestBatchRefused(t *testing.T) {
 		} else if len(err.Error()) > 300 || strings.Contains(err.Error(), string(one)) {
 			t.Errorf("%s: error quotes the record: %v", name, err)
 		}
+	}
+}
+
+// TestTakeKeepsAloneEntriesApart: an entry to be written alone is a record of its own: the batches end before
+// it and after it.
+func TestTakeKeepsAloneEntriesApart(t *testing.T) {
+	o := &outbox{}
+	entry := func(name string, alone bool) *outEntry {
+		return &outEntry{key: []byte(name), value: []byte(`{}`), alone: alone}
+	}
+	q := &outQueue{queue: []*outEntry{entry("a", false), entry("b", false), entry("c", true), entry("d", true), entry("e", false)}}
+	var got []string
+	for len(q.queue) > 0 {
+		var names []string
+		for _, x := range o.takeLocked(0, q) {
+			names = append(names, string(x.key))
+		}
+		got = append(got, strings.Join(names, ""))
+	}
+	if want := []string{"ab", "c", "d", "e"}; !slices.Equal(got, want) {
+		t.Errorf("records %q, want %q", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -63,9 +64,6 @@ type TickState struct {
 	// release marked Retry): nothing runs the tick and nothing was cut off. The next start clears it, and so does
 	// a renewal of the attempt (the run is alive: the retry was not its runner's).
 	Retrying bool
-	// Marked is set once an attempt of the tick was cut off, or followed one that was (a start or retry marked
-	// Interrupted, or a release): the tick counts as interrupted until its outcome, whatever came after.
-	Marked bool
 	// StartedBy is the worker of the latest started attempt, StartedFence its fencing token and StartedLease
 	// the lease its claim announced.
 	StartedBy    string
@@ -81,6 +79,10 @@ type TickState struct {
 	SeizedLease time.Duration
 	// Released is set when the latest attempt was cut off and its process is known to be gone.
 	Released bool
+	// marks are the writers of the entries that say an attempt of the tick was cut off, or followed one that
+	// was (a release, or a start or retry marked Interrupted): the tick counts as interrupted until its
+	// outcome, whatever came after. Disown drops the marks of the writer it disowns.
+	marks []writer
 	// Outcome is the tick's final entry, if any.
 	Outcome *Entry
 
@@ -94,9 +96,17 @@ func (s *TickState) Finished() bool { return s.Outcome != nil }
 func (s *TickState) Running() bool { return s.Started && !s.Retrying }
 
 // Interrupted reports whether the tick, not finished, had an attempt cut off (released, or started and not
-// ended: a run of a worker that died or froze) or followed one that was (Marked).
+// ended: a run of a worker that died or froze) or followed one that was.
 func (s *TickState) Interrupted() bool {
-	return s.Outcome == nil && (s.Running() || s.Released || s.Marked)
+	return s.Outcome == nil && (s.Running() || len(s.marks) > 0)
+}
+
+// mark records that e, by its writer, says an attempt of the tick was cut off or followed one that was.
+func (s *TickState) mark(e Entry) {
+	w := writer{e.Worker, e.Fence}
+	if !slices.Contains(s.marks, w) {
+		s.marks = append(slices.Clip(s.marks), w)
+	}
 }
 
 // Fold is the state of one work partition as its ledger tells it, built by applying the partition's entries in
@@ -200,8 +210,8 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 			return RefusedNotOwner // not the runner of the tick's latest attempt (another worker started it since)
 		}
 	default:
-		if e.Kind == KindReleased && e.Retry && !s.ranBy(e) {
-			return RefusedNotOwner
+		if e.Kind == KindReleased && e.Retry && s != nil && !s.ranBy(e) {
+			return RefusedNotOwner // a retry of an attempt that is not the latest, or not its runner's
 		}
 		if !owner && (s == nil || s.StartedBy != e.Worker || s.StartedFence != e.Fence) {
 			return RefusedNotOwner
@@ -223,7 +233,9 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 			s.SeizedAt, s.SeizedLease = s.ProofAt, s.StartedLease
 		}
 		s.Started, s.Released, s.Retrying = true, false, false
-		s.Marked = s.Marked || e.Interrupted
+		if e.Interrupted {
+			s.mark(e)
+		}
 		s.Attempts = max(s.Attempts, e.Attempt)
 		s.StartedBy, s.StartedFence = e.Worker, e.Fence
 		s.StartedLease = f.OwnerLease
@@ -241,13 +253,15 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 			s.StartedLease = time.Duration(e.LeaseMS) * time.Millisecond
 		}
 	case KindReleased:
+		s.Attempts = max(s.Attempts, e.Attempt)
+		if e.Interrupted || !e.Retry {
+			s.mark(e)
+		}
 		if e.Retry { // the attempt failed and its process is gone: nothing runs the tick, nothing was cut off
-			s.Retrying = true
-			s.Marked = s.Marked || e.Interrupted
+			s.Retrying = s.Started // not started: its start is gone from the log (compacted), nothing runs
 			break
 		}
-		s.Started, s.Released, s.Marked = false, true, true
-		s.Attempts = max(s.Attempts, e.Attempt)
+		s.Started, s.Released = false, true
 	case KindOutcome:
 		e := e
 		s.Outcome, s.Started, s.Released, s.Retrying = &e, false, false, false
@@ -338,6 +352,7 @@ func (f *Fold) Disown(worker string, fence int64) {
 			if s.Started && s.StartedBy == worker && s.StartedFence == fence {
 				s.Started, s.Retrying, s.SeizedAt = false, false, time.Time{}
 			}
+			s.marks = slices.DeleteFunc(slices.Clone(s.marks), func(w writer) bool { return w == writer{worker, fence} })
 		}
 	}
 	delete(f.proofs, fence)

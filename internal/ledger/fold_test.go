@@ -34,7 +34,7 @@ func TestFoldRefuses(t *testing.T) {
 		{"start by another worker", tickE(KindStarted, "x", "a@1", 5, 10), RefusedNotOwner},
 		{"start under an old token", tickE(KindStarted, "w", "a@1", 4, 10), RefusedNotOwner},
 		{"outcome by another worker", tickE(KindOutcome, "x", "a@1", 5, 10), RefusedNotOwner},
-		{"retry of a tick not started", retryE("w", "a@1", 5, 10, 1), RefusedNotOwner},
+		{"retry of a tick not started, by another worker", retryE("x", "a@1", 5, 10, 1), RefusedNotOwner},
 		{"outcome beyond the limit", tickE(KindOutcome, "w", "a@1", 5, 100), RefusedOffset},
 		{"other partition", Entry{Kind: KindOutcome, Partition: 1, ID: "a@1", Status: StatusOK, Fence: 5, Worker: "w"}, RefusedPartition},
 	} {
@@ -167,6 +167,57 @@ func TestFoldForgedRetryDoesNotStopARun(t *testing.T) {
 	}
 	if s := f.Tick(7, "a@1"); !s.Running() || !s.ProofAt.Equal(t0.Add(time.Second)) {
 		t.Errorf("after the renewal: %+v, want running, proven at the renewal", s)
+	}
+}
+
+// TestFoldDisownDropsMarks: what a disowned (forged) claim's writer said of a tick, a start or release marking
+// it interrupted, no longer counts: the tick is not interrupted. Marks of other writers stay.
+func TestFoldDisownDropsMarks(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	forgedStart := tickE(KindStarted, "x", "a@1", 3, 7)
+	forgedStart.Interrupted = true
+	for _, c := range []struct {
+		name    string
+		entries []Entry
+		want    bool
+	}{
+		{"a forged start marked interrupted", []Entry{claimE("b", 2, 5000), claimE("x", 3, 5000), forgedStart}, false},
+		{"a forged release", []Entry{claimE("b", 2, 5000), claimE("x", 3, 5000), tickE(KindStarted, "x", "a@1", 3, 7), tickE(KindReleased, "x", "a@1", 3, 7)}, false},
+		{"a genuine release, then a forged start", []Entry{claimE("b", 2, 5000), tickE(KindStarted, "b", "a@1", 2, 7), tickE(KindReleased, "b", "a@1", 2, 7), claimE("x", 3, 5000), tickE(KindStarted, "x", "a@1", 3, 7)}, true},
+	} {
+		f := NewFold(0)
+		for i, e := range c.entries {
+			if r := f.Apply(e, int64(i), t0); r != "" {
+				t.Fatalf("%s: entry %d: %q", c.name, i, r)
+			}
+		}
+		f.Disown("x", 3)
+		if s := f.Tick(7, "a@1"); s.Running() || s.Interrupted() != c.want {
+			t.Errorf("%s, disowned: running %v, interrupted %v; want not running, interrupted %v", c.name, s.Running(), s.Interrupted(), c.want)
+		}
+	}
+}
+
+// TestFoldRetryWithoutItsStart: a retry whose start is gone from the log (compacted: they share the tick's key)
+// is taken from the partition's owner of the time, as a release is: the attempts count on, the tick is not
+// running, and it is interrupted only when the retry says its attempt followed an interruption.
+func TestFoldRetryWithoutItsStart(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for _, marked := range []bool{false, true} {
+		f := NewFold(0)
+		retry := retryE("w", "a@1", 1, 7, 2)
+		retry.Interrupted = marked
+		for i, e := range []Entry{claimE("w", 1, 5000), retry} {
+			if r := f.Apply(e, int64(i), t0); r != "" {
+				t.Fatalf("entry %d: %q", i, r)
+			}
+		}
+		if s := f.Tick(7, "a@1"); s.Running() || s.Attempts != 2 || s.Interrupted() != marked {
+			t.Errorf("retry (interrupted %v) without its start: %+v; want not running, 2 attempts, interrupted %v", marked, s, marked)
+		}
+		if r := f.Apply(retryE("v", "b@1", 1, 8, 1), 2, t0); r != RefusedNotOwner {
+			t.Errorf("a retry without its start by another than the owner: %q, want %q", r, RefusedNotOwner)
+		}
 	}
 }
 

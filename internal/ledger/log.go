@@ -130,9 +130,10 @@ func (lg *Log) Write(ctx context.Context, p int32, key []byte, e Entry) (int64, 
 }
 
 // Append queues e for partition p as Write does, without waiting: value is its record on its own (an outcome
-// record carries more than its entry), key its key. done is called once with its offset, or the error.
-func (lg *Log) Append(p int32, key, value []byte, e Entry, done func(offset int64, err error)) {
-	lg.out.add(p, &outEntry{key: key, value: value, e: e, done: done})
+// record carries more than its entry), key its key; alone makes it a record of its own, never in a batch. done
+// is called once with its offset, or the error (ErrInBatch when it was in a batch record that failed).
+func (lg *Log) Append(p int32, key, value []byte, e Entry, alone bool, done func(offset int64, err error)) {
+	lg.out.add(p, &outEntry{key: key, value: value, e: e, alone: alone, done: done})
 }
 
 // feed logs the fetch errors of fetches and hands each partition's records, when there are any, to apply.

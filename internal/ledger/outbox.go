@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -33,6 +35,10 @@ type outQueue struct {
 	queue    []*outEntry
 }
 
+// ErrInBatch marks the error of an entry written in a batch record with others: the record as a whole failed
+// (too large for the topic, perhaps), and the entry alone may pass (Log.Append with alone).
+var ErrInBatch = errors.New("written in a batch record with other entries")
+
 // maxInflight is how many records of one partition may be in flight: two, so that a start need not wait for a
 // whole round trip of the record before it (the idempotent producer keeps them in order).
 const maxInflight = 2
@@ -46,6 +52,9 @@ type outEntry struct {
 	e      Entry
 	done   func(offset int64, err error)
 	result chan outResult
+
+	// alone makes it a record of its own, never in a batch (an entry whose batch was refused as a whole).
+	alone bool
 
 	mu        sync.Mutex
 	abandoned bool // its writer stopped waiting before it was sent: it is not sent
@@ -121,15 +130,15 @@ func (o *outbox) write(ctx context.Context, p int32, key []byte, e Entry) (int64
 	}
 }
 
-// takeLocked removes from q the entries of its next record: as many as fit in a batch, abandoned ones dropped.
-// Called with o.mu held.
+// takeLocked removes from q the entries of its next record: as many as fit in a batch (an entry to be written
+// alone on its own), abandoned ones dropped. Called with o.mu held.
 func (o *outbox) takeLocked(p int32, q *outQueue) []*outEntry {
 	var batch []*outEntry
 	size := 0
 	n := 0
-	for ; n < len(q.queue) && len(batch) < MaxBatch; n++ {
+	for ; n < len(q.queue) && len(batch) < MaxBatch && !(len(batch) == 1 && batch[0].alone); n++ {
 		x := q.queue[n]
-		if len(batch) > 0 && size+len(x.value) > maxBatchBytes {
+		if len(batch) > 0 && (x.alone || size+len(x.value) > maxBatchBytes) {
 			break
 		}
 		x.mu.Lock()
@@ -183,6 +192,7 @@ func (o *outbox) send(p int32, batch []*outEntry) {
 			err = kafka.NeedACL(err, "Write", "topic", lg.cfg.Topic)
 			if len(batch) > 1 {
 				lg.forgetBatch(p, string(r.Key))
+				err = fmt.Errorf("%w (%d entries): %w", ErrInBatch, len(batch), err)
 			}
 		case len(batch) == 1:
 			lg.remember(p, r.Offset, es)

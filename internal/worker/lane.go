@@ -418,9 +418,10 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 		if l.ctx.Err() != nil || ctx.Err() != nil {
 			return nil, nil, errNotStarted
 		}
-		if s, _ := l.ledger.State(rec.Offset, t.ID); s != nil && s.Finished() {
+		if s, _ := l.ledger.State(rec.Offset, t.ID); s != nil && s.Finished() && !l.ledger.Fenced() {
 			// A former owner's run ended with its outcome after this lane decided to run the tick again: the
-			// start was refused (after the outcome), and the tick is done.
+			// start was refused (after the outcome), and the tick is done. (Under a claim of another worker, the
+			// next try finds out whether that claim, and an outcome written under it, stand: foreignClaim.)
 			return nil, nil, errFinishedMeanwhile
 		}
 		w.logger.Warn("recording the start of a tick; retrying", "tick_id", t.ID, "partition", rec.Partition, "try", try, "error", err)
@@ -487,7 +488,7 @@ func (l *lane) publish(it *item, o result) {
 	w := l.w
 	l.ledger.RaiseLimit(it.rec.Offset + 1)
 	l.pending.Add(1)
-	l.writeOutcome(w.ledger, it, o.ID, w.resultRecord(it.rec, o.Outcome, w.resultParts), ledger.OutcomeEntry(o.Outcome), 1)
+	l.writeOutcome(w.ledger, it, o.ID, w.resultRecord(it.rec, o.Outcome, w.resultParts), ledger.OutcomeEntry(o.Outcome), 1, false)
 }
 
 // writeOutcome writes r, the outcome record of it (entry e), through lg (the ledger of the Run that wrote it)
@@ -499,9 +500,9 @@ func (l *lane) publish(it *item, o result) {
 // interrupted tick. A refusal that retrying cannot help (the broker refuses the record for good) is given up
 // as deadLetter gives up: holding the offset would block the partition; the tick is then committed without its
 // outcome (logged, counted in tickgroup_worker_outcome_errors_total, and missing in ticker audit).
-func (l *lane) writeOutcome(lg *ledger.Log, it *item, id string, r *kgo.Record, e ledger.Entry, try int) {
+func (l *lane) writeOutcome(lg *ledger.Log, it *item, id string, r *kgo.Record, e ledger.Entry, try int, alone bool) {
 	w := l.w
-	lg.Append(r.Partition, r.Key, r.Value, e, func(_ int64, err error) {
+	lg.Append(r.Partition, r.Key, r.Value, e, alone, func(_ int64, err error) {
 		if err == nil {
 			l.pending.Done()
 			l.finish(it)
@@ -519,6 +520,12 @@ func (l *lane) writeOutcome(lg *ledger.Log, it *item, id string, r *kgo.Record, 
 			l.pending.Done()
 			w.logger.Warn("writing outcome failed as the worker stops; the tick's offset is not committed (its next owner runs it again, interrupted)", attrs...)
 			return
+		case refusedForGood(err) && errors.Is(err, ledger.ErrInBatch):
+			// The batch record it was in was refused as a whole (too large for the topic, perhaps): the outcome
+			// alone may pass.
+			w.logger.Warn("writing outcome: its batch record was refused; writing it alone", attrs...)
+			go l.writeOutcome(lg, it, id, r, e, try+1, true) // not from the producer's callback
+			return
 		case refusedForGood(err):
 			l.pending.Done()
 			w.logger.Error("writing outcome failed for good (the broker refuses the record); going on without it", attrs...)
@@ -533,7 +540,7 @@ func (l *lane) writeOutcome(lg *ledger.Log, it *item, id string, r *kgo.Record, 
 				w.logger.Warn("writing outcome given up as the worker stops; the tick's offset is not committed (its next owner runs it again, interrupted)", attrs...)
 				return
 			}
-			l.writeOutcome(lg, it, id, r, e, try+1)
+			l.writeOutcome(lg, it, id, r, e, try+1, alone)
 		})
 	})
 }

@@ -22,8 +22,9 @@
 //     process is gone) and that another attempt follows after a backoff: nothing runs the tick meanwhile, and
 //     nothing was cut off, so when the partition moves during the backoff its next owner goes on at once with
 //     the next attempt, not as an interrupted tick (unless the attempt itself followed an interruption:
-//     Interrupted). Valid only from the runner of the tick's latest attempt while it runs, like a renewal; a
-//     renewal after it shows the run alive and undoes it. (A build that does not know Retry reads a release:
+//     Interrupted). Valid only from the runner of the tick's latest attempt while it runs, like a renewal (or,
+//     when the start is gone from the log, from the partition's owner of the time, like a release); a renewal
+//     after it shows the run alive and undoes it. (A build that does not know Retry reads a release:
 //     the tick counts as interrupted, the safe side.)
 //   - outcome (key: tick ID): the tick's final result (ok, failed, skipped_late, skipped_overlap,
 //     dead_lettered, interrupted). Records written before the ledger existed have no "kind" and a "status":

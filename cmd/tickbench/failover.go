@@ -67,7 +67,7 @@ func runFailover(ctx context.Context, args []string, getenv func(string) string,
 			return err
 		}
 		dir, removeLogs = d, true
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	} else if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
 	level := slog.LevelInfo

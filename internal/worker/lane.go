@@ -434,7 +434,7 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 		if wait := time.Until(seized); wait > 0 {
 			w.logger.Info("took the tick from a former owner's run: starting once its lease has surely run out", "tick_id", t.ID, "wait", wait.Round(time.Millisecond))
 			if !sleep(r.ctx, wait) {
-				r.end(r.ctx.Err())
+				_ = r.end(r.ctx.Err()) // the handler never started: nothing to tell the caller
 				return nil, nil, cmp.Or(ctx.Err(), errNotStarted)
 			}
 		}
@@ -502,6 +502,12 @@ func (l *lane) publish(it *item, o result) {
 // outcome (logged, counted in tickgroup_worker_outcome_errors_total, and missing in ticker audit).
 func (l *lane) writeOutcome(lg *ledger.Log, it *item, id string, r *kgo.Record, e ledger.Entry, try int, alone bool) {
 	w := l.w
+	if try > 1 && l.runCtx.Err() != nil { // the Run has ended (or cut its runs) since: nothing of it writes any more
+		l.pending.Done()
+		w.logger.Warn("writing outcome given up as the worker stops; the tick's offset is not committed (its next owner runs it again, interrupted)",
+			"tick_id", id, "partition", it.rec.Partition, "offset", it.rec.Offset, "try", try)
+		return
+	}
 	lg.Append(r.Partition, r.Key, r.Value, e, alone, func(_ int64, err error) {
 		if err == nil {
 			l.pending.Done()
@@ -534,14 +540,7 @@ func (l *lane) writeOutcome(lg *ledger.Log, it *item, id string, r *kgo.Record, 
 		}
 		delay := w.backoff(min(try, 5))
 		w.logger.Error("writing outcome; retrying", append(attrs, "retry_in", delay)...)
-		time.AfterFunc(delay, func() {
-			if l.runCtx.Err() != nil { // the Run has ended (or cut its runs): nothing of it writes any more
-				l.pending.Done()
-				w.logger.Warn("writing outcome given up as the worker stops; the tick's offset is not committed (its next owner runs it again, interrupted)", attrs...)
-				return
-			}
-			l.writeOutcome(lg, it, id, r, e, try+1, alone)
-		})
+		time.AfterFunc(delay, func() { l.writeOutcome(lg, it, id, r, e, try+1, alone) })
 	})
 }
 
@@ -689,7 +688,7 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *A
 	if a.N == 1 {
 		// A held tick's start was recorded up to PreStart before its instant: the handler starts on it.
 		if wait := t.StartAt().Sub(w.cfg.Now()); wait > 0 && !sleep(hctx, wait) {
-			end(hctx.Err())
+			_ = end(hctx.Err()) // the handler never started (its cause is not an attempt's)
 			return hctx.Err()
 		}
 		// Instant -> start of the first attempt, measured once the start is recorded: the ledger's cost is in it.

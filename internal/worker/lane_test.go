@@ -1153,16 +1153,7 @@ func TestWorkerRunsAgain(t *testing.T) {
 func TestLaneOutcomeWriteRetried(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	cfg := b.config("w1")
-	cfg.Lease = 10 * time.Second // no renewal during the test: the refused write is the outcome
-	rec := newRecorder()
-	finish := make(chan struct{})
-	tw := b.start(t, cfg, rec.handler(func(context.Context, tick.Tick, Attempt) error {
-		<-finish
-		return nil
-	}), Deps{})
-	ticks, offsets := b.produceTicks(t, 0, "outcome", 1)
-	kafkatest.Eventually(t, 10*time.Second, "the handler to start", func() bool { return len(rec.started) > 0 })
+	tw, finish, ticks, offsets := heldTick(t, b, "outcome")
 	refused, allow := b.refuseLedgerWrites(t, 0, true)
 	close(finish)
 	select {
@@ -1181,6 +1172,24 @@ func TestLaneOutcomeWriteRetried(t *testing.T) {
 	if o := b.outcomesOf(t, 0, ticks[0].ID, "w1"); len(o) != 1 || o[0].Status != StatusOK {
 		t.Errorf("outcomes %+v, want one ok", o)
 	}
+}
+
+// heldTick starts worker w1 with a lease long enough that no renewal is written during a test, produces one tick
+// of schedule name on partition 0, and returns once its handler runs: the handler succeeds once finish is
+// closed, so the next ledger write is the tick's outcome.
+func heldTick(t *testing.T, b *testBundle, name string) (tw *testWorker, finish chan struct{}, ticks []tick.Tick, offsets []int64) {
+	t.Helper()
+	cfg := b.config("w1")
+	cfg.Lease = 10 * time.Second
+	rec := newRecorder()
+	finish = make(chan struct{})
+	tw = b.start(t, cfg, rec.handler(func(context.Context, tick.Tick, Attempt) error {
+		<-finish
+		return nil
+	}), Deps{})
+	ticks, offsets = b.produceTicks(t, 0, name, 1)
+	kafkatest.Eventually(t, 10*time.Second, "the handler to start", func() bool { return len(rec.started) > 0 })
+	return tw, finish, ticks, offsets
 }
 
 // counterValue reads c.
@@ -1208,16 +1217,7 @@ func retries(rs []ledgerRecord) []ledgerRecord {
 func TestLaneOutcomeRefusedForGoodIsGivenUp(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	cfg := b.config("w1")
-	cfg.Lease = 10 * time.Second // no renewal during the test: the refused write is the outcome
-	rec := newRecorder()
-	finish := make(chan struct{})
-	tw := b.start(t, cfg, rec.handler(func(context.Context, tick.Tick, Attempt) error {
-		<-finish
-		return nil
-	}), Deps{})
-	_, offsets := b.produceTicks(t, 0, "refused", 1)
-	kafkatest.Eventually(t, 10*time.Second, "the handler to start", func() bool { return len(rec.started) > 0 })
+	tw, finish, _, offsets := heldTick(t, b, "refused")
 	_, allow := b.refuseProduceWith(t, b.names.Results, 0, true, kerr.InvalidRecord)
 	defer allow()
 	close(finish)

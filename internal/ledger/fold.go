@@ -177,8 +177,8 @@ func (f *Fold) LastProof(fence int64) (time.Time, bool) {
 //
 // A claim stands when its token is above the highest so far (a renewal repeats its owner's token). A started
 // entry is valid only from the owner of the latest claim; a renewal or a retry only from the runner of the
-// tick's latest attempt, while it runs; a release or outcome from the owner or from that runner (a former owner
-// reporting on a run it started). Before the first claim read, entries with a token up to BaseFence stand.
+// tick's latest attempt, while it runs (a retry whose start is gone from the log, as a release); a release or
+// outcome from the owner or from that runner (a former owner reporting on a run it started). Before the first claim read, entries with a token up to BaseFence stand.
 func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 	if e.Partition != f.Partition {
 		return RefusedPartition

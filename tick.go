@@ -56,6 +56,12 @@ func (t Tick) JSON() ([]byte, error) {
 // Handler runs one tick. A nil error is success. An error marked with Permanent goes to the dead-letter topic at
 // once; any other is retried with backoff until the schedule's (or the worker's) attempts run out.
 //
+// A panic in the handler is a failed attempt, not the end of the worker: the worker recovers it, logs it with its
+// stack, counts it (tickgroup_worker_handler_panics_total) and keeps its value and stack in the outcome record's
+// error ("handler panicked: ..."), then retries the tick and dead-letters it like any failure. A panic whose value
+// is an error marked with Permanent is permanent. The worker cannot recover a panic in a goroutine the handler
+// starts itself: that still ends the process.
+//
 // ctx ends when the attempt times out (the schedule's timeout, or the worker's), when the run's lease runs out,
 // or when the worker stops and its grace period is over; a handler must return promptly then.
 type Handler func(ctx context.Context, t Tick) error

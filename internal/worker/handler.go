@@ -18,7 +18,7 @@ import (
 // a tick can run more than once (at-least-once), so handlers with external side effects should deduplicate on it.
 //
 // A nil error is success. An error wrapped with Permanent is not retried. Any other error is retried with
-// backoff until the attempts run out.
+// backoff until the attempts run out. A panic is recovered and fails the attempt with a *PanicError (Call).
 type Handler interface {
 	Handle(ctx context.Context, t tick.Tick, a Attempt) error
 }

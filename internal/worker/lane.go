@@ -706,7 +706,7 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *A
 	defer cancel()
 	w.m.inflight.Inc()
 	begin := time.Now()
-	err = w.handler.Handle(actx, t, *a)
+	err = w.handle(actx, t, *a)
 	w.m.duration.Observe(time.Since(begin).Seconds())
 	w.m.inflight.Dec()
 	cutBy := end(err) // what cut the run (nil: nothing), as end decided it

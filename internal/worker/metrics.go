@@ -35,6 +35,7 @@ type metrics struct {
 	ledgerSkips    *prometheus.CounterVec
 	takeover       prometheus.Histogram
 	ledgerBatch    prometheus.Histogram
+	panics         prometheus.Counter
 }
 
 // newMetrics registers the worker's metrics on reg (nothing is registered when reg is nil).
@@ -109,6 +110,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Ledger entries (starts, renewals, releases, outcomes) per record this worker wrote to the results topic: entries that wait while the partition has records in flight go together in the next one.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000},
 		}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_worker_handler_panics_total",
+			Help: "Attempts whose handler panicked: each is recovered and counts as a failed attempt (retried, then dead-lettered).",
+		}),
 	}
 	for _, d := range []string{"finished", "rerun", "interrupted"} {
 		m.ledgerSkips.WithLabelValues(d)
@@ -120,7 +125,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.deadLetters.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.cancelsRefused, m.ledgerSkips, m.takeover, m.ledgerBatch)
+		reg.MustRegister(m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.cancelsRefused, m.ledgerSkips, m.takeover, m.ledgerBatch, m.panics)
 	}
 	return m
 }

@@ -187,41 +187,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.logger.Info("starting worker", "worker_id", w.cfg.WorkerID, "group", w.names.WorkerGroup, "topic", w.names.Work,
 		"concurrency", w.cfg.Concurrency, "max_attempts", w.cfg.MaxAttempts, "start", w.cfg.Start.String())
 
-	prod, err := kgo.NewClient(w.opts("producer", kafka.WorkerProducerOpts())...)
+	prod, err := w.openProducer(ctx)
 	if err != nil {
-		return fmt.Errorf("worker: producer client: %w", err)
+		return err
 	}
 	closeProd := sync.OnceFunc(prod.Close)
 	defer closeProd()
-	w.prod = prod
-	if w.resultParts, w.dlqParts, err = w.partitionCounts(ctx, prod); err != nil {
+	tailCl, err := w.openLedger(prod)
+	if err != nil {
 		return err
 	}
-	workParts, err := kafka.WorkPartitions(ctx, kadm.NewClient(prod), w.names.Work)
-	if err != nil {
-		return fmt.Errorf("worker: %w", err)
-	}
-	if w.resultParts < workParts {
-		// Results partition p is work partition p's execution ledger.
-		return fmt.Errorf("worker: topic %s has %d partitions, fewer than the %d of %s: add partitions to it (kafka-topics --alter --partitions %d)",
-			w.names.Results, w.resultParts, workParts, w.names.Work, workParts)
-	}
-	tailCl, err := kgo.NewClient(w.opts("ledger", []kgo.Opt{
-		// A partition added for a new lane is fetched from the next fetch request on, so fetches must not
-		// wait long on idle partitions.
-		kgo.FetchMaxWait(200 * time.Millisecond),
-		kgo.FetchMaxPartitionBytes(1 << 20),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-	})...)
-	if err != nil {
-		return fmt.Errorf("worker: ledger client: %w", err)
-	}
 	defer tailCl.Close()
-	w.ledger = ledger.NewLog(ledger.LogConfig{
-		Topic: w.names.Results, Worker: w.cfg.WorkerID, Lease: w.cfg.Lease, MaxClockSkew: w.cfg.MaxClockSkew, Now: w.cfg.Now,
-		Producer: prod, Reader: tailCl, ReaderOpts: w.conn, Logger: w.logger,
-		Metrics: ledger.Metrics{Unreadable: w.m.ledgerBad, Refused: w.m.ledgerRefused, BatchEntries: w.m.ledgerBatch, Takeover: w.m.takeover},
-	})
 	defer background(ctx, w.ledger.Run)()
 
 	hardCtx, hardCancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -233,6 +209,82 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.draining = make(chan struct{})
 	w.commitWake = make(chan struct{}, 1)
 
+	cl, err := w.openConsumer()
+	if err != nil {
+		close(w.runq) // no lane was made: the runners return at once
+		runners.Wait()
+		return err
+	}
+	w.setClient(cl)
+	stopCommitter := background(ctx, w.committer)
+	stopSummary := background(ctx, func(ctx context.Context) { w.summarize(ctx, time.Minute) })
+	defer stopSummary()
+
+	pollCtx, stopPoll := context.WithCancelCause(ctx)
+	defer stopPoll(nil)
+	w.stopPoll = stopPoll
+	pollErr := w.poll(pollCtx, cl)
+
+	lanes := w.leave(ctx, cl, pollErr, stopCommitter)
+	w.waitRuns(append(lanes, w.retiringLanes()...), hardCancel)
+	close(w.runq) // every lane has stopped: nothing is handed over any more
+	runners.Wait()
+	w.flush(ctx, prod, closeProd, lanes)
+	stopSummary()
+	w.logger.Info("worker stopped")
+	return pollErr
+}
+
+// openProducer opens the client that writes the ledger, outcomes and dead letters, and checks that the results
+// topic has a partition for every work partition.
+func (w *Worker) openProducer(ctx context.Context) (*kgo.Client, error) {
+	prod, err := kgo.NewClient(w.opts("producer", kafka.WorkerProducerOpts())...)
+	if err != nil {
+		return nil, fmt.Errorf("worker: producer client: %w", err)
+	}
+	if w.resultParts, w.dlqParts, err = w.partitionCounts(ctx, prod); err != nil {
+		prod.Close()
+		return nil, err
+	}
+	workParts, err := kafka.WorkPartitions(ctx, kadm.NewClient(prod), w.names.Work)
+	if err != nil {
+		prod.Close()
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	if w.resultParts < workParts {
+		prod.Close()
+		// Results partition p is work partition p's execution ledger.
+		return nil, fmt.Errorf("worker: topic %s has %d partitions, fewer than the %d of %s: add partitions to it (kafka-topics --alter --partitions %d)",
+			w.names.Results, w.resultParts, workParts, w.names.Work, workParts)
+	}
+	w.prod = prod
+	return prod, nil
+}
+
+// openLedger makes the execution ledger, writing through prod and reading back through the client it returns
+// (the caller closes it once the ledger has stopped).
+func (w *Worker) openLedger(prod *kgo.Client) (*kgo.Client, error) {
+	tailCl, err := kgo.NewClient(w.opts("ledger", []kgo.Opt{
+		// A partition added for a new lane is fetched from the next fetch request on, so fetches must not
+		// wait long on idle partitions.
+		kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.FetchMaxPartitionBytes(1 << 20),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	})...)
+	if err != nil {
+		return nil, fmt.Errorf("worker: ledger client: %w", err)
+	}
+	w.ledger = ledger.NewLog(ledger.LogConfig{
+		Topic: w.names.Results, Worker: w.cfg.WorkerID, Lease: w.cfg.Lease, MaxClockSkew: w.cfg.MaxClockSkew, Now: w.cfg.Now,
+		Producer: prod, Reader: tailCl, ReaderOpts: w.conn, Logger: w.logger,
+		Metrics: ledger.Metrics{Unreadable: w.m.ledgerBad, Refused: w.m.ledgerRefused, BatchEntries: w.m.ledgerBatch, Takeover: w.m.takeover},
+	})
+	return tailCl, nil
+}
+
+// openConsumer opens the group's client; it joins the group at once, and its callbacks make and retire the
+// lanes.
+func (w *Worker) openConsumer() (*kgo.Client, error) {
 	w.startAt = w.cfg.Now()
 	w.start = w.cfg.Start.Offset(w.startAt)
 	cl, err := kgo.NewClient(w.opts("consumer",
@@ -247,24 +299,18 @@ func (w *Worker) Run(ctx context.Context) error {
 			kgo.AdjustFetchOffsetsFn(w.pinStart),
 		})...)
 	if err != nil {
-		close(w.runq) // no lane was made: the runners return at once
-		runners.Wait()
-		return fmt.Errorf("worker: consumer client: %w", err)
+		return nil, fmt.Errorf("worker: consumer client: %w", err)
 	}
-	w.setClient(cl)
+	return cl, nil
+}
 
-	stopCommitter := background(ctx, w.committer)
-	stopSummary := background(ctx, func(ctx context.Context) { w.summarize(ctx, time.Minute) })
-	defer stopSummary()
-
-	pollCtx, stopPoll := context.WithCancelCause(ctx)
-	defer stopPoll(nil)
-	w.stopPoll = stopPoll
-	pollErr := w.poll(pollCtx, cl)
+// leave is the first half of the shutdown, once the poll loop has returned: no lane starts another record, the
+// finished offsets are committed, and the worker leaves the group, so that its partitions move on now rather
+// than after the runs still going. It returns the lanes that were assigned.
+func (w *Worker) leave(ctx context.Context, cl *kgo.Client, pollErr error, stopCommitter func()) []*lane {
 	if w.ready != nil {
 		w.ready.Set(ReadinessCondition, false) // shutting down: not ready from the first moment
 	}
-
 	w.logger.Info("stopping worker", "grace", w.cfg.Grace)
 	close(w.draining)
 	lanes := w.allLanes()
@@ -275,33 +321,30 @@ func (w *Worker) Run(ctx context.Context) error {
 	commitCtx, cancelCommit := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	w.commit(commitCtx)
 	cancelCommit()
-	// Close leaves the group (OnPartitionsRevoked runs first: it commits and retires the lanes, whose runs go on),
-	// so the partitions move on now rather than after the runs.
+	// Close leaves the group (OnPartitionsRevoked runs first: it commits and retires the lanes, whose runs go on).
 	memberID, _ := cl.GroupMetadata() // the leave below names it
 	cl.Close()
 	if w.cfg.InstanceID != "" && !errors.Is(pollErr, ErrFencedInstance) {
 		w.leaveStatic(ctx, memberID)
 	}
-	w.waitRuns(append(lanes, w.retiringLanes()...), hardCancel)
-	close(w.runq) // every lane has stopped: nothing is handed over any more
-	runners.Wait()
+	return lanes
+}
+
+// flush is the last half of the shutdown, once every run has ended: the ledger's entries and the outcomes are
+// written, and nothing of this Run outlives it (a Run after it starts from a new session): the records still
+// unacknowledged fail once the producer closes, their callbacks run, and the retired lanes close their ledgers.
+func (w *Worker) flush(ctx context.Context, prod *kgo.Client, closeProd func(), lanes []*lane) {
 	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	w.ledger.Flush(flushCtx)
 	if err := prod.Flush(flushCtx); err != nil {
 		w.logger.Warn("flushing outcome records", "error", err)
 	}
 	cancelFlush()
-	// Nothing of this Run may outlive it (a Run after it starts from a new session): the records still
-	// unacknowledged fail once the producer closes, their callbacks run, and the retired lanes close their
-	// ledgers.
 	closeProd()
 	for _, l := range append(lanes, w.retiringLanes()...) {
 		l.waitPending(5 * time.Second)
 	}
 	w.closing.Wait()
-	stopSummary()
-	w.logger.Info("worker stopped")
-	return pollErr
 }
 
 // retiringLanes returns the lanes no longer assigned whose runs go on.

@@ -48,6 +48,8 @@ func built(t *testing.T, command string) string {
 		switch command {
 		case "handler":
 			pkg = "./testdata/handler" // the workers' exec handler of these tests
+		case "panicker":
+			pkg = "./testdata/panicker" // a worker on the Go API whose handler panics
 		case "fleet":
 			pkg = "github.com/tickgroup/tickgroup/examples/fleet" // the Go API's example program
 		}

@@ -54,6 +54,7 @@ func ExampleSchedules_Put() {
 		Name:    "scan-orders",
 		Every:   tickgroup.Duration(30 * time.Second),
 		Timeout: tickgroup.Duration(5 * time.Minute), // one attempt; the default is no limit
+		Catchup: tickgroup.CatchupLatest,             // after an outage, one scan of the newest slot is enough
 	})
 	if err != nil {
 		panic(err)

@@ -40,15 +40,43 @@ type Stored struct {
 	// UpdatedAt is the record's time: slots at or before it are never caught up.
 	UpdatedAt time.Time
 	// Catchup is the catch-up policy in effect, the default filled in (the leader's reading of the schedule).
-	Catchup string
+	Catchup Catchup
 }
 
-// Change is one write of Apply: Op is "+" (create), "~" (replace) or "-" (delete).
-type Change = store.Change
+// ChangeOp is the kind of a Change, written as `ticker schedule apply` prints it.
+type ChangeOp string
+
+// The kinds of change.
+const (
+	ChangeCreate  ChangeOp = "+" // a schedule the namespace does not have
+	ChangeReplace ChangeOp = "~" // a schedule whose definition differs
+	ChangeDelete  ChangeOp = "-" // a schedule the wanted list does not name (Plan and Apply with prune)
+)
+
+// Change is one write of Plan, Apply and Write.
+type Change struct {
+	// Op is what the write does.
+	Op ChangeOp
+	// Name is the schedule's name.
+	Name string
+	// Schedule is the definition to write, for ChangeCreate and ChangeReplace; the zero Schedule for
+	// ChangeDelete.
+	Schedule Schedule
+}
+
+// internal is c as package store takes it.
+func (c Change) internal() store.Change {
+	return store.Change{Op: store.Op(c.Op), Name: c.Name, Spec: c.Schedule.spec()}
+}
+
+// fromChange is the Change of c.
+func fromChange(c store.Change) Change {
+	return Change{Op: ChangeOp(c.Op), Name: c.Name, Schedule: fromSpec(c.Spec)}
+}
 
 // NewSchedules returns a client of k's namespace. Close it when done.
 func NewSchedules(k KafkaConfig) (*Schedules, error) {
-	opts, err := k.Opts(nil)
+	opts, err := k.internal().Opts(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +84,7 @@ func NewSchedules(k KafkaConfig) (*Schedules, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
-	return &Schedules{k: k, cl: cl, names: k.Names()}, nil
+	return &Schedules{k: k, cl: cl, names: k.internal().Names()}, nil
 }
 
 // Close releases the client.
@@ -64,7 +92,17 @@ func (s *Schedules) Close() { s.cl.Close() }
 
 // ParseSchedules reads an apply file: YAML, a list of schedules or a mapping with key schedules. Every entry is
 // validated; the error lists every problem.
-func ParseSchedules(r io.Reader) ([]Schedule, error) { return schedule.ParseFile(r) }
+func ParseSchedules(r io.Reader) ([]Schedule, error) {
+	specs, err := schedule.ParseFile(r)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Schedule, len(specs))
+	for i, sp := range specs {
+		out[i] = fromSpec(sp)
+	}
+	return out, nil
+}
 
 // Put validates sched and writes it, creating the schedules topic if it is missing. Nothing is written when it
 // is invalid.
@@ -78,7 +116,7 @@ func (s *Schedules) Put(ctx context.Context, sched Schedule) error {
 	if err := s.ensurePools(ctx, sched.Pool); err != nil {
 		return err
 	}
-	_, err := store.Put(ctx, s.cl, s.names.Schedules, sched)
+	_, err := store.Put(ctx, s.cl, s.names.Schedules, sched.spec())
 	return err
 }
 
@@ -197,8 +235,10 @@ func (s *Schedules) Trigger(ctx context.Context, name string) ([]string, error) 
 // not list), without writing them (it creates the schedules topic if it is missing). A schedule already as
 // wanted is not rewritten.
 func (s *Schedules) Plan(ctx context.Context, want []Schedule, prune bool) ([]Change, error) {
-	for _, sp := range want {
-		if err := sp.Validate(); err != nil {
+	specs := make([]schedule.Spec, len(want))
+	for i, sc := range want {
+		specs[i] = sc.spec()
+		if err := specs[i].Validate(); err != nil {
 			return nil, err
 		}
 	}
@@ -209,20 +249,25 @@ func (s *Schedules) Plan(ctx context.Context, want []Schedule, prune bool) ([]Ch
 	if err != nil {
 		return nil, err
 	}
-	return store.Diff(current, want, prune), nil
-}
-
-// Apply writes the changes Plan returns, and returns them.
-func (s *Schedules) Apply(ctx context.Context, want []Schedule, prune bool) ([]Change, error) {
-	changes, err := s.Plan(ctx, want, prune) // it made the topic
-	if err != nil || len(changes) == 0 {
-		return changes, err
+	var changes []Change
+	for _, c := range store.Diff(current, specs, prune) {
+		changes = append(changes, fromChange(c))
 	}
-	_, err = store.Write(ctx, s.cl, s.names.Schedules, changes)
-	return changes, err
+	return changes, nil
 }
 
-// Write writes changes (from Plan), creating the schedules topic if it is missing.
+// Apply writes the changes Plan returns, as Write does, and returns them.
+func (s *Schedules) Apply(ctx context.Context, want []Schedule, prune bool) ([]Change, error) {
+	changes, err := s.Plan(ctx, want, prune)
+	if err != nil {
+		return nil, err
+	}
+	return changes, s.Write(ctx, changes)
+}
+
+// Write writes changes (from Plan) in order and stops at the first error, creating the schedules topic if it is
+// missing. It first checks that the topics of every pool the schedules name exist, creating them where this
+// principal may, as Put does: nothing is written for a pool whose ticks would have nowhere to go.
 func (s *Schedules) Write(ctx context.Context, changes []Change) error {
 	if len(changes) == 0 {
 		return nil
@@ -230,19 +275,20 @@ func (s *Schedules) Write(ctx context.Context, changes []Change) error {
 	if err := s.ensureTopic(ctx); err != nil {
 		return err
 	}
-	var pools []string
-	for _, c := range changes {
-		pools = append(pools, c.Spec.Pool)
+	pools := make([]string, len(changes))
+	writes := make([]store.Change, len(changes))
+	for i, c := range changes {
+		pools[i], writes[i] = c.Schedule.Pool, c.internal()
 	}
 	if err := s.ensurePools(ctx, pools...); err != nil {
 		return err
 	}
-	_, err := store.Write(ctx, s.cl, s.names.Schedules, changes)
+	_, err := store.Write(ctx, s.cl, s.names.Schedules, writes)
 	return err
 }
 
 func (s *Schedules) load(ctx context.Context) (map[string]store.Entry, error) {
-	opts, err := s.k.Opts(nil)
+	opts, err := s.k.internal().Opts(nil)
 	if err != nil {
 		return nil, err
 	}
@@ -263,5 +309,5 @@ func (s *Schedules) get(ctx context.Context, name string) (store.Entry, error) {
 }
 
 func stored(e store.Entry) Stored {
-	return Stored{Schedule: e.Spec(), Version: e.Version, UpdatedAt: e.UpdatedAt, Catchup: e.Schedule.Catchup()}
+	return Stored{Schedule: fromSpec(e.Spec()), Version: e.Version, UpdatedAt: e.UpdatedAt, Catchup: Catchup(e.Schedule.Catchup())}
 }

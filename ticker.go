@@ -25,7 +25,9 @@ import (
 	"github.com/tickgroup/tickgroup/internal/worklag"
 )
 
-// TickerConfig configures a Ticker. Every field but Kafka has a usable zero value.
+// TickerConfig configures a Ticker. Every field but Kafka has a usable zero value. Its durations follow the
+// package's rule (see Durations in the package documentation): zero is the default, negative is none where the
+// field can be none (Lead), an error elsewhere.
 type TickerConfig struct {
 	Kafka KafkaConfig
 	// Instance names this replica in logs and in the group (the client ID). Defaults to <hostname>-<pid>.
@@ -33,22 +35,26 @@ type TickerConfig struct {
 	// InstanceID, when set, makes the replica a static group member: restarted with the same ID within the
 	// session timeout, it takes its leadership back at once. Two running replicas must never share one.
 	InstanceID string
-	// SessionTimeout is how long the group waits for a silent replica before another leads. Defaults to 6s.
+	// SessionTimeout is how long the group waits for a silent replica before another leads. Defaults to 6s; a
+	// negative value is an error.
 	SessionTimeout time.Duration
-	// HeartbeatInterval is the group heartbeat interval. Defaults to 1s.
+	// HeartbeatInterval is the group heartbeat interval. Defaults to 1s; a negative value is an error.
 	HeartbeatInterval time.Duration
-	// TransactionTimeout is how long the broker keeps a dead leader's open transaction. Defaults to 10s.
+	// TransactionTimeout is how long the broker keeps a dead leader's open transaction. Defaults to 10s; a
+	// negative value is an error.
 	TransactionTimeout time.Duration
 	// Lead is how long before its slot a tick is committed (workers hold it and start it on its instant), so a
-	// failover shorter than this delays no slot. Defaults to 10s; at most 5m; a negative value emits when due.
+	// failover shorter than this delays no slot. Defaults to 10s; at most 5m; a negative value means none: each
+	// slot is emitted when it falls due.
 	Lead time.Duration
-	// WorkLagInterval is how often the leader measures the workers' lag (tickgroup_work_lag_*). Defaults to 15s.
+	// WorkLagInterval is how often the leader measures the workers' lag (tickgroup_work_lag_*). Defaults to 15s;
+	// a negative value is an error.
 	WorkLagInterval time.Duration
 	// MaxClockSkew is the largest offset of this host's clock from the broker's at which the replica may lead.
-	// Defaults to 1s.
+	// Defaults to 1s; a negative value is an error.
 	MaxClockSkew time.Duration
 	// PoolRetry is how long a leader waits before it tries again to make a pool's topics ready when it could
-	// not (the pool's schedules wait meanwhile, then catch up). Defaults to 30s.
+	// not (the pool's schedules wait meanwhile, then catch up). Defaults to 30s; a negative value is an error.
 	PoolRetry time.Duration
 	// WorkPartitions and ReplicationFactor apply to the topics the ticker creates when they are missing.
 	// Defaults to 12 and the broker's default.
@@ -101,11 +107,11 @@ func NewTicker(cfg TickerConfig) (*Ticker, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Kafka.ClientID = "tickgroup-ticker-" + cfg.Instance
-	opts, err := cfg.Kafka.Opts(logger)
+	opts, err := cfg.Kafka.internal().Opts(logger)
 	if err != nil {
 		return nil, err
 	}
-	t := &Ticker{cfg: cfg, names: cfg.Kafka.Names(), opts: opts, logger: logger}
+	t := &Ticker{cfg: cfg, names: cfg.Kafka.internal().Names(), opts: opts, logger: logger}
 	t.metrics = func(role string) kgo.Opt {
 		if cfg.Registerer == nil {
 			return kgo.WithHooks()
@@ -139,7 +145,7 @@ func (t *Ticker) Run(ctx context.Context) error {
 	}
 	o := topicOptions(cfg.WorkPartitions, cfg.ReplicationFactor)
 	o.Needs = names.TickerTopics() // the results topic is made when this principal may, but not needed
-	if err := EnsureTopics(ctx, cfg.Kafka, o); err != nil {
+	if err := ensureTopics(ctx, cfg.Kafka.internal(), o); err != nil {
 		return err
 	}
 	leaders, err := countLeaders(ctx, t.opts, names)
@@ -249,14 +255,38 @@ func leadTerm(disp *dispatch.Dispatcher, lag *worklag.Monitor, logger *slog.Logg
 	}
 }
 
-// TopicOptions are the settings of a namespace's topics where EnsureTopics creates them; see KafkaConfig for
-// the names. WorkPartitions (default 12), Leaders (the ticker topic's partitions: 1 unless set, and an existing
-// topic must then match), ReplicationFactor (-1: the broker's default), WorkRetention (7 days), DLQRetention (14
-// days), Needs (the topics that must exist in the end; default all).
-type TopicOptions = kafka.TopicOptions
+// TopicOptions are the settings of a namespace's topics where EnsureTopics and EnsurePoolTopics create them.
+// The zero value of every field is its default; a negative count or retention is an error.
+type TopicOptions struct {
+	// WorkPartitions is the partition count of the work and results topics, at most 10000. Defaults to 12.
+	WorkPartitions int32
+	// Leaders is the partition count of the ticker topic when it is created: the number of leaders, each leading
+	// the schedules that hash to its partition. When set, an existing ticker topic must have exactly this many
+	// partitions; zero, the default, creates one and accepts any existing count.
+	Leaders int32
+	// ReplicationFactor of every topic created. Defaults to -1 (as does 0), the broker's default.
+	ReplicationFactor int16
+	// WorkRetention is how long ticks and results are kept. Defaults to 7 days.
+	WorkRetention time.Duration
+	// DLQRetention is how long dead letters are kept. Defaults to 14 days.
+	DLQRetention time.Duration
+	// Needs are the topics (full names: <ns>.ticker, <ns>.schedules, <ns>.work, <ns>.results, <ns>.dlq) that
+	// must exist in the end. Every missing topic this principal may create is created, but a topic outside
+	// Needs that it may neither create nor see is passed over, so that a role needs no permission on the others'
+	// topics. Defaults to all of them.
+	Needs []string
+}
+
+// internal is o as package kafka takes it. The conversion compiles only while both have the same fields.
+func (o TopicOptions) internal() kafka.TopicOptions { return kafka.TopicOptions(o) }
 
 // EnsureTopics creates the namespace's missing topics, as `ticker init` does, and checks the existing ones.
 func EnsureTopics(ctx context.Context, k KafkaConfig, o TopicOptions) error {
+	return ensureTopics(ctx, k.internal(), o.internal())
+}
+
+// ensureTopics is EnsureTopics.
+func ensureTopics(ctx context.Context, k kafka.Config, o kafka.TopicOptions) error {
 	opts, err := k.Opts(nil)
 	if err != nil {
 		return err
@@ -299,7 +329,8 @@ func EnsurePoolTopics(ctx context.Context, k KafkaConfig, pool string, o TopicOp
 	if !schedule.ValidPool(pool) {
 		return fmt.Errorf("pool %q: want 1 to %d characters of a-z, 0-9, '_' and '-'", pool, schedule.MaxPoolLen)
 	}
-	opts, err := k.Opts(nil)
+	kc := k.internal()
+	opts, err := kc.Opts(nil)
 	if err != nil {
 		return err
 	}
@@ -310,7 +341,7 @@ func EnsurePoolTopics(ctx context.Context, k KafkaConfig, pool string, o TopicOp
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	_, err = kafka.EnsurePoolTopics(ctx, kadm.NewClient(cl), k.Names().Pool(pool), o)
+	_, err = kafka.EnsurePoolTopics(ctx, kadm.NewClient(cl), kc.Names().Pool(pool), o.internal())
 	return err
 }
 

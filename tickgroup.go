@@ -24,36 +24,123 @@
 // topic and group names of a namespace are covered by compatibility promises from v1 on: a minor release adds,
 // it does not break, and readers ignore fields they do not know. Everything under internal/ can change at any
 // time. Until v1, the API may still change between minor releases; the record formats already follow the rule.
+//
+// # Durations
+//
+// Every duration of TickerConfig and WorkerConfig follows one rule: zero takes the default documented on the
+// field, and a negative value means none (no lead, no grace, no timeout) where a field can be none; where it
+// cannot (a session timeout, a lease, a backoff), a negative value is an error. The durations of a Schedule are
+// part of its record format and keep theirs: zero is the default there too, and none of them may be negative.
 package tickgroup
 
 import (
+	"fmt"
+	"log/slog"
+
 	"github.com/tickgroup/tickgroup/internal/kafka"
-	"github.com/tickgroup/tickgroup/internal/schedule"
 )
 
-// KafkaConfig is how to reach the cluster and which namespace to use:
-//
-//	Brokers    []string    // seed brokers; defaults to localhost:9092
-//	Namespace  string      // prefixes every topic and group; defaults to "tickgroup"
-//	ClientID   string      // names the clients in broker logs and quotas
-//	TLS        TLSConfig   // Enabled, CAFile, CertFile, KeyFile, ServerName, InsecureSkipVerify
-//	SASL       SASLConfig  // Mechanism ("plain", "scram-sha-256", "scram-sha-512"), Username, Password, PasswordFile
-//
-// A SASLConfig prints and logs without its password.
-type KafkaConfig = kafka.Config
+// KafkaConfig is how to reach the cluster and which namespace to use.
+type KafkaConfig struct {
+	// Brokers are the seed brokers. Defaults to localhost:9092.
+	Brokers []string
+	// Namespace prefixes every topic and group (<ns>.ticker, <ns>.work, ...). Defaults to "tickgroup".
+	Namespace string
+	// ClientID names the clients in broker logs and quotas. Defaults to "tickgroup"; a Ticker sets its own
+	// (tickgroup-ticker-<instance>).
+	ClientID string
+	// TLS enables TLS to the brokers. Off by default.
+	TLS TLSConfig
+	// SASL enables SASL authentication. Off by default.
+	SASL SASLConfig
+}
 
-// TLSConfig enables TLS to the brokers (KafkaConfig.TLS).
-type TLSConfig = kafka.TLSConfig
+// TLSConfig enables TLS to the brokers (KafkaConfig.TLS). Setting CAFile or CertFile enables it too.
+type TLSConfig struct {
+	// Enabled turns TLS on. Defaults to false.
+	Enabled bool
+	// CAFile is a PEM bundle of the CAs to trust. Defaults to the system pool.
+	CAFile string
+	// CertFile and KeyFile are the client certificate for mutual TLS, both or neither. Default to none.
+	CertFile, KeyFile string
+	// ServerName overrides the name checked in the broker's certificate. Defaults to the broker's host.
+	ServerName string
+	// InsecureSkipVerify disables certificate verification (testing only). Defaults to false.
+	InsecureSkipVerify bool
+}
 
-// SASLConfig enables SASL authentication (KafkaConfig.SASL).
-type SASLConfig = kafka.SASLConfig
+// SASLConfig enables SASL authentication (KafkaConfig.SASL). It prints (String, and every fmt verb through
+// Format), logs (LogValue) and marshals to JSON without its password.
+type SASLConfig struct {
+	// Mechanism is "plain", "scram-sha-256" or "scram-sha-512". Defaults to "", no SASL.
+	Mechanism string
+	// Username and Password are the credentials; a Mechanism needs a Username.
+	Username, Password string
+	// PasswordFile names a file holding the password (a trailing newline is dropped), so that the secret is in
+	// neither the command line nor the environment. KafkaConfig.ReadPasswordFile reads it, once at start;
+	// giving both Password and PasswordFile is an error. Defaults to none.
+	PasswordFile string
+}
 
-// Schedule is a schedule as stored and as written in apply files: Name, one of Every (with Offset) or Cron (with
-// TZ), and optional Jitter, Shards, Payload, Catchup, CatchupMax, Deadline, Overlap, Timeout, MaxAttempts, Start,
-// End, Paused and Metrics. The zero value of every optional field is a usable default; Validate explains every
-// rule, and ParseSchedules reads a YAML apply file.
-type Schedule = schedule.Spec
+// String shows the settings without the password, so that printing a KafkaConfig never leaks it.
+func (s SASLConfig) String() string { return s.internal().String() }
 
-// Duration is a time.Duration that reads and writes as a Go duration string ("30s") in JSON and YAML, as the
-// durations of a Schedule do.
-type Duration = schedule.Duration
+// GoString is String for %#v: the settings in Go syntax, the password redacted.
+func (s SASLConfig) GoString() string {
+	r := s.redacted()
+	return fmt.Sprintf("tickgroup.SASLConfig{Mechanism:%q, Username:%q, Password:%q, PasswordFile:%q}", r.Mechanism, r.Username, r.Password,
+		r.PasswordFile)
+}
+
+// Format prints s without its password for every verb: %#v as GoString, any other as String (a verb such as
+// %d would otherwise print the fields one by one, the password with them).
+func (s SASLConfig) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, s.GoString())
+		return
+	}
+	fmt.Fprint(f, s.String())
+}
+
+// LogValue is String for slog.
+func (s SASLConfig) LogValue() slog.Value { return s.internal().LogValue() }
+
+// MarshalJSON is String for encoding/json (slog's JSON handler marshals a KafkaConfig that way).
+func (s SASLConfig) MarshalJSON() ([]byte, error) { return s.internal().MarshalJSON() }
+
+// redacted is s with the password replaced, as String shows it.
+func (s SASLConfig) redacted() SASLConfig {
+	if s.Password != "" {
+		s.Password = "REDACTED"
+	}
+	return s
+}
+
+// Validate reports the first problem with k: an empty broker address, a namespace with characters no topic name
+// takes, an unknown SASL mechanism, a SASL mechanism without a username, both a password and a password file,
+// or a client certificate without its key.
+func (k KafkaConfig) Validate() error { return k.internal().Validate() }
+
+// ReadPasswordFile loads SASL.PasswordFile, if set, into SASL.Password and clears PasswordFile. The clients of
+// this package use SASL.Password only: a program that takes a password file calls it once, at start.
+func (k *KafkaConfig) ReadPasswordFile() error {
+	c := k.internal()
+	if err := c.ReadPasswordFile(); err != nil {
+		return err
+	}
+	*k = fromKafka(c)
+	return nil
+}
+
+// internal is k as the internal packages take it.
+func (k KafkaConfig) internal() kafka.Config {
+	return kafka.Config{Brokers: k.Brokers, Namespace: k.Namespace, ClientID: k.ClientID, TLS: kafka.TLSConfig(k.TLS), SASL: k.SASL.internal()}
+}
+
+// fromKafka is the KafkaConfig of c.
+func fromKafka(c kafka.Config) KafkaConfig {
+	return KafkaConfig{Brokers: c.Brokers, Namespace: c.Namespace, ClientID: c.ClientID, TLS: TLSConfig(c.TLS), SASL: SASLConfig(c.SASL)}
+}
+
+// internal is s as package kafka takes it. The conversion compiles only while both have the same fields.
+func (s SASLConfig) internal() kafka.SASLConfig { return kafka.SASLConfig(s) }

@@ -19,7 +19,9 @@ import (
 	"github.com/tickgroup/tickgroup/internal/worker"
 )
 
-// WorkerConfig configures a Worker. Every field but Kafka has a usable zero value.
+// WorkerConfig configures a Worker. Every field but Kafka has a usable zero value. Its durations follow the
+// package's rule (see Durations in the package documentation): zero is the default, negative is none where the
+// field can be none (Timeout, Grace), an error elsewhere.
 type WorkerConfig struct {
 	Kafka KafkaConfig
 	// ID names the worker in the ledger, in logs and in Tick.Worker. Defaults to <hostname>-<pid>.
@@ -29,31 +31,34 @@ type WorkerConfig struct {
 	// MaxAttempts is how many times a tick is tried before it goes to the dead-letter topic, for ticks whose
 	// schedule sets none. Defaults to 3.
 	MaxAttempts int
-	// Backoff is the delay before the first retry, doubled per retry up to MaxBackoff, with jitter. Defaults to
-	// 1s and 30s.
+	// Backoff is the delay before the first retry, doubled per retry up to MaxBackoff, with jitter. Default to
+	// 1s and 30s; a negative value is an error, and so is a MaxBackoff below Backoff.
 	Backoff, MaxBackoff time.Duration
-	// Timeout bounds one attempt of a tick whose schedule sets none. Defaults to none.
+	// Timeout bounds one attempt of a tick whose schedule sets none (Schedule.Timeout). Defaults to none; a
+	// negative value means none too.
 	Timeout time.Duration
 	// Grace is how long running handlers may go on once Run's context ends; the worker leaves the group at
-	// once. Defaults to 30s.
+	// once. Defaults to 30s; a negative value means none: the handlers' contexts end as Run's does.
 	Grace time.Duration
-	// SessionTimeout is how long a crashed worker keeps its partitions. Defaults to 6s.
+	// SessionTimeout is how long a crashed worker keeps its partitions. Defaults to 6s; a negative value is an
+	// error.
 	SessionTimeout time.Duration
 	// InstanceID, when set, makes the worker a static group member (see the README); two running workers must
 	// never share one.
 	InstanceID string
 	// Lease is how long a run may go on without its worker proving it still owns the tick's partition; a
-	// partition's next owner waits for it before it runs a cut-off tick again. Defaults to 5s.
+	// partition's next owner waits for it before it runs a cut-off tick again. Defaults to 5s; at least 100ms
+	// and at most 10m, so a negative value is an error.
 	Lease time.Duration
 	// MaxClockSkew is the clock difference between hosts that the lease rule tolerates; the worker warns while
-	// its host is off the broker's clock by more. Defaults to 1s.
+	// its host is off the broker's clock by more. Defaults to 1s; a negative value is an error.
 	MaxClockSkew time.Duration
 	// SkipInterrupted records a tick whose earlier run was cut off as interrupted and never runs it again (at
 	// most once). False, the default, runs it again with Tick.Interrupted set (at least once).
 	SkipInterrupted bool
-	// Start is where a new group starts reading a partition without a committed offset: "earliest", "latest",
-	// or a duration ago ("10m", the default).
-	Start string
+	// Start is where a new group starts reading a partition without a committed offset. Defaults to
+	// StartAgo(10 * time.Minute).
+	Start StartPosition
 	// Pool is the worker pool served: the worker runs only the ticks of the schedules that name it
 	// (Schedule.Pool), from the pool's own topics and group. Defaults to the default pool.
 	Pool string
@@ -101,14 +106,14 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 		cfg.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	wc := worker.Config{
-		Kafka:          cfg.Kafka,
+		Kafka:          cfg.Kafka.internal(),
 		WorkerID:       cfg.ID,
 		Concurrency:    cfg.Concurrency,
 		MaxAttempts:    cfg.MaxAttempts,
 		Backoff:        cfg.Backoff,
 		MaxBackoff:     cfg.MaxBackoff,
-		Timeout:        cfg.Timeout,
-		Grace:          cfg.Grace,
+		Timeout:        noneAs(cfg.Timeout, 0), // the worker's none
+		Grace:          cfg.Grace,              // negative: none, as the worker reads it
 		SessionTimeout: cfg.SessionTimeout,
 		InstanceID:     cfg.InstanceID,
 		Lease:          cfg.Lease,
@@ -119,7 +124,7 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 	if cfg.SkipInterrupted {
 		wc.OnInterrupted = worker.OnInterruptedSkip
 	}
-	start, err := worker.ParseStart(cfg.Start)
+	start, err := worker.ParseStart(string(cfg.Start))
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +135,7 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 		return nil, err
 	}
 	x.w, x.cfg = w, w.Config()
-	opts, err := cfg.Kafka.Opts(logger)
+	opts, err := wc.Kafka.Opts(logger)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +150,7 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 	x.clk, err = clock.New(clock.Config{
 		MaxSkew:     x.cfg.MaxClockSkew,
 		Consequence: "ticks keep running, but an interrupted tick's rerun may overlap its first run by the excess (the lease, the max clock skew)",
-	}, clock.NewKafka(x.cl, cfg.Kafka.Names().Clock, x.cfg.WorkerID), logger, clockReg)
+	}, clock.NewKafka(x.cl, wc.Kafka.Names().Clock, x.cfg.WorkerID), logger, clockReg)
 	if err != nil {
 		x.cl.Close()
 		return nil, err

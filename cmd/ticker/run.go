@@ -114,8 +114,8 @@ func (t topicFlags) check() error {
 	return nil
 }
 
-func (t topicFlags) options() kafka.TopicOptions {
-	return kafka.TopicOptions{WorkPartitions: int32(t.workPartitions), ReplicationFactor: int16(t.replicationFactor)}
+func (t topicFlags) options() tickgroup.TopicOptions {
+	return tickgroup.TopicOptions{WorkPartitions: int32(t.workPartitions), ReplicationFactor: int16(t.replicationFactor)}
 }
 
 func runTicker(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -186,7 +186,7 @@ leadership over and exits 0.`)
 		lead = -1 // the flag's 0 means emit when due; the config's 0 means the default
 	}
 	t, err := tickgroup.NewTicker(tickgroup.TickerConfig{
-		Kafka:              common.Kafka,
+		Kafka:              common.PublicKafka(),
 		Instance:           instance,
 		InstanceID:         instanceID,
 		SessionTimeout:     sessionTimeout,
@@ -265,7 +265,7 @@ leader), and the leader creates a pool's topics when a schedule first names it, 
 	names := common.Kafka.Names()
 	o := topics.options()
 	o.Leaders = int32(leaders)
-	if err := tickgroup.EnsureTopics(ctx, common.Kafka, o); err != nil {
+	if err := tickgroup.EnsureTopics(ctx, common.PublicKafka(), o); err != nil {
 		return err
 	}
 	logger.Info("topics ready", "leaders", leaders, "ticker", names.Ticker, "schedules", names.Schedules, "work", names.Work, "results", names.Results, "dlq", names.DLQ, "clock", names.Clock)
@@ -273,7 +273,7 @@ leader), and the leader creates a pool's topics when a schedule first names it, 
 		if pool = strings.TrimSpace(pool); pool == "" {
 			continue
 		}
-		if err := tickgroup.EnsurePoolTopics(ctx, common.Kafka, pool, topics.options()); err != nil {
+		if err := tickgroup.EnsurePoolTopics(ctx, common.PublicKafka(), pool, topics.options()); err != nil {
 			return err
 		}
 		n := names.Pool(pool)

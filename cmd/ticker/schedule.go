@@ -13,7 +13,6 @@ import (
 	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/schedule"
-	"github.com/tickgroup/tickgroup/internal/store"
 )
 
 const scheduleUsage = `Usage: ticker schedule SUBCOMMAND [NAME] [flags]
@@ -48,7 +47,9 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 	var common cli.Common
 	common.Register(fs, "")
 	var (
-		spec       schedule.Spec
+		spec       tickgroup.Schedule
+		catchup    string
+		overlap    string
 		every      cli.Duration
 		offset     cli.Duration
 		jitter     cli.Duration
@@ -71,10 +72,10 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fs.Var(&jitter, "jitter", "delay each slot's emission by a deterministic amount in [0, jitter)")
 		fs.IntVar(&spec.Shards, "shards", 1, "ticks per slot, shard 0..N-1, spread over distinct work partitions")
 		fs.StringVar(&spec.Payload, "payload", "", "opaque string carried by every tick (TICK_PAYLOAD, stdin of --exec)")
-		fs.StringVar(&spec.Catchup, "catchup", schedule.DefaultCatchup, "slots that fell due while no leader ran (failover, outage): all (emit each, up to --catchup-max), latest (only the newest) or skip (none)")
+		fs.StringVar(&catchup, "catchup", string(tickgroup.DefaultCatchup), "slots that fell due while no leader ran (failover, outage): all (emit each, up to --catchup-max), latest (only the newest) or skip (none)")
 		fs.IntVar(&spec.CatchupMax, "catchup-max", 0, fmt.Sprintf("with --catchup all: emit at most this many missed slots, the newest (0: %d)", schedule.DefaultCatchupMax))
 		fs.Var(&deadline, "deadline", "workers skip a tick that would start later than slot + deadline (0: never)")
-		fs.StringVar(&spec.Overlap, "overlap", "", "a tick whose successor is already due when it could start: queue (run it anyway) or skip (skipped_overlap; the newest due tick runs); default: skip when the run before it outlasted the period, queue otherwise")
+		fs.StringVar(&overlap, "overlap", "", "a tick whose successor is already due when it could start: queue (run it anyway) or skip (skipped_overlap; the newest due tick runs); default: skip when the run before it outlasted the period, queue otherwise")
 		fs.Var(&timeout, "timeout", fmt.Sprintf("bound on one attempt of a tick, at most %s (0: the worker's --timeout, default none)", schedule.MaxTimeout))
 		fs.IntVar(&spec.MaxAttempts, "max-attempts", 0, "attempts per tick before the dead-letter topic (0: the worker's --max-attempts, default 3)")
 		fs.StringVar(&spec.Pool, "pool", "", "the worker pool that runs the ticks (worker run --pool NAME; default: the default pool)")
@@ -124,17 +125,18 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 
 	if sub == "put" {
 		spec.Name = name
-		spec.Every = schedule.Duration(every)
-		spec.Offset = schedule.Duration(offset)
-		spec.Jitter = schedule.Duration(jitter)
-		spec.Deadline = schedule.Duration(deadline)
-		spec.Timeout = schedule.Duration(timeout)
+		spec.Catchup, spec.Overlap = tickgroup.Catchup(catchup), tickgroup.Overlap(overlap)
+		spec.Every = tickgroup.Duration(every)
+		spec.Offset = tickgroup.Duration(offset)
+		spec.Jitter = tickgroup.Duration(jitter)
+		spec.Deadline = tickgroup.Duration(deadline)
+		spec.Timeout = tickgroup.Duration(timeout)
 		spec.Start, spec.End = start.T, end.T
 		if err := spec.Validate(); err != nil {
 			return cli.UsageError{Err: err}
 		}
 	}
-	var specs []schedule.Spec
+	var specs []tickgroup.Schedule
 	if sub == "apply" {
 		if file == "" {
 			return cli.Usagef("schedule apply: -f FILE is required")
@@ -143,14 +145,14 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		if err != nil {
 			return cli.Usagef("schedule apply: %v", err)
 		}
-		specs, err = schedule.ParseFile(f)
+		specs, err = tickgroup.ParseSchedules(f)
 		f.Close()
 		if err != nil {
 			return cli.Usagef("schedule apply: %s: %v", file, err)
 		}
 	}
 
-	client, err := tickgroup.NewSchedules(common.Kafka)
+	client, err := tickgroup.NewSchedules(common.PublicKafka())
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
@@ -216,7 +218,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 }
 
 // apply makes the schedules topic match specs, printing the changes.
-func apply(ctx context.Context, client *tickgroup.Schedules, specs []schedule.Spec, prune, dryRun bool, stdout io.Writer) error {
+func apply(ctx context.Context, client *tickgroup.Schedules, specs []tickgroup.Schedule, prune, dryRun bool, stdout io.Writer) error {
 	changes, err := client.Plan(ctx, specs, prune)
 	if err != nil {
 		return err
@@ -227,8 +229,8 @@ func apply(ctx context.Context, client *tickgroup.Schedules, specs []schedule.Sp
 	}
 	for _, c := range changes {
 		fmt.Fprintf(stdout, "%s %s", c.Op, c.Name)
-		if c.Op != store.OpDelete {
-			fmt.Fprintf(stdout, "  %s", c.Spec.Describe())
+		if c.Op != tickgroup.ChangeDelete {
+			fmt.Fprintf(stdout, "  %s", c.Schedule.Describe())
 		}
 		fmt.Fprintln(stdout)
 	}
@@ -243,10 +245,13 @@ func apply(ctx context.Context, client *tickgroup.Schedules, specs []schedule.Sp
 	return nil
 }
 
+// entryJSON is the schedule's record as stored (its fields and the record format's version, "v"), with the
+// record's version (offset) and time.
 func entryJSON(e tickgroup.Stored) map[string]any {
-	b, _ := schedule.Encode(e.Schedule)
-	var m map[string]any
+	b, _ := json.Marshal(e.Schedule)
+	m := map[string]any{}
 	_ = json.Unmarshal(b, &m)
+	m["v"] = schedule.Version
 	m["version"] = e.Version
 	m["updated_at"] = e.UpdatedAt.Format(time.RFC3339Nano)
 	return m

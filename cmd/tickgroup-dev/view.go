@@ -14,9 +14,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/kafka"
-	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -87,7 +87,7 @@ func (v *view) ran(r *kgo.Record) {
 		return // a tombstone
 	}
 	// The ledger's claims, starts and releases share the topic; a batch record holds several entries.
-	os, err := ledger.Outcomes(r.Value)
+	os, err := tickgroup.Outcomes(r.Value)
 	if err != nil {
 		v.scr.event("RUN", colorRed, "%-36s  unreadable ledger record: %v", string(r.Key), err)
 		return
@@ -97,9 +97,9 @@ func (v *view) ran(r *kgo.Record) {
 	}
 }
 
-func (v *view) outcome(o ledger.Outcome) {
+func (v *view) outcome(o tickgroup.Outcome) {
 	color := colorGreen
-	if o.Status != ledger.StatusOK {
+	if o.Status != tickgroup.StatusOK {
 		color = colorRed
 	}
 	text := fmt.Sprintf("%-36s  %-7s on %s in %s", o.ID, o.Status, o.Worker, fmtMillis(o.DurationMS))

@@ -195,15 +195,15 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	reg := admin.NewRegistry("worker")
 	w, err := tickgroup.NewWorker(tickgroup.WorkerConfig{
-		Kafka:           f.common.Kafka,
+		Kafka:           f.common.PublicKafka(),
 		ID:              f.workerID,
 		Concurrency:     f.concurrency,
 		MaxAttempts:     f.maxAttempts,
 		Backoff:         f.backoff,
 		MaxBackoff:      f.maxBackoff,
 		Timeout:         f.timeout,
-		Grace:           max(f.grace, time.Nanosecond), // 0 means the default in the config; the flag's 0 means none
-		Start:           f.start,
+		Grace:           noneIfZero(f.grace), // the flag's 0 means none; the config's, the default
+		Start:           tickgroup.StartPosition(f.start),
 		SessionTimeout:  f.sessionTimeout,
 		Forward:         f.forward,
 		Pool:            f.pool,
@@ -228,6 +228,14 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	g.Go(func() error { return w.Run(gctx) })
 	return g.Wait()
+}
+
+// noneIfZero maps a flag's 0, none, to the config's none (a negative duration); the config's 0 is its default.
+func noneIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // splitList splits a comma-separated flag value, dropping blanks.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
@@ -55,6 +56,15 @@ type Common struct {
 	LogFormat   string
 
 	brokers string
+}
+
+// PublicKafka is Kafka as the tickgroup API takes it, for the commands' Ticker, Worker and Schedules. (The
+// conversions of TLS and SASL compile only while the API's types have the same fields as package kafka's;
+// TestPublicKafka checks the rest.)
+func (c *Common) PublicKafka() tickgroup.KafkaConfig {
+	k := c.Kafka
+	return tickgroup.KafkaConfig{Brokers: k.Brokers, Namespace: k.Namespace, ClientID: k.ClientID,
+		TLS: tickgroup.TLSConfig(k.TLS), SASL: tickgroup.SASLConfig(k.SASL)}
 }
 
 // Register adds the common flags to fs. metricsAddr is the default admin address of a command that serves one

@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"reflect"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
 func TestParseEnvironmentAndPrecedence(t *testing.T) {
@@ -113,4 +116,34 @@ func TestStopped(t *testing.T) {
 	if Stopped(done, errors.New("broker down")) == nil {
 		t.Error("another error after the signal is still an error")
 	}
+}
+
+// TestPublicKafka: the API's KafkaConfig that the commands hand to the library carries every connection
+// setting of the flags (a new field of kafka.Config must reach it too).
+func TestPublicKafka(t *testing.T) {
+	t.Parallel()
+	c := Common{Kafka: kafka.Config{Brokers: []string{"k1:9092"}, Namespace: "ns", ClientID: "id",
+		TLS:  kafka.TLSConfig{Enabled: true, CAFile: "ca", CertFile: "cert", KeyFile: "key", ServerName: "sn", InsecureSkipVerify: true},
+		SASL: kafka.SASLConfig{Mechanism: "plain", Username: "u", Password: "p", PasswordFile: "f"}}}
+	var check func(path string, in, pub reflect.Value)
+	check = func(path string, in, pub reflect.Value) {
+		if in.NumField() != pub.NumField() {
+			t.Errorf("%s: %s has %d fields, %s %d", path, in.Type(), in.NumField(), pub.Type(), pub.NumField())
+		}
+		for i := range in.NumField() {
+			name := in.Type().Field(i).Name
+			f, pf := in.Field(i), pub.FieldByName(name)
+			switch {
+			case !pf.IsValid():
+				t.Errorf("%s: %s.%s is missing from %s", path, in.Type(), name, pub.Type())
+			case f.Kind() == reflect.Struct:
+				check(path+"."+name, f, pf)
+			case f.IsZero():
+				t.Errorf("%s.%s: set it in this test", path, name)
+			case !reflect.DeepEqual(f.Interface(), pf.Interface()):
+				t.Errorf("%s.%s = %v, want %v", path, name, pf, f)
+			}
+		}
+	}
+	check("PublicKafka()", reflect.ValueOf(c.Kafka), reflect.ValueOf(c.PublicKafka()))
 }

@@ -62,6 +62,22 @@ func (s SASLConfig) String() string {
 	return fmt.Sprintf("{Mechanism:%s Username:%s Password:%s PasswordFile:%s}", s.Mechanism, s.Username, redacted(s.Password), s.PasswordFile)
 }
 
+// GoString is String for %#v: the settings in Go syntax, the password redacted.
+func (s SASLConfig) GoString() string {
+	return fmt.Sprintf("kafka.SASLConfig{Mechanism:%q, Username:%q, Password:%q, PasswordFile:%q}", s.Mechanism, s.Username, redacted(s.Password),
+		s.PasswordFile)
+}
+
+// Format prints s without its password for every verb: %#v as GoString, any other as String (without it, %#v
+// and a verb such as %d would print the fields one by one, the password with them).
+func (s SASLConfig) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, s.GoString())
+		return
+	}
+	fmt.Fprint(f, s.String())
+}
+
 // LogValue is String for slog.
 func (s SASLConfig) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("mechanism", s.Mechanism), slog.String("username", s.Username),

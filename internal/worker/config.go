@@ -40,7 +40,7 @@ type Config struct {
 	// overlap policy, so only a job's author knows how long is too long (the schedule's timeout).
 	Timeout time.Duration
 	// Grace is how long in-flight handlers may run on after shutdown begins before they are cancelled.
-	// Defaults to 30s.
+	// Defaults to 30s; a negative value is none: they are cancelled as shutdown begins.
 	Grace time.Duration
 	// Start is where a brand-new group starts reading a partition that has no committed offset. Defaults to
 	// DefaultStart, StartAgo(10m): the first tick written in the last ten minutes. Two rules follow from it:
@@ -145,7 +145,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("pool %q: want 1 to %d characters of a-z, 0-9, '_' and '-'", c.Pool, schedule.MaxPoolLen)
 	case c.MaxAttempts < 1:
 		return fmt.Errorf("max attempts %d: want at least 1", c.MaxAttempts)
-	case c.Backoff < 0 || c.MaxBackoff < 0 || c.Timeout < 0 || c.Grace < 0 || c.SessionTimeout < 0:
+	case c.Backoff < 0 || c.MaxBackoff < 0 || c.Timeout < 0 || c.SessionTimeout < 0:
 		return errors.New("durations must not be negative")
 	case c.OnInterrupted != OnInterruptedRerun && c.OnInterrupted != OnInterruptedSkip:
 		return fmt.Errorf("on-interrupted %q: want %q or %q", c.OnInterrupted, OnInterruptedRerun, OnInterruptedSkip)

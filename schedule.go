@@ -1,0 +1,157 @@
+package tickgroup
+
+import (
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tickgroup/tickgroup/internal/schedule"
+)
+
+// Schedule is a schedule as stored on the schedules topic (JSON) and as written in apply files (YAML, read by
+// ParseSchedules); its JSON and YAML field names are those of the record format. Name and one of Every (with
+// Offset) or Cron (with TZ) are required; the zero value of every other field is a usable default. Validate
+// explains every rule.
+type Schedule struct {
+	// Name identifies the schedule: 1 to 128 characters of a-z, 0-9, '.', '_' and '-'.
+	Name string `json:"name,omitempty" yaml:"name,omitempty"`
+	// Every is the interval of an interval schedule, at least 1s and a whole number of seconds. Exactly one of
+	// Every and Cron is set.
+	Every Duration `json:"every,omitempty" yaml:"every,omitempty"`
+	// Offset shifts an interval schedule's slots: they are the Unix epoch + Offset + k*Every, with
+	// 0 <= Offset < Every. Defaults to 0.
+	Offset Duration `json:"offset,omitempty" yaml:"offset,omitempty"`
+	// Cron is a cron expression: 5 fields, or 6 with leading seconds, or one of the macros @yearly, @annually,
+	// @monthly, @weekly, @daily, @midnight, @hourly.
+	Cron string `json:"cron,omitempty" yaml:"cron,omitempty"`
+	// TZ is the IANA zone Cron is read in, only with Cron. Defaults to UTC.
+	TZ string `json:"tz,omitempty" yaml:"tz,omitempty"`
+	// Jitter delays each slot's emission by a deterministic amount in [0, Jitter): less than Every, at most 1h
+	// for a cron schedule. Defaults to none.
+	Jitter Duration `json:"jitter,omitempty" yaml:"jitter,omitempty"`
+	// Shards is the number of ticks per slot, at most 1024. Defaults to 1 (0 and 1 both mean 1).
+	Shards int `json:"shards,omitempty" yaml:"shards,omitempty"`
+	// Payload is copied into every tick, at most 64 KiB and without a NUL byte. Defaults to empty.
+	Payload string `json:"payload,omitempty" yaml:"payload,omitempty"`
+	// Catchup is what the leader does with slots that fell due while nobody led. Defaults to DefaultCatchup
+	// (CatchupAll).
+	Catchup Catchup `json:"catchup,omitempty" yaml:"catchup,omitempty"`
+	// CatchupMax caps CatchupAll: at most this many missed slots, the newest, are emitted; at most 100000.
+	// Defaults to 100.
+	CatchupMax int `json:"catchup_max,omitempty" yaml:"catchup_max,omitempty"`
+	// Deadline is how long after its slot a tick is still worth running: a worker records a later one as
+	// skipped_late (StatusSkippedLate). Defaults to 0, no deadline.
+	Deadline Duration `json:"deadline,omitempty" yaml:"deadline,omitempty"`
+	// Overlap is what a worker does with a tick whose successor (same schedule and shard) is already due when
+	// it could start. Defaults to "", see Overlap.
+	Overlap Overlap `json:"overlap,omitempty" yaml:"overlap,omitempty"`
+	// Timeout bounds one attempt of a tick: the handler's context ends then, and an exec program gets SIGTERM.
+	// At least 1ms, at most 7 days. Defaults to 0, the worker's (WorkerConfig.Timeout).
+	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	// MaxAttempts is how many times a worker tries a tick before it goes to the dead-letter topic, at most 100.
+	// Defaults to 0, the worker's (WorkerConfig.MaxAttempts).
+	MaxAttempts int `json:"max_attempts,omitempty" yaml:"max_attempts,omitempty"`
+	// Pool is the worker pool that runs the schedule's ticks (WorkerConfig.Pool): 1 to 64 characters of a-z,
+	// 0-9, '_' and '-'. Defaults to the namespace's default pool (as does "default").
+	Pool string `json:"pool,omitempty" yaml:"pool,omitempty"`
+	// Start, if set, is the earliest slot: no slot is before it. Defaults to none.
+	Start *time.Time `json:"start,omitempty" yaml:"start,omitempty"`
+	// End, if set, is the latest slot: no slot is after it. Must be after Start. Defaults to none.
+	End *time.Time `json:"end,omitempty" yaml:"end,omitempty"`
+	// Paused stops emission; slots passed while paused are not caught up. Defaults to false.
+	Paused bool `json:"paused,omitempty" yaml:"paused,omitempty"`
+	// Metrics opts the schedule into its own metric series (a schedule label). Defaults to false.
+	Metrics bool `json:"metrics,omitempty" yaml:"metrics,omitempty"`
+}
+
+// Validate reports every problem with s, each naming the field as the record format spells it (for example
+// `schedule "scan": cron "61 * * * *": minute 61 out of range 0-59`); several are joined with errors.Join.
+func (s Schedule) Validate() error { return s.spec().Validate() }
+
+// Describe returns a short human description of when s runs: `every 30s`, `every 1m +15s`,
+// `cron "0 6 * * MON-FRI" Europe/Berlin`.
+func (s Schedule) Describe() string { return s.spec().Describe() }
+
+// spec is s as package schedule takes it.
+func (s Schedule) spec() schedule.Spec {
+	return schedule.Spec{
+		Name: s.Name, Every: schedule.Duration(s.Every), Offset: schedule.Duration(s.Offset), Cron: s.Cron, TZ: s.TZ,
+		Jitter: schedule.Duration(s.Jitter), Shards: s.Shards, Payload: s.Payload, Catchup: string(s.Catchup),
+		CatchupMax: s.CatchupMax, Deadline: schedule.Duration(s.Deadline), Overlap: string(s.Overlap),
+		Timeout: schedule.Duration(s.Timeout), MaxAttempts: s.MaxAttempts, Pool: s.Pool, Start: copyTime(s.Start),
+		End: copyTime(s.End), Paused: s.Paused, Metrics: s.Metrics,
+	}
+}
+
+// fromSpec is the Schedule of sp.
+func fromSpec(sp schedule.Spec) Schedule {
+	return Schedule{
+		Name: sp.Name, Every: Duration(sp.Every), Offset: Duration(sp.Offset), Cron: sp.Cron, TZ: sp.TZ,
+		Jitter: Duration(sp.Jitter), Shards: sp.Shards, Payload: sp.Payload, Catchup: Catchup(sp.Catchup),
+		CatchupMax: sp.CatchupMax, Deadline: Duration(sp.Deadline), Overlap: Overlap(sp.Overlap),
+		Timeout: Duration(sp.Timeout), MaxAttempts: sp.MaxAttempts, Pool: sp.Pool, Start: copyTime(sp.Start),
+		End: copyTime(sp.End), Paused: sp.Paused, Metrics: sp.Metrics,
+	}
+}
+
+// copyTime returns a copy of *t, so that a converted schedule shares no memory with its source.
+func copyTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	return &c
+}
+
+// Duration is a time.Duration that reads and writes as a Go duration string ("30s", "1h30m") in JSON and YAML,
+// as the durations of a Schedule do. Bare numbers are refused: "every: 30" could mean seconds or nanoseconds.
+type Duration time.Duration
+
+// String returns the Go duration string, for example "1h30m0s".
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON writes the duration as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return schedule.Duration(d).MarshalJSON() }
+
+// UnmarshalJSON reads a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error { return (*schedule.Duration)(d).UnmarshalJSON(b) }
+
+// MarshalYAML writes the duration as a Go duration string.
+func (d Duration) MarshalYAML() (any, error) { return schedule.Duration(d).MarshalYAML() }
+
+// UnmarshalYAML reads a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error { return (*schedule.Duration)(d).UnmarshalYAML(n) }
+
+// Catchup is a catch-up policy (Schedule.Catchup): what the leader does with the slots of a schedule whose due
+// time passed while nobody was leading (a failover, an outage of the whole fleet).
+type Catchup string
+
+// Catch-up policies.
+const (
+	// CatchupSkip emits the latest missed slot only if it is at most 2s late, else nothing.
+	CatchupSkip Catchup = "skip"
+	// CatchupLatest emits the latest missed slot only.
+	CatchupLatest Catchup = "latest"
+	// CatchupAll emits every missed slot, in order, up to Schedule.CatchupMax of the latest.
+	CatchupAll Catchup = "all"
+)
+
+// DefaultCatchup is the policy of a Schedule without one (the empty Catchup). It is CatchupAll: a failover or a
+// short outage of the whole fleet then drops no slot, and Schedule.CatchupMax bounds the burst after a long
+// outage. Schedules whose late ticks are worthless opt out with CatchupLatest or CatchupSkip, or set a Deadline.
+const DefaultCatchup Catchup = CatchupAll
+
+// Overlap is an overlap policy (Schedule.Overlap): what a worker does with a tick whose successor (same schedule
+// and shard) is already due when it could start. The default, "", is neither of the others: a tick that fell due
+// while the run before it was still going is skipped but for the newest (a job that outlasts its period builds
+// no queue), and a tick late for another reason (a failover's catch-up, a backlog) runs, in order.
+type Overlap string
+
+// Overlap policies other than the default ("").
+const (
+	// OverlapQueue runs every tick, one after the other.
+	OverlapQueue Overlap = "queue"
+	// OverlapSkip does not run a tick whose successor is due (it is recorded as StatusSkippedOverlap); the
+	// newest due tick always runs. It also skips a catch-up's older slots.
+	OverlapSkip Overlap = "skip"
+)

@@ -366,12 +366,8 @@ func TestNegativeDurations(t *testing.T) {
 		{"lease", WorkerConfig{Lease: -1}, false},
 		{"max clock skew", WorkerConfig{MaxClockSkew: -1}, false},
 	} {
-		x, err := NewWorker(c.cfg, nop)
-		if (err == nil) != c.ok {
+		if _, err := NewWorker(c.cfg, nop); (err == nil) != c.ok {
 			t.Errorf("worker %s -1: %v, want ok %v", c.name, err, c.ok)
-		}
-		if x != nil {
-			x.cl.Close()
 		}
 	}
 	for _, c := range []struct {

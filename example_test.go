@@ -1,72 +1,122 @@
 package tickgroup_test
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
+	"errors"
 	"fmt"
-	"log/slog"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tickgroup/tickgroup"
+	"github.com/tickgroup/tickgroup/tickgrouptest"
 )
 
-// Every host runs the same program: a ticker replica, a worker and the handler. One replica leads and emits
-// each slot once; the workers share the ticks; any host can die.
+// Every host runs the same program: a ticker replica, a worker and the handler, sharing one logger and one
+// metrics registry. One replica leads and emits each slot once; the workers share the ticks; any host can die.
+// Here one process runs them with a schedule every second, until the handler has run one tick.
 func Example() {
-	ctx := context.Background()
-	kafka := tickgroup.KafkaConfig{Brokers: []string{"127.0.0.1:9092"}, Namespace: "billing"}
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	kafka := tickgroup.KafkaConfig{
+		Brokers:   strings.Split(cmp.Or(os.Getenv("KAFKA_BROKERS"), "127.0.0.1:9092"), ","),
+		Namespace: "billing-" + rand.Text()[:8], // a namespace of this run's own
+	}
 	reg := prometheus.NewRegistry() // serve it on /metrics
 
-	ticker, err := tickgroup.NewTicker(tickgroup.TickerConfig{Kafka: kafka, Logger: logger, Registerer: reg})
+	schedules, err := tickgroup.NewSchedules(kafka)
 	if err != nil {
 		panic(err)
 	}
-	worker, err := tickgroup.NewWorker(tickgroup.WorkerConfig{Kafka: kafka, Logger: logger, Registerer: reg},
+	defer schedules.Close()
+	if err := schedules.Put(ctx, tickgroup.Schedule{Name: "scan-orders", Every: tickgroup.Duration(time.Second)}); err != nil {
+		panic(err)
+	}
+	ticker, err := tickgroup.NewTicker(tickgroup.TickerConfig{Kafka: kafka, Registerer: reg})
+	if err != nil {
+		panic(err)
+	}
+	var once sync.Once
+	worker, err := tickgroup.NewWorker(tickgroup.WorkerConfig{Kafka: kafka, Registerer: reg},
 		func(ctx context.Context, t tickgroup.Tick) error {
 			// Make external effects idempotent on t.ID: a run cut off by a crash runs again (t.Interrupted).
-			logger.Info("scanning the table", "tick", t.ID, "attempt", t.Attempt)
+			once.Do(func() {
+				fmt.Println("ran a tick of", t.Schedule, "on attempt", t.Attempt)
+				stop() // this example ends after one run; a program runs until it is told to stop
+			})
 			return nil
 		})
 	if err != nil {
 		panic(err)
 	}
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return ticker.Run(ctx) })
-	g.Go(func() error { return worker.Run(ctx) })
-	if err := g.Wait(); err != nil {
-		panic(err)
-	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ticker.Run(gctx) })
+	g.Go(func() error { return worker.Run(gctx) })
+	fmt.Println("stopped:", g.Wait()) // nil: both stopped cleanly
+	// Output:
+	// ran a tick of scan-orders on attempt 1
+	// stopped: <nil>
 }
 
-// A schedule is put once, from anywhere (a deploy step, an admin endpoint); the leader follows the change.
-func ExampleSchedules_Put() {
+// A schedule is written once, from anywhere (a deploy step, an admin endpoint); the leader follows the change.
+func ExampleSchedules() {
 	ctx := context.Background()
-	s, err := tickgroup.NewSchedules(tickgroup.KafkaConfig{Brokers: []string{"127.0.0.1:9092"}, Namespace: "billing"})
+	kafka := tickgroup.KafkaConfig{
+		Brokers:   strings.Split(cmp.Or(os.Getenv("KAFKA_BROKERS"), "127.0.0.1:9092"), ","),
+		Namespace: "reports-" + rand.Text()[:8],
+	}
+	s, err := tickgroup.NewSchedules(kafka)
 	if err != nil {
 		panic(err)
 	}
 	defer s.Close()
 	err = s.Put(ctx, tickgroup.Schedule{
-		Name:    "scan-orders",
-		Every:   tickgroup.Duration(30 * time.Second),
-		Timeout: tickgroup.Duration(5 * time.Minute), // one attempt; the default is no limit
-		Catchup: tickgroup.CatchupLatest,             // after an outage, one scan of the newest slot is enough
+		Name:    "nightly-report",
+		Cron:    "0 2 * * *",
+		TZ:      "Europe/Paris",
+		Catchup: tickgroup.CatchupLatest,              // after an outage, run the last missed night only
+		Timeout: tickgroup.Duration(30 * time.Minute), // one attempt; the default is no limit
 	})
 	if err != nil {
 		panic(err)
 	}
-	ids, err := s.Trigger(ctx, "scan-orders") // and one run now
+	if err := s.Pause(ctx, "nightly-report"); err != nil {
+		panic(err)
+	}
+	got, err := s.Get(ctx, "nightly-report")
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(ids)
+	fmt.Printf("%s: %s, paused %v, catch-up %s\n", got.Schedule.Name, got.Schedule.Describe(), got.Schedule.Paused, got.Catchup)
+
+	// An apply file's whole set: what would change, without writing it.
+	changes, err := s.Plan(ctx, []tickgroup.Schedule{
+		{Name: "nightly-report", Cron: "0 3 * * *", TZ: "Europe/Paris"},
+		{Name: "scan-orders", Every: tickgroup.Duration(30 * time.Second)},
+	}, true)
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range changes {
+		fmt.Println(c.Op, c.Name)
+	}
+	_, err = s.Get(ctx, "no-such-schedule")
+	fmt.Println(errors.Is(err, tickgroup.ErrNotFound))
+	// Output:
+	// nightly-report: cron "0 2 * * *" Europe/Paris, paused true, catch-up latest
+	// ~ nightly-report
+	// + scan-orders
+	// true
 }
 
 // A handler marks an error that retrying cannot fix as permanent: the tick goes to the dead-letter topic at once.
+// Its test runs it on the tick a worker would hand over (package tickgrouptest).
 func ExamplePermanent() {
 	handler := func(ctx context.Context, t tickgroup.Tick) error {
 		if t.Payload == "" {
@@ -74,10 +124,11 @@ func ExamplePermanent() {
 		}
 		return nil
 	}
-	_ = handler
+	err := tickgrouptest.Run(context.Background(), handler, tickgrouptest.NewTick("scan", time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)))
+	fmt.Println(tickgroup.IsPermanent(err), err)
+	// Output: true tick scan@2026-12-05T09:00:00Z: no table named in the payload
 }
 
-// A program that reads the results topic (<ns>.results) turns each record's value into the outcomes it holds.
 func ExampleOutcomes() {
 	value := []byte(`{"v":1,"kind":"outcome","id":"scan-orders@2026-12-04T12:00:30Z","schedule":"scan-orders",` +
 		`"status":"ok","attempts":1,"duration_ms":812.5,"worker":"host-a-4127","partition":3,"offset":1042,` +

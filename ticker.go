@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,10 +75,10 @@ type Ticker struct {
 	opts    []kgo.Opt
 	logger  *slog.Logger
 	ready   admin.Readiness
-	metrics func(role string) kgo.Opt
+	running atomic.Bool // a Run is under way
 }
 
-// NewTicker checks cfg and returns a ticker replica.
+// NewTicker checks cfg and returns a ticker replica. It opens no connection: Run does.
 func NewTicker(cfg TickerConfig) (*Ticker, error) {
 	if cfg.Instance == "" {
 		host, _ := os.Hostname()
@@ -112,12 +113,6 @@ func NewTicker(cfg TickerConfig) (*Ticker, error) {
 		return nil, err
 	}
 	t := &Ticker{cfg: cfg, names: cfg.Kafka.internal().Names(), opts: opts, logger: logger}
-	t.metrics = func(role string) kgo.Opt {
-		if cfg.Registerer == nil {
-			return kgo.WithHooks()
-		}
-		return kafka.ClientMetrics(cfg.Registerer, role)
-	}
 	t.ready.Set("schedules", false) // the elector sets "group" (false until it joins, false again once stopping)
 	return t, nil
 }
@@ -134,15 +129,33 @@ func topicOptions(partitions, replicas int) kafka.TopicOptions {
 func (t *Ticker) Ready() (bool, string) { return t.ready.Ready() }
 
 // Run creates the namespace's topics where they are missing, joins the election and leads while it holds
-// leadership, until ctx ends; then it hands leadership over. It returns nil after a normal stop.
+// leadership, until ctx ends; then it hands leadership over. It opens its Kafka clients and registers its
+// metrics, and closes and unregisters them before it returns. It returns nil after a stop on the end of ctx, an
+// error wrapping ErrInstanceFenced when another process took this replica's InstanceID, and otherwise what
+// stopped it. A Ticker can Run again once Run has returned, never twice at once.
 func (t *Ticker) Run(ctx context.Context) error {
-	cfg, names := t.cfg, t.names
-	withRole := func(role string) []kgo.Opt { return append(t.opts[:len(t.opts):len(t.opts)], t.metrics(role)) }
-	// The clock's series are the host's: a Worker in the same process may have registered them already.
-	clockOpts := t.opts[:len(t.opts):len(t.opts)]
-	if cfg.Registerer != nil {
-		clockOpts = append(clockOpts, kafka.ClientMetrics(kafka.Tolerant(cfg.Registerer), "clock"))
+	if !t.running.CompareAndSwap(false, true) {
+		return errors.New("tickgroup: Ticker.Run is already running")
 	}
+	defer t.running.Store(false)
+	reg := scoped(t.cfg.Registerer) // what this Run registers, unregistered when it returns
+	defer reg.release()
+	return runResult(ctx, t.run(ctx, reg.registerer()))
+}
+
+// run is Run with its registerer (nil: no metrics).
+func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
+	cfg, names := t.cfg, t.names
+	clientMetrics := func(role string) kgo.Opt {
+		if reg == nil {
+			return kgo.WithHooks()
+		}
+		return kafka.ClientMetrics(reg, role)
+	}
+	withRole := func(role string) []kgo.Opt { return append(t.opts[:len(t.opts):len(t.opts)], clientMetrics(role)) }
+	// The ticker's clock series carry component="ticker": a worker in the same process measures the clock too.
+	clockReg := componentRegisterer(reg, "ticker")
+	clockOpts := withRole("clock")
 	o := topicOptions(cfg.WorkPartitions, cfg.ReplicationFactor)
 	o.Needs = names.TickerTopics() // the results topic is made when this principal may, but not needed
 	if err := ensureTopics(ctx, cfg.Kafka.internal(), o); err != nil {
@@ -152,10 +165,6 @@ func (t *Ticker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	reg := cfg.Registerer
-	if reg == nil {
-		reg = prometheus.NewRegistry() // the components register unconditionally; nobody gathers this one
-	}
 	view := store.NewView(withRole("schedules"), names.Schedules, names.DLQ, t.logger, reg)
 	disp, err := dispatch.New(dispatch.Config{
 		Names:              names,
@@ -164,10 +173,10 @@ func (t *Ticker) Run(ctx context.Context) error {
 		PoolRetry:          cfg.PoolRetry,
 		PoolTopics:         kafka.TopicOptions{WorkPartitions: o.WorkPartitions, ReplicationFactor: o.ReplicationFactor},
 		ProducerOpts: func(k int32) []kgo.Opt {
-			if cfg.Registerer == nil {
+			if reg == nil {
 				return nil
 			}
-			return []kgo.Opt{kafka.LeaderClientMetrics(cfg.Registerer, k)}
+			return []kgo.Opt{kafka.LeaderClientMetrics(reg, k)}
 		},
 	}, t.opts, view, t.logger, reg)
 	if err != nil {
@@ -187,7 +196,7 @@ func (t *Ticker) Run(ctx context.Context) error {
 		MaxSkew:     cfg.MaxClockSkew,
 		Consequence: "this replica does not take part in the election until it is back within",
 		Readiness:   &t.ready,
-	}, clock.NewKafka(clockClient, names.Clock, cfg.Instance), t.logger, kafka.Tolerant(reg))
+	}, clock.NewKafka(clockClient, names.Clock, cfg.Instance), t.logger, clockReg)
 	if err != nil {
 		return err
 	}
@@ -219,11 +228,7 @@ func (t *Ticker) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	err = g.Wait()
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil
+	return g.Wait()
 }
 
 // leadTerm is one leader term: the dispatcher emits, and the work-lag monitor measures for the fleet, so the lag

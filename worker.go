@@ -75,15 +75,17 @@ type WorkerConfig struct {
 
 // Worker runs the ticks of its share of the work topic's partitions.
 type Worker struct {
-	cfg    worker.Config
-	w      *worker.Worker
-	clk    *clock.Monitor
-	cl     *kgo.Client // the clock's
-	logger *slog.Logger
-	ready  admin.Readiness
+	cfg        worker.Config
+	w          *worker.Worker
+	clk        *clock.Monitor
+	clockSrc   clockSource // the client of the Run under way
+	clockOpts  []kgo.Opt
+	clockNames kafka.Names
+	logger     *slog.Logger
+	ready      admin.Readiness
 }
 
-// NewWorker checks cfg and returns a worker that runs ticks through h.
+// NewWorker checks cfg and returns a worker that runs ticks through h. It opens no connection: Run does.
 func NewWorker(cfg WorkerConfig, h Handler) (*Worker, error) {
 	if (h == nil) == (cfg.Forward == "") {
 		return nil, errors.New("tickgroup: a worker takes a handler or a forward topic, and not both")
@@ -135,24 +137,26 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 		return nil, err
 	}
 	x.w, x.cfg = w, w.Config()
-	opts, err := wc.Kafka.Opts(logger)
-	if err != nil {
+	if x.clockOpts, err = wc.Kafka.Opts(logger); err != nil {
 		return nil, err
 	}
-	// The clock's series are the host's: a Ticker in the same process may have registered them already.
-	clockReg := kafka.Tolerant(cfg.Registerer)
-	if clockReg != nil {
-		opts = append(opts, kafka.ClientMetrics(clockReg, "clock"))
+	x.clockNames = wc.Kafka.Names()
+	// The worker's clock series carry component="worker" ("worker-<pool>" for another pool than the default),
+	// and its clock client's metrics the role "clock-worker" ("clock-worker-<pool>"): a ticker, or a worker of
+	// another pool, in the same process measures the clock too.
+	component := "worker"
+	if cfg.Pool != "" && cfg.Pool != "default" {
+		component += "-" + cfg.Pool
 	}
-	if x.cl, err = kgo.NewClient(opts...); err != nil {
-		return nil, fmt.Errorf("kafka client: %w", err)
+	clockReg := componentRegisterer(cfg.Registerer, component)
+	if cfg.Registerer != nil {
+		x.clockOpts = append(x.clockOpts, kafka.ClientMetrics(cfg.Registerer, "clock-"+component))
 	}
 	x.clk, err = clock.New(clock.Config{
 		MaxSkew:     x.cfg.MaxClockSkew,
 		Consequence: "ticks keep running, but an interrupted tick's rerun may overlap its first run by the excess (the lease, the max clock skew)",
-	}, clock.NewKafka(x.cl, wc.Kafka.Names().Clock, x.cfg.WorkerID), logger, clockReg)
+	}, &x.clockSrc, logger, clockReg)
 	if err != nil {
-		x.cl.Close()
 		return nil, err
 	}
 	return x, nil
@@ -165,16 +169,25 @@ func (x *Worker) ID() string { return x.cfg.WorkerID }
 func (x *Worker) Ready() (bool, string) { return x.ready.Ready() }
 
 // Run creates the worker's topics where they are missing, runs ticks until ctx ends, then leaves the group at
-// once and lets running handlers finish within the grace period. It returns nil after a normal stop.
+// once and lets running handlers finish within the grace period. It opens its Kafka clients and closes them
+// before it returns. It returns nil after a stop on the end of ctx, an error wrapping ErrInstanceFenced when
+// another process took this worker's InstanceID, and otherwise what stopped it. A Worker can Run again once Run
+// has returned, never twice at once.
 func (x *Worker) Run(ctx context.Context) error {
-	defer x.cl.Close()
 	if err := prepareWorkerTopics(ctx, x.cfg, x.logger); err != nil {
-		return err
+		return runResult(ctx, err)
 	}
+	cl, err := kgo.NewClient(x.clockOpts...)
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	x.clockSrc.set(clock.NewKafka(cl, x.clockNames.Clock, x.cfg.WorkerID))
+	defer x.clockSrc.set(nil)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return x.clk.Run(gctx) })
 	g.Go(func() error { return x.w.Run(gctx) })
-	return g.Wait()
+	return runResult(ctx, g.Wait())
 }
 
 // prepareWorkerTopics creates the worker's topics of the namespace (so a worker started before any ticker

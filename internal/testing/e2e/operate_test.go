@@ -70,7 +70,7 @@ func TestOperateMetricsHealthStatus(t *testing.T) {
 		"tickgroup_emit_lag_seconds_bucket", "tickgroup_slots_missed_total", "tickgroup_fenced_total 0",
 		`tickgroup_transactions_total{result="committed"}`, `tickgroup_transaction_duration_seconds_count{leader="0"}`, "tickgroup_schedules 2", "tickgroup_build_info",
 		`tickgroup_kafka_connects_total{node_id=`, `role="election"`, `role="leader"`, "go_goroutines", "process_resident_memory_bytes",
-		"tickgroup_clock_offset_seconds", "tickgroup_clock_skewed 0", `role="clock"`,
+		"tickgroup_clock_offset_seconds", `tickgroup_clock_skewed{component="ticker"} 0`, `role="clock"`,
 	} {
 		if !strings.Contains(tickerText, name) {
 			t.Errorf("ticker /metrics lacks %q", name)
@@ -80,7 +80,7 @@ func TestOperateMetricsHealthStatus(t *testing.T) {
 	for _, name := range []string{
 		"tickgroup_worker_ticks_total", "tickgroup_worker_start_delay_seconds_bucket", "tickgroup_worker_duration_seconds_bucket",
 		"tickgroup_worker_inflight", `tickgroup_worker_partitions{pool="default"} 4`, "tickgroup_kafka_",
-		"tickgroup_clock_offset_seconds", "tickgroup_clock_skewed 0",
+		"tickgroup_clock_offset_seconds", `tickgroup_clock_skewed{component="worker"} 0`, `role="clock-worker"`,
 	} {
 		if !strings.Contains(workerText, name) {
 			t.Errorf("worker /metrics lacks %q", name)

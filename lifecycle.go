@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tickgroup/tickgroup/internal/clock"
 	"github.com/tickgroup/tickgroup/internal/leader"
 	"github.com/tickgroup/tickgroup/internal/worker"
 )
@@ -98,29 +96,4 @@ func (s *scopedRegisterer) registerer() prometheus.Registerer {
 		return nil
 	}
 	return s
-}
-
-// clockSource is a clock monitor's source that a Run sets to its own client's while it runs: a part opens no
-// Kafka client before Run.
-type clockSource struct {
-	mu  sync.Mutex
-	src clock.Source
-}
-
-var errNotRunning = errors.New("not running")
-
-func (c *clockSource) set(src clock.Source) {
-	c.mu.Lock()
-	c.src = src
-	c.mu.Unlock()
-}
-
-func (c *clockSource) Sample(ctx context.Context, now func() time.Time) (clock.Sample, error) {
-	c.mu.Lock()
-	src := c.src
-	c.mu.Unlock()
-	if src == nil {
-		return clock.Sample{}, errNotRunning
-	}
-	return src.Sample(ctx, now)
 }

@@ -34,8 +34,8 @@ func series(t *testing.T, reg *prometheus.Registry) map[string]int {
 }
 
 // TestOneRegistererTwoRuns: a ticker and a worker share one registry in one process, each runs twice, and a
-// new ticker runs on the same registry after them: no registration clashes, each Run returns nil on the end of
-// its context, and a ticker's series are gone once its Run has returned.
+// new ticker and a new worker run on the same registry after them: no registration clashes, each Run returns
+// nil on the end of its context, and no series outlives the Runs.
 func TestOneRegistererTwoRuns(t *testing.T) {
 	k := testKafka(t)
 	reg := prometheus.NewRegistry()
@@ -72,18 +72,33 @@ func TestOneRegistererTwoRuns(t *testing.T) {
 		if err := g.Wait(); err != nil {
 			t.Fatalf("run %d: Run returned %v after its context ended, want nil", run, err)
 		}
-		if s := series(t, reg); s["tickgroup_leader"] != 0 {
-			t.Errorf("run %d: the ticker's series outlive its Run", run)
+		if s := series(t, reg); len(s) != 0 {
+			t.Errorf("run %d: series outlive the Runs: %v", run, s)
 		}
 	}
 	again, err := tickgroup.NewTicker(tickgroup.TickerConfig{Kafka: k, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
+	other, err := tickgroup.NewWorker(tickgroup.WorkerConfig{Kafka: k, Registerer: reg}, func(context.Context, tickgroup.Tick) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(t.Context())
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return again.Run(gctx) })
+	g.Go(func() error { return other.Run(gctx) })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if ok, _ := other.Ready(); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new worker is not ready within 30s")
+		}
+	}
 	cancel()
-	if err := again.Run(ctx); err != nil {
-		t.Errorf("a new ticker on the same registry, context ended: Run returned %v, want nil", err)
+	if err := g.Wait(); err != nil {
+		t.Errorf("a new ticker and worker on the same registry: Run returned %v, want nil", err)
 	}
 }
 

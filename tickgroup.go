@@ -31,6 +31,20 @@
 // field, and a negative value means none (no lead, no grace, no timeout) where a field can be none; where it
 // cannot (a session timeout, a lease, a backoff), a negative value is an error. The durations of a Schedule are
 // part of its record format and keep theirs: zero is the default there too, and none of them may be negative.
+//
+// # Lifecycle
+//
+// NewTicker and NewWorker check their config and open nothing. Run opens the part's Kafka clients and registers
+// its metrics, runs until its context ends, and closes and unregisters them before it returns: nil after a clean
+// stop, an error wrapping ErrInstanceFenced when another process took the part's InstanceID, otherwise what
+// stopped it. A part can Run again once Run has returned. NewSchedules opens a client: Close it. A ticker and a
+// worker in one program share one *slog.Logger and one prometheus.Registerer.
+//
+// # Handler failures and panics
+//
+// A Handler's error fails the attempt: it is retried with backoff, then dead-lettered, unless marked Permanent. A
+// panic in a Handler fails the attempt the same way (see Handler and PanicError); it does not end the worker.
+// Package tickgrouptest runs a Handler in a unit test, without a broker.
 package tickgroup
 
 import (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,12 +78,13 @@ type WorkerConfig struct {
 type Worker struct {
 	cfg        worker.Config
 	w          *worker.Worker
-	clk        *clock.Monitor
-	clockSrc   clockSource // the client of the Run under way
-	clockOpts  []kgo.Opt
+	clockOpts  []kgo.Opt // the clock client's, without metrics
 	clockNames kafka.Names
+	component  string // the clock series' component label
+	reg        prometheus.Registerer
 	logger     *slog.Logger
 	ready      admin.Readiness
+	running    atomic.Bool // a Run is under way
 }
 
 // NewWorker checks cfg and returns a worker that runs ticks through h. It opens no connection: Run does.
@@ -140,24 +142,13 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 	if x.clockOpts, err = wc.Kafka.Opts(logger); err != nil {
 		return nil, err
 	}
-	x.clockNames = wc.Kafka.Names()
+	x.clockNames, x.reg = wc.Kafka.Names(), cfg.Registerer
 	// The worker's clock series carry component="worker" ("worker-<pool>" for another pool than the default),
 	// and its clock client's metrics the role "clock-worker" ("clock-worker-<pool>"): a ticker, or a worker of
 	// another pool, in the same process measures the clock too.
-	component := "worker"
+	x.component = "worker"
 	if cfg.Pool != "" && cfg.Pool != "default" {
-		component += "-" + cfg.Pool
-	}
-	clockReg := componentRegisterer(cfg.Registerer, component)
-	if cfg.Registerer != nil {
-		x.clockOpts = append(x.clockOpts, kafka.ClientMetrics(cfg.Registerer, "clock-"+component))
-	}
-	x.clk, err = clock.New(clock.Config{
-		MaxSkew:     x.cfg.MaxClockSkew,
-		Consequence: "ticks keep running, but an interrupted tick's rerun may overlap its first run by the excess (the lease, the max clock skew)",
-	}, &x.clockSrc, logger, clockReg)
-	if err != nil {
-		return nil, err
+		x.component += "-" + cfg.Pool
 	}
 	return x, nil
 }
@@ -174,18 +165,33 @@ func (x *Worker) Ready() (bool, string) { return x.ready.Ready() }
 // another process took this worker's InstanceID, and otherwise what stopped it. A Worker can Run again once Run
 // has returned, never twice at once.
 func (x *Worker) Run(ctx context.Context) error {
+	if !x.running.CompareAndSwap(false, true) {
+		return errors.New("tickgroup: Worker.Run is already running")
+	}
+	defer x.running.Store(false)
 	if err := prepareWorkerTopics(ctx, x.cfg, x.logger); err != nil {
 		return runResult(ctx, err)
 	}
-	cl, err := kgo.NewClient(x.clockOpts...)
+	reg := scoped(x.reg) // the clock's series, unregistered when Run returns (the worker's own: by x.w.Run)
+	defer reg.release()
+	opts := x.clockOpts[:len(x.clockOpts):len(x.clockOpts)]
+	if reg != nil {
+		opts = append(opts, kafka.ClientMetrics(reg, "clock-"+x.component))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("kafka client: %w", err)
 	}
 	defer cl.Close()
-	x.clockSrc.set(clock.NewKafka(cl, x.clockNames.Clock, x.cfg.WorkerID))
-	defer x.clockSrc.set(nil)
+	clk, err := clock.New(clock.Config{
+		MaxSkew:     x.cfg.MaxClockSkew,
+		Consequence: "ticks keep running, but an interrupted tick's rerun may overlap its first run by the excess (the lease, the max clock skew)",
+	}, clock.NewKafka(cl, x.clockNames.Clock, x.cfg.WorkerID), x.logger, componentRegisterer(reg.registerer(), x.component))
+	if err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return x.clk.Run(gctx) })
+	g.Go(func() error { return clk.Run(gctx) })
 	g.Go(func() error { return x.w.Run(gctx) })
 	return runResult(ctx, g.Wait())
 }

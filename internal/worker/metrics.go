@@ -38,7 +38,7 @@ type metrics struct {
 	panics         prometheus.Counter
 }
 
-// newMetrics registers the worker's metrics on reg (nothing is registered when reg is nil).
+// newMetrics makes the worker's metrics and registers them on reg (nothing is registered when reg is nil).
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -124,8 +124,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range []string{reasonMaxAttempts, reasonPermanent, reasonUndecodable, reasonUnknownVersion, reasonTooLarge, reasonForgedCancel} {
 		m.deadLetters.WithLabelValues(r)
 	}
-	if reg != nil {
-		reg.MustRegister(m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.cancelsRefused, m.ledgerSkips, m.takeover, m.ledgerBatch, m.panics)
-	}
+	m.register(reg)
 	return m
+}
+
+// register registers m's collectors on reg (nothing for a nil reg) and returns what unregisters them: a Run
+// registers them and unregisters them as it returns, so that a later Run, or another worker of the pool on the
+// same registerer, registers its own. The counts live in m and go on across Runs.
+func (m *metrics) register(reg prometheus.Registerer) (unregister func()) {
+	if reg == nil {
+		return func() {}
+	}
+	cs := []prometheus.Collector{m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.cancelsRefused, m.ledgerSkips, m.takeover, m.ledgerBatch, m.panics}
+	reg.MustRegister(cs...)
+	return func() {
+		for _, c := range cs {
+			reg.Unregister(c)
+		}
+	}
 }

@@ -25,7 +25,8 @@ import (
 type Deps struct {
 	// Logger receives the worker's logs. Defaults to discarding them.
 	Logger *slog.Logger
-	// Registerer receives the worker's and its Kafka clients' metrics. Nil registers nothing.
+	// Registerer receives the worker's and its Kafka clients' metrics while Run runs (they are unregistered
+	// as it returns). Nil registers nothing.
 	Registerer prometheus.Registerer
 	// Readiness, when set, gets the condition "group": true once this worker has received its first
 	// assignment.
@@ -51,10 +52,12 @@ type Worker struct {
 	handler Handler
 	logger  *slog.Logger
 	reg     prometheus.Registerer
-	ready   *admin.Readiness
-	m       *metrics
-	names   kafka.Names
-	conn    []kgo.Opt
+	// metricsReg receives the worker's own metrics (labelled with its pool) while a Run runs.
+	metricsReg prometheus.Registerer
+	ready      *admin.Readiness
+	m          *metrics
+	names      kafka.Names
+	conn       []kgo.Opt
 
 	cancelWarned atomic.Int64 // when refusedCancels last warned (Unix ns)
 	running      atomic.Bool  // Run is running: a second Run at the same time is refused
@@ -124,15 +127,16 @@ func New(cfg Config, handler Handler, deps Deps) (*Worker, error) {
 		deps.Readiness.Set(ReadinessCondition, false)
 	}
 	return &Worker{
-		cfg:     cfg,
-		handler: handler,
-		logger:  logger,
-		reg:     deps.Registerer,
-		ready:   deps.Readiness,
-		m:       newMetrics(poolRegisterer(deps.Registerer, cfg.Pool)),
-		names:   cfg.Kafka.Names().Pool(cfg.Pool),
-		conn:    conn,
-		session: newSession(),
+		cfg:        cfg,
+		handler:    handler,
+		logger:     logger,
+		reg:        deps.Registerer,
+		ready:      deps.Readiness,
+		m:          newMetrics(nil), // registered by Run, on metricsReg
+		metricsReg: poolRegisterer(deps.Registerer, cfg.Pool),
+		names:      cfg.Kafka.Names().Pool(cfg.Pool),
+		conn:       conn,
+		session:    newSession(),
 	}, nil
 }
 
@@ -178,6 +182,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return errors.New("worker: Run is already running")
 	}
 	defer w.running.Store(false)
+	defer w.m.register(w.metricsReg)()
 	if w.cl.Load() != nil {
 		w.session = newSession() // a Run before this one: start afresh
 	}

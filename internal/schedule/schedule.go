@@ -172,6 +172,21 @@ func (s *Schedule) Next(after time.Time) time.Time {
 	return t
 }
 
+// Upcoming returns up to n slots strictly after `after`, in order (fewer past End): what the schedule's
+// definition makes, whether it is paused or not (the caller decides what a pause means for them).
+func (s *Schedule) Upcoming(after time.Time, n int) []time.Time {
+	var out []time.Time
+	for range n {
+		next := s.Next(after)
+		if next.IsZero() {
+			break
+		}
+		out = append(out, next)
+		after = next
+	}
+	return out
+}
+
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && (a < 0) != (b < 0) {

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +133,27 @@ func TestSpecRoundTrip(t *testing.T) {
 			t.Errorf("%s: Spec() shares its Start with the compiled spec", s.Name)
 		}
 	}
+}
+
+func TestUpcoming(t *testing.T) {
+	end := time.Date(2026, 12, 5, 10, 0, 3, 0, time.UTC)
+	s, err := Spec{Name: "u", Every: Duration(time.Second), End: &end}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.Upcoming(time.Date(2026, 12, 5, 10, 0, 0, 500, time.UTC), 5)
+	want := []time.Time{end.Add(-2 * time.Second), end.Add(-time.Second), end}
+	if !slices.Equal(got, want) {
+		t.Errorf("Upcoming = %v, want %v (strictly after, and none past End)", got, want)
+	}
+	c, err := Spec{Name: "c", Cron: "30 2 * * *", TZ: "Europe/Paris"}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2027-03-28 has no 02:30 in Paris (the clocks go from 02:00 to 03:00).
+	got = c.Upcoming(time.Date(2027, 3, 26, 12, 0, 0, 0, time.UTC), 3)
+	if len(got) != 3 || !got[0].Equal(time.Date(2027, 3, 27, 1, 30, 0, 0, time.UTC)) {
+		t.Errorf("Upcoming over a DST gap = %v", got)
+	}
+	t.Logf("over the gap: %v", got)
 }

@@ -72,6 +72,29 @@ func (s Schedule) Validate() error { return s.spec().Validate() }
 // `cron "0 6 * * MON-FRI" Europe/Berlin`.
 func (s Schedule) Describe() string { return s.spec().Describe() }
 
+// Next returns the first n slots of s strictly after `after`, in UTC and in order (fewer when End comes first):
+// the slots its definition makes, paused or not. An invalid s is an error (Validate's).
+func (s Schedule) Next(after time.Time, n int) ([]time.Time, error) {
+	c, err := s.spec().Compile()
+	if err != nil {
+		return nil, err
+	}
+	return c.Upcoming(after, n), nil
+}
+
+// Zone is the time zone s's slots are read in: TZ for a cron schedule, UTC otherwise (and for an unknown TZ,
+// which Validate refuses).
+func (s Schedule) Zone() *time.Location {
+	if s.Cron == "" || s.TZ == "" {
+		return time.UTC
+	}
+	loc, err := time.LoadLocation(s.TZ)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
 // spec is s as package schedule takes it.
 func (s Schedule) spec() schedule.Spec {
 	return schedule.Spec{

@@ -165,6 +165,19 @@ func (s *Schedules) Get(ctx context.Context, name string) (Stored, error) {
 	return stored(e), nil
 }
 
+// Next returns the next n slots that the stored schedule name will emit, after now: none while it is paused
+// (a resume emits from the first slot after it), fewer when its End comes first.
+func (s *Schedules) Next(ctx context.Context, name string, n int) ([]time.Time, error) {
+	e, err := s.get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if e.Schedule.Paused() {
+		return nil, nil
+	}
+	return e.Schedule.Upcoming(time.Now(), n), nil
+}
+
 // Pause stops the emission of name's slots; slots passed while it is paused are never caught up.
 func (s *Schedules) Pause(ctx context.Context, name string) error {
 	return s.setPaused(ctx, name, true)

@@ -57,6 +57,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		timeout    cli.Duration
 		start, end cli.Time
 		file       string
+		next       int
 		prune      bool
 		dryRun     bool
 		asJSON     bool
@@ -83,9 +84,11 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fs.Var(&end, "end", "no slot after this instant (RFC 3339)")
 		fs.BoolVar(&spec.Paused, "paused", false, "create the schedule paused")
 		fs.BoolVar(&spec.Metrics, "metrics", false, "export per-schedule metric series for this schedule")
+		fs.BoolVar(&dryRun, "dry-run", false, "print whether the schedule would be created or replaced, and its next 5 slots, without writing it")
 		head = "Usage: ticker schedule put NAME (--every D [--offset D] | --cron EXPR [--tz ZONE]) [flags]\n\nCreate or replace a schedule. It is validated first; an invalid one is refused (exit status 2) and nothing is written."
 	case "get":
-		head = "Usage: ticker schedule get NAME\n\nPrint a schedule as JSON."
+		fs.IntVar(&next, "next", 5, "list this many of its next slots (\"next\": UTC and the schedule's zone; none while paused)")
+		head = "Usage: ticker schedule get NAME [--next N]\n\nPrint a schedule as JSON, with its next slots."
 	case "list":
 		needName = false
 		fs.BoolVar(&asJSON, "json", false, "print JSON")
@@ -96,7 +99,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		needName = false
 		fs.StringVar(&file, "f", "", "YAML file: a list of schedules (or a mapping with key schedules)")
 		fs.BoolVar(&prune, "prune", false, "delete schedules the file does not list")
-		fs.BoolVar(&dryRun, "dry-run", false, "print the changes without writing them")
+		fs.BoolVar(&dryRun, "dry-run", false, "print the changes, with the next 5 slots of each new or changed schedule, without writing them")
 		head = "Usage: ticker schedule apply -f FILE [--prune] [--dry-run]\n\nMake the schedules match the file. Every entry is validated first; if any is invalid nothing is written."
 	default:
 		fmt.Fprintln(stderr, scheduleUsage)
@@ -160,16 +163,34 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 
 	switch sub {
 	case "put":
+		if dryRun {
+			return apply(ctx, client, []tickgroup.Schedule{spec}, false, true, stdout)
+		}
 		if err := client.Put(ctx, spec); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "schedule %s written\n", name)
 	case "get":
+		if next < 0 {
+			return cli.Usagef("schedule get: --next %d: want 0 or more", next)
+		}
 		e, err := client.Get(ctx, name)
 		if err != nil {
 			return err
 		}
-		return printJSON(stdout, entryJSON(e))
+		m := entryJSON(e)
+		slots := []map[string]string{}
+		if !e.Schedule.Paused {
+			upcoming, err := e.Schedule.Next(time.Now(), next)
+			if err != nil {
+				return err
+			}
+			for _, t := range upcoming {
+				slots = append(slots, map[string]string{"slot": t.Format(time.RFC3339), "local": t.In(e.Schedule.Zone()).Format(time.RFC3339)})
+			}
+		}
+		m["next"] = slots
+		return printJSON(stdout, m)
 	case "list":
 		entries, err := client.List(ctx)
 		if err != nil {
@@ -233,6 +254,9 @@ func apply(ctx context.Context, client *tickgroup.Schedules, specs []tickgroup.S
 			fmt.Fprintf(stdout, "  %s", c.Schedule.Describe())
 		}
 		fmt.Fprintln(stdout)
+		if dryRun && c.Op != tickgroup.ChangeDelete {
+			printNext(stdout, c.Schedule, 5)
+		}
 	}
 	if dryRun {
 		fmt.Fprintf(stdout, "dry run: %d change(s) not written\n", len(changes))
@@ -243,6 +267,27 @@ func apply(ctx context.Context, client *tickgroup.Schedules, specs []tickgroup.S
 	}
 	fmt.Fprintf(stdout, "%d change(s) written\n", len(changes))
 	return nil
+}
+
+// printNext prints the next n slots of sched, in UTC and in its zone, indented under its change.
+func printNext(w io.Writer, sched tickgroup.Schedule, n int) {
+	if sched.Paused {
+		fmt.Fprintln(w, "    paused: no slot until it is resumed")
+		return
+	}
+	slots, err := sched.Next(time.Now(), n)
+	if err != nil || len(slots) == 0 {
+		fmt.Fprintln(w, "    no slot after now")
+		return
+	}
+	zone := sched.Zone()
+	for _, t := range slots {
+		if zone == time.UTC {
+			fmt.Fprintf(w, "    next %s\n", t.Format(time.RFC3339))
+		} else {
+			fmt.Fprintf(w, "    next %s  (%s)\n", t.Format(time.RFC3339), t.In(zone).Format("2006-01-02 15:04:05 MST"))
+		}
+	}
 }
 
 // entryJSON is the schedule's record as stored (its fields and the record format's version, "v"), with the

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/tickgroup/tickgroup/internal/cli"
+)
+
+// TestScheduleNextRuns: put --dry-run and apply --dry-run show the next 5 slots of each new or changed schedule
+// (UTC, and the schedule's zone) and write nothing; get lists the next slots of a stored schedule, none while
+// it is paused. On an in-process kfake broker.
+func TestScheduleNextRuns(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	env := map[string]string{"TICKGROUP_BROKERS": strings.Join(c.ListenAddrs(), ","), "TICKGROUP_NAMESPACE": "nexttest"}
+	ticker := func(args ...string) (string, error) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		err := run(t.Context(), args, func(k string) string { return env[k] }, &stdout, &stderr)
+		return stdout.String(), err
+	}
+
+	out, err := ticker("schedule", "put", "nightly", "--cron", "0 2 * * *", "--tz", "Europe/Paris", "--dry-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "+ nightly  cron \"0 2 * * *\" Europe/Paris\n") || strings.Count(out, "    next ") != 5 ||
+		!strings.Contains(out, ":00:00Z  (") || !strings.Contains(out, " 02:00:00 CE") || !strings.Contains(out, "not written") {
+		t.Errorf("put --dry-run printed:\n%s", out)
+	}
+	if _, err := ticker("schedule", "get", "nightly"); cli.ExitCode(err) != 1 {
+		t.Errorf("after put --dry-run, get: %v, want not found (nothing written)", err)
+	}
+
+	if _, err := ticker("schedule", "put", "beat", "--every", "1m"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = ticker("schedule", "get", "beat", "--next", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Next []struct{ Slot, Local string }
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("get's JSON: %v\n%s", err, out)
+	}
+	if len(got.Next) != 3 {
+		t.Fatalf("get --next 3: %d slots\n%s", len(got.Next), out)
+	}
+	for i, n := range got.Next {
+		slot, err := time.Parse(time.RFC3339, n.Slot)
+		if err != nil || slot.Second() != 0 || !slot.After(time.Now().Add(-time.Second)) || n.Local != n.Slot {
+			t.Errorf("next slot %d: %+v (%v)", i, n, err)
+		}
+	}
+	if _, err := ticker("schedule", "pause", "beat"); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ = ticker("schedule", "get", "beat"); !strings.Contains(out, `"next": []`) {
+		t.Errorf("a paused schedule's next slots:\n%s", out)
+	}
+
+	dir := t.TempDir()
+	file := dir + "/s.yaml"
+	if err := writeFile(file, "- name: beat\n  every: 30s\n- name: fresh\n  every: 10s\n  paused: true\n"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = ticker("schedule", "apply", "-f", file, "--dry-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "~ beat  every 30s\n    next ") || strings.Count(out, "    next ") != 5 ||
+		!strings.Contains(out, "+ fresh  every 10s\n    paused: no slot until it is resumed\n") {
+		t.Errorf("apply --dry-run printed:\n%s", out)
+	}
+}
+
+func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }

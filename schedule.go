@@ -60,6 +60,13 @@ type Schedule struct {
 	End *time.Time `json:"end,omitempty" yaml:"end,omitempty"`
 	// Paused stops emission; slots passed while paused are not caught up. Defaults to false.
 	Paused bool `json:"paused,omitempty" yaml:"paused,omitempty"`
+	// PausedUntil, with Paused, ends the pause at that instant as a resume then would: the first slot at or
+	// after it runs, none before it. A leader of an earlier release, which does not know it, keeps the schedule
+	// paused. Defaults to none (paused until resumed).
+	PausedUntil *time.Time `json:"paused_until,omitempty" yaml:"paused_until,omitempty"`
+	// PauseReason, with Paused, says why, for the people who read the schedule: at most 1,024 bytes of
+	// printable text. Defaults to none.
+	PauseReason string `json:"pause_reason,omitempty" yaml:"pause_reason,omitempty"`
 	// Metrics opts the schedule into its own metric series (a schedule label). Defaults to false.
 	Metrics bool `json:"metrics,omitempty" yaml:"metrics,omitempty"`
 }
@@ -73,7 +80,8 @@ func (s Schedule) Validate() error { return s.spec().Validate() }
 func (s Schedule) Describe() string { return s.spec().Describe() }
 
 // Next returns the first n slots of s strictly after `after`, in UTC and in order (fewer when End comes first):
-// the slots its definition makes, paused or not. An invalid s is an error (Validate's).
+// the slots its definition makes, paused or not (a pause with an end, PausedUntil, counts as a later Start). An
+// invalid s is an error (Validate's).
 func (s Schedule) Next(after time.Time, n int) ([]time.Time, error) {
 	c, err := s.spec().Compile()
 	if err != nil {
@@ -102,7 +110,7 @@ func (s Schedule) spec() schedule.Spec {
 		Jitter: schedule.Duration(s.Jitter), Shards: s.Shards, Payload: s.Payload, Catchup: string(s.Catchup),
 		CatchupMax: s.CatchupMax, Deadline: schedule.Duration(s.Deadline), Overlap: string(s.Overlap),
 		Timeout: schedule.Duration(s.Timeout), MaxAttempts: s.MaxAttempts, Pool: s.Pool, Start: copyTime(s.Start),
-		End: copyTime(s.End), Paused: s.Paused, Metrics: s.Metrics,
+		End: copyTime(s.End), Paused: s.Paused, Metrics: s.Metrics, PausedUntil: copyTime(s.PausedUntil), PauseReason: s.PauseReason,
 	}
 }
 
@@ -113,7 +121,7 @@ func fromSpec(sp schedule.Spec) Schedule {
 		Jitter: Duration(sp.Jitter), Shards: sp.Shards, Payload: sp.Payload, Catchup: Catchup(sp.Catchup),
 		CatchupMax: sp.CatchupMax, Deadline: Duration(sp.Deadline), Overlap: Overlap(sp.Overlap),
 		Timeout: Duration(sp.Timeout), MaxAttempts: sp.MaxAttempts, Pool: sp.Pool, Start: copyTime(sp.Start),
-		End: copyTime(sp.End), Paused: sp.Paused, Metrics: sp.Metrics,
+		End: copyTime(sp.End), Paused: sp.Paused, Metrics: sp.Metrics, PausedUntil: copyTime(sp.PausedUntil), PauseReason: sp.PauseReason,
 	}
 }
 

@@ -166,7 +166,8 @@ func (s *Schedules) Get(ctx context.Context, name string) (Stored, error) {
 }
 
 // Next returns the next n slots that the stored schedule name will emit, after now: none while it is paused
-// (a resume emits from the first slot after it), fewer when its End comes first.
+// without an end (a resume emits from the first slot after it), the first at or after its end for a pause
+// with one (PausedUntil), fewer when its End comes first.
 func (s *Schedules) Next(ctx context.Context, name string, n int) ([]time.Time, error) {
 	e, err := s.get(ctx, name)
 	if err != nil {

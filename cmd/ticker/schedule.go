@@ -180,7 +180,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		}
 		m := entryJSON(e)
 		slots := []map[string]string{}
-		if !e.Schedule.Paused {
+		if !e.Schedule.Paused || e.Schedule.PausedUntil != nil { // a pause with an end runs from it
 			upcoming, err := e.Schedule.Next(time.Now(), next)
 			if err != nil {
 				return err
@@ -271,7 +271,7 @@ func apply(ctx context.Context, client *tickgroup.Schedules, specs []tickgroup.S
 
 // printNext prints the next n slots of sched, in UTC and in its zone, indented under its change.
 func printNext(w io.Writer, sched tickgroup.Schedule, n int) {
-	if sched.Paused {
+	if sched.Paused && sched.PausedUntil == nil {
 		fmt.Fprintln(w, "    paused: no slot until it is resumed")
 		return
 	}

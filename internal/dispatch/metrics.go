@@ -192,9 +192,8 @@ func (m *metrics) scheduleSeries(entry func(name string) (store.Entry, bool), ow
 // next exports when schedule name (definition e) emits next, given its base (slots at or before it are done),
 // or drops its series when it does not opt in, is paused or has no next slot.
 func (m *metrics) next(name string, e store.Entry, base time.Time) {
-	s := e.Spec()
 	var next, after time.Time
-	if s.Metrics && !s.Paused {
+	if e.Schedule.Metrics() && !e.Schedule.Paused() { // a pause with an end emits from it: its next slot counts
 		next = e.Schedule.Next(base)
 	}
 	if !next.IsZero() {

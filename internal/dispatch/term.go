@@ -12,6 +12,8 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leader"
+	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/store"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -213,8 +215,8 @@ func (t *leaderTerm) settleState(state map[string]stored, recovered int) {
 			t.pending.cancels = append(t.pending.cancels, tick.Cancel{Schedule: name, Before: st.ScheduleVersion + 1, After: now, Reason: tick.ReasonDeleted})
 		case !ok:
 			t.pending.orphans = append(t.pending.orphans, name)
-		case e.Schedule.Paused() && st.LastSlot.After(now) && st.ScheduleVersion < e.Version:
-			t.pending.cancels = append(t.pending.cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
+		case e.Schedule.Pausing() && st.LastSlot.After(now) && st.ScheduleVersion < e.Version:
+			t.pending.cancels = append(t.pending.cancels, pauseCancel(name, e))
 		}
 	}
 	t.pl.startChecked()
@@ -364,6 +366,30 @@ func (e *emitter) emit(ctx context.Context, now time.Time) error {
 	}
 }
 
+// pauseCancel is the cancel of the ticks that a pause (e, pausing) leaves emitted ahead: those of older versions
+// due after the pause, and, for a pause with an end, only those whose slot is before the end (the slots from it
+// on run, as a resume then would let them).
+func pauseCancel(name string, e store.Entry) tick.Cancel {
+	c := tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused}
+	if u := e.Schedule.PausedUntil(); u != nil {
+		c.Until = *u
+	}
+	return c
+}
+
+// pauseExtends reports whether the change from old to e pauses slots that old left to run: a pause where there
+// was none, or one that ends later (or never) than old's.
+func pauseExtends(old, e *schedule.Schedule) bool {
+	switch {
+	case !e.Pausing():
+		return false
+	case !old.Pausing():
+		return true
+	}
+	oldEnd, end := old.PausedUntil(), e.PausedUntil()
+	return oldEnd != nil && (end == nil || end.After(*oldEnd))
+}
+
 // applyChanges takes the schedule changes this term was told of: a new or changed definition applies from the
 // first slot not emitted yet; a pause cancels the ticks emitted ahead; a deletion cancels them too and keeps the
 // state until they are past, or tombstones it at once.
@@ -382,8 +408,8 @@ func (t *leaderTerm) applyChanges(ctx context.Context) error {
 			// emitted ahead stay in the pool they were written to and run there, once.
 			t.unparkChanged(name)
 			t.ensurePools(ctx, e.Schedule.Pool())
-			if known && e.Spec().Paused && !old.Spec().Paused && pl.ahead(name, now) {
-				cancels = append(cancels, tick.Cancel{Schedule: name, Before: e.Version, After: e.UpdatedAt, Reason: tick.ReasonPaused})
+			if known && pauseExtends(old.Schedule, e.Schedule) && pl.ahead(name, now) {
+				cancels = append(cancels, pauseCancel(name, e))
 			}
 			pl.set(name, e, time.Time{})
 			d.metrics.next(name, e, pl.base(name))

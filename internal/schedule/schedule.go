@@ -36,6 +36,8 @@ type rare struct {
 	cronExpr, tz string
 	cron         *cronSched
 	start, end   *time.Time
+	pausedUntil  *time.Time // with Spec().Paused: no slot before it (see start)
+	pauseReason  string
 }
 
 // The enumerated fields as written, "" first (the default, kept as written so that Spec restates it as such).
@@ -44,9 +46,13 @@ var (
 	overlaps = [...]string{"", OverlapQueue, OverlapSkip}
 )
 
+// start is the earliest slot: the later of Start and PausedUntil (a pause with an end emits nothing before it).
 func (s *Schedule) start() *time.Time {
 	if s.x == nil {
 		return nil
+	}
+	if u := s.x.pausedUntil; u != nil && (s.x.start == nil || u.After(*s.x.start)) {
+		return u
 	}
 	return s.x.start
 }
@@ -88,6 +94,8 @@ func (s *Schedule) Spec() Spec {
 	if s.x != nil {
 		sp.Cron, sp.TZ, sp.Start, sp.End, sp.Deadline = s.x.cronExpr, s.x.tz, s.x.start, s.x.end, s.x.deadline
 		sp.Timeout, sp.MaxAttempts, sp.Pool = s.x.timeout, int(s.x.maxAttempts), s.x.pool
+		sp.PausedUntil, sp.PauseReason = s.x.pausedUntil, s.x.pauseReason
+		sp.Paused = sp.Paused || sp.PausedUntil != nil
 	}
 	return sp.clone()
 }
@@ -95,8 +103,21 @@ func (s *Schedule) Spec() Spec {
 // Name is the schedule's name (Spec().Name without the copy).
 func (s *Schedule) Name() string { return s.name }
 
-// Paused reports Spec().Paused without the copy.
+// Paused reports whether the schedule emits nothing until it is changed: Spec().Paused without an end
+// (PausedUntil). A pause with an end emits from that end on, as a later Start would.
 func (s *Schedule) Paused() bool { return s.paused }
+
+// Pausing reports Spec().Paused, with an end or without, without the copy: a change to it cancels the ticks
+// emitted ahead into the pause.
+func (s *Schedule) Pausing() bool { return s.paused || s.x != nil && s.x.pausedUntil != nil }
+
+// PausedUntil is Spec().PausedUntil without the copy (nil: none). The caller must not change it.
+func (s *Schedule) PausedUntil() *time.Time {
+	if s.x == nil {
+		return nil
+	}
+	return s.x.pausedUntil
+}
 
 // Metrics reports Spec().Metrics without the copy.
 func (s *Schedule) Metrics() bool { return s.metrics }

@@ -157,3 +157,47 @@ func TestUpcoming(t *testing.T) {
 	}
 	t.Logf("over the gap: %v", got)
 }
+
+// TestPausedUntil: a pause with an end emits from that end on, as a later Start would; the spec round-trips;
+// the fields are only for a paused schedule.
+func TestPausedUntil(t *testing.T) {
+	until := time.Date(2026, 12, 5, 10, 0, 30, 0, time.UTC)
+	spec := Spec{Name: "p", Every: Duration(10 * time.Second), Paused: true, PausedUntil: &until, PauseReason: "maintenance of the orders DB (OPS-123)"}
+	s, err := spec.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Paused() || !s.Pausing() || !s.PausedUntil().Equal(until) {
+		t.Errorf("Paused %v, Pausing %v, PausedUntil %v", s.Paused(), s.Pausing(), s.PausedUntil())
+	}
+	got := s.Upcoming(until.Add(-time.Hour), 3)
+	want := []time.Time{until, until.Add(10 * time.Second), until.Add(20 * time.Second)}
+	if !slices.Equal(got, want) {
+		t.Errorf("slots of a pause until %v: %v, want %v (the first at or after it)", until, got, want)
+	}
+	if back := s.Spec(); !back.Paused || !back.PausedUntil.Equal(until) || back.PauseReason != spec.PauseReason {
+		t.Errorf("Spec() = %+v", back)
+	}
+	b, err := Encode(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := Decode(b)
+	if err != nil || !dec.PausedUntil.Equal(until) || dec.PauseReason != spec.PauseReason {
+		t.Errorf("Decode(Encode) = %+v, %v", dec, err)
+	}
+	plain, err := Spec{Name: "q", Every: Duration(time.Second), Paused: true, PauseReason: "why"}.Compile()
+	if err != nil || !plain.Paused() || !plain.Pausing() || plain.PausedUntil() != nil {
+		t.Errorf("a pause without an end: %v", err)
+	}
+	for _, bad := range []Spec{
+		{Name: "b", Every: Duration(time.Second), PausedUntil: &until},
+		{Name: "b", Every: Duration(time.Second), PauseReason: "x"},
+		{Name: "b", Every: Duration(time.Second), Paused: true, PauseReason: "a\nb"},
+		{Name: "b", Every: Duration(time.Second), Paused: true, PauseReason: strings.Repeat("x", MaxReasonLen+1)},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v: valid, want an error", bad)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -36,6 +38,8 @@ const (
 	MaxTimeout = 7 * 24 * time.Hour
 	// MaxPoolLen is the longest pool name.
 	MaxPoolLen = 64
+	// MaxReasonLen is the longest pause reason, in bytes.
+	MaxReasonLen = 1024
 	// DefaultPool names the default pool (as does an empty Pool).
 	DefaultPool = "default"
 	// MaxMaxAttempts is the largest MaxAttempts accepted.
@@ -158,6 +162,13 @@ type Spec struct {
 	End *time.Time `json:"end,omitempty" yaml:"end,omitempty"`
 	// Paused stops emission; slots passed while paused are not caught up (see Plan).
 	Paused bool `json:"paused,omitempty" yaml:"paused,omitempty"`
+	// PausedUntil, with Paused, ends the pause at that instant, as a resume then would: the first slot at or
+	// after it is emitted, and none before it (a reader of an older release, which does not know the field,
+	// keeps the schedule paused).
+	PausedUntil *time.Time `json:"paused_until,omitempty" yaml:"paused_until,omitempty"`
+	// PauseReason, with Paused, says why it is paused, for the people who read it; at most MaxReasonLen bytes
+	// of printable text.
+	PauseReason string `json:"pause_reason,omitempty" yaml:"pause_reason,omitempty"`
 	// Metrics opts the schedule into its own metric series. Carried, not interpreted, by this package.
 	Metrics bool `json:"metrics,omitempty" yaml:"metrics,omitempty"`
 }
@@ -235,11 +246,14 @@ func (s Spec) compile() (*Schedule, error) {
 		v.fail("name", s.Name, "must be 1 to %d characters of a-z, 0-9, '.', '_' and '-'", MaxNameLen)
 	}
 
-	sch := &Schedule{name: s.Name, payload: s.Payload, jitter: s.Jitter, paused: s.Paused, metrics: s.Metrics}
-	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil || s.Deadline != 0 || s.Timeout != 0 || s.MaxAttempts != 0 || s.Pool != "" {
+	// A pause with an end emits from that end on, as a schedule with a later Start would: it is not paused in
+	// the leader's sense (Paused), only Pausing.
+	sch := &Schedule{name: s.Name, payload: s.Payload, jitter: s.Jitter, paused: s.Paused && s.PausedUntil == nil, metrics: s.Metrics}
+	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil || s.Deadline != 0 || s.Timeout != 0 || s.MaxAttempts != 0 || s.Pool != "" ||
+		s.PausedUntil != nil || s.PauseReason != "" {
 		c := s.clone()
 		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End, deadline: s.Deadline, timeout: s.Timeout, maxAttempts: int32(s.MaxAttempts),
-			pool: s.Pool}
+			pool: s.Pool, pausedUntil: c.PausedUntil, pauseReason: s.PauseReason}
 	}
 	every, offset, jitter := time.Duration(s.Every), time.Duration(s.Offset), time.Duration(s.Jitter)
 	switch {
@@ -334,6 +348,17 @@ func (s Spec) compile() (*Schedule, error) {
 	if s.Start != nil && s.End != nil && !s.End.After(*s.Start) {
 		v.fail("end", s.End.Format(time.RFC3339Nano), "must be after start (%s)", s.Start.Format(time.RFC3339Nano))
 	}
+	if s.PausedUntil != nil && !s.Paused {
+		v.fail("paused_until", s.PausedUntil.Format(time.RFC3339Nano), "is only for a paused schedule")
+	}
+	switch {
+	case s.PauseReason != "" && !s.Paused:
+		v.fail("pause_reason", "", "is only for a paused schedule")
+	case len(s.PauseReason) > MaxReasonLen:
+		v.fail("pause_reason", "", "is %d bytes, more than the limit of %d", len(s.PauseReason), MaxReasonLen)
+	case !printable(s.PauseReason):
+		v.fail("pause_reason", "", "must be printable UTF-8 text without control characters")
+	}
 	if err := v.err(); err != nil {
 		return nil, err
 	}
@@ -365,7 +390,25 @@ func (s Spec) clone() Spec {
 		t := *s.End
 		s.End = &t
 	}
+	if s.PausedUntil != nil {
+		t := *s.PausedUntil
+		s.PausedUntil = &t
+	}
 	return s
+}
+
+// printable reports whether s is valid UTF-8 without control characters (a reason is shown in terminals and
+// pages).
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // Describe returns a short human description: `every 30s`, `every 1m +15s`, `cron "0 6 * * MON-FRI" Europe/Berlin`.

@@ -15,7 +15,7 @@ import (
 // ticks for their instant (only a cancel written in a transaction counts: internal/cancel.Genuine).
 //
 // A Cancel of schedule S cancels each scheduled tick of S emitted under a version older than Before whose start
-// instant (StartAt) is after After. Manual triggers are never cancelled. A cancelled tick is recorded with the
+// instant (StartAt) is after After, and, when Until is set, whose slot is before Until. Manual triggers are never cancelled. A cancelled tick is recorded with the
 // outcome "cancelled". Cancels only ever take ticks away; they never make a slot run twice.
 //
 // A cancel record is keyed CancelKeyPrefix + schedule and carries the header HeaderKind = KindCancel. A reader
@@ -31,6 +31,10 @@ type Cancel struct {
 	After time.Time `json:"after"`
 	// Reason is "paused" or "deleted".
 	Reason string `json:"reason"`
+	// Until, when set, is the end of a pause (PausedUntil): ticks whose slot is at or after it are left to run.
+	// A reader from before this field cancels them too (the safe side: a slot it cancels is not run, none runs
+	// twice); the leader writes it only for a pause with an end.
+	Until time.Time `json:"until,omitzero"`
 }
 
 // Cancel reasons.
@@ -48,7 +52,8 @@ const (
 
 // Applies reports whether c cancels t.
 func (c Cancel) Applies(t Tick) bool {
-	return !t.Trigger && t.Schedule == c.Schedule && t.ScheduleVersion < c.Before && t.StartAt().After(c.After)
+	return !t.Trigger && t.Schedule == c.Schedule && t.ScheduleVersion < c.Before && t.StartAt().After(c.After) &&
+		(c.Until.IsZero() || t.Slot.Before(c.Until))
 }
 
 // EncodeCancel returns the JSON of c.

@@ -2,6 +2,7 @@ package tick
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -32,6 +33,21 @@ func TestCancel(t *testing.T) {
 		if c.Applies(tc.t) != tc.want {
 			t.Errorf("%s: Applies = %v, want %v", tc.name, !tc.want, tc.want)
 		}
+	}
+	// A pause with an end cancels only the slots before it.
+	until := Cancel{Schedule: "scan", Before: 10, After: at, Reason: ReasonPaused, Until: at.Add(time.Minute)}
+	if got, err := DecodeCancel(EncodeCancel(until)); err != nil || !got.Until.Equal(until.Until) {
+		t.Fatalf("round trip of Until: %+v, %v", got, err)
+	}
+	if got, _ := DecodeCancel(EncodeCancel(c)); !got.Until.IsZero() || strings.Contains(string(EncodeCancel(c)), "until") {
+		t.Errorf("a cancel without Until writes it: %s", EncodeCancel(c))
+	}
+	inWindow := held
+	inWindow.Slot = at.Add(59 * time.Second)
+	atEnd := held
+	atEnd.Slot, atEnd.NotBefore = at.Add(time.Minute), nb(time.Minute)
+	if !until.Applies(inWindow) || until.Applies(atEnd) {
+		t.Errorf("Until: a slot before it cancelled %v (want true), a slot at it %v (want false)", until.Applies(inWindow), until.Applies(atEnd))
 	}
 	for _, bad := range []string{``, `{`, `{"v":2,"kind":"cancel","schedule":"a","after":"2026-12-01T10:00:00Z"}`,
 		`{"v":1,"kind":"tick","schedule":"a","after":"2026-12-01T10:00:00Z"}`, `{"v":1,"kind":"cancel","after":"2026-12-01T10:00:00Z"}`,

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/changelog"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
@@ -104,9 +105,9 @@ func ParseSchedules(r io.Reader) ([]Schedule, error) {
 	return out, nil
 }
 
-// Put validates sched and writes it, creating the schedules topic if it is missing. Nothing is written when it
-// is invalid.
-func (s *Schedules) Put(ctx context.Context, sched Schedule) error {
+// Put validates sched and writes it, creating the schedules topic if it is missing, and records the change in
+// the change log. Nothing is written when it is invalid.
+func (s *Schedules) Put(ctx context.Context, sched Schedule, opts ...ChangeOption) error {
 	if err := sched.Validate(); err != nil {
 		return err
 	}
@@ -116,7 +117,22 @@ func (s *Schedules) Put(ctx context.Context, sched Schedule) error {
 	if err := s.ensurePools(ctx, sched.Pool); err != nil {
 		return err
 	}
-	_, err := store.Put(ctx, s.cl, s.names.Schedules, sched.spec())
+	current, err := s.load(ctx)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, changelogPut, options(opts), current, []store.Change{{Op: store.OpReplace, Name: sched.Name, Spec: sched.spec()}})
+}
+
+// write writes the schedule records of ws and logs them as op, with what current held before.
+func (s *Schedules) write(ctx context.Context, op string, o changeOpts, current map[string]store.Entry, ws []store.Change) error {
+	offsets, err := store.Write(ctx, s.cl, s.names.Schedules, ws)
+	if len(offsets) > 0 {
+		// What was written is logged, even when a later write failed.
+		if lerr := s.logChanges(ctx, op, o, current, ws[:len(offsets)], offsets); lerr != nil {
+			return errors.Join(err, lerr)
+		}
+	}
 	return err
 }
 
@@ -137,10 +153,10 @@ func (s *Schedules) ensurePools(ctx context.Context, pools ...string) error {
 	return nil
 }
 
-// ensureTopic creates the schedules topic if it is missing: an operator's principal needs no permission on the
-// namespace's other topics.
+// ensureTopic creates the schedules topic and the change log if they are missing: an operator's principal needs
+// no permission on the namespace's other topics.
 func (s *Schedules) ensureTopic(ctx context.Context) error {
-	return kafka.EnsureTopics(ctx, kadm.NewClient(s.cl), s.names, kafka.TopicOptions{Needs: []string{s.names.Schedules}})
+	return kafka.EnsureTopics(ctx, kadm.NewClient(s.cl), s.names, kafka.TopicOptions{Needs: []string{s.names.Schedules, s.names.Changes}})
 }
 
 // List returns every schedule, sorted by name. It reads the whole schedules topic.
@@ -179,34 +195,63 @@ func (s *Schedules) Next(ctx context.Context, name string, n int) ([]time.Time, 
 	return e.Schedule.Upcoming(time.Now(), n), nil
 }
 
-// Pause stops the emission of name's slots; slots passed while it is paused are never caught up.
-func (s *Schedules) Pause(ctx context.Context, name string) error {
-	return s.setPaused(ctx, name, true)
+// Pause stops the emission of name's slots; slots passed while it is paused are never caught up. With
+// Until(t), the pause ends at t as a resume then would (the first slot at or after t runs); with Reason, the
+// schedule shows why it is paused.
+func (s *Schedules) Pause(ctx context.Context, name string, opts ...ChangeOption) error {
+	o := options(opts)
+	if !o.until.IsZero() && !o.until.After(time.Now()) {
+		return fmt.Errorf("pausing %s until %s: %w", name, o.until.Format(time.RFC3339), errPast)
+	}
+	return s.setPaused(ctx, name, true, o, changelogPause)
 }
 
-// Resume lets name's slots be emitted again, from the first one after the resumption.
-func (s *Schedules) Resume(ctx context.Context, name string) error {
-	return s.setPaused(ctx, name, false)
+// Resume lets name's slots be emitted again, from the first one after the resumption; the pause's end and
+// reason go with it.
+func (s *Schedules) Resume(ctx context.Context, name string, opts ...ChangeOption) error {
+	return s.setPaused(ctx, name, false, options(opts), changelogResume)
 }
 
-func (s *Schedules) setPaused(ctx context.Context, name string, paused bool) error {
-	e, err := s.get(ctx, name)
+func (s *Schedules) setPaused(ctx context.Context, name string, paused bool, o changeOpts, op string) error {
+	if err := s.ensureTopic(ctx); err != nil {
+		return err
+	}
+	current, err := s.load(ctx)
 	if err != nil {
 		return err
 	}
+	e, ok := current[name]
+	if !ok {
+		return s.notFound(name)
+	}
 	spec := e.Spec()
-	spec.Paused = paused
-	_, err = store.Put(ctx, s.cl, s.names.Schedules, spec)
-	return err
+	spec.Paused, spec.PausedUntil, spec.PauseReason = paused, nil, ""
+	if paused {
+		spec.PauseReason = o.reason
+		if !o.until.IsZero() {
+			u := o.until.UTC()
+			spec.PausedUntil = &u
+		}
+	}
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	return s.write(ctx, op, o, current, []store.Change{{Op: store.OpReplace, Name: name, Spec: spec}})
 }
 
 // Delete removes name: no slot of it is emitted any more.
-func (s *Schedules) Delete(ctx context.Context, name string) error {
-	if _, err := s.get(ctx, name); err != nil {
+func (s *Schedules) Delete(ctx context.Context, name string, opts ...ChangeOption) error {
+	if err := s.ensureTopic(ctx); err != nil {
 		return err
 	}
-	_, err := store.Delete(ctx, s.cl, s.names.Schedules, name)
-	return err
+	current, err := s.load(ctx)
+	if err != nil {
+		return err
+	}
+	if _, ok := current[name]; !ok {
+		return s.notFound(name)
+	}
+	return s.write(ctx, changelogDelete, options(opts), current, []store.Change{{Op: store.OpDelete, Name: name}})
 }
 
 // Trigger asks for one run of name now, outside its schedule, one tick per shard, and returns their IDs. A
@@ -271,18 +316,19 @@ func (s *Schedules) Plan(ctx context.Context, want []Schedule, prune bool) ([]Ch
 }
 
 // Apply writes the changes Plan returns, as Write does, and returns them.
-func (s *Schedules) Apply(ctx context.Context, want []Schedule, prune bool) ([]Change, error) {
+func (s *Schedules) Apply(ctx context.Context, want []Schedule, prune bool, opts ...ChangeOption) ([]Change, error) {
 	changes, err := s.Plan(ctx, want, prune)
 	if err != nil {
 		return nil, err
 	}
-	return changes, s.Write(ctx, changes)
+	return changes, s.Write(ctx, changes, opts...)
 }
 
 // Write writes changes (from Plan) in order and stops at the first error, creating the schedules topic if it is
-// missing. It first checks that the topics of every pool the schedules name exist, creating them where this
-// principal may, as Put does: nothing is written for a pool whose ticks would have nowhere to go.
-func (s *Schedules) Write(ctx context.Context, changes []Change) error {
+// missing, and records each in the change log. It first checks that the topics of every pool the schedules name
+// exist, creating them where this principal may, as Put does: nothing is written for a pool whose ticks would
+// have nowhere to go.
+func (s *Schedules) Write(ctx context.Context, changes []Change, opts ...ChangeOption) error {
 	if len(changes) == 0 {
 		return nil
 	}
@@ -297,8 +343,11 @@ func (s *Schedules) Write(ctx context.Context, changes []Change) error {
 	if err := s.ensurePools(ctx, pools...); err != nil {
 		return err
 	}
-	_, err := store.Write(ctx, s.cl, s.names.Schedules, writes)
-	return err
+	current, err := s.load(ctx)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, changelogApply, options(opts), current, writes)
 }
 
 func (s *Schedules) load(ctx context.Context) (map[string]store.Entry, error) {
@@ -317,10 +366,23 @@ func (s *Schedules) get(ctx context.Context, name string) (store.Entry, error) {
 	}
 	e, ok := current[name]
 	if !ok {
-		return store.Entry{}, fmt.Errorf("schedule %q in namespace %q: %w", name, cmp.Or(s.k.Namespace, kafka.DefaultNamespace), ErrNotFound)
+		return store.Entry{}, s.notFound(name)
 	}
 	return e, nil
 }
+
+func (s *Schedules) notFound(name string) error {
+	return fmt.Errorf("schedule %q in namespace %q: %w", name, cmp.Or(s.k.Namespace, kafka.DefaultNamespace), ErrNotFound)
+}
+
+// The change log's operations.
+const (
+	changelogPut    = changelog.OpPut
+	changelogPause  = changelog.OpPause
+	changelogResume = changelog.OpResume
+	changelogDelete = changelog.OpDelete
+	changelogApply  = changelog.OpApply
+)
 
 func stored(e store.Entry) Stored {
 	return Stored{Schedule: fromSpec(e.Spec()), Version: e.Version, UpdatedAt: e.UpdatedAt, Catchup: Catchup(e.Schedule.Catchup())}

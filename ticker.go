@@ -275,6 +275,9 @@ type TopicOptions struct {
 	WorkRetention time.Duration
 	// DLQRetention is how long dead letters are kept. Defaults to 14 days.
 	DLQRetention time.Duration
+	// ChangesRetention is how long the change log (<ns>.changes) keeps a schedule's changes. Defaults to 90
+	// days.
+	ChangesRetention time.Duration
 	// Needs are the topics (full names: <ns>.ticker, <ns>.schedules, <ns>.work, <ns>.results, <ns>.dlq) that
 	// must exist in the end. Every missing topic this principal may create is created, but a topic outside
 	// Needs that it may neither create nor see is passed over, so that a role needs no permission on the others'

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -29,13 +30,17 @@ Subcommands:
   resume NAME     emit again, from the next slot after the resume (and after the ones emitted before the pause)
   trigger NAME    emit one tick now, with an ID that can never collide with a scheduled slot
   apply -f FILE   make the schedules match a YAML file (--prune, --dry-run)
+  log [NAME]      who changed which schedule, when, why, from what to what (the change log, <ns>.changes)
+
+put, pause, resume, delete and apply take --reason TEXT, kept in the change log (and shown with a pause);
+pause takes --until T (RFC 3339, or a duration from now such as 2h): the pause ends then, as a resume would.
 
 Run 'ticker schedule SUBCOMMAND --help' for its flags.`
 
 func runSchedule(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, scheduleUsage)
-		return cli.Usagef("schedule: a subcommand is required (put, get, list, delete, pause, resume, trigger, apply)")
+		return cli.Usagef("schedule: a subcommand is required (put, get, list, delete, pause, resume, trigger, apply, log)")
 	}
 	sub, args := args[0], args[1:]
 	if isHelp(sub) {
@@ -58,6 +63,9 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		start, end cli.Time
 		file       string
 		next       int
+		reason     string
+		until      string
+		since      cli.Duration
 		prune      bool
 		dryRun     bool
 		asJSON     bool
@@ -84,6 +92,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fs.Var(&end, "end", "no slot after this instant (RFC 3339)")
 		fs.BoolVar(&spec.Paused, "paused", false, "create the schedule paused")
 		fs.BoolVar(&spec.Metrics, "metrics", false, "export per-schedule metric series for this schedule")
+		fs.StringVar(&reason, "reason", "", "why (kept in the change log; with --paused, shown with the schedule)")
 		fs.BoolVar(&dryRun, "dry-run", false, "print whether the schedule would be created or replaced, and its next 5 slots, without writing it")
 		head = "Usage: ticker schedule put NAME (--every D [--offset D] | --cron EXPR [--tz ZONE]) [flags]\n\nCreate or replace a schedule. It is validated first; an invalid one is refused (exit status 2) and nothing is written."
 	case "get":
@@ -93,17 +102,30 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		needName = false
 		fs.BoolVar(&asJSON, "json", false, "print JSON")
 		head = "Usage: ticker schedule list [--json]\n\nList the schedules."
-	case "delete", "pause", "resume", "trigger":
-		head = "Usage: ticker schedule " + sub + " NAME"
+	case "delete", "resume":
+		fs.StringVar(&reason, "reason", "", "why (kept in the change log)")
+		head = "Usage: ticker schedule " + sub + " NAME [--reason TEXT]"
+	case "pause":
+		fs.StringVar(&reason, "reason", "", "why: shown with the schedule while it is paused, and kept in the change log")
+		fs.StringVar(&until, "until", "", "end the pause then (RFC 3339, or a duration from now such as 2h), as a resume would: the first slot at or after it runs")
+		head = "Usage: ticker schedule pause NAME [--reason TEXT] [--until T]\n\nStop emitting the schedule's slots: ticks emitted ahead of the pause are cancelled, and slots passed while\npaused are never caught up."
+	case "trigger":
+		head = "Usage: ticker schedule trigger NAME"
+	case "log":
+		needName = false
+		fs.Var(&since, "since", "only the changes of the last D (0: every change the topic retains)")
+		fs.BoolVar(&asJSON, "json", false, "print JSON")
+		head = "Usage: ticker schedule log [NAME] [--since D] [--json]\n\nList the changes of every schedule, or of NAME, oldest first: when, the operation, who (Kafka principal where\nknown, OS user and host, a Go caller's name), why, and the definition written. Each is checked against the\nschedules topic: one it contradicts is counted and not shown; one whose schedule record compaction removed\nsince is marked unconfirmed (*)."
 	case "apply":
 		needName = false
 		fs.StringVar(&file, "f", "", "YAML file: a list of schedules (or a mapping with key schedules)")
 		fs.BoolVar(&prune, "prune", false, "delete schedules the file does not list")
+		fs.StringVar(&reason, "reason", "", "why (kept in the change log for every change written)")
 		fs.BoolVar(&dryRun, "dry-run", false, "print the changes, with the next 5 slots of each new or changed schedule, without writing them")
 		head = "Usage: ticker schedule apply -f FILE [--prune] [--dry-run]\n\nMake the schedules match the file. Every entry is validated first; if any is invalid nothing is written."
 	default:
 		fmt.Fprintln(stderr, scheduleUsage)
-		return cli.Usagef("schedule: unknown subcommand %q (put, get, list, delete, pause, resume, trigger, apply)", sub)
+		return cli.Usagef("schedule: unknown subcommand %q (put, get, list, delete, pause, resume, trigger, apply, log)", sub)
 	}
 	fs.Usage = cli.UsageCommonEnv(fs, head)
 	// Only the connection, logging and admin flags come from TICKGROUP_* variables here: a schedule's own flags
@@ -117,6 +139,10 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 	switch {
 	case needName && len(positional) != 1:
 		return cli.Usagef("schedule %s: exactly one schedule NAME is required", sub)
+	case sub == "log" && len(positional) <= 1:
+		if len(positional) == 1 {
+			name = positional[0]
+		}
 	case !needName && len(positional) != 0:
 		return cli.Usagef("schedule %s: unexpected argument %q", sub, positional[0])
 	case needName:
@@ -135,6 +161,9 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		spec.Deadline = tickgroup.Duration(deadline)
 		spec.Timeout = tickgroup.Duration(timeout)
 		spec.Start, spec.End = start.T, end.T
+		if spec.Paused {
+			spec.PauseReason = reason
+		}
 		if err := spec.Validate(); err != nil {
 			return cli.UsageError{Err: err}
 		}
@@ -155,18 +184,25 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		}
 	}
 
+	var untilAt time.Time
+	if until != "" {
+		if untilAt, err = parseUntil(until, time.Now()); err != nil {
+			return cli.Usagef("schedule pause: --until %s", err)
+		}
+	}
 	client, err := tickgroup.NewSchedules(common.PublicKafka())
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
 	defer client.Close()
+	changeOpts := []tickgroup.ChangeOption{tickgroup.Reason(reason)}
 
 	switch sub {
 	case "put":
 		if dryRun {
-			return apply(ctx, client, []tickgroup.Schedule{spec}, false, true, stdout)
+			return apply(ctx, client, []tickgroup.Schedule{spec}, false, true, stdout, nil)
 		}
-		if err := client.Put(ctx, spec); err != nil {
+		if err := client.Put(ctx, spec, changeOpts...); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "schedule %s written\n", name)
@@ -204,26 +240,40 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 			return printJSON(stdout, out)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSCHEDULE\tSHARDS\tCATCHUP\tPAUSED\tVERSION\tUPDATED")
+		fmt.Fprintln(tw, "NAME\tSCHEDULE\tSHARDS\tCATCHUP\tPAUSED\tVERSION\tUPDATED\tPAUSE")
 		for _, e := range entries {
 			s := e.Schedule
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\t%s\n", s.Name, s.Describe(), max(s.Shards, 1), e.Catchup, s.Paused, e.Version, e.UpdatedAt.Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\t%s\t%s\n", s.Name, s.Describe(), max(s.Shards, 1), e.Catchup, s.Paused, e.Version, e.UpdatedAt.Format(time.RFC3339), pauseText(s))
 		}
 		return tw.Flush()
 	case "delete":
-		if err := client.Delete(ctx, name); err != nil {
+		if err := client.Delete(ctx, name, changeOpts...); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "schedule %s deleted\n", name)
-	case "pause", "resume":
-		set := client.Resume
-		if sub == "pause" {
-			set = client.Pause
+	case "pause":
+		if !untilAt.IsZero() {
+			changeOpts = append(changeOpts, tickgroup.Until(untilAt))
 		}
-		if err := set(ctx, name); err != nil {
+		if err := client.Pause(ctx, name, changeOpts...); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "schedule %s %sd\n", name, sub)
+		if untilAt.IsZero() {
+			fmt.Fprintf(stdout, "schedule %s paused\n", name)
+		} else {
+			fmt.Fprintf(stdout, "schedule %s paused until %s\n", name, untilAt.UTC().Format(time.RFC3339))
+		}
+	case "resume":
+		if err := client.Resume(ctx, name, changeOpts...); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "schedule %s resumed\n", name)
+	case "log":
+		var from time.Time
+		if since > 0 {
+			from = time.Now().Add(-time.Duration(since))
+		}
+		return printLog(ctx, client, name, from, asJSON, stdout)
 	case "trigger":
 		ids, err := client.Trigger(ctx, name)
 		if err != nil {
@@ -233,13 +283,13 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 			fmt.Fprintf(stdout, "triggered %s\n", id)
 		}
 	case "apply":
-		return apply(ctx, client, specs, prune, dryRun, stdout)
+		return apply(ctx, client, specs, prune, dryRun, stdout, changeOpts)
 	}
 	return nil
 }
 
 // apply makes the schedules topic match specs, printing the changes.
-func apply(ctx context.Context, client *tickgroup.Schedules, specs []tickgroup.Schedule, prune, dryRun bool, stdout io.Writer) error {
+func apply(ctx context.Context, client *tickgroup.Schedules, specs []tickgroup.Schedule, prune, dryRun bool, stdout io.Writer, opts []tickgroup.ChangeOption) error {
 	changes, err := client.Plan(ctx, specs, prune)
 	if err != nil {
 		return err
@@ -262,10 +312,104 @@ func apply(ctx context.Context, client *tickgroup.Schedules, specs []tickgroup.S
 		fmt.Fprintf(stdout, "dry run: %d change(s) not written\n", len(changes))
 		return nil
 	}
-	if err := client.Write(ctx, changes); err != nil {
+	if err := client.Write(ctx, changes, opts...); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%d change(s) written\n", len(changes))
+	return nil
+}
+
+// parseUntil reads --until: an RFC 3339 instant, or a positive duration from now.
+func parseUntil(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return time.Time{}, fmt.Errorf("%s: a duration must be positive", s)
+		}
+		return now.Add(d).Truncate(time.Second), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: want an RFC 3339 instant (2026-12-24T08:00:00Z) or a duration from now (2h)", s)
+	}
+	return t, nil
+}
+
+// pauseText is what list shows of a pause: its end and its reason ("-" when not paused).
+func pauseText(s tickgroup.Schedule) string {
+	if !s.Paused {
+		return "-"
+	}
+	t := "until resumed"
+	if s.PausedUntil != nil {
+		t = "until " + s.PausedUntil.UTC().Format(time.RFC3339)
+	}
+	if s.PauseReason != "" {
+		t += ": " + strconv.Quote(s.PauseReason)
+	}
+	return t
+}
+
+// printLog prints the change log of name ("": every schedule) since from.
+func printLog(ctx context.Context, client *tickgroup.Schedules, name string, from time.Time, asJSON bool, stdout io.Writer) error {
+	log, stats, err := client.ChangeLog(ctx, name, from)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		type record struct {
+			Op        string              `json:"op"`
+			Schedule  string              `json:"schedule"`
+			At        time.Time           `json:"at"`
+			LoggedAt  time.Time           `json:"logged_at"`
+			By        map[string]string   `json:"by"`
+			Reason    string              `json:"reason,omitempty"`
+			Before    *tickgroup.Schedule `json:"before"`
+			After     *tickgroup.Schedule `json:"after"`
+			Version   int64               `json:"version"`
+			Confirmed bool                `json:"confirmed"`
+		}
+		out := struct {
+			Changes []record `json:"changes"`
+			Invalid int      `json:"invalid_records"`
+			Forged  int      `json:"forged_records"`
+		}{Changes: []record{}, Invalid: stats.Invalid, Forged: stats.Forged}
+		for _, r := range log {
+			out.Changes = append(out.Changes, record{Op: r.Op, Schedule: r.Schedule, At: r.At, LoggedAt: r.LoggedAt,
+				By:     map[string]string{"principal": r.By.Principal, "user": r.By.User, "host": r.By.Host, "name": r.By.Name},
+				Reason: r.Reason, Before: r.Before, After: r.After, Version: r.Version, Confirmed: r.Confirmed})
+		}
+		return printJSON(stdout, out)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOGGED (UTC)\tSCHEDULE\tOP\tBY\tREASON\tDEFINITION WRITTEN")
+	unconfirmed := 0
+	for _, r := range log {
+		def := "(deleted)"
+		if r.After != nil {
+			def = r.After.Describe()
+			if r.After.Paused {
+				def += ", paused " + pauseText(*r.After)
+			}
+		}
+		mark := ""
+		if !r.Confirmed {
+			mark, unconfirmed = "*", unconfirmed+1
+		}
+		why := "-"
+		if r.Reason != "" {
+			why = strconv.Quote(r.Reason)
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\n", r.LoggedAt.Format(time.RFC3339), mark, r.Schedule, r.Op, r.By, why, def)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if unconfirmed > 0 {
+		fmt.Fprintf(stdout, "* %d change(s) unconfirmed: compaction has removed their schedule record since\n", unconfirmed)
+	}
+	if stats.Forged > 0 || stats.Invalid > 0 {
+		fmt.Fprintf(stdout, "not shown: %d record(s) the schedules topic contradicts (forged), %d that are no valid change\n", stats.Forged, stats.Invalid)
+	}
 	return nil
 }
 

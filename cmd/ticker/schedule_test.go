@@ -88,3 +88,60 @@ func TestScheduleNextRuns(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
+
+// TestScheduleReasonsAndLog: --reason and --until reach the schedule and the change log, which `schedule log`
+// prints (and as JSON); a bad --until is a usage error. On an in-process kfake broker.
+func TestScheduleReasonsAndLog(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	env := map[string]string{"TICKGROUP_BROKERS": strings.Join(c.ListenAddrs(), ","), "TICKGROUP_NAMESPACE": "logtest"}
+	ticker := func(args ...string) (string, error) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		err := run(t.Context(), args, func(k string) string { return env[k] }, &stdout, &stderr)
+		return stdout.String(), err
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := ticker(args...)
+		if err != nil {
+			t.Fatalf("ticker %s: %v", strings.Join(args, " "), err)
+		}
+		return out
+	}
+	must("schedule", "put", "scan", "--every", "1m", "--reason", "new job")
+	if _, err := ticker("schedule", "pause", "scan", "--until", "yesterday"); cli.ExitCode(err) != 2 {
+		t.Errorf("--until yesterday: %v, want a usage error", err)
+	}
+	if out := must("schedule", "pause", "scan", "--reason", "DB maintenance", "--until", "2h"); !strings.HasPrefix(out, "schedule scan paused until ") {
+		t.Errorf("pause printed %q", out)
+	}
+	if out := must("schedule", "list"); !strings.Contains(out, `: "DB maintenance"`) || !strings.Contains(out, "until 20") {
+		t.Errorf("list does not show the pause:\n%s", out)
+	}
+	if out := must("schedule", "get", "scan"); !strings.Contains(out, `"pause_reason": "DB maintenance"`) || !strings.Contains(out, `"paused_until"`) ||
+		strings.Contains(out, `"next": []`) {
+		t.Errorf("get of a pause with an end (its next slots are those from the end):\n%s", out)
+	}
+	must("schedule", "resume", "scan", "--reason", "done")
+	out := must("schedule", "log", "scan")
+	for _, want := range []string{"put     ", `"new job"`, "pause   ", `"DB maintenance"`, "resume  ", `"done"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	var js struct {
+		Changes []struct {
+			Op, Reason string
+			Confirmed  bool
+		}
+		Forged int `json:"forged_records"`
+	}
+	if err := json.Unmarshal([]byte(must("schedule", "log", "--json")), &js); err != nil || len(js.Changes) != 3 || !js.Changes[2].Confirmed || js.Changes[1].Reason != "DB maintenance" {
+		t.Errorf("log --json: %+v, %v", js, err)
+	}
+}

@@ -139,7 +139,9 @@ type Names struct {
 	Namespace, PoolName                   string
 	Ticker, Schedules, Work, Results, DLQ string
 	// Clock is where every ticker and worker writes a small record to read the broker's clock (package clock).
-	Clock                    string
+	Clock string
+	// Changes is the change log: who changed which schedule, when and why (package changelog).
+	Changes                  string
 	TickerGroup, WorkerGroup string
 	// TransactionalID is shared by every ticker replica: a new leader's InitProducerID fences the old one.
 	TransactionalID string
@@ -156,6 +158,7 @@ func (c Config) Names() Names {
 		Results:         ns + ".results",
 		DLQ:             ns + ".dlq",
 		Clock:           ns + ".clock",
+		Changes:         ns + ".changes",
 		TickerGroup:     ns + ".ticker",
 		WorkerGroup:     ns + ".workers",
 		TransactionalID: ns + ".ticker",

@@ -28,6 +28,8 @@ type TopicOptions struct {
 	WorkRetention time.Duration
 	// DLQRetention is how long dead letters are kept. Defaults to 14 days.
 	DLQRetention time.Duration
+	// ChangesRetention is how long the change log (<ns>.changes) keeps a schedule's changes. Defaults to 90 days.
+	ChangesRetention time.Duration
 	// Needs are the topics of the namespace the caller uses. EnsureTopics creates every missing topic it may
 	// create, but only these must exist in the end: a topic outside Needs that this principal may neither create
 	// nor see is passed over, so that a role needs no permission on the topics of the others (a worker has none
@@ -47,7 +49,7 @@ func (o TopicOptions) Validate() error {
 		return fmt.Errorf("leaders %d: want 1 to %d (0: one)", o.Leaders, MaxLeaders)
 	case o.ReplicationFactor < -1:
 		return fmt.Errorf("replication factor %d: want -1 (the broker's default) or at least 1", o.ReplicationFactor)
-	case o.WorkRetention < 0 || o.DLQRetention < 0:
+	case o.WorkRetention < 0 || o.DLQRetention < 0 || o.ChangesRetention < 0:
 		return errors.New("topic retention must not be negative")
 	}
 	return nil
@@ -65,9 +67,10 @@ func (n Names) TickerTopics() []string { return []string{n.Ticker, n.Schedules, 
 
 // Defaults of TopicOptions.
 const (
-	DefaultWorkPartitions = 12
-	DefaultWorkRetention  = 7 * 24 * time.Hour
-	DefaultDLQRetention   = 14 * 24 * time.Hour
+	DefaultWorkPartitions   = 12
+	DefaultWorkRetention    = 7 * 24 * time.Hour
+	DefaultDLQRetention     = 14 * 24 * time.Hour
+	DefaultChangesRetention = 90 * 24 * time.Hour
 )
 
 // ErrTickerTopicPartitions is returned when the ticker topic exists with another partition count than the
@@ -143,6 +146,10 @@ func (n Names) Specs(o TopicOptions) []TopicSpec {
 		{Name: n.Results, Partitions: parts, Configs: map[string]*string{"cleanup.policy": s("compact,delete"), "retention.ms": s(work)}},
 		{Name: n.DLQ, Partitions: 1, Configs: map[string]*string{"cleanup.policy": s("delete"), "retention.ms": s(dlq)}},
 		{Name: n.Clock, Partitions: 1, Configs: clock},
+		// The change log: every change of a schedule, kept for its retention (not compacted: each change counts).
+		// The broker stamps when it took each (LogAppendTime).
+		{Name: n.Changes, Partitions: 1, Configs: map[string]*string{"cleanup.policy": s("delete"), "retention.ms": s(ms(o.ChangesRetention, DefaultChangesRetention)),
+			"message.timestamp.type": s("LogAppendTime")}},
 	}
 }
 

@@ -1,0 +1,180 @@
+package tickgroup
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"time"
+
+	"github.com/tickgroup/tickgroup/internal/changelog"
+	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/store"
+)
+
+// A ChangeOption qualifies a change of Schedules (Put, Pause, Resume, Delete, Apply, Write): why it is made, by
+// whom, and for a pause until when. Every change is recorded in the namespace's change log (ChangeLog) with them.
+type ChangeOption func(*changeOpts)
+
+type changeOpts struct {
+	reason, by string
+	until      time.Time
+}
+
+// Reason says why the change is made: it is kept in the change log, and a pause keeps it as its PauseReason
+// (at most 1,024 bytes of printable text).
+func Reason(text string) ChangeOption { return func(o *changeOpts) { o.reason = text } }
+
+// By names who makes the change (a deploy job, a service), beside the operating-system user, the host and the
+// Kafka principal, which the change log records by itself.
+func By(name string) ChangeOption { return func(o *changeOpts) { o.by = name } }
+
+// Until ends a pause at t (Schedule.PausedUntil): the first slot at or after t runs. For Pause only; t must be in
+// the future.
+func Until(t time.Time) ChangeOption { return func(o *changeOpts) { o.until = t } }
+
+func options(opts []ChangeOption) changeOpts {
+	var o changeOpts
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// ChangeRecord is one change of one schedule, as the change log (<ns>.changes) records it.
+type ChangeRecord struct {
+	// Op is put, pause, resume, delete or apply.
+	Op       string
+	Schedule string
+	// At is when the writer made the change (its clock), LoggedAt when the broker took the record.
+	At, LoggedAt time.Time
+	// By is who made it: the Kafka principal where the writer knew it, the operating-system user and host, and
+	// the name a Go caller gave (By).
+	By     ChangeAuthor
+	Reason string
+	// Before and After are the definitions before and after the change (nil: none, for a creation or a
+	// deletion).
+	Before, After *Schedule
+	// Version is the schedules-topic record the change wrote (the schedule's version).
+	Version int64
+	// Confirmed reports that the schedules topic still holds that record, as the change says; false when
+	// compaction has removed it since (the change cannot be checked any more). A change the schedules topic
+	// contradicts is never returned (ChangeLogStats.Forged).
+	Confirmed bool
+}
+
+// ChangeAuthor is who made a change, as far as the writer knew.
+type ChangeAuthor struct {
+	Principal, User, Host, Name string
+}
+
+// String reads "deploy-job alice@host-1 (User:alice)" with the parts that are known.
+func (a ChangeAuthor) String() string {
+	return changelog.Who{Principal: a.Principal, User: a.User, Host: a.Host, Name: a.Name}.String()
+}
+
+// ChangeLogStats counts the change-log records that ChangeLog passed over.
+type ChangeLogStats struct {
+	// Invalid records did not decode as changes; Forged ones the schedules topic contradicts (another
+	// definition at the version they name, or a version an earlier change already claimed).
+	Invalid, Forged int
+}
+
+// ChangeLog returns the changes of schedule name ("": every schedule) logged at or after since, oldest first.
+func (s *Schedules) ChangeLog(ctx context.Context, name string, since time.Time) ([]ChangeRecord, ChangeLogStats, error) {
+	opts, err := s.k.internal().Opts(nil)
+	if err != nil {
+		return nil, ChangeLogStats{}, err
+	}
+	entries, st, err := changelog.Read(ctx, opts, s.names.Changes, s.names.Schedules, func(c changelog.Change, at time.Time) bool {
+		return (name == "" || c.Schedule == name) && !at.Before(since)
+	})
+	if err != nil {
+		return nil, ChangeLogStats{}, err
+	}
+	out := make([]ChangeRecord, 0, len(entries))
+	for _, e := range entries {
+		r := ChangeRecord{Op: e.Op, Schedule: e.Schedule, At: e.At, LoggedAt: e.Time, Reason: e.Reason, Version: e.Offset,
+			By:        ChangeAuthor{Principal: e.By.Principal, User: e.By.User, Host: e.By.Host, Name: e.By.Name},
+			Confirmed: e.Status == changelog.Confirmed}
+		if sp := changelog.Spec(e.Before); sp != nil {
+			b := fromSpec(*sp)
+			r.Before = &b
+		}
+		if sp := changelog.Spec(e.After); sp != nil {
+			a := fromSpec(*sp)
+			r.After = &a
+		}
+		out = append(out, r)
+	}
+	return out, ChangeLogStats{Invalid: st.Invalid, Forged: st.Forged}, nil
+}
+
+// logChanges records changes in the change log, once their schedule records are written: what each replaced
+// (before, from the schedules topic as read before the writes), what it wrote, at which offset.
+func (s *Schedules) logChanges(ctx context.Context, op string, o changeOpts, before map[string]store.Entry, writes []store.Change, offsets []int64) error {
+	who := s.who(o)
+	now := time.Now().UTC()
+	cs := make([]changelog.Change, 0, len(offsets))
+	for i, off := range offsets {
+		w := writes[i]
+		c := changelog.Change{Op: op, Schedule: w.Name, At: now, By: who, Reason: o.reason, Offset: off}
+		if e, ok := before[w.Name]; ok {
+			if b, err := schedule.Encode(e.Spec()); err == nil {
+				c.Before = b
+			}
+		}
+		if w.Op != store.OpDelete {
+			b, err := schedule.Encode(w.Spec)
+			if err != nil {
+				return err
+			}
+			c.After = b
+		}
+		cs = append(cs, c)
+	}
+	if err := changelog.Write(ctx, s.cl, s.names.Changes, cs...); err != nil {
+		return fmt.Errorf("the schedules were written, but not their change-log record: %w", err)
+	}
+	return nil
+}
+
+// who is the author of this client's changes.
+func (s *Schedules) who(o changeOpts) changelog.Who {
+	w := changelog.Who{Name: o.by, Principal: principal(s.k)}
+	w.Host, _ = os.Hostname()
+	if u, err := user.Current(); err == nil {
+		w.User = u.Username
+	}
+	return w
+}
+
+// principal is the Kafka principal of k's connections where the client can tell it: its SASL user, else the
+// subject of its TLS client certificate ("" when neither, or when the certificate cannot be read).
+func principal(k KafkaConfig) string {
+	if k.SASL.Username != "" {
+		return "User:" + k.SASL.Username
+	}
+	if k.TLS.CertFile == "" {
+		return ""
+	}
+	b, err := os.ReadFile(k.TLS.CertFile)
+	if err != nil {
+		return ""
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		return ""
+	}
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		return ""
+	}
+	return "User:" + c.Subject.String()
+}
+
+// errPast is Pause's refusal of an end that is not in the future.
+var errPast = errors.New("the end of a pause must be in the future")

@@ -1,0 +1,245 @@
+// Package changelog keeps the record of who changed which schedule, when, why, and from what to what: one record
+// per change on the namespace's change-log topic (<ns>.changes, not compacted: its retention bounds it), written
+// by the client that makes the change right after the schedule record it describes, and read back by `ticker
+// schedule log`.
+//
+// Anyone with Write on the topic can write to it, so a reader trusts a record only as far as the schedules topic
+// confirms it. A change names the schedules-topic record it made (its offset), and the reader checks that
+// record's key and value: a record that the schedules topic contradicts (another key, another value, no such
+// offset), or that claims an offset an earlier change already claimed, is counted as forged and not shown; one
+// whose schedule record compaction has removed since is shown as unconfirmed. A record that does not decode as a
+// change is counted and skipped. The who and the reason of a confirmed change are as trustworthy as the ACL on
+// the topic: grant Write on it only to those who may change schedules.
+package changelog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tickgroup/tickgroup/internal/errlimit"
+	"github.com/tickgroup/tickgroup/internal/schedule"
+)
+
+// Version is the major version of the record format written by this build.
+const Version = 1
+
+// Kind marks a change record ("kind").
+const Kind = "schedule_change"
+
+// The operations a change records.
+const (
+	OpPut    = "put"
+	OpPause  = "pause"
+	OpResume = "resume"
+	OpDelete = "delete"
+	OpApply  = "apply" // a put or a delete of `schedule apply`
+)
+
+var ops = map[string]bool{OpPut: true, OpPause: true, OpResume: true, OpDelete: true, OpApply: true}
+
+// Limits of a record's free text.
+const (
+	MaxReason = schedule.MaxReasonLen
+	MaxWho    = 256
+)
+
+// Who is who made a change, as far as the writer knows it.
+type Who struct {
+	// Principal is the Kafka principal of the writer's connection where the client knows it: User:NAME for a
+	// SASL user, User:CN=... for a TLS client certificate.
+	Principal string `json:"principal,omitempty"`
+	// User and Host are the operating-system user and host that ran the command or program.
+	User string `json:"user,omitempty"`
+	Host string `json:"host,omitempty"`
+	// Name is what a Go caller names itself (tickgroup.By), a deploy job say.
+	Name string `json:"name,omitempty"`
+}
+
+// String reads "alice@host-1 (User:alice)", with the parts that are known.
+func (w Who) String() string {
+	s := w.Name
+	if w.User != "" || w.Host != "" {
+		if s != "" {
+			s += " "
+		}
+		s += w.User + "@" + w.Host
+	}
+	if w.Principal != "" {
+		if s != "" {
+			s += " "
+		}
+		s += "(" + w.Principal + ")"
+	}
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// Change is one change of one schedule.
+type Change struct {
+	V        int    `json:"v"`
+	Kind     string `json:"kind"`
+	Op       string `json:"op"`
+	Schedule string `json:"schedule"`
+	// At is when the writer made the change (its clock); the record's own timestamp is the broker's.
+	At     time.Time `json:"at"`
+	By     Who       `json:"by"`
+	Reason string    `json:"reason,omitempty"`
+	// Before is the schedule record that the change replaced (absent: the schedule did not exist); After the one
+	// it wrote (absent: a deletion), both in the schedules topic's form.
+	Before json.RawMessage `json:"before,omitempty"`
+	After  json.RawMessage `json:"after,omitempty"`
+	// Offset is the schedules-topic record the change wrote.
+	Offset int64 `json:"schedule_offset"`
+}
+
+// Encode returns c's record value, checking it as Decode would.
+func Encode(c Change) ([]byte, error) {
+	c.V, c.Kind = Version, Kind
+	c.At = c.At.UTC()
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(c)
+}
+
+// Decode reads a change record's value. A value that is not a valid change is an error: its reader counts it
+// and passes over it.
+func Decode(b []byte) (Change, error) {
+	var c Change
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Change{}, fmt.Errorf("decoding change: %w", errlimit.Wrap(err))
+	}
+	if c.V != Version {
+		return Change{}, fmt.Errorf("decoding change: version %d: want %d", c.V, Version)
+	}
+	if err := c.check(); err != nil {
+		return Change{}, err
+	}
+	return c, nil
+}
+
+// check reports what makes c no valid change.
+func (c Change) check() error {
+	switch {
+	case c.Kind != Kind:
+		return fmt.Errorf("change: kind %s, want %s", errlimit.Quote(c.Kind), Kind)
+	case !ops[c.Op]:
+		return fmt.Errorf("change: unknown op %s", errlimit.Quote(c.Op))
+	case c.At.IsZero():
+		return errors.New("change: no time")
+	case c.Offset < 0:
+		return fmt.Errorf("change: schedule offset %d", c.Offset)
+	case len(c.Reason) > MaxReason || !printable(c.Reason):
+		return errors.New("change: the reason is too long or not printable text")
+	}
+	for _, s := range []string{c.By.Principal, c.By.User, c.By.Host, c.By.Name} {
+		if len(s) > MaxWho || !printable(s) {
+			return errors.New("change: who made it is too long or not printable text")
+		}
+	}
+	if err := checkSpec(c.Schedule, c.Before); err != nil {
+		return fmt.Errorf("change: before: %w", err)
+	}
+	if err := checkSpec(c.Schedule, c.After); err != nil {
+		return fmt.Errorf("change: after: %w", err)
+	}
+	switch {
+	case c.Op == OpDelete && c.After != nil:
+		return errors.New("change: a delete with a definition written")
+	case c.Op != OpDelete && c.Op != OpApply && c.After == nil:
+		return fmt.Errorf("change: a %s without the definition it wrote", c.Op)
+	}
+	return nil
+}
+
+// checkSpec checks that raw, when present, is a valid schedule record of the schedule name.
+func checkSpec(name string, raw json.RawMessage) error {
+	if raw == nil {
+		return nil
+	}
+	s, err := schedule.Decode(raw)
+	if err != nil {
+		return err
+	}
+	if s.Name != name {
+		return fmt.Errorf("the definition is of %s", errlimit.Quote(s.Name))
+	}
+	return nil
+}
+
+// Spec decodes a definition of c (Before or After); nil for an absent one.
+func Spec(raw json.RawMessage) *schedule.Spec {
+	if raw == nil {
+		return nil
+	}
+	s, err := schedule.Decode(raw)
+	if err != nil {
+		return nil
+	}
+	return &s
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// SchedulesRecord is a record of the schedules topic, as Verify needs it.
+type SchedulesRecord struct {
+	Key, Value []byte
+}
+
+// Status is what the schedules topic says of a change record.
+type Status string
+
+const (
+	// Confirmed: the schedules topic holds the record the change names, with its key and value.
+	Confirmed Status = "confirmed"
+	// Unconfirmed: that record is gone from the schedules topic (compaction keeps each schedule's newest).
+	Unconfirmed Status = "unconfirmed"
+	// Forged: the schedules topic contradicts it, or an earlier change claimed the same record.
+	Forged Status = "forged"
+)
+
+// Verifier checks changes against the schedules topic, in the change log's order.
+type Verifier struct {
+	// Records are the schedules topic's retained records by offset; End its end offset.
+	Records map[int64]SchedulesRecord
+	End     int64
+	claimed map[int64]bool
+}
+
+// Verify returns what the schedules topic says of c. Call it in the change log's order: the first change to
+// claim a schedules record is the one its writer wrote right after it.
+func (v *Verifier) Verify(c Change) Status {
+	if v.claimed == nil {
+		v.claimed = map[int64]bool{}
+	}
+	if c.Offset >= v.End || v.claimed[c.Offset] {
+		return Forged
+	}
+	r, ok := v.Records[c.Offset]
+	if !ok {
+		v.claimed[c.Offset] = true
+		return Unconfirmed
+	}
+	if string(r.Key) != c.Schedule || !bytes.Equal(r.Value, c.After) && !(r.Value == nil && c.After == nil) {
+		return Forged
+	}
+	v.claimed[c.Offset] = true
+	return Confirmed
+}

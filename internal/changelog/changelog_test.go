@@ -1,0 +1,80 @@
+package changelog
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func valid() Change {
+	return Change{Op: OpPut, Schedule: "scan", At: time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC), By: Who{User: "alice", Host: "h1"},
+		Reason: "why", After: []byte(`{"v":1,"name":"scan","every":"1m0s"}`), Offset: 7}
+}
+
+func TestEncodeDecode(t *testing.T) {
+	b, err := Encode(valid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Decode(b)
+	if err != nil || c.Op != OpPut || c.Reason != "why" || c.Offset != 7 || c.By.User != "alice" {
+		t.Fatalf("Decode(Encode) = %+v, %v", c, err)
+	}
+	for name, bad := range map[string]func(*Change){
+		"unknown op":            func(c *Change) { c.Op = "rm" },
+		"no time":               func(c *Change) { c.At = time.Time{} },
+		"negative offset":       func(c *Change) { c.Offset = -1 },
+		"control in the reason": func(c *Change) { c.Reason = "a\x1b[31m" },
+		"long reason":           func(c *Change) { c.Reason = strings.Repeat("x", MaxReason+1) },
+		"long who":              func(c *Change) { c.By.Name = strings.Repeat("x", MaxWho+1) },
+		"another schedule's":    func(c *Change) { c.After = []byte(`{"v":1,"name":"other","every":"1m0s"}`) },
+		"invalid definition":    func(c *Change) { c.After = []byte(`{"v":1,"name":"scan","every":"1ms"}`) },
+		"a put writing nothing": func(c *Change) { c.After = nil },
+		"a delete writing":      func(c *Change) { c.Op = OpDelete },
+	} {
+		c := valid()
+		bad(&c)
+		if _, err := Encode(c); err == nil {
+			t.Errorf("%s: encoded", name)
+		}
+	}
+	for _, b := range []string{"", "{", `{"v":2,"kind":"schedule_change"}`, `{"v":1,"kind":"tick"}`} {
+		if _, err := Decode([]byte(b)); err == nil {
+			t.Errorf("Decode(%q) accepted", b)
+		}
+	}
+}
+
+func TestVerify(t *testing.T) {
+	after := []byte(`{"v":1,"name":"scan","every":"1m0s"}`)
+	v := Verifier{Records: map[int64]SchedulesRecord{3: {Key: []byte("scan"), Value: after}, 4: {Key: []byte("scan")}}, End: 6}
+	c := valid()
+	c.After, c.Offset = after, 3
+	if got := v.Verify(c); got != Confirmed {
+		t.Errorf("the record as written: %s", got)
+	}
+	if got := v.Verify(c); got != Forged {
+		t.Errorf("a second claim of the same record: %s", got)
+	}
+	del := Change{Op: OpDelete, Schedule: "scan", Offset: 4}
+	if got := v.Verify(del); got != Confirmed {
+		t.Errorf("a deletion's tombstone: %s", got)
+	}
+	for name, o := range map[string]int64{"compacted away": 5} {
+		c.Offset = o
+		if got := v.Verify(c); got != Unconfirmed {
+			t.Errorf("%s: %s", name, got)
+		}
+	}
+	for name, x := range map[string]Change{
+		"past the end":     {Schedule: "scan", After: after, Offset: 6},
+		"another value":    {Schedule: "scan", After: []byte(`{"v":1,"name":"scan","every":"1s"}`), Offset: 3},
+		"another key":      {Schedule: "other", After: after, Offset: 3},
+		"a put at a grave": {Schedule: "scan", After: after, Offset: 4},
+	} {
+		w := Verifier{Records: v.Records, End: 6}
+		if got := w.Verify(x); got != Forged {
+			t.Errorf("%s: %s, want forged", name, got)
+		}
+	}
+}

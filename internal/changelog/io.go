@@ -1,0 +1,90 @@
+package changelog
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+)
+
+// Write appends cs to the change-log topic, each keyed by its schedule, and waits until the broker has them.
+func Write(ctx context.Context, cl *kgo.Client, topic string, cs ...Change) error {
+	recs := make([]*kgo.Record, 0, len(cs))
+	for _, c := range cs {
+		v, err := Encode(c)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(c.Schedule), Value: v})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("writing to the change log %s: %w", topic, err)
+	}
+	return nil
+}
+
+// Entry is a change as read back: the change, where it is in the log and when the broker took it, and what the
+// schedules topic says of it (Confirmed or Unconfirmed: Read leaves out the forged ones).
+type Entry struct {
+	Change
+	Status    Status
+	LogOffset int64
+	Time      time.Time
+}
+
+// Stats counts what Read passed over.
+type Stats struct {
+	// Invalid records did not decode as changes; Forged ones were contradicted by the schedules topic.
+	Invalid, Forged int
+}
+
+// Read returns the changes of the change-log topic that keep accepts (nil: all), oldest first, each checked
+// against the schedules topic. It reads the change log before the schedules topic, so that the schedule record of
+// every change read is below the schedules topic's end.
+func Read(ctx context.Context, opts []kgo.Opt, changes, schedules string, keep func(Change, time.Time) bool) ([]Entry, Stats, error) {
+	var (
+		all   []Entry
+		stats Stats
+	)
+	_, err := kafka.ReadStable(ctx, opts, changes, 0, func(r *kgo.Record) error {
+		if r.Attrs.IsControl() {
+			return nil
+		}
+		c, err := Decode(r.Value)
+		if err != nil || string(r.Key) != c.Schedule {
+			stats.Invalid++
+			return nil
+		}
+		all = append(all, Entry{Change: c, LogOffset: r.Offset, Time: r.Timestamp.UTC()})
+		return nil
+	})
+	if err != nil {
+		return nil, stats, fmt.Errorf("reading the change log %s: %w", changes, err)
+	}
+	v := Verifier{Records: map[int64]SchedulesRecord{}}
+	v.End, err = kafka.ReadStable(ctx, opts, schedules, 0, func(r *kgo.Record) error {
+		if !r.Attrs.IsControl() {
+			v.Records[r.Offset] = SchedulesRecord{Key: r.Key, Value: r.Value}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, stats, fmt.Errorf("reading %s: %w", schedules, err)
+	}
+	out := all[:0]
+	for _, e := range all {
+		// Every change is verified, kept or not: an earlier claim of a record decides a later one's.
+		e.Status = v.Verify(e.Change)
+		if e.Status == Forged {
+			stats.Forged++
+			continue
+		}
+		if keep == nil || keep(e.Change, e.Time) {
+			out = append(out, e)
+		}
+	}
+	return out, stats, nil
+}

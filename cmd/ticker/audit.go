@@ -25,7 +25,8 @@ func runAuditing(ctx context.Context, command string, args []string, getenv func
 	return runAudit(ctx, args, getenv, stdout, stderr)
 }
 
-// errAuditFailed makes `ticker audit` exit 1 when a slot is missing or ran twice.
+// errAuditFailed makes `ticker audit` exit 1 when a slot is missing, doubled or ran twice (with --strict: or re-ran
+// at all).
 var errAuditFailed = errors.New("audit failed")
 
 func runAudit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -39,6 +40,7 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 		leadWindow time.Duration
 		timeout    time.Duration
 		asJSON     bool
+		strict     bool
 	)
 	common.Register(fs, "")
 	fs.Var(&from, "from", "first slot to audit: RFC 3339, or a duration before now such as 24h (default: everything retained)")
@@ -48,14 +50,27 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 	fs.DurationVar(&leadWindow, "lead", audit.DefaultLead, "the tickers' --lead: slots due this long after a change may run under the version before it (0: emitted when due)")
 	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "give up reading the topics after this long")
 	fs.BoolVar(&asJSON, "json", false, "print JSON (for scripts)")
-	fs.Usage = cli.UsageCommonEnv(fs, `Usage: ticker audit [--from T] [--to T] [--schedule NAME] [--json]
+	fs.BoolVar(&strict, "strict", false, "also fail (exit 1) on any tick that ran more than once: marked re-runs and retries after failures too")
+	fs.Usage = cli.UsageCommonEnv(fs, `Usage: ticker audit [--from T] [--to T] [--schedule NAME] [--strict] [--json]
 
 Derive from each schedule's retained definitions (versions, pauses, start/end, catch-up policy) the slots that
 should exist in the range, and compare them with the ticks emitted (<ns>.work, read_committed) and executed
-(<ns>.results). Per schedule: expected, emitted, executed, missing, doubled, re-run, interrupted, passed over by
-catch-up, pending. Counts are ticks (slot x shard). Manual triggers are listed apart and never expected.
+(<ns>.results). Per schedule: expected, emitted, executed, missing, doubled, ran twice, marked re-run, re-run,
+interrupted, passed over by catch-up, pending. Counts are ticks (slot x shard). Manual triggers are listed apart
+and never expected.
 
-Exit status 1 when a tick is missing or ran twice (emitted twice, or two ok outcomes); 0 otherwise.`)
+A tick that ran more than once (re-run) is, by its later runs in the execution ledger:
+  ran twice      a later run neither marked interrupted (its handler was not told) nor a retry, after a run
+                 that may have had its effects: two ok outcomes the later of which is not marked, a start
+                 after an outcome, a start after a run cut off
+  marked re-run  a later run marked interrupted (TICK_INTERRUPTED=1, Tick.Interrupted) and none unmarked: run
+                 again after an interruption, at least once by design; two ok outcomes included when the later
+                 run was marked (a worker cut off from the broker whose handler still finished)
+  retried        every later run a retry after a failed attempt (a release marked retry before it, or the
+                 same worker's next attempt)
+
+Exit status 1 when a tick is missing, doubled (emitted twice) or ran twice; with --strict also when any tick
+re-ran (marked re-runs and retries included); 0 otherwise.`)
 	// Only the connection and logging flags come from TICKGROUP_* variables: --grace and --timeout share their
 	// names with worker run's, whose variables on the host must not change what the audit counts.
 	if err := cli.Parse(fs, args, cli.CommonEnv(getenv)); err != nil {
@@ -68,7 +83,7 @@ Exit status 1 when a tick is missing or ran twice (emitted twice, or two ok outc
 		return err
 	}
 	now := time.Now()
-	o := audit.Options{From: from.at(now), To: to.at(now), Now: now, Grace: grace, Lead: cmp.Or(leadWindow, -1), Schedule: name}
+	o := audit.Options{From: from.at(now), To: to.at(now), Now: now, Grace: grace, Lead: cmp.Or(leadWindow, -1), Schedule: name, Strict: strict}
 	if !o.From.IsZero() && !o.To.IsZero() && o.To.Before(o.From) {
 		return cli.Usagef("ticker audit: --to is before --from")
 	}
@@ -84,10 +99,21 @@ Exit status 1 when a tick is missing or ran twice (emitted twice, or two ok outc
 		printAudit(stdout, common.Kafka.Namespace, rep)
 	}
 	if !rep.OK {
-		return fmt.Errorf("%w: %d ticks missing, %d doubled, %d ran twice", errAuditFailed,
-			rep.Totals.Missing, rep.Totals.Doubled+rep.TriggerTotals.Doubled, rep.Totals.RanTwice+rep.TriggerTotals.RanTwice)
+		return fmt.Errorf("%w: %s", errAuditFailed, auditSummary(rep))
 	}
 	return nil
+}
+
+// auditSummary counts what decides the audit's result, triggers included: the failures first, then the re-runs
+// that fail only with --strict.
+func auditSummary(rep *audit.Report) string {
+	t, g := rep.Totals, rep.TriggerTotals
+	s := fmt.Sprintf("%d ticks missing, %d doubled, %d ran twice", t.Missing, t.Doubled+g.Doubled, t.RanTwice+g.RanTwice)
+	marked, retried := t.MarkedReRun+g.MarkedReRun, t.Retried+g.Retried
+	if rep.Strict {
+		return fmt.Sprintf("--strict: %s, %d marked re-runs, %d retried", s, marked, retried)
+	}
+	return fmt.Sprintf("%s; %d marked re-runs and %d retried pass without --strict", s, marked, retried)
 }
 
 func readReport(ctx context.Context, common cli.Common, timeout time.Duration, o audit.Options) (*audit.Report, error) {
@@ -108,10 +134,10 @@ func printAudit(w io.Writer, namespace string, rep *audit.Report) {
 	fmt.Fprintf(w, "range      %s .. %s (grace %s; counts are ticks: slot x shard)\n\n",
 		fmtAuditTime(rep.From), rep.To.Format(time.RFC3339), time.Duration(rep.GraceSeconds*float64(time.Second)))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCHEDULE\tEXPECTED\tEMITTED\tEXECUTED\tMISSING\tDOUBLED\tRE-RUN\tINTERRUPTED\tPASSED OVER\tPENDING\tUNEXPECTED")
+	fmt.Fprintln(tw, "SCHEDULE\tEXPECTED\tEMITTED\tEXECUTED\tMISSING\tDOUBLED\tRAN TWICE\tMARKED RE-RUN\tRE-RUN\tINTERRUPTED\tPASSED OVER\tPENDING\tUNEXPECTED")
 	row := func(name string, c audit.Counts) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", name, c.Expected, c.Emitted, c.Executed, c.Missing,
-			c.Doubled, c.ReRun, c.Interrupted, c.PassedOver, c.Pending, c.Unexpected)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", name, c.Expected, c.Emitted, c.Executed, c.Missing,
+			c.Doubled, c.RanTwice, c.MarkedReRun, c.ReRun, c.Interrupted, c.PassedOver, c.Pending, c.Unexpected)
 	}
 	for _, s := range rep.Schedules {
 		row(s.Name, s.Counts)
@@ -126,7 +152,10 @@ func printAudit(w io.Writer, namespace string, rep *audit.Report) {
 			notes = append(notes, s.Name+": "+n)
 		}
 		if s.RanTwice > 0 {
-			notes = append(notes, fmt.Sprintf("%s: %d ticks have more than one ok outcome", s.Name, s.RanTwice))
+			notes = append(notes, fmt.Sprintf("%s: %d ticks ran again without their handler being told (not marked interrupted, not a retry)", s.Name, s.RanTwice))
+		}
+		if s.MarkedReRun > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d ticks ran again after an interruption, marked (TICK_INTERRUPTED=1): not a failure without --strict", s.Name, s.MarkedReRun))
 		}
 		var notOK []string
 		for _, st := range sortedKeys(s.Outcomes) {
@@ -171,12 +200,11 @@ func printAudit(w io.Writer, namespace string, rep *audit.Report) {
 		}
 	}
 	fmt.Fprintln(w)
-	if rep.OK {
-		fmt.Fprintln(w, "result: OK (no tick missing, none ran twice)")
-	} else {
-		fmt.Fprintf(w, "result: FAIL (%d ticks missing, %d doubled, %d ran twice)\n", rep.Totals.Missing,
-			rep.Totals.Doubled+rep.TriggerTotals.Doubled, rep.Totals.RanTwice+rep.TriggerTotals.RanTwice)
+	result := "OK"
+	if !rep.OK {
+		result = "FAIL"
 	}
+	fmt.Fprintf(w, "result: %s (%s)\n", result, auditSummary(rep))
 }
 
 func sortedKeys(m map[string]int) []string {

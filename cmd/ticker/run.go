@@ -41,7 +41,8 @@ Commands:
                        make the schedules match a YAML file (--prune, --dry-run)
   status               who leads, each schedule's last and next slot, work-topic lag (--json)
   audit                compare the slots that should exist with the ticks emitted and executed: missing,
-                       doubled, re-run (exit 1 when a tick is missing or ran twice; --from, --to, --json)
+                       doubled, ran twice, marked re-run (exit 1 when a tick is missing, doubled or ran twice
+                       unmarked; --strict: on any re-run; --from, --to, --json)
   history NAME         each slot of one schedule: when emitted, and every execution (--since, --json)
   version              print the version
 

@@ -3,6 +3,7 @@ package audit
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -34,6 +35,9 @@ type Options struct {
 	// MaxTicks bounds the expected ticks derived per schedule, so a 1s schedule over a year cannot exhaust
 	// memory. Defaults to 5,000,000.
 	MaxTicks int
+	// Strict makes any re-run a failure (Report.OK false): marked re-runs and retries after failures too, not
+	// only the ticks that ran twice unmarked.
+	Strict bool
 }
 
 const (
@@ -126,8 +130,12 @@ func Compare(l *Log, o Options) *Report {
 	}
 	rep.TriggerTotals = triggers.Counts
 	normalize(rep)
+	rep.Strict = o.Strict
 	rep.OK = rep.Totals.Missing == 0 && rep.Totals.Doubled == 0 && rep.Totals.RanTwice == 0 &&
 		triggers.Doubled == 0 && triggers.RanTwice == 0
+	if o.Strict {
+		rep.OK = rep.OK && rep.Totals.ReRun == 0 && triggers.ReRun == 0
+	}
 	return rep
 }
 
@@ -289,6 +297,11 @@ func (sr *ScheduleReport) count(tr *TickReport, outcomeDue bool) {
 			sr.RanTwice++
 		case ProblemReRun:
 			sr.ReRun++
+			if !slices.Contains(tr.Problems, ProblemRanTwice) && !slices.Contains(tr.Problems, ProblemMarkedReRun) {
+				sr.Retried++
+			}
+		case ProblemMarkedReRun:
+			sr.MarkedReRun++
 		case ProblemInterrupted:
 			sr.Interrupted++
 		}
@@ -421,7 +434,7 @@ func classify(t *Tick, expected, settled bool) TickReport {
 	tr.Emissions = append([]Emission{}, t.Emissions...)
 	tr.Executions = executions(t.Ledger, settled)
 	var outcomes []ledger.Entry
-	oks, started, interrupted := 0, map[int]bool{}, false
+	started, interrupted := map[int]bool{}, false
 	maxAttempts := 0
 	for _, e := range t.Ledger {
 		interrupted = interrupted || e.Interrupted
@@ -433,9 +446,6 @@ func classify(t *Tick, expected, settled bool) TickReport {
 		case ledger.KindOutcome:
 			outcomes = append(outcomes, e)
 			maxAttempts = max(maxAttempts, e.Attempts)
-			if e.Status == ledger.StatusOK {
-				oks++
-			}
 			if e.Status == ledger.StatusInterrupted {
 				interrupted = true
 			}
@@ -461,11 +471,16 @@ func classify(t *Tick, expected, settled bool) TickReport {
 	if len(t.Emissions) > 1 {
 		tr.Problems = append(tr.Problems, ProblemDoubled)
 	}
-	if oks > 1 {
+	runs := runsOf(t.Ledger)
+	class := classOf(runs)
+	if class == reRunUnmarked {
 		tr.Problems = append(tr.Problems, ProblemRanTwice)
 	}
-	if len(outcomes) > 1 || len(started) > 1 || maxAttempts > 1 {
+	if len(outcomes) > 1 || len(started) > 1 || maxAttempts > 1 || len(runs) > 1 || class != reRunNone {
 		tr.Problems = append(tr.Problems, ProblemReRun)
+	}
+	if class == reRunMarked {
+		tr.Problems = append(tr.Problems, ProblemMarkedReRun)
 	}
 	if interrupted {
 		tr.Problems = append(tr.Problems, ProblemInterrupted)

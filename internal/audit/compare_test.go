@@ -69,6 +69,12 @@ func started(worker string, attempt int) ledger.Entry {
 	return ledger.Entry{Kind: ledger.KindStarted, Worker: worker, Attempt: attempt}
 }
 
+// marked returns e with the interrupted mark: its run's handler was told of an earlier run's interruption.
+func marked(e ledger.Entry) ledger.Entry {
+	e.Interrupted = true
+	return e
+}
+
 // run emits and executes (ok) every slot of an every-10s schedule in [from, to] seconds, on time, by epoch 1,
 // except the slots in skip.
 func (f *fixture) run(name string, from, to int, skip ...int) {
@@ -137,7 +143,19 @@ func TestCompare(t *testing.T) {
 			want: Counts{Expected: 10, Emitted: 10, Executed: 10, Doubled: 1, RanTwice: 1, ReRun: 1},
 		},
 		{
-			name: "taken over mid-run: re-run and interrupted, still fine",
+			name: "taken over mid-run, the re-run marked: re-run and interrupted, still fine",
+			build: func(f *fixture) {
+				f.put(every10, at(0)).run("s", 10, 100, 40)
+				id := f.emit("s", at(40), 0, 1, at(40), 1)
+				f.entry(id, started("w1", 1))
+				f.entry(id, marked(started("w2", 2)))
+				f.entry(id, marked(ok("w2", 2)))
+			},
+			want:   Counts{Expected: 10, Emitted: 10, Executed: 10, ReRun: 1, MarkedReRun: 1, Interrupted: 1},
+			wantOK: true,
+		},
+		{
+			name: "taken over mid-run, the re-run not marked: ran twice",
 			build: func(f *fixture) {
 				f.put(every10, at(0)).run("s", 10, 100, 40)
 				id := f.emit("s", at(40), 0, 1, at(40), 1)
@@ -145,19 +163,16 @@ func TestCompare(t *testing.T) {
 				f.entry(id, started("w2", 2))
 				f.entry(id, ok("w2", 2))
 			},
-			want:   Counts{Expected: 10, Emitted: 10, Executed: 10, ReRun: 1, Interrupted: 1},
-			wantOK: true,
+			want: Counts{Expected: 10, Emitted: 10, Executed: 10, RanTwice: 1, ReRun: 1, Interrupted: 1},
 		},
 		{
 			name: "only the outcome is left (started compacted away), marked interrupted",
 			build: func(f *fixture) {
 				f.put(every10, at(0)).run("s", 10, 100, 40)
 				id := f.emit("s", at(40), 0, 1, at(40), 1)
-				e := ok("w2", 2)
-				e.Interrupted = true
-				f.entry(id, e)
+				f.entry(id, marked(ok("w2", 2)))
 			},
-			want:   Counts{Expected: 10, Emitted: 10, Executed: 10, ReRun: 1, Interrupted: 1},
+			want:   Counts{Expected: 10, Emitted: 10, Executed: 10, ReRun: 1, MarkedReRun: 1, Interrupted: 1},
 			wantOK: true,
 		},
 		{
@@ -528,7 +543,8 @@ func TestJSONContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"from":null`, `"triggers":[]`, `"notes":[]`, `"ok":false`, `"missing_not_emitted":1`,
+	for _, want := range []string{`"from":null`, `"triggers":[]`, `"notes":[]`, `"ok":false`, `"strict":false`, `"missing_not_emitted":1`,
+		`"ran_twice":0`, `"re_run":0`, `"marked_re_run":0`, `"retried":0`,
 		`"problems":["missing"]`, `"emissions":[]`, `"executions":[]`, `"history_partial":false`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("JSON lacks %s: %s", want, b)

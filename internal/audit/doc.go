@@ -39,8 +39,21 @@
 //
 // # Re-runs and interruptions
 //
-// A tick re-ran when the ledger shows more than one started attempt, more than one outcome, or an outcome whose
-// attempt count is above one (retries included). It was interrupted when an attempt was released, an entry is
-// marked interrupted, its outcome is "interrupted", or it started and has no outcome after Grace. It ran twice
-// (an exactly-once violation, like doubled) when it has more than one ok outcome.
+// A tick re-ran when the ledger shows more than one started attempt, more than one run or outcome, or an outcome
+// whose attempt count is above one. It was interrupted when an attempt was released, an entry is marked
+// interrupted, its outcome is "interrupted", or it started and has no outcome after Grace.
+//
+// A re-run is of one of three classes (runs.go), from its runs in attempt order: a run is a started attempt, or
+// an outcome or release whose start is gone. Each run after the first is
+//
+//   - marked: its started entry (or, with the start gone, its outcome or release) carries the interrupted mark:
+//     the handler was told (Tick.Interrupted, TICK_INTERRUPTED=1);
+//   - a retry: the run before it ended with a release marked retry, or was the same worker's and was neither
+//     released nor finished (the worker's next attempt after a failure), or the run before it is not in the log;
+//   - unmarked: otherwise, after a run that may have had its effects (an outcome, ok or other, or a cut).
+//
+// A tick ran twice (an exactly-once violation, like doubled; it fails the audit) when a later run is unmarked; it
+// is a marked re-run when a later run is marked and none is unmarked, so two ok outcomes are a marked re-run when
+// the later run was marked (a worker cut off from the broker whose handler still finished, and the run that took
+// over); otherwise it was retried. Marked re-runs and retries fail the audit only with Options.Strict.
 package audit

@@ -2,12 +2,15 @@ package audit
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
+	"github.com/tickgroup/tickgroup/internal/ledger"
+	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
 func TestMain(m *testing.M) { kafkatest.Main(m) }
@@ -72,5 +75,96 @@ func TestReadTopicRealBroker(t *testing.T) {
 	}
 	if p := parts[0]; p == nil || len(p.gaps) != 0 {
 		t.Errorf("partition 0: gaps %+v, want none", p)
+	}
+}
+
+// TestReRunClassesRealBroker: the ledger of a worker cut off from the broker while its handler finished (its ok
+// outcome written late) and of the worker that took the partition over and ran the tick again, marked
+// interrupted (a second ok outcome), read back from Apache Kafka, is a marked re-run: the audit passes, and fails
+// with Strict. A tick run twice with neither run marked fails it.
+func TestReRunClassesRealBroker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-broker test")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	names, opts, _ := kafkatest.Topics(t, ctx, 1)
+	cl, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce := func(topic string, key, value []byte) int64 {
+		t.Helper()
+		r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Key: key, Value: value}).First()
+		if err != nil {
+			t.Fatalf("producing to %s: %v", topic, err)
+		}
+		return r.Offset
+	}
+	slot := time.Now().Add(-time.Hour).Truncate(time.Second).UTC()
+	emit := func(name string) (string, int64) {
+		t.Helper()
+		tk := tick.New(name, slot, 0, 1)
+		tk.EmittedAt = slot
+		v, err := tick.Encode(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk.ID, produce(names.Work, []byte(tk.ID), v)
+	}
+	claim := func(worker string, fence int64) {
+		produce(names.Results, ledger.ClaimKey(0), ledger.Encode(ledger.Entry{V: ledger.Version, Kind: ledger.KindClaim, Worker: worker, Fence: fence, At: time.Now()}))
+	}
+	write := func(id string, offset int64, e ledger.Entry) {
+		e.V, e.ID, e.Offset, e.At = ledger.Version, id, offset, time.Now()
+		if e.Kind == ledger.KindOutcome {
+			fin := time.Now()
+			e.FinishedAt = &fin
+		}
+		produce(names.Results, []byte(id), ledger.Encode(e))
+	}
+	start := func(worker string, fence int64, attempt int, interrupted bool) ledger.Entry {
+		return ledger.Entry{Kind: ledger.KindStarted, Worker: worker, Fence: fence, Attempt: attempt, Interrupted: interrupted}
+	}
+	okBy := func(worker string, fence int64, attempts int, interrupted bool) ledger.Entry {
+		return ledger.Entry{Kind: ledger.KindOutcome, Status: ledger.StatusOK, Worker: worker, Fence: fence, Attempts: attempts, Interrupted: interrupted}
+	}
+
+	cut, cutAt := emit("cutoff")
+	twice, twiceAt := emit("twice")
+	claim("w1", 1)
+	write(cut, cutAt, start("w1", 1, 1, false))
+	write(twice, twiceAt, start("w1", 1, 1, false))
+	write(twice, twiceAt, okBy("w1", 1, 1, false))
+	claim("w2", 2) // w1 cannot reach the broker; its group membership expires and w2 takes the partition
+	write(cut, cutAt, start("w2", 2, 2, true))
+	write(cut, cutAt, okBy("w2", 2, 2, true))
+	write(twice, twiceAt, start("w2", 2, 1, false)) // not told of w1's run
+	write(twice, twiceAt, okBy("w2", 2, 1, false))
+	write(cut, cutAt, okBy("w1", 1, 1, false)) // w1's handler had finished: its outcome, once the broker is back
+
+	for _, tc := range []struct {
+		schedule string
+		strict   bool
+		wantOK   bool
+		want     Counts
+	}{
+		{"cutoff", false, true, Counts{Emitted: 1, Executed: 1, ReRun: 1, MarkedReRun: 1, Interrupted: 1}},
+		{"cutoff", true, false, Counts{Emitted: 1, Executed: 1, ReRun: 1, MarkedReRun: 1, Interrupted: 1}},
+		{"twice", false, false, Counts{Emitted: 1, Executed: 1, RanTwice: 1, ReRun: 1}},
+	} {
+		rep, err := Run(ctx, opts, names, Options{Now: time.Now(), Schedule: tc.schedule, Strict: tc.strict})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Schedules) != 1 {
+			t.Fatalf("%s: %d schedules reported, want 1", tc.schedule, len(rep.Schedules))
+		}
+		got := rep.Schedules[0].Counts
+		got.Outcomes = nil
+		if !reflect.DeepEqual(got, tc.want) || rep.OK != tc.wantOK {
+			t.Errorf("%s (strict %v): ok %v, counts %+v; want ok %v, %+v", tc.schedule, tc.strict, rep.OK, got, tc.wantOK, tc.want)
+		}
 	}
 }

@@ -24,8 +24,10 @@ type Report struct {
 	TriggerTotals Counts `json:"trigger_totals"`
 	// Notes say what the retained log could not tell (compacted versions, deleted records).
 	Notes []string `json:"notes"`
-	// OK is false when a tick is missing or any tick (triggers included) ran twice (doubled, or more than one
-	// ok outcome): exit status 1.
+	// Strict is set when the comparison was made with Options.Strict: then any re-run makes OK false.
+	Strict bool `json:"strict"`
+	// OK is false when a tick is missing or any tick (triggers included) was doubled or ran twice (run again
+	// unmarked): exit status 1. With Strict, also when any tick re-ran (marked re-runs and retries included).
 	OK bool `json:"ok"`
 }
 
@@ -43,10 +45,18 @@ type Counts struct {
 	MissingNoOutcome  int `json:"missing_no_outcome"`
 	// Doubled: ticks with more than one work record.
 	Doubled int `json:"doubled"`
-	// RanTwice: ticks with more than one ok outcome.
+	// RanTwice: ticks run again unmarked: a later run neither marked interrupted (its handler not told) nor a
+	// retry after a failed attempt, after a run that may have had its effects (two ok outcomes where the later
+	// run is not marked, a start after an ok outcome, a start after a run cut off). A subset of ReRun.
 	RanTwice int `json:"ran_twice"`
-	// ReRun: more than one started attempt or outcome, or an outcome of more than one attempt.
+	// ReRun: more than one started attempt, run or outcome, or an outcome of more than one attempt: every tick
+	// that ran more than once (ran twice, marked re-runs and retries).
 	ReRun int `json:"re_run"`
+	// MarkedReRun: ticks run again after an interruption their handler was told of: a later run marked
+	// interrupted, none unmarked (two ok outcomes included, when the later run was marked). A subset of ReRun.
+	MarkedReRun int `json:"marked_re_run"`
+	// Retried: the other re-runs (ReRun - RanTwice - MarkedReRun): retries after failed attempts.
+	Retried int `json:"retried"`
 	// Interrupted: an attempt released, cut off or marked interrupted, or started with no outcome after the grace.
 	Interrupted int `json:"interrupted"`
 	// PassedOver: expected ticks the catch-up policy legitimately passed over after an outage (not missing).
@@ -69,6 +79,8 @@ func (c *Counts) add(o Counts) {
 	c.Doubled += o.Doubled
 	c.RanTwice += o.RanTwice
 	c.ReRun += o.ReRun
+	c.MarkedReRun += o.MarkedReRun
+	c.Retried += o.Retried
 	c.Interrupted += o.Interrupted
 	c.PassedOver += o.PassedOver
 	c.Pending += o.Pending
@@ -114,10 +126,15 @@ const (
 
 // Problems of a tick.
 const (
-	ProblemMissing     = "missing"
-	ProblemDoubled     = "doubled"
-	ProblemRanTwice    = "ran_twice"
-	ProblemReRun       = "re_run"
+	ProblemMissing = "missing"
+	ProblemDoubled = "doubled"
+	// ProblemRanTwice: run again unmarked (Counts.RanTwice); the tick also has ProblemReRun.
+	ProblemRanTwice = "ran_twice"
+	// ProblemReRun: ran more than once in any way (Counts.ReRun).
+	ProblemReRun = "re_run"
+	// ProblemMarkedReRun: run again after an interruption its handler was told of (Counts.MarkedReRun); the tick
+	// also has ProblemReRun.
+	ProblemMarkedReRun = "marked_re_run"
 	ProblemInterrupted = "interrupted"
 	ProblemUnexpected  = "unexpected"
 	// ProblemCancelledUnpaused: the tick's outcome is cancelled, but no retained version of its schedule paused

@@ -119,8 +119,8 @@ func (s *Schedules) logChanges(ctx context.Context, op string, o changeOpts, bef
 	who := s.who(o)
 	now := time.Now().UTC()
 	cs := make([]changelog.Change, 0, len(offsets))
-	for i, off := range offsets {
-		w := writes[i]
+	for i, w := range writes[:len(offsets)] {
+		off := offsets[i]
 		c := changelog.Change{Op: op, Schedule: w.Name, At: now, By: who, Reason: o.reason, Offset: off}
 		if e, ok := before[w.Name]; ok {
 			if b, err := schedule.Encode(e.Spec()); err == nil {

@@ -382,8 +382,8 @@ func deriveExpected(def *Definition, from time.Time, o Options, fn func(string, 
 		}
 		sched := v.Schedule
 		spec := sched.Spec()
-		if spec.Paused {
-			continue // the base stays; nothing is emitted
+		if sched.Paused() {
+			continue // the base stays; nothing is emitted (a pause with an end emits from it on: its Next says so)
 		}
 		base := carry
 		if next != nil {

@@ -220,6 +220,33 @@ func TestCompare(t *testing.T) {
 			wantOK: true,
 		},
 		{
+			name: "a pause with an end: nothing expected before it, every slot from it on",
+			build: func(f *fixture) {
+				paused := every10
+				paused.Paused = true
+				end := at(80)
+				paused.PausedUntil = &end
+				f.put(every10, at(0)).put(paused, at(50.5))
+				f.run("s", 10, 50)
+				f.run("s", 80, 100)
+			},
+			// 10..40 required, 50 optional and emitted, then 80, 90 and 100 from the pause's end.
+			want:   Counts{Expected: 8, Emitted: 8, Executed: 8},
+			wantOK: true,
+		},
+		{
+			name: "a pause with an end whose slots did not run: missing",
+			build: func(f *fixture) {
+				paused := every10
+				paused.Paused = true
+				end := at(80)
+				paused.PausedUntil = &end
+				f.put(every10, at(0)).put(paused, at(50.5))
+				f.run("s", 10, 50)
+			},
+			want: Counts{Expected: 8, Emitted: 5, Executed: 5, Missing: 3, MissingNotEmitted: 3},
+		},
+		{
 			name: "a tick emitted while paused is unexpected",
 			build: func(f *fixture) {
 				paused := every10

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -106,13 +107,33 @@ func TestOwnFlagsIgnoreTheEnvironment(t *testing.T) {
 	if ago := time.Since(since); ago < 59*time.Minute || ago > 61*time.Minute {
 		t.Errorf("ticker history shows the last %v, want its default 1h (TICKGROUP_SINCE=1m reached it)", ago.Round(time.Second))
 	}
+
+	// ticker status: TICKGROUP_TIMEOUT=1ns would fail it, TICKGROUP_JSON would print JSON, TICKGROUP_GRACE
+	// would change what counts as missed.
+	if out := ticker("status"); !strings.HasPrefix(out, "namespace  envtest") || !strings.Contains(out, "MISSED/1h") {
+		t.Errorf("ticker status printed (TICKGROUP_JSON reached it?):\n%s", out)
+	}
+	if err := json.Unmarshal([]byte(ticker("status", "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.GraceSeconds != 300 {
+		t.Errorf("ticker status counted with a grace of %vs, want its default 300s: TICKGROUP_GRACE=30s reached it", rep.GraceSeconds)
+	}
+	if out := ticker("status", "scan"); !strings.Contains(out, "schedule    scan") || !strings.Contains(out, "next slots") {
+		t.Errorf("ticker status scan:\n%s", out)
+	}
+	var stdout, stderr bytes.Buffer
+	err = run(t.Context(), []string{"status", "nosuch"}, getenv, &stdout, &stderr)
+	if code := cli.ExitCode(err); code != 1 || !strings.Contains(fmt.Sprint(err), `schedule "nosuch"`) {
+		t.Errorf("ticker status nosuch: exit %d (%v), want 1 and an error naming the schedule", code, err)
+	}
 }
 
 // TestHelpSaysCommandLineOnly: the help of the commands that read only the common variables says so, and shows
 // no variable next to their own flags.
 func TestHelpSaysCommandLineOnly(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{"init", "--help"}, {"audit", "--help"}, {"history", "--help"}, {"schedule", "put", "--help"}} {
+	for _, args := range [][]string{{"init", "--help"}, {"audit", "--help"}, {"history", "--help"}, {"status", "--help"}, {"schedule", "put", "--help"}} {
 		var stdout, stderr bytes.Buffer
 		if err := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); cli.ExitCode(err) != 0 {
 			t.Fatalf("ticker %s: %v", strings.Join(args, " "), err)

@@ -22,6 +22,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"run", "--help"}, "--session-timeout"},
 		{[]string{"init", "--help"}, "--work-partitions"},
 		{[]string{"status", "--help"}, "--json"},
+		{[]string{"status", "--help"}, "--late"},
 		{[]string{"audit", "--help"}, "--grace"},
 		{[]string{"history", "--help"}, "--since"},
 		{[]string{"version", "--help"}, "Usage: ticker version"},
@@ -66,7 +67,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{nil, {"serve"}, {"schedule"}, {"schedule", "frobnicate"}, {"schedule", "put"}, {"run", "--no-such-flag"},
 		{"run", "--work-partitions", "0"}, {"run", "--replication-factor", "0"}, {"run", "--session-timeout", "0"},
-		{"run", "--transaction-timeout", "-1s"}, {"init", "--work-partitions", "-2"}} {
+		{"run", "--transaction-timeout", "-1s"}, {"init", "--work-partitions", "-2"}, {"status", "a", "b"}, {"status", "--window", "0"},
+		{"status", "--late", "-1s"}, {"status", "--max-records", "0"}} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr)
 		if code := cli.ExitCode(err); code != 2 {

@@ -1,8 +1,13 @@
 // Package status collects what `ticker status` shows, from Kafka alone: who leads, each schedule's last and next
-// slot, broken schedule records, and the workers' lag.
+// slot, its last run and the slots it missed lately, broken schedule records, and the workers' lag.
+//
+// The run facts come from package audit: Read gathers the schedules, work and results topics (read_committed)
+// and Compare derives the slots each definition should have made in the window and says which were missed. The
+// last run is the newest due tick of the schedule in what Read gathered, read from its ledger entries.
 package status
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"errors"
@@ -11,6 +16,8 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -18,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/audit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leaderstate"
 	"github.com/tickgroup/tickgroup/internal/store"
@@ -46,6 +54,12 @@ type Report struct {
 	// Errors are the parts of the report that could not be collected (the rest is still shown).
 	Errors []string  `json:"errors,omitempty"`
 	At     time.Time `json:"at"`
+	// WindowSeconds is the window the schedules' missed slots are counted over, up to At; GraceSeconds how long
+	// after its instant a tick may still be unemitted or without an outcome before it counts as missed.
+	WindowSeconds float64 `json:"window_seconds"`
+	GraceSeconds  float64 `json:"grace_seconds"`
+	// LateSeconds is --late: when set, Schedules holds only the schedules that are late (Schedule.Late).
+	LateSeconds float64 `json:"late_seconds,omitempty"`
 }
 
 type Leader struct {
@@ -77,6 +91,27 @@ type Schedule struct {
 	Leader   int32      `json:"leader"`
 	LastSlot *time.Time `json:"last_slot"`
 	NextSlot *time.Time `json:"next_slot"`
+	// PausedUntil ends a pause (ticker schedule pause --until): the first slot at or after it runs. PauseReason
+	// is the pause's --reason.
+	PausedUntil *time.Time `json:"paused_until,omitempty"`
+	PauseReason string     `json:"pause_reason,omitempty"`
+	// LastRun is the schedule's last run (nil: none retained, or the runs could not be read: see Errors).
+	LastRun *Run `json:"last_run"`
+	// Missed is the number of slots missed in the window (nil: the runs could not be read); MissedSlots lists them.
+	Missed      *int        `json:"missed"`
+	MissedSlots []time.Time `json:"missed_slots,omitempty"`
+	// Notes say what the retained records could not tell about the schedule's slots (from the audit).
+	Notes []string `json:"notes,omitempty"`
+	// Zone and Upcoming are set for one schedule (ticker status NAME): the zone its slots are read in (TZ for a
+	// cron schedule, UTC otherwise) and its next slots after the report's instant (none while paused).
+	Zone     string     `json:"zone,omitempty"`
+	Upcoming []Upcoming `json:"upcoming,omitempty"`
+}
+
+// Upcoming is one of a schedule's next slots, in UTC and in the schedule's zone (RFC 3339 with its offset).
+type Upcoming struct {
+	Slot  time.Time `json:"slot"`
+	Local string    `json:"local"`
 }
 
 // Lag is one work partition's: Lag records not committed yet (held ticks, emitted ahead of their instant,
@@ -99,17 +134,91 @@ type Broken struct {
 	HasValid bool   `json:"has_valid_definition"`
 }
 
-// Collect reads the report from Kafka: the ticker group (who leads), the leader state, the schedules and the
-// workers' lag. Parts that fail are named in Report.Errors; Collect fails only when nothing useful can be read.
-// opts are the connection options (kafka.Config.Opts).
-func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace string) (*Report, error) {
+// Options say what Collect reports besides who leads and the lag.
+type Options struct {
+	// Schedule, when set, limits the report to that schedule and adds its zone and next slots (ticker status
+	// NAME). A name the schedules topic does not hold is an error wrapping ErrUnknownSchedule.
+	Schedule string
+	// Window is how far back from Now missed slots are counted. Defaults to 1h.
+	Window time.Duration
+	// Grace is how long after its instant a tick may still be unemitted or without an outcome before it counts as
+	// missed (audit.Options.Grace). Defaults to 5m.
+	Grace time.Duration
+	// Late, when positive, keeps only the schedules that are late by more than it (Schedule.Late).
+	Late time.Duration
+	// Upcoming is how many next slots the one schedule of Schedule lists. Defaults to 5.
+	Upcoming int
+	// Now is the instant of the report. Defaults to time.Now().
+	Now time.Time
+	// MaxRecords bounds the records of the work and results topics (every pool's) that are read for the runs:
+	// audit.Read reads everything they retain, in time and memory in proportion, so above it the runs are not
+	// read (Report.Errors says so). Defaults to DefaultMaxRecords; negative: no bound.
+	MaxRecords int64
+}
+
+// Defaults of Options.
+const (
+	DefaultWindow   = time.Hour
+	DefaultGrace    = 5 * time.Minute
+	DefaultUpcoming = 5
+	// DefaultMaxRecords keeps `ticker status` within about 10 s and 1 GB on the reference machine with 100,000
+	// schedules (docs/benchmarks.md).
+	DefaultMaxRecords = 300_000
+)
+
+func (o Options) withDefaults() Options {
+	o.Window = cmp.Or(o.Window, DefaultWindow)
+	o.Grace = cmp.Or(o.Grace, DefaultGrace)
+	o.Upcoming = cmp.Or(o.Upcoming, DefaultUpcoming)
+	o.Now = cmp.Or(o.Now, time.Now()).UTC()
+	o.MaxRecords = cmp.Or(o.MaxRecords, DefaultMaxRecords)
+	return o
+}
+
+// ErrUnknownSchedule is the error of a report on one schedule that the namespace does not have.
+var ErrUnknownSchedule = errors.New("no such schedule")
+
+// Collect reads the report from Kafka: the ticker group (who leads), the leader state, the schedules, their runs
+// (audit.Read: the schedules, work and results topics, read_committed) and the workers' lag. Parts that fail are
+// named in Report.Errors; Collect fails only when nothing useful can be read. opts are the connection options
+// (kafka.Config.Opts).
+func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace string, o Options) (*Report, error) {
+	o = o.withDefaults()
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	rep := &Report{Namespace: namespace, At: time.Now().UTC()}
+
+	// The schedules first: a report on a schedule the namespace does not have ends here.
+	entries, broken, err := store.Load(ctx, opts, names.Schedules)
+	if err != nil {
+		return nil, err
+	}
+	if o.Schedule != "" {
+		e, ok := entries[o.Schedule]
+		if !ok {
+			return nil, fmt.Errorf("schedule %q: %w in namespace %s (ticker schedule list lists them)", o.Schedule, ErrUnknownSchedule, namespace)
+		}
+		entries = map[string]store.Entry{o.Schedule: e}
+		broken = slices.DeleteFunc(broken, func(b store.Broken) bool { return b.Name != o.Schedule })
+	}
+
+	// The runs (audit.Read) take the longest: they are read while the rest is.
+	var (
+		runs     *audit.Log
+		runsErr  error
+		runsRead sync.WaitGroup
+	)
+	runsCtx, stopRuns := context.WithCancel(ctx)
+	runsRead.Go(func() { runs, runsErr = readRuns(runsCtx, opts, names, adm, o.MaxRecords) })
+	defer func() {
+		stopRuns() // an early return: the read is not needed any more
+		runsRead.Wait()
+	}()
+
+	rep := &Report{Namespace: namespace, At: o.Now, WindowSeconds: o.Window.Seconds(), GraceSeconds: o.Grace.Seconds(), LateSeconds: o.Late.Seconds()}
 
 	// A group that never existed is no error: the report then says there is no leader.
 	groups, err := adm.DescribeGroups(ctx, names.TickerGroup)
@@ -167,10 +276,6 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 		}
 	}
 
-	entries, broken, err := store.Load(ctx, opts, names.Schedules)
-	if err != nil {
-		return nil, err
-	}
 	for _, b := range broken {
 		x := Broken{Name: b.Name, Offset: b.Record.Offset, HasValid: b.Last != nil}
 		if b.Invalid != nil {
@@ -190,8 +295,13 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 				base = last
 			}
 		}
-		if next := e.Schedule.Next(base); !next.IsZero() && !s.Paused {
+		info.PausedUntil, info.PauseReason = s.PausedUntil, s.PauseReason
+		// A pause with an end is a later start (Schedule.Next knows it): its next slot is the first after the end.
+		if next := e.Schedule.Next(base); !next.IsZero() && !e.Schedule.Paused() {
 			info.NextSlot = &next
+		}
+		if o.Schedule != "" {
+			upcoming(&info, e, o)
 		}
 		rep.Schedules = append(rep.Schedules, info)
 	}
@@ -211,7 +321,40 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 		rep.Pools = append(rep.Pools, pl)
 	}
 	rep.Work, rep.WorkLag = rep.Pools[0].Lag, rep.Pools[0].LagSum
+
+	// What the schedules' ticks did, last: a read that is refused or outlasts ctx leaves the rest of the report.
+	runsRead.Wait()
+	if kafka.Denied(runsErr) {
+		// As for the lag: a refusal is no partial report, the principal lacks a permission and the error says which.
+		return nil, runsErr
+	}
+	if runsErr != nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("reading the runs: %v", runsErr))
+	} else {
+		runFacts(runs, entries, rep, o)
+	}
+	runs = nil // the largest part of the report's memory
+	if o.Late > 0 {
+		rep.Schedules = slices.DeleteFunc(rep.Schedules, func(s Schedule) bool { return !s.Late(o.Late) })
+	}
 	return rep, nil
+}
+
+// upcoming fills info's zone and next slots: o.Upcoming after o.Now, none while the schedule is paused.
+func upcoming(info *Schedule, e store.Entry, o Options) {
+	zone := time.UTC
+	if s := e.Spec(); s.Cron != "" && s.TZ != "" {
+		if loc, err := time.LoadLocation(s.TZ); err == nil {
+			zone = loc // the schedule compiled with it, so it loads
+		}
+	}
+	info.Zone = zone.String()
+	if e.Schedule.Paused() {
+		return // until it is resumed
+	}
+	for _, t := range e.Schedule.Upcoming(o.Now, o.Upcoming) {
+		info.Upcoming = append(info.Upcoming, Upcoming{Slot: t, Local: t.In(zone).Format(time.RFC3339)})
+	}
 }
 
 // poolLag reads the lag of the pool of names: its worker group's committed offsets against its work topic's
@@ -306,6 +449,9 @@ func late(ctx context.Context, opts []kgo.Opt, names kafka.Names, pl *Pool, rep 
 
 // Print writes rep for a person.
 func Print(w io.Writer, rep *Report) {
+	bw := bufio.NewWriter(w) // a row a write would be 100,000 writes for as many schedules
+	defer bw.Flush()
+	w = bw
 	fmt.Fprintf(w, "namespace  %s\n", rep.Namespace)
 	if rep.LeaderCount <= 1 {
 		if rep.Leader == nil {
@@ -330,15 +476,26 @@ func Print(w io.Writer, rep *Report) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCHEDULE\tDEFINITION\tLAST SLOT\tNEXT SLOT\tSTATE\tLEADER\tPOOL")
+	fmt.Fprintf(tw, "SCHEDULE\tDEFINITION\tLAST SLOT\tNEXT SLOT\tSTATE\tLEADER\tPOOL\tLAST RUN\tDELAY\tATTEMPTS\tMISSED/%s\n", window(rep))
 	for _, s := range rep.Schedules {
-		st := "active"
-		if s.Paused {
-			st = "paused"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, s.Schedule, fmtTime(s.LastSlot), fmtTime(s.NextSlot), st, s.Leader, s.Pool)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Schedule, fmtTime(s.LastSlot), fmtTime(s.NextSlot),
+			state(s), s.Leader, s.Pool, runStatus(s.LastRun), fmtDelay(s.LastRun), attemptsText(s.LastRun), missedText(s.Missed))
 	}
 	_ = tw.Flush()
+	first := true
+	for _, s := range rep.Schedules {
+		if p := pause(s); s.Paused && p != "" {
+			if first {
+				fmt.Fprintln(w, "\nPAUSED")
+				first = false
+			}
+			fmt.Fprintf(w, "  %s: %s\n", s.Name, p)
+		}
+	}
+	if rep.LateSeconds > 0 {
+		fmt.Fprintf(w, "(only the schedules that started their last run more than %s after its instant, or missed a slot in the last %s)\n",
+			fmtWindow(durationOf(rep.LateSeconds)), window(rep))
+	}
 	for _, pl := range rep.Pools {
 		fmt.Fprintln(w)
 		if len(rep.Pools) > 1 {
@@ -375,3 +532,41 @@ func fmtTime(t *time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
+
+func state(s Schedule) string {
+	if s.Paused {
+		return "paused"
+	}
+	return "active"
+}
+
+// pause describes a paused schedule's end and reason ("" when it has neither).
+func pause(s Schedule) string {
+	var parts []string
+	if s.PausedUntil != nil {
+		parts = append(parts, "until "+s.PausedUntil.UTC().Format(time.RFC3339))
+	}
+	if s.PauseReason != "" {
+		parts = append(parts, fmt.Sprintf("reason %q", s.PauseReason))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func runStatus(r *Run) string {
+	if r == nil {
+		return "-"
+	}
+	return r.Status
+}
+
+func missedText(n *int) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprint(*n)
+}
+
+func window(rep *Report) string { return fmtWindow(durationOf(rep.WindowSeconds)) }
+
+// durationOf is a number of seconds as a duration.
+func durationOf(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

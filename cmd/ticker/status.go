@@ -27,7 +27,7 @@ func runStatus(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&window, "window", status.DefaultWindow, "count each schedule's missed slots over this long before now")
 	fs.DurationVar(&late, "late", 0, "list only the schedules that started their last run more than this after its instant (or still wait to), or missed a slot in the window (0: every schedule)")
 	fs.DurationVar(&grace, "grace", status.DefaultGrace, "a tick not emitted, or without an outcome, this long after its instant counts as missed (before: pending)")
-	fs.Int64Var(&maxRecs, "max-records", status.DefaultMaxRecords, "read the runs only while the work and results topics retain at most this many records (-1: always)")
+	fs.Int64Var(&maxRecs, "max-records", status.DefaultMaxRecords, "read all the work and results topics retain while it is at most this many records; beyond it, only their records since the window's start less 6m (-1: always all)")
 	fs.DurationVar(&timeout, "timeout", time.Minute, "give up reading the topics after this long (the parts read by then are shown)")
 	fs.Usage = cli.UsageCommonEnv(fs, `Usage: ticker status [NAME] [--window D] [--late D] [--grace D] [--max-records N] [--json]
 
@@ -45,8 +45,9 @@ With NAME: that schedule in detail, with its next 5 slots in UTC and in its zone
 leader, its last run and the slots it missed. An unknown NAME is an error (exit status 1).
 
 The runs are read as ticker audit reads them: everything <ns>.work and <ns>.results retain, so the time and
-memory grow with what they retain (docs/benchmarks.md). Beyond --max-records retained records they are not
-read, and without Read on those topics neither; the rest is shown either way, with an error line.`)
+memory grow with what they retain (docs/benchmarks.md). Beyond --max-records retained records only their
+records since the window's start (less 6m, the longest lead) are read, and a note says so: a last run before
+that shows as -. Without Read on those topics the command stops with an error naming the ACL.`)
 	// NAME may come before, between or after the flags. Only the connection and logging flags come from
 	// TICKGROUP_* variables (a worker's TICKGROUP_GRACE or TICKGROUP_TIMEOUT on the host must not reach them).
 	var positional []string

@@ -22,8 +22,16 @@ import (
 // returns what they retain. opts are the connection options (kafka.Config.Opts). Undecodable records are counted
 // and skipped.
 func Read(ctx context.Context, opts []kgo.Opt, names kafka.Names) (*Log, error) {
+	return ReadSince(ctx, opts, names, time.Time{})
+}
+
+// ReadSince is Read of the work and results topics from the first record of each partition stamped at or after
+// since (the zero time: from their start), for a report on a recent window (`ticker status`): its cost is that
+// of the window, not of what the topics retain. Each partition read from since covers since on (Log.WorkFrom),
+// so a slot of the window that was never emitted still counts as missing. The schedules topic is read whole.
+func ReadSince(ctx context.Context, opts []kgo.Opt, names kafka.Names, since time.Time) (*Log, error) {
 	r := newReader()
-	parts, err := readTopic(ctx, opts, names.Schedules, r.schedule)
+	parts, err := readTopic(ctx, opts, names.Schedules, r.schedule, time.Time{})
 	if err != nil {
 		return nil, err
 	}
@@ -38,11 +46,11 @@ func Read(ctx context.Context, opts []kgo.Opt, names kafka.Names) (*Log, error) 
 		n := names.Pool(pool)
 		r.pool = n.PoolName
 		c := &Coverage{}
-		if parts, err = readTopic(ctx, opts, n.Work, r.work); err != nil {
+		if parts, err = readTopic(ctx, opts, n.Work, r.work, since); err != nil {
 			return nil, err
 		}
 		c.WorkPartitions, c.WorkFrom = len(parts), coverage(parts)
-		if parts, err = readTopic(ctx, opts, n.Results, r.result); err != nil {
+		if parts, err = readTopic(ctx, opts, n.Results, r.result, since); err != nil {
 			return nil, err
 		}
 		c.ResultsPartitions, c.ResultsFrom = len(parts), coverage(parts)
@@ -288,6 +296,8 @@ func coverage(parts map[int32]*partitionRead) map[int32]time.Time {
 	for p, r := range parts {
 		switch {
 		case r.start == 0:
+		case !r.from.IsZero():
+			out[p] = r.from // read from a time on: complete from it
 		case r.firstTS.IsZero():
 			out[p] = r.readAt
 		default:
@@ -302,15 +312,16 @@ type partitionRead struct {
 	start, end int64
 	firstTS    time.Time
 	readAt     time.Time
-	next       int64 // the offset after the last record read
-	gaps       []gap // offset ranges in [0, end) that were not read (deleted, compacted or aborted)
+	from       time.Time // with ReadSince: the read started at the first record stamped at or after it
+	next       int64     // the offset after the last record read
+	gaps       []gap     // offset ranges in [0, end) that were not read (deleted, compacted or aborted)
 	done       bool
 }
 
 // readTopic reads every partition of topic from its start to its last stable offset, read_committed, and calls
 // fn for every data record (tombstones included), in order within each partition. Control records are read (a
 // partition's last record below its LSO is often a transaction marker) but not passed to fn.
-func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.Record)) (map[int32]*partitionRead, error) {
+func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.Record), since time.Time) (map[int32]*partitionRead, error) {
 	meta, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: client: %w", topic, err)
@@ -333,6 +344,12 @@ func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.R
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: listing start offsets: %w", topic, err)
 	}
+	var after kadm.ListedOffsets
+	if !since.IsZero() {
+		if after, err = adm.ListOffsetsAfterMilli(ctx, since.UnixMilli(), topic); err != nil {
+			return nil, fmt.Errorf("reading %s: listing the offsets at %s: %w", topic, since.Format(time.RFC3339), err)
+		}
+	}
 	parts := map[int32]*partitionRead{}
 	offsets := map[int32]kgo.Offset{}
 	now := time.Now()
@@ -348,6 +365,15 @@ func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.R
 		r := &partitionRead{end: o.Offset, readAt: now}
 		if s, ok := starts.Lookup(topic, o.Partition); ok && s.Err == nil {
 			r.start = s.Offset
+		}
+		if a, ok := after.Lookup(topic, o.Partition); ok && a.Err == nil {
+			// No record at or after since: -1, or the end.
+			if at := a.Offset; at < 0 || at > r.end {
+				a.Offset = r.end
+			}
+			if a.Offset >= r.start {
+				r.start, r.from = a.Offset, since
+			}
 		}
 		if r.start > 0 {
 			r.gaps = append(r.gaps, gap{0, r.start})

@@ -62,7 +62,7 @@ func TestReadTopicRealBroker(t *testing.T) {
 	}
 
 	got := map[int32]int{}
-	parts, err := readTopic(ctx, opts, topic, func(r *kgo.Record) { got[r.Partition]++ })
+	parts, err := readTopic(ctx, opts, topic, func(r *kgo.Record) { got[r.Partition]++ }, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +75,45 @@ func TestReadTopicRealBroker(t *testing.T) {
 	}
 	if p := parts[0]; p == nil || len(p.gaps) != 0 {
 		t.Errorf("partition 0: gaps %+v, want none", p)
+	}
+}
+
+// TestReadTopicSinceRealBroker: a read since an instant starts each partition at its first record stamped at or
+// after it, and covers the partition from that instant, an idle partition included.
+func TestReadTopicSinceRealBroker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-broker test")
+	}
+	brokers := kafkatest.Brokers(t)
+	topic := kafkatest.NewTopic(t, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers...)}
+	cl, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	since := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	for i, at := range []time.Time{since.Add(-2 * time.Hour), since.Add(-time.Minute), since, since.Add(time.Minute)} {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Key: []byte{byte(i)}, Value: []byte("v"), Timestamp: at}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 1, Value: []byte("old"), Timestamp: since.Add(-time.Minute)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int32][]int64{}
+	parts, err := readTopic(ctx, opts, topic, func(r *kgo.Record) { got[r.Partition] = append(got[r.Partition], r.Offset) }, since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got[0]) != 2 || got[0][0] != 2 || len(got[1]) != 0 {
+		t.Errorf("read %v, want offsets 2 and 3 of partition 0 and nothing of partition 1", got)
+	}
+	cov := coverage(parts)
+	if !cov[0].Equal(since) || !cov[1].Equal(since) {
+		t.Errorf("coverage %v, want both partitions covered from %v", cov, since)
 	}
 }
 

@@ -54,25 +54,28 @@ const (
 	DelayOutcomeOnly = "outcome_only"
 )
 
-// readRuns reads the namespace's topics as the audit does (audit.Read), unless the work and results topics of
-// its pools retain more than limit records (negative: no bound).
-func readRuns(ctx context.Context, opts []kgo.Opt, names kafka.Names, adm *kadm.Client, limit int64) (*audit.Log, error) {
+// readLead is how far before the window the ticks of its slots may have been written (the longest lead).
+const readLead = 6 * time.Minute
+
+// readRuns reads the namespace's topics as the audit does (audit.Read). When the work and results topics of its
+// pools retain more than limit records (negative: no bound), it reads them only from since (audit.ReadSince),
+// and returns since: the cost is then that of the window.
+func readRuns(ctx context.Context, opts []kgo.Opt, names kafka.Names, adm *kadm.Client, limit int64, since time.Time) (*audit.Log, time.Time, error) {
+	from := time.Time{}
 	if limit >= 0 {
 		n, err := retained(ctx, adm, names)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 		if n > limit {
-			return nil, fmt.Errorf("not read: the work and results topics retain %d records, more than --max-records %d "+
-				"(reading them takes time and memory in proportion: about 2 s and 250 MB per 100,000 on the reference machine; "+
-				"raise --max-records, or see ticker audit --from)", n, limit)
+			from = since
 		}
 	}
-	l, err := audit.Read(ctx, opts, names)
+	l, err := audit.ReadSince(ctx, opts, names, from)
 	if err != nil {
-		return nil, fmt.Errorf("%w (ticker status reads <ns>.work and <ns>.results as ticker audit does)", err)
+		return nil, time.Time{}, fmt.Errorf("%w (ticker status reads <ns>.work and <ns>.results as ticker audit does)", err)
 	}
-	return l, nil
+	return l, from, nil
 }
 
 // retained returns the records the work and results topics of names' pools retain (each partition's end minus

@@ -60,6 +60,10 @@ type Report struct {
 	GraceSeconds  float64 `json:"grace_seconds"`
 	// LateSeconds is --late: when set, Schedules holds only the schedules that are late (Schedule.Late).
 	LateSeconds float64 `json:"late_seconds,omitempty"`
+	// RunsSince, when set, is where the run facts were read from: the work and results topics retain more than
+	// --max-records, so only their records of the window (and the lead before it) were read, and a last run
+	// before it is not known.
+	RunsSince *time.Time `json:"runs_since,omitempty"`
 }
 
 type Leader struct {
@@ -212,7 +216,10 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 		runsRead sync.WaitGroup
 	)
 	runsCtx, stopRuns := context.WithCancel(ctx)
-	runsRead.Go(func() { runs, runsErr = readRuns(runsCtx, opts, names, adm, o.MaxRecords) })
+	var runsSince time.Time
+	runsRead.Go(func() {
+		runs, runsSince, runsErr = readRuns(runsCtx, opts, names, adm, o.MaxRecords, o.Now.Add(-o.Window-readLead))
+	})
 	defer func() {
 		stopRuns() // an early return: the read is not needed any more
 		runsRead.Wait()
@@ -324,6 +331,9 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 
 	// What the schedules' ticks did, last: a read that is refused or outlasts ctx leaves the rest of the report.
 	runsRead.Wait()
+	if !runsSince.IsZero() {
+		rep.RunsSince = &runsSince
+	}
 	if kafka.Denied(runsErr) {
 		// As for the lag: a refusal is no partial report, the principal lacks a permission and the error says which.
 		return nil, runsErr
@@ -521,8 +531,17 @@ func Print(w io.Writer, rep *Report) {
 			fmt.Fprintf(w, "  %s at offset %d: %s\n", b.Name, b.Offset, what)
 		}
 	}
+	printRunsSince(w, rep)
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "error: %s\n", e)
+	}
+}
+
+// printRunsSince says where the run facts were read from when it was not the topics' start.
+func printRunsSince(w io.Writer, rep *Report) {
+	if rep.RunsSince != nil {
+		fmt.Fprintf(w, "note: the work and results topics retain more than --max-records: the run facts are those of the records since %s (a last run before it shows as -)\n",
+			rep.RunsSince.UTC().Format(time.RFC3339))
 	}
 }
 

@@ -203,7 +203,7 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 				p.stateless = append(p.stateless, x.name)
 			default:
 				p.stated++
-				if x.e.Schedule.Paused() {
+				if x.e.Schedule.Pausing() { // a pause with an end too: its ticks ahead are cancelled (settleState)
 					p.pausedState = append(p.pausedState, x.name)
 				}
 			}

@@ -165,6 +165,24 @@ func TestTermSettlesWhatChangedWithoutALeader(t *testing.T) {
 	})
 }
 
+// TestTermSettlesAPauseWithAnEnd: a pause with an end that no leader saw (written after the last leader emitted
+// ahead, before the next one led), on the fast path where every state record is of a schedule the leader holds,
+// gets its cancel at takeover, bounded by its end.
+func TestTermSettlesAPauseWithAnEnd(t *testing.T) {
+	t.Parallel()
+	b := setupTerm(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	b.put(t, schedule.Spec{Name: "held", Every: schedule.Duration(time.Minute)})
+	b.state(t, "held", leaderstate.State{LastSlot: now.Add(time.Minute), ScheduleVersion: 0})
+	until := now.Add(time.Hour)
+	b.put(t, schedule.Spec{Name: "held", Every: schedule.Duration(time.Minute), Paused: true, PausedUntil: &until})
+	b.lead(t)
+	kafkatest.Eventually(t, 10*time.Second, "the pause's cancel", func() bool { return len(b.cancels(t)["held"]) > 0 })
+	if c := b.cancels(t)["held"][0]; c.Reason != tick.ReasonPaused || !c.Until.Equal(until) {
+		t.Errorf("cancel %+v, want reason paused until %v", c, until)
+	}
+}
+
 // TestTermAppliesChanges: while a term runs, a schedule's slots are emitted once each, a pause cancels the ticks
 // it emitted ahead, and a deletion is logged.
 func TestTermAppliesChanges(t *testing.T) {

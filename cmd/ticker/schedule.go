@@ -340,7 +340,10 @@ func pauseText(s tickgroup.Schedule) string {
 		return "-"
 	}
 	t := "until resumed"
-	if s.PausedUntil != nil {
+	switch {
+	case s.PausedUntil != nil && !s.PausedUntil.After(time.Now()):
+		t = "ended " + s.PausedUntil.UTC().Format(time.RFC3339) + " (running again)"
+	case s.PausedUntil != nil:
 		t = "until " + s.PausedUntil.UTC().Format(time.RFC3339)
 	}
 	if s.PauseReason != "" {

@@ -133,7 +133,14 @@ func (d *Definition) stoppedAfter(t *Tick) bool {
 	}
 	emitted := t.Emissions[0].ScheduleVersion
 	for _, v := range d.Versions {
-		if v.Offset > emitted && (v.Schedule == nil || v.Schedule.Spec().Paused) {
+		if v.Offset <= emitted {
+			continue
+		}
+		if v.Schedule == nil || v.Schedule.Paused() {
+			return true
+		}
+		// A pause with an end cancels only the slots before it.
+		if u := v.Schedule.PausedUntil(); u != nil && t.Slot.Before(*u) {
 			return true
 		}
 	}

@@ -30,7 +30,7 @@ func PrintSchedule(w io.Writer, rep *Report) {
 	if p := pause(s); s.Paused && p != "" {
 		line("state", "paused, %s", p)
 	} else {
-		line("state", "%s", state(s))
+		line("state", "%s", state(s, rep.At))
 	}
 	line("pool", "%s", s.Pool)
 	leader := "NONE"

@@ -489,7 +489,7 @@ func Print(w io.Writer, rep *Report) {
 	fmt.Fprintf(tw, "SCHEDULE\tDEFINITION\tLAST SLOT\tNEXT SLOT\tSTATE\tLEADER\tPOOL\tLAST RUN\tDELAY\tATTEMPTS\tMISSED/%s\n", window(rep))
 	for _, s := range rep.Schedules {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Schedule, fmtTime(s.LastSlot), fmtTime(s.NextSlot),
-			state(s), s.Leader, s.Pool, runStatus(s.LastRun), fmtDelay(s.LastRun), attemptsText(s.LastRun), missedText(s.Missed))
+			state(s, rep.At), s.Leader, s.Pool, runStatus(s.LastRun), fmtDelay(s.LastRun), attemptsText(s.LastRun), missedText(s.Missed))
 	}
 	_ = tw.Flush()
 	first := true
@@ -552,8 +552,9 @@ func fmtTime(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-func state(s Schedule) string {
-	if s.Paused {
+// state is "paused", or "active" (also for a pause whose end has passed: its slots run again).
+func state(s Schedule, now time.Time) string {
+	if s.Paused && (s.PausedUntil == nil || s.PausedUntil.After(now)) {
 		return "paused"
 	}
 	return "active"

@@ -122,3 +122,42 @@ func TestRunEndedContext(t *testing.T) {
 		t.Errorf("Worker.Run: %v, want nil", err)
 	}
 }
+
+// TestWorkersOfTwoPoolsShareARegisterer: workers of two pools run in one process on one registry: their series
+// (the pool label, and the pool in their Kafka clients' roles) do not clash.
+func TestWorkersOfTwoPoolsShareARegisterer(t *testing.T) {
+	k := testKafka(t)
+	reg := prometheus.NewRegistry()
+	nop := func(context.Context, tickgroup.Tick) error { return nil }
+	var ws []*tickgroup.Worker
+	for _, pool := range []string{"", "reports"} {
+		w, err := tickgroup.NewWorker(tickgroup.WorkerConfig{Kafka: k, Pool: pool, Registerer: reg}, nop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	g, gctx := errgroup.WithContext(ctx)
+	for _, w := range ws {
+		g.Go(func() error { return w.Run(gctx) })
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		a, _ := ws[0].Ready()
+		b, _ := ws[1].Ready()
+		if a && b {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("not ready within 30s: %v", g.Wait())
+		}
+	}
+	if s := series(t, reg); s["tickgroup_worker_partitions"] != 2 || s["tickgroup_clock_last_measured_timestamp_seconds"] != 2 {
+		t.Errorf("series: %v, want each pool's", s)
+	}
+	cancel()
+	if err := g.Wait(); err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}

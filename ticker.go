@@ -138,6 +138,7 @@ func (t *Ticker) Run(ctx context.Context) error {
 		return errors.New("tickgroup: Ticker.Run is already running")
 	}
 	defer t.running.Store(false)
+	t.ready.Set("schedules", false) // a Run after another: not ready until this one has read them
 	reg := scoped(t.cfg.Registerer) // what this Run registers, unregistered when it returns
 	defer reg.release()
 	return runResult(ctx, t.run(ctx, reg.registerer()))

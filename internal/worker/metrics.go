@@ -124,22 +124,33 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range []string{reasonMaxAttempts, reasonPermanent, reasonUndecodable, reasonUnknownVersion, reasonTooLarge, reasonForgedCancel} {
 		m.deadLetters.WithLabelValues(r)
 	}
-	m.register(reg)
+	if _, err := m.register(reg); err != nil {
+		panic(err) // only tests pass a registerer here; a Worker registers in Run
+	}
 	return m
 }
 
 // register registers m's collectors on reg (nothing for a nil reg) and returns what unregisters them: a Run
 // registers them and unregisters them as it returns, so that a later Run, or another worker of the pool on the
-// same registerer, registers its own. The counts live in m and go on across Runs.
-func (m *metrics) register(reg prometheus.Registerer) (unregister func()) {
+// same registerer, registers its own. The counts live in m and go on across Runs. A collector registered already
+// (another worker of the pool running on reg) is an error, and nothing stays registered.
+func (m *metrics) register(reg prometheus.Registerer) (unregister func(), err error) {
 	if reg == nil {
-		return func() {}
+		return func() {}, nil
 	}
 	cs := []prometheus.Collector{m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.cancelsRefused, m.ledgerSkips, m.takeover, m.ledgerBatch, m.panics}
-	reg.MustRegister(cs...)
-	return func() {
+	unregister = func() {
 		for _, c := range cs {
 			reg.Unregister(c)
 		}
 	}
+	for i, c := range cs {
+		if err := reg.Register(c); err != nil {
+			for _, done := range cs[:i] {
+				reg.Unregister(done)
+			}
+			return nil, err
+		}
+	}
+	return unregister, nil
 }

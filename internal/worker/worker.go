@@ -162,6 +162,9 @@ func (w *Worker) hooks(role string) []kgo.Opt {
 	if w.reg == nil {
 		return nil
 	}
+	if w.names.PoolName != "" {
+		role += "-" + w.names.PoolName // workers of several pools may share a registerer
+	}
 	return []kgo.Opt{kafka.ClientMetrics(w.reg, role)}
 }
 
@@ -182,7 +185,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		return errors.New("worker: Run is already running")
 	}
 	defer w.running.Store(false)
-	defer w.m.register(w.metricsReg)()
+	unregister, err := w.m.register(w.metricsReg)
+	if err != nil {
+		return fmt.Errorf("worker: registering its metrics (a worker of pool %s already runs on this registerer?): %w", cmp.Or(w.names.PoolName, kafka.DefaultPool), err)
+	}
+	defer unregister()
 	if w.cl.Load() != nil {
 		w.session = newSession() // a Run before this one: start afresh
 	}

@@ -106,7 +106,8 @@ func ParseSchedules(r io.Reader) ([]Schedule, error) {
 }
 
 // Put validates sched and writes it, creating the schedules topic if it is missing, and records the change in
-// the change log. Nothing is written when it is invalid.
+// the change log. Nothing is written when it is invalid. It reads the schedules topic to record the definition
+// it replaces: to write many schedules, Apply (or Plan and Write) reads it once for all of them.
 func (s *Schedules) Put(ctx context.Context, sched Schedule, opts ...ChangeOption) error {
 	if err := sched.Validate(); err != nil {
 		return err

@@ -122,7 +122,7 @@ func (s *Schedules) Put(ctx context.Context, sched Schedule, opts ...ChangeOptio
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, changelogPut, options(opts), current, []store.Change{{Op: store.OpReplace, Name: sched.Name, Spec: sched.spec()}})
+	return s.write(ctx, changelog.OpPut, options(opts), current, []store.Change{{Op: store.OpReplace, Name: sched.Name, Spec: sched.spec()}})
 }
 
 // write writes the schedule records of ws and logs them as op, with what current held before.
@@ -204,13 +204,13 @@ func (s *Schedules) Pause(ctx context.Context, name string, opts ...ChangeOption
 	if !o.until.IsZero() && !o.until.After(time.Now()) {
 		return fmt.Errorf("pausing %s until %s: %w", name, o.until.Format(time.RFC3339), errPast)
 	}
-	return s.setPaused(ctx, name, true, o, changelogPause)
+	return s.setPaused(ctx, name, true, o, changelog.OpPause)
 }
 
 // Resume lets name's slots be emitted again, from the first one after the resumption; the pause's end and
 // reason go with it.
 func (s *Schedules) Resume(ctx context.Context, name string, opts ...ChangeOption) error {
-	return s.setPaused(ctx, name, false, options(opts), changelogResume)
+	return s.setPaused(ctx, name, false, options(opts), changelog.OpResume)
 }
 
 func (s *Schedules) setPaused(ctx context.Context, name string, paused bool, o changeOpts, op string) error {
@@ -252,7 +252,7 @@ func (s *Schedules) Delete(ctx context.Context, name string, opts ...ChangeOptio
 	if _, ok := current[name]; !ok {
 		return s.notFound(name)
 	}
-	return s.write(ctx, changelogDelete, options(opts), current, []store.Change{{Op: store.OpDelete, Name: name}})
+	return s.write(ctx, changelog.OpDelete, options(opts), current, []store.Change{{Op: store.OpDelete, Name: name}})
 }
 
 // Trigger asks for one run of name now, outside its schedule, one tick per shard, and returns their IDs. A
@@ -348,7 +348,7 @@ func (s *Schedules) Write(ctx context.Context, changes []Change, opts ...ChangeO
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, changelogApply, options(opts), current, writes)
+	return s.write(ctx, changelog.OpApply, options(opts), current, writes)
 }
 
 func (s *Schedules) load(ctx context.Context) (map[string]store.Entry, error) {
@@ -375,15 +375,6 @@ func (s *Schedules) get(ctx context.Context, name string) (store.Entry, error) {
 func (s *Schedules) notFound(name string) error {
 	return fmt.Errorf("schedule %q in namespace %q: %w", name, cmp.Or(s.k.Namespace, kafka.DefaultNamespace), ErrNotFound)
 }
-
-// The change log's operations.
-const (
-	changelogPut    = changelog.OpPut
-	changelogPause  = changelog.OpPause
-	changelogResume = changelog.OpResume
-	changelogDelete = changelog.OpDelete
-	changelogApply  = changelog.OpApply
-)
 
 func stored(e store.Entry) Stored {
 	return Stored{Schedule: fromSpec(e.Spec()), Version: e.Version, UpdatedAt: e.UpdatedAt, Catchup: Catchup(e.Schedule.Catchup())}

@@ -50,15 +50,9 @@ records since the window's start (less 6m, the longest lead) are read, and a not
 that shows as -. Without Read on those topics the command stops with an error naming the ACL.`)
 	// NAME may come before, between or after the flags. Only the connection and logging flags come from
 	// TICKGROUP_* variables (a worker's TICKGROUP_GRACE or TICKGROUP_TIMEOUT on the host must not reach them).
-	var positional []string
-	for rest := args; ; {
-		if err := cli.Parse(fs, rest, cli.CommonEnv(getenv)); err != nil {
-			return err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional, rest = append(positional, fs.Arg(0)), fs.Args()[1:]
+	positional, err := cli.ParseInterspersed(fs, args, cli.CommonEnv(getenv))
+	if err != nil {
+		return err
 	}
 	if len(positional) > 1 {
 		return cli.Usagef("ticker status: at most one schedule NAME, got %d arguments", len(positional))

@@ -18,8 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/schedule"
@@ -136,11 +134,11 @@ func (c Change) check() error {
 		return errors.New("change: no time")
 	case c.Offset < 0:
 		return fmt.Errorf("change: schedule offset %d", c.Offset)
-	case len(c.Reason) > MaxReason || !printable(c.Reason):
+	case len(c.Reason) > MaxReason || !schedule.Printable(c.Reason):
 		return errors.New("change: the reason is too long or not printable text")
 	}
 	for _, s := range []string{c.By.Principal, c.By.User, c.By.Host, c.By.Name} {
-		if len(s) > MaxWho || !printable(s) {
+		if len(s) > MaxWho || !schedule.Printable(s) {
 			return errors.New("change: who made it is too long or not printable text")
 		}
 	}
@@ -184,18 +182,6 @@ func Spec(raw json.RawMessage) *schedule.Spec {
 		return nil
 	}
 	return &s
-}
-
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // SchedulesRecord is a record of the schedules topic, as Verify needs it.

@@ -356,7 +356,7 @@ func (s Spec) compile() (*Schedule, error) {
 		v.fail("pause_reason", "", "is only for a paused schedule")
 	case len(s.PauseReason) > MaxReasonLen:
 		v.fail("pause_reason", "", "is %d bytes, more than the limit of %d", len(s.PauseReason), MaxReasonLen)
-	case !printable(s.PauseReason):
+	case !Printable(s.PauseReason):
 		v.fail("pause_reason", "", "must be printable UTF-8 text without control characters")
 	}
 	if err := v.err(); err != nil {
@@ -397,9 +397,9 @@ func (s Spec) clone() Spec {
 	return s
 }
 
-// printable reports whether s is valid UTF-8 without control characters (a reason is shown in terminals and
-// pages).
-func printable(s string) bool {
+// Printable reports whether s is valid UTF-8 without control characters: free text (a reason, a name) that is
+// shown in terminals and pages.
+func Printable(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}

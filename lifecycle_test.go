@@ -12,11 +12,25 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tickgroup/tickgroup"
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
 
 func testKafka(t *testing.T) tickgroup.KafkaConfig {
 	t.Helper()
 	return tickgroup.KafkaConfig{Brokers: strings.Split(os.Getenv("KAFKA_BROKERS"), ","), Namespace: "lifecycle-" + rand.Text()[:8]}
+}
+
+// waitReady waits until every part reports itself ready (its own signal: joined, schedules read).
+func waitReady(t *testing.T, parts ...interface{ Ready() (bool, string) }) {
+	t.Helper()
+	kafkatest.Eventually(t, 30*time.Second, "the parts to be ready", func() bool {
+		for _, p := range parts {
+			if ok, _ := p.Ready(); !ok {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // series returns the names of the metric families in reg with a series whose labels include the given pairs.
@@ -52,18 +66,7 @@ func TestOneRegistererTwoRuns(t *testing.T) {
 		g, gctx := errgroup.WithContext(ctx)
 		g.Go(func() error { return ticker.Run(gctx) })
 		g.Go(func() error { return worker.Run(gctx) })
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			tr, _ := ticker.Ready()
-			wr, _ := worker.Ready()
-			if tr && wr {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %d: not ready within 30s", run)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitReady(t, ticker, worker)
 		s := series(t, reg)
 		if s["tickgroup_leader"] == 0 || s["tickgroup_worker_ticks_total"] == 0 || s["tickgroup_clock_last_measured_timestamp_seconds"] != 2 {
 			t.Errorf("run %d: series missing (want the ticker's, the worker's and two clocks'): %v", run, s)
@@ -88,14 +91,7 @@ func TestOneRegistererTwoRuns(t *testing.T) {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return again.Run(gctx) })
 	g.Go(func() error { return other.Run(gctx) })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if ok, _ := other.Ready(); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the new worker is not ready within 30s")
-		}
-	}
+	waitReady(t, other)
 	cancel()
 	if err := g.Wait(); err != nil {
 		t.Errorf("a new ticker and worker on the same registry: Run returned %v, want nil", err)
@@ -142,17 +138,7 @@ func TestWorkersOfTwoPoolsShareARegisterer(t *testing.T) {
 	for _, w := range ws {
 		g.Go(func() error { return w.Run(gctx) })
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		a, _ := ws[0].Ready()
-		b, _ := ws[1].Ready()
-		if a && b {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("not ready within 30s: %v", g.Wait())
-		}
-	}
+	waitReady(t, ws[0], ws[1])
 	if s := series(t, reg); s["tickgroup_worker_partitions"] != 2 || s["tickgroup_clock_last_measured_timestamp_seconds"] != 2 {
 		t.Errorf("series: %v, want each pool's", s)
 	}

@@ -49,6 +49,7 @@ func TestRun(t *testing.T) {
 	if !strings.Contains(string(pe.Stack), "TestRun") {
 		t.Errorf("the stack does not start at the handler:\n%s", pe.Stack)
 	}
+	// A lease that ends soon: the handler waits for its context, so a slow machine only makes the test longer.
 	until := time.Now().Add(20 * time.Millisecond)
 	err = tickgrouptest.Run(t.Context(), func(ctx context.Context, tk tickgroup.Tick) error {
 		if !tk.Lease().Equal(until) {

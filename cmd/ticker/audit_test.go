@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/audit"
@@ -69,21 +68,11 @@ func TestPrintAuditClasses(t *testing.T) {
 // (exit 1), and a tick run twice unmarked fails both.
 func TestAuditStrict(t *testing.T) {
 	t.Parallel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	env := map[string]string{"TICKGROUP_BROKERS": strings.Join(c.ListenAddrs(), ","), "TICKGROUP_NAMESPACE": "stricttest"}
-	ticker := func(args ...string) (string, error) {
-		var stdout, stderr bytes.Buffer
-		err := run(t.Context(), args, func(k string) string { return env[k] }, &stdout, &stderr)
-		return stdout.String(), err
-	}
+	ticker, brokers := onKfake(t, "stricttest")
 	if _, err := ticker("init", "--work-partitions", "1"); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,18 +18,7 @@ import (
 // it is paused. On an in-process kfake broker.
 func TestScheduleNextRuns(t *testing.T) {
 	t.Parallel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	env := map[string]string{"TICKGROUP_BROKERS": strings.Join(c.ListenAddrs(), ","), "TICKGROUP_NAMESPACE": "nexttest"}
-	ticker := func(args ...string) (string, error) {
-		t.Helper()
-		var stdout, stderr bytes.Buffer
-		err := run(t.Context(), args, func(k string) string { return env[k] }, &stdout, &stderr)
-		return stdout.String(), err
-	}
+	ticker, _ := onKfake(t, "nexttest")
 
 	out, err := ticker("schedule", "put", "nightly", "--cron", "0 2 * * *", "--tz", "Europe/Paris", "--dry-run")
 	if err != nil {
@@ -87,24 +76,30 @@ func TestScheduleNextRuns(t *testing.T) {
 	}
 }
 
+// onKfake starts an in-process kfake broker for the test and returns a runner of ticker commands on it, in
+// namespace ns (its output, and the command's error), and the broker's addresses.
+func onKfake(t *testing.T, ns string) (ticker func(args ...string) (string, error), brokers []string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	env := map[string]string{"TICKGROUP_BROKERS": strings.Join(c.ListenAddrs(), ","), "TICKGROUP_NAMESPACE": ns}
+	return func(args ...string) (string, error) {
+		var stdout, stderr bytes.Buffer
+		err := run(t.Context(), args, func(k string) string { return env[k] }, &stdout, &stderr)
+		return stdout.String(), err
+	}, c.ListenAddrs()
+}
+
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
 
 // TestScheduleReasonsAndLog: --reason and --until reach the schedule and the change log, which `schedule log`
 // prints (and as JSON); a bad --until is a usage error. On an in-process kfake broker.
 func TestScheduleReasonsAndLog(t *testing.T) {
 	t.Parallel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	env := map[string]string{"TICKGROUP_BROKERS": strings.Join(c.ListenAddrs(), ","), "TICKGROUP_NAMESPACE": "logtest"}
-	ticker := func(args ...string) (string, error) {
-		t.Helper()
-		var stdout, stderr bytes.Buffer
-		err := run(t.Context(), args, func(k string) string { return env[k] }, &stdout, &stderr)
-		return stdout.String(), err
-	}
+	ticker, _ := onKfake(t, "logtest")
 	must := func(args ...string) string {
 		t.Helper()
 		out, err := ticker(args...)

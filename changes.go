@@ -46,7 +46,7 @@ func options(opts []ChangeOption) changeOpts {
 
 // ChangeRecord is one change of one schedule, as the change log (<ns>.changes) records it.
 type ChangeRecord struct {
-	// Op is put, pause, resume, delete or apply.
+	// Op is put, pause, resume, delete, apply, backfill or backfill_cancel.
 	Op       string
 	Schedule string
 	// At is when the writer made the change (its clock), LoggedAt when the broker took the record.
@@ -58,8 +58,11 @@ type ChangeRecord struct {
 	// Before and After are the definitions before and after the change (nil: none, for a creation or a
 	// deletion).
 	Before, After *Schedule
-	// Version is the schedules-topic record the change wrote (the schedule's version).
+	// Version is the schedules-topic record the change wrote (the schedule's version); for a backfill's
+	// change, the offset of its record on the backfills topic.
 	Version int64
+	// Backfill is the backfill's ID, for the ops backfill and backfill_cancel (Before and After are nil).
+	Backfill string
 	// Confirmed reports that the schedules topic still holds that record, as the change says; false when
 	// compaction has removed it since (the change cannot be checked any more). A change the schedules topic
 	// contradicts is never returned (ChangeLogStats.Forged).
@@ -89,7 +92,7 @@ func (s *Schedules) ChangeLog(ctx context.Context, name string, since time.Time)
 	if err != nil {
 		return nil, ChangeLogStats{}, err
 	}
-	entries, st, err := changelog.Read(ctx, opts, s.names.Changes, s.names.Schedules, func(c changelog.Change, at time.Time) bool {
+	entries, st, err := changelog.Read(ctx, opts, s.names.Changes, s.names.Schedules, s.names.Backfills, func(c changelog.Change, at time.Time) bool {
 		return (name == "" || c.Schedule == name) && !at.Before(since)
 	})
 	if err != nil {
@@ -100,6 +103,9 @@ func (s *Schedules) ChangeLog(ctx context.Context, name string, since time.Time)
 		r := ChangeRecord{Op: e.Op, Schedule: e.Schedule, At: e.At, LoggedAt: e.Time, Reason: e.Reason, Version: e.Offset,
 			By:        ChangeAuthor{Principal: e.By.Principal, User: e.By.User, Host: e.By.Host, Name: e.By.Name},
 			Confirmed: e.Status == changelog.Confirmed}
+		if changelog.IsBackfill(e.Op) {
+			r.Backfill = changelog.BackfillID(e.After)
+		}
 		if sp := changelog.Spec(e.Before); sp != nil {
 			b := fromSpec(*sp)
 			r.Before = &b

@@ -14,13 +14,19 @@ type Tick struct {
 	// idempotent on, since a tick whose run was cut off runs again.
 	ID       string
 	Schedule string
-	// Slot is the instant the tick stands for (UTC); a manual trigger's is the instant it was requested.
+	// Slot is the instant the tick stands for (UTC); a manual trigger's is the instant it was requested, a
+	// backfill's the past slot it runs again.
 	Slot time.Time
 	// Shard of Shards: a schedule with shards fans each slot out to that many ticks.
 	Shard, Shards int
 	Payload       string
 	// Trigger is set for a tick requested by hand (Schedules.Trigger) rather than by the schedule.
 	Trigger bool
+	// Backfill is set for a tick of a backfill (Schedules.Backfill): a past slot run again, maybe long after it;
+	// BackfillID names the backfill. Its ID ends with ~backfill-<BackfillID> and never equals the slot's
+	// scheduled tick's: an effect keyed on the slot rather than the ID runs again, which is what a backfill is for.
+	Backfill   bool
+	BackfillID string
 
 	// Attempt counts the runs of this tick from 1, across workers.
 	Attempt int
@@ -48,7 +54,7 @@ func (t Tick) JSON() ([]byte, error) {
 	r := t.record
 	if r.ID == "" {
 		r = tick.Tick{V: tick.Version, ID: t.ID, Schedule: t.Schedule, Slot: t.Slot.UTC(), Shard: t.Shard, Shards: max(t.Shards, 1),
-			Payload: t.Payload, Trigger: t.Trigger}
+			Payload: t.Payload, Trigger: t.Trigger || t.Backfill, Backfill: t.BackfillID}
 	}
 	return tick.Encode(r)
 }
@@ -81,7 +87,7 @@ func newTick(t tick.Tick, a worker.Attempt) Tick {
 	}
 	return Tick{
 		ID: t.ID, Schedule: t.Schedule, Slot: t.Slot, Shard: t.Shard, Shards: max(t.Shards, 1), Payload: t.Payload,
-		Trigger: t.Trigger, Attempt: a.N, Fence: a.Fence, Interrupted: a.Interrupted, Worker: a.Worker, Lease: lease,
+		Trigger: t.Trigger && t.Backfill == "", Backfill: t.Backfill != "", BackfillID: t.Backfill, Attempt: a.N, Fence: a.Fence, Interrupted: a.Interrupted, Worker: a.Worker, Lease: lease,
 		record: t,
 	}
 }

@@ -46,6 +46,11 @@ func Payload(p string) Option { return func(t *tickgroup.Tick) { t.Payload = p }
 // Trigger makes the tick a manual trigger's (Schedules.Trigger) rather than a scheduled slot's.
 func Trigger() Option { return func(t *tickgroup.Tick) { t.Trigger = true } }
 
+// Backfill makes the tick one of backfill id's (Schedules.Backfill): the past slot run again.
+func Backfill(id string) Option {
+	return func(t *tickgroup.Tick) { t.Backfill, t.BackfillID = true, id }
+}
+
 // Fence sets the fencing token of the tick's partition (1 unless set).
 func Fence(token int64) Option { return func(t *tickgroup.Tick) { t.Fence = token } }
 
@@ -65,7 +70,10 @@ func NewTick(schedule string, slot time.Time, opts ...Option) tickgroup.Tick {
 	}
 	t.Shards = max(t.Shards, 1)
 	t.ID = tick.ID(t.Schedule, t.Slot, t.Shard, t.Shards)
-	if t.Trigger {
+	switch {
+	case t.Backfill:
+		t.ID = tick.BackfillID(t.Schedule, t.Slot, t.BackfillID, t.Shard, t.Shards)
+	case t.Trigger:
 		t.ID = tick.TriggerID(t.Schedule, t.Slot, "test", t.Shard, t.Shards)
 	}
 	return t

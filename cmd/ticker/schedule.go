@@ -29,10 +29,12 @@ Subcommands:
                   not caught up on resume)
   resume NAME     emit again, from the next slot after the resume (and after the ones emitted before the pause)
   trigger NAME    emit one tick now, with an ID that can never collide with a scheduled slot
+  backfill NAME   run the past slots of a range again (--from T --to T [--dry-run] [--reprocess none|failed|all]
+                  [--max-running N]); backfill --list lists the backfills, backfill --cancel ID stops one
   apply -f FILE   make the schedules match a YAML file (--prune, --dry-run)
   log [NAME]      who changed which schedule, when, why, from what to what (the change log, <ns>.changes)
 
-put, pause, resume, delete and apply take --reason TEXT, kept in the change log (and shown with a pause);
+put, pause, resume, delete, apply and backfill take --reason TEXT, kept in the change log (and shown with a pause);
 pause takes --until T (RFC 3339, or a duration from now such as 2h): the pause ends then, as a resume would.
 
 Run 'ticker schedule SUBCOMMAND --help' for its flags.`
@@ -40,7 +42,7 @@ Run 'ticker schedule SUBCOMMAND --help' for its flags.`
 func runSchedule(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, scheduleUsage)
-		return cli.Usagef("schedule: a subcommand is required (put, get, list, delete, pause, resume, trigger, apply, log)")
+		return cli.Usagef("schedule: a subcommand is required (put, get, list, delete, pause, resume, trigger, backfill, apply, log)")
 	}
 	sub, args := args[0], args[1:]
 	if isHelp(sub) {
@@ -69,6 +71,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		prune      bool
 		dryRun     bool
 		asJSON     bool
+		bf         backfillFlags
 	)
 	needName := true
 	head := ""
@@ -111,6 +114,10 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		head = "Usage: ticker schedule pause NAME [--reason TEXT] [--until T]\n\nStop emitting the schedule's slots: ticks emitted ahead of the pause are cancelled, and slots passed while\npaused are never caught up."
 	case "trigger":
 		head = "Usage: ticker schedule trigger NAME"
+	case "backfill":
+		needName = false
+		bf.register(fs, &reason, &dryRun, &asJSON)
+		head = backfillUsage
 	case "log":
 		needName = false
 		fs.Var(&since, "since", "only the changes of the last D (0: every change the topic retains)")
@@ -125,7 +132,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		head = "Usage: ticker schedule apply -f FILE [--prune] [--dry-run]\n\nMake the schedules match the file. Every entry is validated first; if any is invalid nothing is written."
 	default:
 		fmt.Fprintln(stderr, scheduleUsage)
-		return cli.Usagef("schedule: unknown subcommand %q (put, get, list, delete, pause, resume, trigger, apply, log)", sub)
+		return cli.Usagef("schedule: unknown subcommand %q (put, get, list, delete, pause, resume, trigger, backfill, apply, log)", sub)
 	}
 	fs.Usage = cli.UsageCommonEnv(fs, head)
 	// Only the connection, logging and admin flags come from TICKGROUP_* variables here: a schedule's own flags
@@ -139,6 +146,10 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 	switch {
 	case needName && len(positional) != 1:
 		return cli.Usagef("schedule %s: exactly one schedule NAME is required", sub)
+	case sub == "backfill":
+		if name, err = bf.check(positional); err != nil {
+			return err
+		}
 	case sub == "log" && len(positional) <= 1:
 		if len(positional) == 1 {
 			name = positional[0]
@@ -282,6 +293,8 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		for _, id := range ids {
 			fmt.Fprintf(stdout, "triggered %s\n", id)
 		}
+	case "backfill":
+		return bf.run(ctx, client, name, dryRun, asJSON, stdout, changeOpts)
 	case "apply":
 		return apply(ctx, client, specs, prune, dryRun, stdout, changeOpts)
 	}
@@ -388,7 +401,9 @@ func printLog(ctx context.Context, client *tickgroup.Schedules, name string, fro
 	unconfirmed := 0
 	for _, r := range log {
 		def := "(deleted)"
-		if r.After != nil {
+		if r.Backfill != "" {
+			def = "backfill " + r.Backfill
+		} else if r.After != nil {
 			def = r.After.Describe()
 			if r.After.Paused {
 				def += ", paused " + pauseText(*r.After)

@@ -36,9 +36,27 @@ const (
 	OpResume = "resume"
 	OpDelete = "delete"
 	OpApply  = "apply" // a put or a delete of `schedule apply`
+	// A backfill's request and its cancellation: their records are on the backfills topic (Offset is theirs,
+	// After their value), not on the schedules topic.
+	OpBackfill       = "backfill"
+	OpBackfillCancel = "backfill_cancel"
 )
 
-var ops = map[string]bool{OpPut: true, OpPause: true, OpResume: true, OpDelete: true, OpApply: true}
+var ops = map[string]bool{OpPut: true, OpPause: true, OpResume: true, OpDelete: true, OpApply: true, OpBackfill: true, OpBackfillCancel: true}
+
+// BackfillID returns the ID of the backfill whose request or cancellation b is ("" when it is not one).
+func BackfillID(b []byte) string {
+	var named struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(b, &named) != nil {
+		return ""
+	}
+	return named.ID
+}
+
+// IsBackfill reports whether op's record is on the backfills topic.
+func IsBackfill(op string) bool { return op == OpBackfill || op == OpBackfillCancel }
 
 // Limits of a record's free text.
 const (
@@ -142,6 +160,13 @@ func (c Change) check() error {
 			return errors.New("change: who made it is too long or not printable text")
 		}
 	}
+	if IsBackfill(c.Op) {
+		// After is the backfill's request or cancellation record, checked against the backfills topic (Verify).
+		if c.Before != nil || BackfillID(c.After) == "" {
+			return fmt.Errorf("change: a %s without the backfill record it wrote", c.Op)
+		}
+		return nil
+	}
 	if err := checkSpec(c.Schedule, c.Before); err != nil {
 		return fmt.Errorf("change: before: %w", err)
 	}
@@ -206,26 +231,43 @@ type Verifier struct {
 	// Records are the schedules topic's retained records by offset; End its end offset.
 	Records map[int64]SchedulesRecord
 	End     int64
-	claimed map[int64]bool
+	// Backfills and BackfillsEnd are the same of the backfills topic, for the backfill operations.
+	Backfills    map[int64]SchedulesRecord
+	BackfillsEnd int64
+	claimed      map[int64]bool
+	claimedBf    map[int64]bool
 }
 
 // Verify returns what the schedules topic says of c. Call it in the change log's order: the first change to
 // claim a schedules record is the one its writer wrote right after it.
 func (v *Verifier) Verify(c Change) Status {
 	if v.claimed == nil {
-		v.claimed = map[int64]bool{}
+		v.claimed, v.claimedBf = map[int64]bool{}, map[int64]bool{}
 	}
-	if c.Offset >= v.End || v.claimed[c.Offset] {
+	records, end, claimed := v.Records, v.End, v.claimed
+	if IsBackfill(c.Op) {
+		records, end, claimed = v.Backfills, v.BackfillsEnd, v.claimedBf
+	}
+	if c.Offset >= end || claimed[c.Offset] {
 		return Forged
 	}
-	r, ok := v.Records[c.Offset]
+	r, ok := records[c.Offset]
 	if !ok {
-		v.claimed[c.Offset] = true
+		claimed[c.Offset] = true
 		return Unconfirmed
 	}
-	if string(r.Key) != c.Schedule || !bytes.Equal(r.Value, c.After) && !(r.Value == nil && c.After == nil) {
+	if IsBackfill(c.Op) {
+		// The record is a request or cancellation of a backfill of c's schedule, as c says it wrote.
+		var named struct {
+			ID       string `json:"id"`
+			Schedule string `json:"schedule"`
+		}
+		if !bytes.Equal(r.Value, c.After) || json.Unmarshal(r.Value, &named) != nil || c.Op == OpBackfill && named.Schedule != c.Schedule {
+			return Forged
+		}
+	} else if string(r.Key) != c.Schedule || !bytes.Equal(r.Value, c.After) && !(r.Value == nil && c.After == nil) {
 		return Forged
 	}
-	v.claimed[c.Offset] = true
+	claimed[c.Offset] = true
 	return Confirmed
 }

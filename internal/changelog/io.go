@@ -26,6 +26,16 @@ func Write(ctx context.Context, cl *kgo.Client, topic string, cs ...Change) erro
 	return nil
 }
 
+// needBackfills reports whether a change of es is a backfill's, to check against the backfills topic.
+func needBackfills(es []Entry) bool {
+	for _, e := range es {
+		if IsBackfill(e.Op) {
+			return true
+		}
+	}
+	return false
+}
+
 // Entry is a change as read back: the change, where it is in the log and when the broker took it, and what the
 // schedules topic says of it (Confirmed or Unconfirmed: Read leaves out the forged ones).
 type Entry struct {
@@ -44,7 +54,7 @@ type Stats struct {
 // Read returns the changes of the change-log topic that keep accepts (nil: all), oldest first, each checked
 // against the schedules topic. It reads the change log before the schedules topic, so that the schedule record of
 // every change read is below the schedules topic's end.
-func Read(ctx context.Context, opts []kgo.Opt, changes, schedules string, keep func(Change, time.Time) bool) ([]Entry, Stats, error) {
+func Read(ctx context.Context, opts []kgo.Opt, changes, schedules, backfills string, keep func(Change, time.Time) bool) ([]Entry, Stats, error) {
 	var (
 		all   []Entry
 		stats Stats
@@ -73,6 +83,18 @@ func Read(ctx context.Context, opts []kgo.Opt, changes, schedules string, keep f
 	})
 	if err != nil {
 		return nil, stats, fmt.Errorf("reading %s: %w", schedules, err)
+	}
+	v.Backfills = map[int64]SchedulesRecord{}
+	if needBackfills(all) {
+		v.BackfillsEnd, err = kafka.ReadStable(ctx, opts, backfills, 0, func(r *kgo.Record) error {
+			if !r.Attrs.IsControl() {
+				v.Backfills[r.Offset] = SchedulesRecord{Key: r.Key, Value: r.Value}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, stats, fmt.Errorf("reading %s: %w", backfills, err)
+		}
 	}
 	out := all[:0]
 	for _, e := range all {

@@ -52,7 +52,7 @@ const secretPrefix = "TICKGROUP_"
 //
 // The program gets the worker's environment without its TICKGROUP_* variables (restricted further to
 // Config.EnvAllow when set) plus TICK_ID, TICK_SCHEDULE, TICK_SLOT (RFC 3339, UTC), TICK_SLOT_UNIX_MS,
-// TICK_SHARD, TICK_SHARDS, TICK_ATTEMPT, TICK_FENCE, TICK_INTERRUPTED (1 or 0) and TICK_PAYLOAD, and the payload
+// TICK_SHARD, TICK_SHARDS, TICK_ATTEMPT, TICK_FENCE, TICK_INTERRUPTED (1 or 0), TICK_BACKFILL (1 or 0), TICK_BACKFILL_ID and TICK_PAYLOAD, and the payload
 // on its standard input. Exit status 0 is success, even when a helper the program started still holds its
 // output; anything else is a retryable failure.
 //
@@ -138,9 +138,12 @@ func envAllowed(name string, allow []string) bool {
 
 // Env returns the TICK_* variables of an attempt.
 func Env(t tickgroup.Tick) []string {
-	interrupted := "0"
+	interrupted, backfill := "0", "0"
 	if t.Interrupted {
 		interrupted = "1"
+	}
+	if t.Backfill {
+		backfill = "1"
 	}
 	return []string{
 		"TICK_ID=" + t.ID,
@@ -152,6 +155,8 @@ func Env(t tickgroup.Tick) []string {
 		"TICK_ATTEMPT=" + strconv.Itoa(t.Attempt),
 		"TICK_FENCE=" + strconv.FormatInt(t.Fence, 10),
 		"TICK_INTERRUPTED=" + interrupted,
+		"TICK_BACKFILL=" + backfill,
+		"TICK_BACKFILL_ID=" + t.BackfillID,
 		"TICK_WORKER=" + t.Worker,
 		"TICK_PAYLOAD=" + t.Payload,
 	}

@@ -46,6 +46,8 @@ type leaderTerm struct {
 	adm      *kadm.Client
 	// repaired keeps the schedule records leader 0 has restated (repairSchedules).
 	repaired map[int64]bool
+	// bf works through the backfills of the term's schedules.
+	bf *backfiller
 	// closers undo what the term set up, last first.
 	closers []func()
 	// pending is what recover found to cancel and tombstone, for settle; states is how many states it read.
@@ -265,6 +267,9 @@ func (t *leaderTerm) repair(ctx context.Context) error {
 func (t *leaderTerm) run(ctx context.Context) error {
 	d, pl := t.d, t.pl
 	e := &emitter{t: t, topics: recordTopics{work: d.cfg.Names.Work, ticker: d.cfg.Names.Ticker, pools: t.pools}}
+	t.bf = newBackfiller(t)
+	t.bf.start(ctx)
+	t.closers = append(t.closers, t.bf.stop)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -300,6 +305,26 @@ func (t *leaderTerm) run(ctx context.Context) error {
 			d.distribute(-1) // to every term of this process; this one's come on changes.notify
 		case <-t.changes.notify:
 			if err := t.applyChanges(ctx); err != nil {
+				return err
+			}
+			if err := t.bf.step(ctx); err != nil {
+				return err
+			}
+		case l := <-t.bf.loaded:
+			t.bf.load(l)
+			if err := t.bf.step(ctx); err != nil {
+				return err
+			}
+		case r := <-t.bf.recs:
+			t.bf.add(r)
+			if err := t.bf.step(ctx); err != nil {
+				return err
+			}
+		case err := <-t.bf.fatal:
+			return err
+		case o := <-t.bf.outs:
+			t.bf.outcomes(o)
+			if err := t.bf.step(ctx); err != nil {
 				return err
 			}
 		}

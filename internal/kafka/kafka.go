@@ -141,8 +141,11 @@ type Names struct {
 	// Clock is where every ticker and worker writes a small record to read the broker's clock (package clock).
 	Clock string
 	// Changes is the change log: who changed which schedule, when and why (package changelog).
-	Changes                  string
-	TickerGroup, WorkerGroup string
+	Changes string
+	// Backfills holds the backfill requests and cancellations (written by operators); BackfillProgress their
+	// progress, written by the leaders alone, in their transactions (package backfill).
+	Backfills, BackfillProgress string
+	TickerGroup, WorkerGroup    string
 	// TransactionalID is shared by every ticker replica: a new leader's InitProducerID fences the old one.
 	TransactionalID string
 }
@@ -151,17 +154,19 @@ type Names struct {
 func (c Config) Names() Names {
 	ns := c.namespace()
 	return Names{
-		Namespace:       ns,
-		Ticker:          ns + ".ticker",
-		Schedules:       ns + ".schedules",
-		Work:            ns + ".work",
-		Results:         ns + ".results",
-		DLQ:             ns + ".dlq",
-		Clock:           ns + ".clock",
-		Changes:         ns + ".changes",
-		TickerGroup:     ns + ".ticker",
-		WorkerGroup:     ns + ".workers",
-		TransactionalID: ns + ".ticker",
+		Namespace:        ns,
+		Ticker:           ns + ".ticker",
+		Schedules:        ns + ".schedules",
+		Work:             ns + ".work",
+		Results:          ns + ".results",
+		DLQ:              ns + ".dlq",
+		Clock:            ns + ".clock",
+		Changes:          ns + ".changes",
+		Backfills:        ns + ".backfills",
+		BackfillProgress: ns + ".backfills.progress",
+		TickerGroup:      ns + ".ticker",
+		WorkerGroup:      ns + ".workers",
+		TransactionalID:  ns + ".ticker",
 	}
 }
 

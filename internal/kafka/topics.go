@@ -150,6 +150,9 @@ func (n Names) Specs(o TopicOptions) []TopicSpec {
 		// The broker stamps when it took each (LogAppendTime).
 		{Name: n.Changes, Partitions: 1, Configs: map[string]*string{"cleanup.policy": s("delete"), "retention.ms": s(ms(o.ChangesRetention, DefaultChangesRetention)),
 			"message.timestamp.type": s("LogAppendTime")}},
+		// Backfills: requests (compacted: a request stays while its progress does) and the leaders' progress.
+		{Name: n.Backfills, Partitions: 1, Configs: state},
+		{Name: n.BackfillProgress, Partitions: 1, Configs: state},
 	}
 }
 

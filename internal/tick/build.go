@@ -62,6 +62,22 @@ func (s Source) Trigger(at time.Time, nonce string) []Tick {
 	return out
 }
 
+// Backfill returns the ticks of backfill id for slot, one per shard: marked Trigger and Backfill, with IDs that
+// can never collide with a scheduled slot's, a trigger's or another backfill's. A backfill tick has no deadline
+// (its slot is past) and starts at once.
+func (s Source) Backfill(slot, emittedAt time.Time, id string) []Tick {
+	shards := max(s.Shards, 1)
+	out := make([]Tick, 0, shards)
+	for shard := range shards {
+		t := New(s.Schedule, slot, shard, shards)
+		t.ID = BackfillID(s.Schedule, slot, id, shard, shards)
+		t.Trigger, t.Backfill = true, id
+		t, _ = s.fill(t, slot, emittedAt)
+		out = append(out, t)
+	}
+	return out
+}
+
 // fill returns t with what it takes from s, and its deadline (zero for none) for the caller to point it to: a
 // pointer set here would put every deadline on the heap.
 func (s Source) fill(t Tick, base, emittedAt time.Time) (Tick, time.Time) {

@@ -37,6 +37,7 @@ const (
 	fScheduleVersion
 	fLeaderEpoch
 	fEmittedAt
+	fBackfill
 )
 
 var fastFields = map[string]uint32{
@@ -44,6 +45,7 @@ var fastFields = map[string]uint32{
 	"payload": fPayload, "deadline": fDeadline, "not_before": fNotBefore, "trigger": fTrigger, "overlap": fOverlap,
 	"metrics": fMetrics, "timeout_ms": fTimeoutMS, "max_attempts": fMaxAttempts,
 	"schedule_version": fScheduleVersion, "leader_epoch": fLeaderEpoch, "emitted_at": fEmittedAt,
+	"backfill": fBackfill,
 }
 
 // field reads the value of the field bit into t.
@@ -103,6 +105,8 @@ func field(d *jsonfast.Scanner, bit uint32, t *Tick) bool {
 		t.Schedule = s
 	case fPayload:
 		t.Payload = s
+	case fBackfill:
+		t.Backfill = s
 	default:
 		t.Overlap = s
 	}

@@ -36,6 +36,10 @@ var ErrUnknownVersion = errors.New("unknown tick version")
 // trigger can never collide with (or be deduplicated against) a scheduled slot.
 const triggerMarker = "~trigger-"
 
+// backfillMarker separates a backfill tick's suffix (its backfill's ID) from its slot, as triggerMarker does a
+// trigger's: a backfill tick never collides with a scheduled slot, a trigger or another backfill's tick.
+const backfillMarker = "~backfill-"
+
 // Tick is one unit of work: one slot of one schedule, for one shard.
 type Tick struct {
 	V        int       `json:"v"`
@@ -54,6 +58,11 @@ type Tick struct {
 	NotBefore *time.Time `json:"not_before,omitempty"`
 	// Trigger is true for a tick requested by hand (ticker schedule trigger) rather than by the schedule.
 	Trigger bool `json:"trigger,omitempty"`
+	// Backfill is the ID of the backfill (ticker schedule backfill) that emitted the tick, for one of the past
+	// slots it runs again; empty for every other tick. A backfill tick is also marked Trigger: it runs out of the
+	// schedule's order as a trigger does, is never cancelled, and is not one of the schedule's slots to a reader
+	// (a release from before backfills reads it as a trigger).
+	Backfill string `json:"backfill,omitempty"`
 	// Overlap is the schedule's overlap policy: OverlapQueue (every tick runs, in order), OverlapSkip (a tick
 	// does not start when a newer tick of the same schedule and shard is already due), or empty, the default:
 	// skip for a tick that fell due while the run before it was going, queue otherwise. Workers from before the
@@ -98,6 +107,28 @@ func TriggerID(schedule string, at time.Time, nonce string, shard, shards int) s
 		id += "#" + strconv.Itoa(shard)
 	}
 	return id
+}
+
+// BackfillID returns the ID of the tick of backfill backfill for slot of schedule.
+func BackfillID(schedule string, slot time.Time, backfill string, shard, shards int) string {
+	id := schedule + "@" + slot.UTC().Format(time.RFC3339Nano) + backfillMarker + backfill
+	if shards > 1 {
+		id += "#" + strconv.Itoa(shard)
+	}
+	return id
+}
+
+// IsBackfillID reports whether id is the ID of a backfill tick (BackfillID) and returns its backfill's ID.
+func IsBackfillID(id string) (string, bool) {
+	i := strings.LastIndex(id, backfillMarker)
+	if i < 0 {
+		return "", false
+	}
+	rest := id[i+len(backfillMarker):]
+	if j := strings.IndexByte(rest, '#'); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest, rest != ""
 }
 
 // StartAt is when the tick is meant to start: NotBefore, or the slot for a tick without one.
@@ -244,6 +275,10 @@ func appendTick(b []byte, t *Tick, id []byte, st *stamps) ([]byte, bool) {
 	}
 	if t.Trigger {
 		b = append(b, `,"trigger":true`...)
+	}
+	if t.Backfill != "" {
+		b = append(b, `,"backfill":`...)
+		b = jsonfast.AppendString(b, t.Backfill)
 	}
 	if t.Overlap != "" {
 		b = append(b, `,"overlap":`...)

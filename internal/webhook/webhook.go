@@ -18,7 +18,8 @@ import (
 
 // Handler POSTs each tick as JSON (the work record's own encoding) to a URL, with the tick ID in an
 // Idempotency-Key header, the attempt in Tick-Attempt, the partition's fencing token in Tickgroup-Fence and
-// Tickgroup-Interrupted: 1 when an earlier run was cut off.
+// Tickgroup-Interrupted: 1 when an earlier run was cut off, and Tickgroup-Backfill: the backfill's ID for a
+// backfill's tick.
 //
 // A 2xx status is success. 408 (Request Timeout) and 429 (Too Many Requests) are retried like 5xx statuses,
 // transport errors and timeouts; every other 4xx status is a permanent failure: the request itself is wrong, so
@@ -71,6 +72,9 @@ func (h *Handler) Handle(ctx context.Context, t tickgroup.Tick) error {
 	req.Header.Set("Tickgroup-Fence", strconv.FormatInt(t.Fence, 10))
 	if t.Interrupted {
 		req.Header.Set("Tickgroup-Interrupted", "1")
+	}
+	if t.Backfill {
+		req.Header.Set("Tickgroup-Backfill", t.BackfillID)
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {

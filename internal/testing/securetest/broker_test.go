@@ -192,7 +192,7 @@ func (b *broker) namespace(t *testing.T) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, _ = adm.DeleteTopics(ctx, names.Ticker, names.Schedules, names.Work, names.Results, names.DLQ, names.Clock, names.Changes, ns+".fwd")
+		_, _ = adm.DeleteTopics(ctx, names.Ticker, names.Schedules, names.Work, names.Results, names.DLQ, names.Clock, names.Changes, names.Backfills, names.BackfillProgress, ns+".fwd")
 	})
 	return ns
 }

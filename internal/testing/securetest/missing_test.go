@@ -48,6 +48,8 @@ func runRole(t *testing.T, b *broker, ns, fwd, role string) string {
 			{"schedule", "list"},
 			{"schedule", "trigger", "every-second"},
 			{"status"},
+			{"schedule", "backfill", "--list"},
+			{"schedule", "backfill", "every-second", "--from", "30s", "--to", "0s"},
 		} {
 			out, code := runCmd(t, "ticker", append(args, b.flags(t, "operator", ns)...)...)
 			if code == 1 {

@@ -121,12 +121,18 @@ func TestPoolRolesWithShippedACLs(t *testing.T) {
 // writes both outcomes and dead letters.
 const failOddSlots = `sh -c 'exit $(( TICK_SLOT_UNIX_MS / 1000 % 2 ))'`
 
-// feed puts a schedule that ticks every second, as the operator.
+// feed puts a schedule that ticks every second, and a backfill of its last 30 s (before it was created: slots
+// that never ran), as the operator. The leader then emits the backfill's ticks and progress and follows their
+// outcomes.
 func feed(t *testing.T, b *broker, ns string) {
 	t.Helper()
 	out, code := runCmd(t, "ticker", append([]string{"schedule", "put", "every-second", "--every", "1s"}, b.flags(t, "operator", ns)...)...)
 	if code != 0 {
 		t.Fatalf("ticker schedule put as operator: exit %d:\n%s", code, out)
+	}
+	out, code = runCmd(t, "ticker", append([]string{"schedule", "backfill", "every-second", "--from", "30s", "--to", "0s"}, b.flags(t, "operator", ns)...)...)
+	if code != 0 {
+		t.Fatalf("ticker schedule backfill as operator: exit %d:\n%s", code, out)
 	}
 }
 

@@ -1,0 +1,299 @@
+package tickgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/backfill"
+	"github.com/tickgroup/tickgroup/internal/changelog"
+	"github.com/tickgroup/tickgroup/internal/kafka"
+)
+
+// Reprocess says which slots of its range a backfill runs (BackfillOptions.Reprocess).
+type Reprocess string
+
+// The Reprocess choices. A slot's status is its ticks' last outcomes, read from the results topic: those of
+// its scheduled ticks and of earlier backfills of it (a slot older than the results topic's retention has
+// none).
+const (
+	// ReprocessNone, the default, runs only the slots that have no outcome: the slots that never ran.
+	ReprocessNone Reprocess = "none"
+	// ReprocessFailed also runs the slots whose last outcome is not ok (failed, dead-lettered, skipped, ...).
+	ReprocessFailed Reprocess = "failed"
+	// ReprocessAll runs every slot of the range.
+	ReprocessAll Reprocess = "all"
+)
+
+// MaxBackfillSlots is the most slots one backfill runs: split a longer range into several backfills.
+const MaxBackfillSlots = 10_000
+
+// BackfillOptions are a backfill's choices; the zero value runs the slots that never ran, one at a time.
+type BackfillOptions struct {
+	// Reprocess is which slots run (default ReprocessNone).
+	Reprocess Reprocess
+	// MaxRunning is how many of the backfill's slots the leader keeps emitted without an outcome at once (default
+	// 1, at most 100). The runs of one shard of a schedule never overlap, backfill or not: a value above 1 lets
+	// the next slots wait at the worker rather than at the leader.
+	MaxRunning int
+	// DryRun returns the plan and writes nothing.
+	DryRun bool
+}
+
+// Backfill is a backfill's plan: every slot of its range and whether it runs.
+type Backfill struct {
+	// ID names the backfill (empty on a dry run); its ticks' IDs end with ~backfill-ID.
+	ID       string
+	Schedule string
+	// From and To are the range: the schedule's slots at or after From and before To.
+	From, To   time.Time
+	Reprocess  Reprocess
+	MaxRunning int
+	// Slots are every slot of the range, in order, with what the backfill does with each.
+	Slots []BackfillSlot
+}
+
+// BackfillSlot is one slot of a backfill's range.
+type BackfillSlot struct {
+	Slot time.Time
+	// Status is what the slot's last outcomes say: "ok", another status, "missing" (some shards have none) or
+	// "" (none).
+	Status string
+	// Run says whether the backfill runs the slot.
+	Run bool
+}
+
+// Runs returns the slots b runs.
+func (b Backfill) Runs() []time.Time {
+	var out []time.Time
+	for _, s := range b.Slots {
+		if s.Run {
+			out = append(out, s.Slot)
+		}
+	}
+	return out
+}
+
+// ErrNothingToBackfill is returned by Backfill when no slot of the range is to run.
+var ErrNothingToBackfill = errors.New("no slot of the range is to run")
+
+// Backfill runs the past slots of schedule name in [from, to) again: every slot of the range by the schedule's
+// definition and zone (its pause aside; slots before its start or after its end are not its slots), before the
+// schedule was created too, that opts.Reprocess selects. The leader of the schedule emits one tick per slot and
+// shard, marked (Tick.Backfill, TICK_BACKFILL=1), with an ID that collides with no other tick, at most
+// opts.MaxRunning slots without an outcome at once, in slot order; its progress commits in the same
+// transactions as its ticks, so a leader killed midway loses and doubles none. A backfill runs whether or not
+// the schedule is paused; CancelBackfill stops it. to must not be in the future, and the range may hold at most
+// MaxBackfillSlots slots.
+//
+// It returns the plan; with opts.DryRun it writes nothing. The backfill goes to the change log (op backfill)
+// with opts' Reason and By.
+func (s *Schedules) Backfill(ctx context.Context, name string, from, to time.Time, o BackfillOptions, opts ...ChangeOption) (Backfill, error) {
+	co := options(opts)
+	now := time.Now()
+	re, err := backfill.ParseReprocess(string(o.Reprocess))
+	if err != nil {
+		return Backfill{}, err
+	}
+	if o.MaxRunning == 0 {
+		o.MaxRunning = 1
+	}
+	switch {
+	case o.MaxRunning < 1 || o.MaxRunning > backfill.MaxRunning:
+		return Backfill{}, fmt.Errorf("backfill: max running %d: want 1 to %d", o.MaxRunning, backfill.MaxRunning)
+	case !from.Before(to):
+		return Backfill{}, fmt.Errorf("backfill: from %s is not before to %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
+	case to.After(now):
+		return Backfill{}, fmt.Errorf("backfill: to %s is in the future: a backfill runs past slots only", to.Format(time.RFC3339))
+	}
+	e, err := s.get(ctx, name)
+	if err != nil {
+		return Backfill{}, err
+	}
+	spec := e.Spec()
+	slots, err := backfill.Slots(spec, from, to, backfill.MaxSlots)
+	if err != nil {
+		return Backfill{}, err
+	}
+	if len(slots) > backfill.MaxSlots {
+		return Backfill{}, fmt.Errorf("backfill: the range holds more than %d slots of %s: split it", backfill.MaxSlots, name)
+	}
+	plan := Backfill{Schedule: name, From: from.UTC(), To: to.UTC(), Reprocess: Reprocess(re), MaxRunning: o.MaxRunning}
+	var outs backfill.Outcomes
+	if re != backfill.ReprocessAll && len(slots) > 0 {
+		if outs, err = s.outcomes(ctx, e.Schedule.Pool(), name, e.Schedule.Shards(), slots[0]); err != nil {
+			return Backfill{}, err
+		}
+	}
+	var run []time.Time
+	for _, slot := range slots {
+		st := outs.Status(slot, e.Schedule.Shards())
+		r := re.Run(st)
+		plan.Slots = append(plan.Slots, BackfillSlot{Slot: slot, Status: st, Run: r})
+		if r {
+			run = append(run, slot)
+		}
+	}
+	if o.DryRun {
+		return plan, nil
+	}
+	if len(run) == 0 {
+		return plan, ErrNothingToBackfill
+	}
+	if err := s.ensureBackfillTopics(ctx); err != nil {
+		return Backfill{}, err
+	}
+	req := backfill.Request{ID: backfill.NewID(now), Schedule: name, From: plan.From, To: plan.To, Reprocess: re, Skipped: len(slots) - len(run),
+		Slots: run, MaxRunning: o.MaxRunning, ScheduleVersion: e.Version, CreatedAt: now.UTC(), By: s.who(co).String(), Reason: co.reason}
+	v, err := backfill.EncodeRequest(req)
+	if err != nil {
+		return Backfill{}, err
+	}
+	off, err := s.writeBackfillRecord(ctx, req.ID, v)
+	if err != nil {
+		return Backfill{}, err
+	}
+	plan.ID = req.ID
+	c := changelog.Change{Op: changelog.OpBackfill, Schedule: name, At: now.UTC(), By: s.who(co), Reason: co.reason, Offset: off, After: v}
+	if err := changelog.Write(ctx, s.cl, s.names.Changes, c); err != nil {
+		return plan, fmt.Errorf("the backfill was requested, but not its change-log record: %w", err)
+	}
+	return plan, nil
+}
+
+// outcomes reads the last outcomes of schedule name's slots from first on (an hour earlier, for the workers'
+// clock skew).
+func (s *Schedules) outcomes(ctx context.Context, pool, name string, shards int, first time.Time) (backfill.Outcomes, error) {
+	opts, err := s.k.internal().Opts(nil)
+	if err != nil {
+		return nil, err
+	}
+	n := s.names.Pool(pool)
+	adm := kadm.NewClient(s.cl)
+	workParts, err := kafka.WorkPartitions(ctx, adm, n.Work)
+	if err != nil {
+		return nil, err
+	}
+	return backfill.ReadOutcomes(ctx, opts, adm, n.Results, name, shards, workParts, first.Add(-time.Hour))
+}
+
+// ensureBackfillTopics creates the backfill topics where this principal may; otherwise they must exist.
+func (s *Schedules) ensureBackfillTopics(ctx context.Context) error {
+	err := kafka.EnsureTopics(ctx, kadm.NewClient(s.cl), s.names, kafka.TopicOptions{Needs: []string{s.names.Backfills, s.names.BackfillProgress}})
+	if err != nil {
+		return fmt.Errorf("%w (the backfill topics are made by ticker init)", err)
+	}
+	return nil
+}
+
+// writeBackfillRecord writes a request or cancellation and returns its offset.
+func (s *Schedules) writeBackfillRecord(ctx context.Context, key string, v []byte) (int64, error) {
+	r, err := s.cl.ProduceSync(ctx, &kgo.Record{Topic: s.names.Backfills, Partition: 0, Key: []byte(key), Value: v}).First()
+	if err != nil {
+		return 0, fmt.Errorf("writing to %s: %w", s.names.Backfills, kafka.NeedACL(err, "Write", "topic", s.names.Backfills))
+	}
+	return r.Offset, nil
+}
+
+// BackfillStatus is a backfill as the backfill topics hold it.
+type BackfillStatus struct {
+	ID        string
+	Schedule  string
+	From, To  time.Time
+	Reprocess Reprocess
+	// Slots are the slots it runs, Skipped the slots of its range that Reprocess left out.
+	Slots      []time.Time
+	Skipped    int
+	MaxRunning int
+	// Emitted counts the slots the leader has emitted (Slots[:Emitted]); Running those of them without an
+	// outcome yet.
+	Emitted, Running int
+	// State is "pending" (no leader has taken it yet), "running", "cancelling", or why it ended: "done",
+	// "cancelled", "schedule deleted", or "refused..." (a request rewritten under an ID in use).
+	State     string
+	CreatedAt time.Time
+	By        string
+	Reason    string
+	// UpdatedAt is when the leader last committed its progress (zero: never).
+	UpdatedAt time.Time
+}
+
+// Backfills returns every backfill the topics hold, oldest first (ended ones too).
+func (s *Schedules) Backfills(ctx context.Context) ([]BackfillStatus, error) {
+	opts, err := s.k.internal().Opts(nil)
+	if err != nil {
+		return nil, err
+	}
+	tds, err := kadm.NewClient(s.cl).ListTopics(ctx, s.names.Backfills, s.names.BackfillProgress)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range []string{s.names.Backfills, s.names.BackfillProgress} {
+		td, ok := tds[n]
+		switch {
+		case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition):
+			return nil, nil // no backfill was ever requested in this namespace
+		case td.Err != nil:
+			return nil, fmt.Errorf("listing the backfills: %w", kafka.NeedACL(td.Err, "Read", "topic", n))
+		}
+	}
+	f := backfill.NewFold()
+	if _, err := kafka.ReadStable(ctx, opts, s.names.BackfillProgress, 0, func(r *kgo.Record) error { _ = f.AddProgress(r); return nil }); err != nil {
+		return nil, err
+	}
+	if _, err := kafka.ReadStable(ctx, opts, s.names.Backfills, 0, func(r *kgo.Record) error { _ = f.Add(r); return nil }); err != nil {
+		return nil, err
+	}
+	var out []BackfillStatus
+	for _, b := range f.Sorted() {
+		r := b.Request
+		st := BackfillStatus{ID: r.ID, Schedule: r.Schedule, From: r.From, To: r.To, Reprocess: Reprocess(r.Reprocess), Slots: r.Slots,
+			Skipped: r.Skipped, MaxRunning: r.MaxRunning, State: b.State(), CreatedAt: r.CreatedAt, By: r.By, Reason: r.Reason}
+		if p := b.Progress; p != nil {
+			st.Emitted, st.Running, st.UpdatedAt = p.Next, len(p.Running), p.At
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// CancelBackfill stops backfill id: its leader emits none of its slots after the cancellation; the ones
+// emitted run. It goes to the change log (op backfill_cancel).
+func (s *Schedules) CancelBackfill(ctx context.Context, id string, opts ...ChangeOption) error {
+	co := options(opts)
+	all, err := s.Backfills(ctx)
+	if err != nil {
+		return err
+	}
+	var b *BackfillStatus
+	for i := range all {
+		if all[i].ID == id {
+			b = &all[i]
+		}
+	}
+	switch {
+	case b == nil:
+		return fmt.Errorf("backfill %s: %w", id, ErrNotFound)
+	case b.State != "pending" && b.State != "running" && b.State != "cancelling":
+		return fmt.Errorf("backfill %s has ended (%s)", id, b.State)
+	}
+	now := time.Now().UTC()
+	v, err := backfill.EncodeCancel(backfill.Cancel{ID: id, At: now, By: s.who(co).String(), Reason: co.reason})
+	if err != nil {
+		return err
+	}
+	off, err := s.writeBackfillRecord(ctx, backfill.CancelKey(id), v)
+	if err != nil {
+		return err
+	}
+	c := changelog.Change{Op: changelog.OpBackfillCancel, Schedule: b.Schedule, At: now, By: s.who(co), Reason: co.reason, Offset: off, After: v}
+	if err := changelog.Write(ctx, s.cl, s.names.Changes, c); err != nil {
+		return fmt.Errorf("the backfill was cancelled, but not logged in the change log: %w", err)
+	}
+	return nil
+}

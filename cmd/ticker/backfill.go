@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tickgroup/tickgroup"
+	"github.com/tickgroup/tickgroup/internal/cli"
+)
+
+const backfillUsage = `Usage: ticker schedule backfill NAME --from T --to T [--dry-run] [--reprocess none|failed|all] [--max-running N]
+       ticker schedule backfill --list [--json]
+       ticker schedule backfill --cancel ID
+
+Run the past slots of schedule NAME in [--from, --to) again: every slot of the range by the schedule's
+definition and zone, before the schedule was created too (not before its start or after its end). T is an
+RFC 3339 instant or a duration before now (90m). The schedule's leader emits one tick per slot and shard, in slot
+order, at most --max-running slots without an outcome at once; each tick is marked (TICK_BACKFILL=1,
+Tick.Backfill) and its ID ends with ~backfill-ID. A leader killed midway loses and doubles no slot. The runs of
+a schedule's shard never overlap, backfill or not, and a backfill runs whether or not the schedule is paused.
+
+--reprocess decides from the slots' last outcomes (the results topic): none runs only the slots that never ran
+(no outcome), failed also those whose last outcome is not ok, all every slot. --dry-run prints every slot of
+the range, one per line (RFC 3339), with its last outcome and whether it would run, and writes nothing.`
+
+// backfillFlags are the flags of ticker schedule backfill.
+type backfillFlags struct {
+	from, to   string
+	reprocess  string
+	maxRunning int
+	list       bool
+	cancel     string
+}
+
+func (b *backfillFlags) register(fs *flag.FlagSet, reason *string, dryRun, asJSON *bool) {
+	fs.StringVar(&b.from, "from", "", "first instant of the range (RFC 3339, or a duration before now such as 24h)")
+	fs.StringVar(&b.to, "to", "", "end of the range, excluded (RFC 3339, or a duration before now; at most now)")
+	fs.StringVar(&b.reprocess, "reprocess", "none", "which slots run: none (only those that never ran), failed (also those whose last outcome is not ok) or all")
+	fs.IntVar(&b.maxRunning, "max-running", 1, "slots of the backfill emitted without an outcome at once (1-100)")
+	fs.BoolVar(&b.list, "list", false, "list the backfills and their progress")
+	fs.StringVar(&b.cancel, "cancel", "", "stop backfill ID: no more of its slots are emitted")
+	fs.StringVar(reason, "reason", "", "why (kept in the change log and with the backfill)")
+	fs.BoolVar(dryRun, "dry-run", false, "print every slot of the range and whether it would run, without writing anything")
+	fs.BoolVar(asJSON, "json", false, "print JSON")
+}
+
+// check returns the schedule's name from the positional arguments, as the mode (run, --list, --cancel) needs.
+func (b *backfillFlags) check(positional []string) (string, error) {
+	switch {
+	case b.list && b.cancel != "":
+		return "", cli.Usagef("schedule backfill: --list and --cancel exclude each other")
+	case (b.list || b.cancel != "") && len(positional) > 0:
+		return "", cli.Usagef("schedule backfill: unexpected argument %q with --list or --cancel", positional[0])
+	case b.list || b.cancel != "":
+		return "", nil
+	case len(positional) != 1:
+		return "", cli.Usagef("schedule backfill: exactly one schedule NAME is required")
+	case b.from == "" || b.to == "":
+		return "", cli.Usagef("schedule backfill: --from and --to are required")
+	}
+	return positional[0], nil
+}
+
+// parseInstant reads --from and --to: an RFC 3339 instant, or a positive duration before now.
+func parseInstant(flagName, s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, cli.Usagef("schedule backfill: --%s %s: a duration before now must not be negative", flagName, s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, cli.Usagef("schedule backfill: --%s %s: want an RFC 3339 instant (2026-12-01T00:00:00Z) or a duration before now (24h)", flagName, s)
+	}
+	return t, nil
+}
+
+func (b *backfillFlags) run(ctx context.Context, client *tickgroup.Schedules, name string, dryRun, asJSON bool, stdout io.Writer, opts []tickgroup.ChangeOption) error {
+	switch {
+	case b.list:
+		return listBackfills(ctx, client, asJSON, stdout)
+	case b.cancel != "":
+		if err := client.CancelBackfill(ctx, b.cancel, opts...); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "backfill %s cancelled: no more of its slots are emitted\n", b.cancel)
+		return nil
+	}
+	now := time.Now()
+	from, err := parseInstant("from", b.from, now)
+	if err != nil {
+		return err
+	}
+	to, err := parseInstant("to", b.to, now)
+	if err != nil {
+		return err
+	}
+	if b.maxRunning < 1 || b.maxRunning > 100 {
+		return cli.Usagef("schedule backfill: --max-running %d: want 1 to 100", b.maxRunning)
+	}
+	switch tickgroup.Reprocess(b.reprocess) {
+	case tickgroup.ReprocessNone, tickgroup.ReprocessFailed, tickgroup.ReprocessAll:
+	default:
+		return cli.Usagef("schedule backfill: --reprocess %q: want none, failed or all", b.reprocess)
+	}
+	if !from.Before(to) {
+		return cli.Usagef("schedule backfill: --from %s is not before --to %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
+	}
+	if to.After(now) {
+		return cli.Usagef("schedule backfill: --to %s is in the future: a backfill runs past slots only", to.Format(time.RFC3339))
+	}
+	plan, err := client.Backfill(ctx, name, from, to, tickgroup.BackfillOptions{Reprocess: tickgroup.Reprocess(b.reprocess), MaxRunning: b.maxRunning, DryRun: dryRun}, opts...)
+	if errors.Is(err, tickgroup.ErrNothingToBackfill) {
+		fmt.Fprintf(stdout, "nothing to backfill: none of the %d slot(s) of the range is to run with --reprocess %s\n", len(plan.Slots), b.reprocess)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(stdout, plan)
+	}
+	runs := len(plan.Runs())
+	if dryRun {
+		for _, s := range plan.Slots {
+			what := "skip"
+			if s.Run {
+				what = "run"
+			}
+			fmt.Fprintf(stdout, "%s\t%s\t%s\n", s.Slot.Format(time.RFC3339), what, orNone(s.Status))
+		}
+		fmt.Fprintf(stdout, "dry run: %d of %d slot(s) would run (--reprocess %s); nothing written\n", runs, len(plan.Slots), b.reprocess)
+		return nil
+	}
+	fmt.Fprintf(stdout, "backfill %s requested: %d of %d slot(s) of %s run (--reprocess %s); follow it with ticker schedule backfill --list\n",
+		plan.ID, runs, len(plan.Slots), name, b.reprocess)
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no-outcome"
+	}
+	return s
+}
+
+// listBackfills prints every backfill with its progress.
+func listBackfills(ctx context.Context, client *tickgroup.Schedules, asJSON bool, stdout io.Writer) error {
+	all, err := client.Backfills(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if all == nil {
+			all = []tickgroup.BackfillStatus{}
+		}
+		return printJSON(stdout, all)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSCHEDULE\tRANGE\tSLOTS\tEMITTED\tRUNNING\tSTATE\tBY\tREASON")
+	for _, b := range all {
+		why := "-"
+		if b.Reason != "" {
+			why = strconv.Quote(b.Reason)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s..%s\t%d\t%d\t%d\t%s\t%s\t%s\n", b.ID, b.Schedule, b.From.Format(time.RFC3339), b.To.Format(time.RFC3339),
+			len(b.Slots), b.Emitted, b.Running, b.State, strings.TrimSpace(b.By), why)
+	}
+	return tw.Flush()
+}

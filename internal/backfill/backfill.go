@@ -1,0 +1,293 @@
+// Package backfill runs a schedule's past slots again, on request: `ticker schedule backfill` and
+// Schedules.Backfill.
+//
+// A backfill is three kinds of record, on two compacted topics of one partition each (each key keeps its
+// newest record):
+//
+//   - the request, on <ns>.backfills keyed by the backfill's ID, written by the client: the schedule, the range,
+//     and the exact list of slots to run (the client decides them, --reprocess included, so that a dry run
+//     lists exactly what runs);
+//   - its cancellation, on <ns>.backfills keyed ID.cancel, written by the client: the leader emits no more of
+//     its slots;
+//   - its progress, on <ns>.backfills.progress keyed by the ID, written only by the leader of the schedule, in
+//     the same transaction as the ticks it emits: how many of the slots are emitted, which of those have no
+//     outcome yet, and whether the backfill has ended. Only the ticker role may write that topic (operators
+//     may write requests, so a progress record on their topic could be forged, and compaction would then drop
+//     the genuine one), and a progress record not written in a transaction is ignored too.
+//
+// A new leader reads the committed progress after fencing every earlier one, so it goes on from exactly the slot
+// the last committed transaction reached: no slot of a backfill is emitted twice or skipped, whatever happens to
+// the leaders. The leader keeps at most MaxRunning slots emitted without an outcome, reading the outcomes the
+// workers write to the results topic; a tick whose outcome is lost to the results topic's retention holds its
+// place until the backfill is cancelled.
+package backfill
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tickgroup/tickgroup/internal/errlimit"
+	"github.com/tickgroup/tickgroup/internal/schedule"
+)
+
+// Version is the major version of the records written by this build.
+const Version = 1
+
+// Limits of a request.
+const (
+	// MaxSlots is the most slots one backfill runs: its request record (about 32 bytes a slot) stays well within
+	// Kafka's default record size. A longer range is split into several backfills.
+	MaxSlots = 10_000
+	// MaxRunning bounds Request.MaxRunning.
+	MaxRunning = 100
+	// MaxReason bounds the free text of a request or cancellation.
+	MaxReason = schedule.MaxReasonLen
+)
+
+// Reprocess says which slots of the range a backfill runs again.
+type Reprocess string
+
+// The Reprocess choices.
+const (
+	// ReprocessNone skips the slots whose tick has an ok outcome: a backfill of what did not run, or failed.
+	ReprocessNone Reprocess = "none"
+	// ReprocessFailed runs the slots whose last outcome is not ok, or that have none.
+	ReprocessFailed Reprocess = "failed"
+	// ReprocessAll runs every slot of the range.
+	ReprocessAll Reprocess = "all"
+)
+
+// ParseReprocess returns the Reprocess named s ("" is ReprocessNone).
+func ParseReprocess(s string) (Reprocess, error) {
+	switch r := Reprocess(s); r {
+	case "":
+		return ReprocessNone, nil
+	case ReprocessNone, ReprocessFailed, ReprocessAll:
+		return r, nil
+	}
+	return "", fmt.Errorf("reprocess %s: want none, failed or all", errlimit.Quote(s))
+}
+
+// Request is a backfill as its client asks for it (the value of the record keyed by its ID).
+type Request struct {
+	V        int    `json:"v"`
+	ID       string `json:"id"`
+	Schedule string `json:"schedule"`
+	// From and To are the range asked for: the slots at or after From and before To.
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// Reprocess is what the client decided the slots by; Skipped counts the slots of the range it left out.
+	Reprocess Reprocess `json:"reprocess"`
+	Skipped   int       `json:"skipped"`
+	// Slots are the slots to run, in increasing order.
+	Slots []time.Time `json:"slots"`
+	// MaxRunning is how many of the slots may be emitted without an outcome at once.
+	MaxRunning int `json:"max_running"`
+	// ScheduleVersion is the schedule's version the slots were computed from.
+	ScheduleVersion int64     `json:"schedule_version"`
+	CreatedAt       time.Time `json:"created_at"`
+	By              string    `json:"by,omitempty"`
+	Reason          string    `json:"reason,omitempty"`
+}
+
+// Progress is how far the leader has brought a backfill (the value of its record on the progress topic, keyed by the ID).
+type Progress struct {
+	V  int    `json:"v"`
+	ID string `json:"id"`
+	// RequestOffset is the offset of the request record the progress is of: a request rewritten under the same
+	// ID is another record, and is refused rather than mixed with this one's progress.
+	RequestOffset int64 `json:"request_offset"`
+	// Next is how many of the request's slots are emitted (Slots[:Next]).
+	Next int `json:"next"`
+	// Running are the indices, below Next, of the slots emitted without an outcome yet.
+	Running []int `json:"running,omitempty"`
+	// Shards is how many ticks each slot has: the schedule's shard count when the backfill started, kept for all
+	// its slots.
+	Shards int `json:"shards"`
+	// Ended says why the backfill ended (an End constant); empty while it runs.
+	Ended string    `json:"ended,omitempty"`
+	At    time.Time `json:"at"`
+}
+
+// Why a backfill ended (Progress.Ended).
+const (
+	EndDone      = "done"
+	EndCancelled = "cancelled"
+	EndDeleted   = "schedule deleted"
+	EndRefused   = "refused"
+)
+
+// Cancel is a request to stop a backfill (the value of the record keyed ID.cancel).
+type Cancel struct {
+	V      int       `json:"v"`
+	ID     string    `json:"id"`
+	At     time.Time `json:"at"`
+	By     string    `json:"by,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// cancelSuffix ends the key of a cancellation record.
+const cancelSuffix = ".cancel"
+
+// CancelKey is the key of the cancellation of backfill id.
+func CancelKey(id string) string { return id + cancelSuffix }
+
+// NewID returns a fresh backfill ID: the creation instant and 4 random bytes, so that IDs sort by creation.
+func NewID(now time.Time) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return now.UTC().Format("20060102t150405") + "-" + hex.EncodeToString(b)
+}
+
+// ValidID reports whether id can be a backfill's ID: 1-64 characters of [a-z0-9-].
+func ValidID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// Slots returns the slots of s in [from, to), at most limit+1 of them (so that a caller sees the range is too
+// long). The slots are the definition's whatever its pause: a backfill runs past slots a pause left out too.
+func Slots(spec schedule.Spec, from, to time.Time, limit int) ([]time.Time, error) {
+	spec.Paused, spec.PausedUntil, spec.PauseReason = false, nil, ""
+	s, err := spec.Compile()
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Time
+	for at := s.Next(from.Add(-time.Nanosecond)); !at.IsZero() && at.Before(to); at = s.Next(at) {
+		out = append(out, at)
+		if len(out) > limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Validate checks a request as a reader must before acting on it: anyone with Write on the topic can write one.
+func (r *Request) Validate() error {
+	switch {
+	case r.V != Version:
+		return fmt.Errorf("backfill request: version %d, want %d", r.V, Version)
+	case !ValidID(r.ID):
+		return fmt.Errorf("backfill request: id %s: want 1-64 characters of a-z, 0-9 and -", errlimit.Quote(r.ID))
+	case r.Schedule == "":
+		return errors.New("backfill request: no schedule")
+	case len(r.Slots) == 0 || len(r.Slots) > MaxSlots:
+		return fmt.Errorf("backfill request %s: %d slots, want 1 to %d", r.ID, len(r.Slots), MaxSlots)
+	case r.MaxRunning < 1 || r.MaxRunning > MaxRunning:
+		return fmt.Errorf("backfill request %s: max_running %d, want 1 to %d", r.ID, r.MaxRunning, MaxRunning)
+	case len(r.Reason) > MaxReason || len(r.By) > MaxReason:
+		return fmt.Errorf("backfill request %s: reason or by longer than %d bytes", r.ID, MaxReason)
+	}
+	for i, s := range r.Slots {
+		if s.IsZero() || s.Year() < 1970 || s.Year() > 9999 {
+			return fmt.Errorf("backfill request %s: slot %d out of range", r.ID, i)
+		}
+		if i > 0 && !s.After(r.Slots[i-1]) {
+			return fmt.Errorf("backfill request %s: slots not in increasing order at %d", r.ID, i)
+		}
+		if r.CreatedAt.IsZero() || s.After(r.CreatedAt) {
+			return fmt.Errorf("backfill request %s: slot %s is not in the past of the request", r.ID, s.Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// EncodeRequest returns the record value of r, after validating it.
+func EncodeRequest(r Request) ([]byte, error) {
+	r.V = Version
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(r)
+}
+
+// DecodeRequest parses and validates a request record's value.
+func DecodeRequest(key string, b []byte) (Request, error) {
+	var r Request
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Request{}, fmt.Errorf("backfill request %s: %w", errlimit.Quote(key), errlimit.Wrap(err))
+	}
+	for i := range r.Slots {
+		r.Slots[i] = r.Slots[i].UTC()
+	}
+	if err := r.Validate(); err != nil {
+		return Request{}, err
+	}
+	if r.ID != key {
+		return Request{}, fmt.Errorf("backfill request %s under key %s", r.ID, errlimit.Quote(key))
+	}
+	return r, nil
+}
+
+// EncodeProgress returns the record value of p.
+func EncodeProgress(p Progress) []byte {
+	p.V = Version
+	b, _ := json.Marshal(p) // nothing in a Progress can fail to encode
+	return b
+}
+
+// DecodeProgress parses a progress record's value; max is the request's slot count.
+func DecodeProgress(b []byte, slots int) (Progress, error) {
+	var p Progress
+	if err := json.Unmarshal(b, &p); err != nil {
+		return Progress{}, fmt.Errorf("backfill progress: %w", errlimit.Wrap(err))
+	}
+	if p.V != Version || p.Next < 0 || p.Next > slots || len(p.Running) > MaxRunning {
+		return Progress{}, fmt.Errorf("backfill progress of %s: out of range", errlimit.Quote(p.ID))
+	}
+	for _, i := range p.Running {
+		if i < 0 || i >= p.Next {
+			return Progress{}, fmt.Errorf("backfill progress of %s: running slot %d not emitted", errlimit.Quote(p.ID), i)
+		}
+	}
+	return p, nil
+}
+
+// EncodeCancel returns the record value of c.
+func EncodeCancel(c Cancel) ([]byte, error) {
+	c.V = Version
+	if !ValidID(c.ID) || len(c.Reason) > MaxReason || len(c.By) > MaxReason {
+		return nil, fmt.Errorf("backfill cancel: id %s or its reason is not valid", errlimit.Quote(c.ID))
+	}
+	return json.Marshal(c)
+}
+
+// DecodeCancel parses a cancellation record's value.
+func DecodeCancel(key string, b []byte) (Cancel, error) {
+	var c Cancel
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Cancel{}, fmt.Errorf("backfill cancel %s: %w", errlimit.Quote(key), errlimit.Wrap(err))
+	}
+	if c.V != Version || CancelKey(c.ID) != key {
+		return Cancel{}, fmt.Errorf("backfill cancel %s: version or id does not match", errlimit.Quote(key))
+	}
+	return c, nil
+}
+
+// KeyKind splits a record key of the backfills topic into the backfill's ID and the record's kind: "request" or
+// "cancel".
+func KeyKind(key string) (id, kind string) {
+	if strings.HasSuffix(key, cancelSuffix) {
+		return strings.TrimSuffix(key, cancelSuffix), "cancel"
+	}
+	return key, "request"
+}
+
+// Index returns the index of slot among r's slots.
+func (r *Request) Index(slot time.Time) (int, bool) {
+	return slices.BinarySearchFunc(r.Slots, slot, func(a, b time.Time) int { return a.Compare(b) })
+}

@@ -1,0 +1,168 @@
+package backfill
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Backfill is one backfill as the topic holds it: its request, and its progress and cancellation when there are.
+type Backfill struct {
+	Request       Request
+	RequestOffset int64
+	// Progress is the leader's newest committed progress of this request (nil: not started, or the progress
+	// read is of another request under the same ID).
+	Progress *Progress
+	Cancel   *Cancel
+	// Rewritten is set when the newest progress under the ID is of an earlier request record: the request was
+	// written again under an ID in use. A leader refuses it (ending it) rather than start its slots over.
+	Rewritten bool
+}
+
+// State says where b stands: "pending" (no progress yet), "running", or why it ended.
+func (b *Backfill) State() string {
+	switch {
+	case b.Progress != nil && b.Progress.Ended != "":
+		return b.Progress.Ended
+	case b.Rewritten:
+		return "refused: request rewritten under an ID in use"
+	case b.Cancel != nil:
+		return "cancelling"
+	case b.Progress == nil:
+		return "pending"
+	}
+	return "running"
+}
+
+// Ended reports whether the leader has ended b.
+func (b *Backfill) Ended() bool { return b.Progress != nil && b.Progress.Ended != "" }
+
+// Fold keeps the backfills of the topic as its records are read in offset order.
+type Fold struct {
+	All map[string]*Backfill
+	// progress and cancels by backfill ID, whether or not their request is read (yet).
+	progress map[string]progressAt
+	cancels  map[string]Cancel
+	// Invalid counts the records of the backfills topic that were not valid; Forged the progress records not
+	// written in a transaction.
+	Invalid, Forged int
+}
+
+type progressAt struct {
+	p   Progress
+	raw []byte
+}
+
+// NewFold returns an empty Fold.
+func NewFold() *Fold {
+	return &Fold{All: map[string]*Backfill{}, progress: map[string]progressAt{}, cancels: map[string]Cancel{}}
+}
+
+// AddProgress takes record r of the progress topic. It returns an error for a record not written in a
+// transaction (counted in Forged), for the caller to log; the record is then ignored.
+func (f *Fold) AddProgress(r *kgo.Record) error {
+	if r.Attrs.IsControl() {
+		return nil
+	}
+	id := string(r.Key)
+	if r.Value == nil {
+		delete(f.progress, id)
+		f.attach(id)
+		return nil
+	}
+	if !r.Attrs.IsTransactional() {
+		f.Forged++
+		return fmt.Errorf("backfill progress %s not written in a transaction (not a leader's): ignored", id)
+	}
+	// Its slot count is checked against the request when both are known (attach).
+	f.progress[id] = progressAt{raw: r.Value}
+	f.attach(id)
+	return nil
+}
+
+// Add takes record r of the backfills topic. It returns an error for a record that is not valid (counted in
+// Invalid), for the caller to log and dead-letter; the record is then ignored.
+func (f *Fold) Add(r *kgo.Record) error {
+	if r.Attrs.IsControl() {
+		return nil
+	}
+	id, kind := KeyKind(string(r.Key))
+	if r.Value == nil { // a tombstone
+		if kind == "request" {
+			delete(f.All, id)
+		} else {
+			delete(f.cancels, id)
+			if b := f.All[id]; b != nil {
+				b.Cancel = nil
+			}
+		}
+		return nil
+	}
+	switch kind {
+	case "cancel":
+		c, err := DecodeCancel(string(r.Key), r.Value)
+		if err != nil {
+			f.Invalid++
+			return err
+		}
+		f.cancels[id] = c
+		if b := f.All[id]; b != nil {
+			b.Cancel = &c
+		}
+	default:
+		req, err := DecodeRequest(id, r.Value)
+		if err != nil {
+			f.Invalid++
+			return err
+		}
+		f.All[id] = &Backfill{Request: req, RequestOffset: r.Offset}
+		if c, ok := f.cancels[id]; ok {
+			f.All[id].Cancel = &c
+		}
+		f.attach(id)
+	}
+	return nil
+}
+
+// attach sets the progress read of id on its backfill, when it is of that request.
+func (f *Fold) attach(id string) {
+	b, pa := f.All[id], f.progress[id]
+	if b == nil {
+		return
+	}
+	b.Progress, b.Rewritten = nil, false
+	if pa.raw == nil {
+		return
+	}
+	var p Progress
+	if err := json.Unmarshal(pa.raw, &p); err == nil && p.ID == id && p.RequestOffset != b.RequestOffset {
+		b.Rewritten = true
+		return
+	}
+	p, err := DecodeProgress(pa.raw, len(b.Request.Slots))
+	if err != nil || p.ID != id {
+		b.Rewritten = true // a leader's record that does not fit the request: the request is not the one it ran
+		return
+	}
+	b.Progress = &p
+}
+
+// Sorted returns the backfills in ID order (creation order).
+func (f *Fold) Sorted() []*Backfill {
+	out := make([]*Backfill, 0, len(f.All))
+	for _, b := range f.All {
+		out = append(out, b)
+	}
+	slices.SortFunc(out, func(a, b *Backfill) int {
+		switch {
+		case a.Request.ID < b.Request.ID:
+			return -1
+		case a.Request.ID > b.Request.ID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

@@ -35,7 +35,7 @@ type backfiller struct {
 	outs   chan bfOutcome
 	// fatal carries a refused permission (kafka.IsACLError): asking again would be refused again, so the term
 	// ends with it and the ticker stops, naming the permission, as for any other ACL it lacks.
-	fatal chan error
+	fatal  chan error
 	fold   *backfill.Fold // nil until loaded
 	runs   map[string]*bfRun
 	bad    map[string]*kgo.Record // invalid records, newest of their key, for leader 0 to dead-letter

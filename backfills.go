@@ -229,17 +229,18 @@ func (s *Schedules) Backfills(ctx context.Context) ([]BackfillStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	tds, err := kadm.NewClient(s.cl).ListTopics(ctx, s.names.Backfills, s.names.BackfillProgress)
-	if err != nil {
-		return nil, err
-	}
 	for _, n := range []string{s.names.Backfills, s.names.BackfillProgress} {
-		td, ok := tds[n]
+		tds, err := kadm.NewClient(s.cl).ListTopics(ctx, n) // one at a time: a refusal names its topic
+		var td kadm.TopicDetail
+		if err == nil {
+			td = tds[n]
+			err = td.Err
+		}
 		switch {
-		case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition):
+		case errors.Is(err, kerr.UnknownTopicOrPartition) || err == nil && td.Topic == "":
 			return nil, nil // no backfill was ever requested in this namespace
-		case td.Err != nil:
-			return nil, fmt.Errorf("listing the backfills: %w", kafka.NeedACL(td.Err, "Read", "topic", n))
+		case err != nil:
+			return nil, fmt.Errorf("listing the backfills: %w", kafka.NeedACL(err, "Read", "topic", n))
 		}
 	}
 	f := backfill.NewFold()

@@ -107,9 +107,9 @@ re-ran (marked re-runs and retries included); 0 otherwise.`)
 // auditSummary counts what decides the audit's result, triggers included: the failures first, then the re-runs
 // that fail only with --strict.
 func auditSummary(rep *audit.Report) string {
-	t, g := rep.Totals, rep.TriggerTotals
-	s := fmt.Sprintf("%d ticks missing, %d doubled, %d ran twice", t.Missing, t.Doubled+g.Doubled, t.RanTwice+g.RanTwice)
-	marked, retried := t.MarkedReRun+g.MarkedReRun, t.Retried+g.Retried
+	t, g, b := rep.Totals, rep.TriggerTotals, rep.BackfillTotals
+	s := fmt.Sprintf("%d ticks missing, %d doubled, %d ran twice", t.Missing, t.Doubled+g.Doubled+b.Doubled, t.RanTwice+g.RanTwice+b.RanTwice)
+	marked, retried := t.MarkedReRun+g.MarkedReRun+b.MarkedReRun, t.Retried+g.Retried+b.Retried
 	if rep.Strict {
 		return fmt.Sprintf("--strict: %s, %d marked re-runs, %d retried", s, marked, retried)
 	}
@@ -192,6 +192,10 @@ func printAudit(w io.Writer, namespace string, rep *audit.Report) {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.ID, len(t.Emissions), t.State, cmp.Or(strings.Join(t.Problems, ","), "-"))
 		}
 		_ = tw.Flush()
+	}
+	if b := rep.BackfillTotals; len(rep.Backfills) > 0 {
+		fmt.Fprintf(w, "\nBACKFILLS (past slots run again on request, apart from the schedules' slots): %d ticks, %d executed, %d doubled, %d ran twice, %d marked re-runs, %d retried\n",
+			len(rep.Backfills), b.Executed, b.Doubled, b.RanTwice, b.MarkedReRun, b.Retried)
 	}
 	if len(notes) > 0 {
 		fmt.Fprintln(w, "\nNOTES")

@@ -31,7 +31,7 @@ func newEmissionIndex(l *Log) *emissionIndex {
 	x := &emissionIndex{first: map[int64]time.Time{}, slots: map[string][]slotEmission{}}
 	earliest := map[string]map[int64]termEmission{} // schedule -> slot (Unix ns) -> earliest emission
 	for _, t := range l.Ticks {
-		if t.Trigger || len(t.Emissions) == 0 {
+		if t.Trigger || t.Backfill || len(t.Emissions) == 0 {
 			continue // triggers are written by the CLI, not by a leader term
 		}
 		if earliest[t.Schedule] == nil {

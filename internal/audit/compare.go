@@ -75,6 +75,7 @@ func Compare(l *Log, o Options) *Report {
 	}
 	idx := newEmissionIndex(l)
 	triggers := ScheduleReport{Counts: Counts{Outcomes: map[string]int{}}}
+	backfills := ScheduleReport{Counts: Counts{Outcomes: map[string]int{}}}
 
 	byName := map[string][]*Tick{}
 	unnamed := 0
@@ -87,6 +88,14 @@ func Compare(l *Log, o Options) *Report {
 			continue
 		}
 		if t.Slot.Before(o.From) || t.Slot.After(o.To) {
+			continue
+		}
+		if t.Backfill {
+			// A backfill's tick: never one of the schedule's slots; counted apart, as the triggers are.
+			tr := classify(t, false, !o.Now.Before(t.Slot.Add(o.Grace)))
+			tr.Due = t.Slot
+			backfills.count(&tr, false)
+			rep.Backfills = append(rep.Backfills, tr)
 			continue
 		}
 		if t.Trigger {
@@ -118,6 +127,7 @@ func Compare(l *Log, o Options) *Report {
 		rep.Schedules = append(rep.Schedules, sr)
 	}
 	sort.Slice(rep.Triggers, func(i, j int) bool { return lessTick(rep.Triggers[i], rep.Triggers[j]) })
+	sort.Slice(rep.Backfills, func(i, j int) bool { return lessTick(rep.Backfills[i], rep.Backfills[j]) })
 	if unnamed > 0 && o.Schedule == "" {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d results keys are not tick IDs and were skipped", unnamed))
 	}
@@ -129,12 +139,13 @@ func Compare(l *Log, o Options) *Report {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d records could not be decoded and were skipped", l.Undecodable))
 	}
 	rep.TriggerTotals = triggers.Counts
+	rep.BackfillTotals = backfills.Counts
 	normalize(rep)
 	rep.Strict = o.Strict
 	rep.OK = rep.Totals.Missing == 0 && rep.Totals.Doubled == 0 && rep.Totals.RanTwice == 0 &&
-		triggers.Doubled == 0 && triggers.RanTwice == 0
+		triggers.Doubled == 0 && triggers.RanTwice == 0 && backfills.Doubled == 0 && backfills.RanTwice == 0
 	if o.Strict {
-		rep.OK = rep.OK && rep.Totals.ReRun == 0 && triggers.ReRun == 0
+		rep.OK = rep.OK && rep.Totals.ReRun == 0 && triggers.ReRun == 0 && backfills.ReRun == 0
 	}
 	return rep
 }
@@ -581,6 +592,7 @@ func normalize(rep *Report) {
 	}
 	rep.Schedules = orEmpty(rep.Schedules)
 	rep.Triggers = ticks(rep.Triggers)
+	rep.Backfills = ticks(rep.Backfills)
 	rep.Notes = orEmpty(rep.Notes)
 	for i := range rep.Schedules {
 		s := &rep.Schedules[i]

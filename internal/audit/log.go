@@ -88,6 +88,8 @@ type Tick struct {
 	Shard   int
 	Shards  int
 	Trigger bool
+	// Backfill is set for a backfill's tick (ID with "~backfill-"); it is also a Trigger in its work record.
+	Backfill bool
 	// Emissions are its work records, in the order read.
 	Emissions []Emission
 	// Ledger holds its valid started, released and outcome entries, in log order.
@@ -96,6 +98,9 @@ type Tick struct {
 
 // IsTrigger reports whether id is a manual trigger's (ticker schedule trigger).
 func IsTrigger(id string) bool { return strings.Contains(id, "~trigger-") }
+
+// IsBackfill reports whether id is a backfill's tick (ticker schedule backfill).
+func IsBackfill(id string) bool { return strings.Contains(id, "~backfill-") }
 
 // NewLog returns an empty Log.
 func NewLog() *Log {
@@ -113,7 +118,7 @@ func (l *Log) tick(id string) *Tick {
 	if t, ok := l.Ticks[id]; ok {
 		return t
 	}
-	t := &Tick{ID: id, Shards: 1, Trigger: IsTrigger(id)}
+	t := &Tick{ID: id, Shards: 1, Trigger: IsTrigger(id), Backfill: IsBackfill(id)}
 	name, rest, _ := strings.Cut(id, "@")
 	t.Schedule = name
 	slot, _, _ := strings.Cut(rest, "~")

@@ -152,6 +152,7 @@ func (r *reader) work(rec *kgo.Record) {
 	t.Schedule, t.Slot, t.Shard, t.Shards = tk.Schedule, tk.Slot.UTC(), tk.Shard, max(tk.Shards, 1)
 	t.Pool = r.pool
 	t.Trigger = t.Trigger || tk.Trigger
+	t.Backfill = t.Backfill || tk.Backfill != ""
 	at := tk.EmittedAt
 	if at.IsZero() {
 		at = rec.Timestamp

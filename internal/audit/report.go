@@ -19,9 +19,13 @@ type Report struct {
 	Schedules    []ScheduleReport `json:"schedules"`
 	// Triggers are the manual triggers (IDs with "~trigger-") in the range; they are never expected.
 	Triggers []TickReport `json:"triggers"`
-	// Totals sums the schedules; TriggerTotals the triggers.
-	Totals        Counts `json:"totals"`
-	TriggerTotals Counts `json:"trigger_totals"`
+	// Backfills are the backfills' ticks (IDs with "~backfill-") whose slots are in the range: past slots run
+	// again on request, never one of the schedules' expected ticks.
+	Backfills []TickReport `json:"backfills"`
+	// Totals sums the schedules; TriggerTotals the triggers; BackfillTotals the backfills' ticks.
+	Totals         Counts `json:"totals"`
+	TriggerTotals  Counts `json:"trigger_totals"`
+	BackfillTotals Counts `json:"backfill_totals"`
 	// Notes say what the retained log could not tell (compacted versions, deleted records).
 	Notes []string `json:"notes"`
 	// Strict is set when the comparison was made with Options.Strict: then any re-run makes OK false.

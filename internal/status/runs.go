@@ -168,7 +168,7 @@ func lastRuns(l *audit.Log, entries map[string]store.Entry, o Options) map[strin
 	out := map[string]*Run{}
 	ranTo := map[string]time.Time{} // the newest due slot that started or has an outcome
 	due := func(t *audit.Tick) (time.Time, bool) {
-		if t.Trigger || t.Slot.IsZero() || (len(t.Emissions) == 0 && len(t.Ledger) == 0) ||
+		if t.Trigger || t.Backfill || t.Slot.IsZero() || (len(t.Emissions) == 0 && len(t.Ledger) == 0) ||
 			(o.Schedule != "" && t.Schedule != o.Schedule) {
 			return time.Time{}, false
 		}

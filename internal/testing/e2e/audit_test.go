@@ -48,6 +48,7 @@ type auditSchedule struct {
 type auditReport struct {
 	Schedules []auditSchedule `json:"schedules"`
 	Triggers  []auditTick     `json:"triggers"`
+	Backfills []auditTick     `json:"backfills"`
 	OK        bool            `json:"ok"`
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tickgroup/tickgroup/internal/backfill"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/schedule"
@@ -425,5 +426,12 @@ func TestSASLPasswordNeverPrinted(t *testing.T) {
 	}
 	if got := fmt.Sprintf("%v", SASLConfig{}); strings.Contains(got, "REDACTED") {
 		t.Errorf("%%v of no password = %s, want no REDACTED", got)
+	}
+}
+
+// TestMaxBackfillSlotsIsTheLeaders: the public bound is the one the leader enforces.
+func TestMaxBackfillSlotsIsTheLeaders(t *testing.T) {
+	if MaxBackfillSlots != backfill.MaxSlots {
+		t.Fatalf("MaxBackfillSlots %d, the leader's bound %d", MaxBackfillSlots, backfill.MaxSlots)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/backfill"
@@ -229,25 +228,8 @@ func (s *Schedules) Backfills(ctx context.Context) ([]BackfillStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range []string{s.names.Backfills, s.names.BackfillProgress} {
-		tds, err := kadm.NewClient(s.cl).ListTopics(ctx, n) // one at a time: a refusal names its topic
-		var td kadm.TopicDetail
-		if err == nil {
-			td = tds[n]
-			err = td.Err
-		}
-		switch {
-		case errors.Is(err, kerr.UnknownTopicOrPartition) || err == nil && td.Topic == "":
-			return nil, nil // no backfill was ever requested in this namespace
-		case err != nil:
-			return nil, fmt.Errorf("listing the backfills: %w", kafka.NeedACL(err, "Read", "topic", n))
-		}
-	}
-	f := backfill.NewFold()
-	if _, err := kafka.ReadStable(ctx, opts, s.names.BackfillProgress, 0, func(r *kgo.Record) error { _ = f.AddProgress(r); return nil }); err != nil {
-		return nil, err
-	}
-	if _, err := kafka.ReadStable(ctx, opts, s.names.Backfills, 0, func(r *kgo.Record) error { _ = f.Add(r); return nil }); err != nil {
+	f, err := backfill.Read(ctx, opts, kadm.NewClient(s.cl), s.names.Backfills, s.names.BackfillProgress)
+	if err != nil {
 		return nil, err
 	}
 	var out []BackfillStatus

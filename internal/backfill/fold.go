@@ -1,11 +1,17 @@
 package backfill
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
 // Backfill is one backfill as the topic holds it: its request, and its progress and cancellation when there are.
@@ -66,18 +72,22 @@ func (f *Fold) AddProgress(r *kgo.Record) error {
 	if r.Attrs.IsControl() {
 		return nil
 	}
-	id := string(r.Key)
-	if r.Value == nil {
+	return f.addProgress(string(r.Key), r.Value, r.Attrs.IsTransactional())
+}
+
+// addProgress is AddProgress of a record's key and value, written in a transaction or not.
+func (f *Fold) addProgress(id string, value []byte, transactional bool) error {
+	if value == nil {
 		delete(f.progress, id)
 		f.attach(id)
 		return nil
 	}
-	if !r.Attrs.IsTransactional() {
+	if !transactional {
 		f.Forged++
 		return fmt.Errorf("backfill progress %s not written in a transaction (not a leader's): ignored", id)
 	}
 	// Its slot count is checked against the request when both are known (attach).
-	f.progress[id] = progressAt{raw: r.Value}
+	f.progress[id] = progressAt{raw: value}
 	f.attach(id)
 	return nil
 }
@@ -165,4 +175,32 @@ func (f *Fold) Sorted() []*Backfill {
 		return 0
 	})
 	return out
+}
+
+// Read returns the backfills the topics hold: the progress topic read first, then the requests, each to its last
+// stable offset. Topics that do not exist hold none (no backfill was ever requested); a refused permission is
+// an error naming it.
+func Read(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, requests, progress string) (*Fold, error) {
+	f := NewFold()
+	for _, n := range []string{requests, progress} {
+		tds, err := adm.ListTopics(ctx, n) // one at a time: a refusal names its topic
+		var td kadm.TopicDetail
+		if err == nil {
+			td = tds[n]
+			err = td.Err
+		}
+		switch {
+		case errors.Is(err, kerr.UnknownTopicOrPartition) || err == nil && td.Topic == "":
+			return f, nil
+		case err != nil:
+			return nil, fmt.Errorf("listing the backfills: %w", kafka.NeedACL(err, "Read", "topic", n))
+		}
+	}
+	if _, err := kafka.ReadStable(ctx, opts, progress, 0, func(r *kgo.Record) error { _ = f.AddProgress(r); return nil }); err != nil {
+		return nil, err
+	}
+	if _, err := kafka.ReadStable(ctx, opts, requests, 0, func(r *kgo.Record) error { _ = f.Add(r); return nil }); err != nil {
+		return nil, err
+	}
+	return f, nil
 }

@@ -78,3 +78,25 @@ func TestVerify(t *testing.T) {
 		}
 	}
 }
+
+func TestVerifyBackfill(t *testing.T) {
+	req := []byte(`{"v":1,"id":"b1","schedule":"scan"}`)
+	v := Verifier{Records: map[int64]SchedulesRecord{}, End: 10, Backfills: map[int64]SchedulesRecord{2: {Key: []byte("b1"), Value: req}}, BackfillsEnd: 3}
+	c := Change{Op: OpBackfill, Schedule: "scan", Offset: 2, After: req}
+	if got := v.Verify(c); got != Confirmed {
+		t.Errorf("the backfill as requested: %s", got)
+	}
+	for name, x := range map[string]Change{
+		"another schedule": {Op: OpBackfill, Schedule: "other", Offset: 2, After: req},
+		"another value":    {Op: OpBackfill, Schedule: "scan", Offset: 2, After: []byte(`{"v":1,"id":"b2","schedule":"scan"}`)},
+		"past the end":     {Op: OpBackfill, Schedule: "scan", Offset: 3, After: req},
+	} {
+		w := Verifier{Backfills: v.Backfills, BackfillsEnd: 3}
+		if got := w.Verify(x); got != Forged {
+			t.Errorf("%s: %s, want forged", name, got)
+		}
+	}
+	if _, err := Decode([]byte(`{"v":1,"kind":"schedule_change","op":"backfill","schedule":"scan","at":"2026-12-01T00:00:00Z","by":{},"schedule_offset":2}`)); err == nil {
+		t.Error("a backfill change without its record decoded")
+	}
+}

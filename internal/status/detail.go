@@ -127,6 +127,7 @@ func describeRun(r *Run) string {
 }
 
 func printErrors(w io.Writer, rep *Report) {
+	printBackfills(w, rep)
 	printRunsSince(w, rep)
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "error: %s\n", e)

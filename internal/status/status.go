@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/audit"
+	"github.com/tickgroup/tickgroup/internal/backfill"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leaderstate"
 	"github.com/tickgroup/tickgroup/internal/store"
@@ -64,6 +65,20 @@ type Report struct {
 	// --max-records, so only their records of the window (and the lead before it) were read, and a last run
 	// before it is not known.
 	RunsSince *time.Time `json:"runs_since,omitempty"`
+	// Backfills are the backfills that have not ended (ticker schedule backfill --list has every one).
+	Backfills []Backfill `json:"backfills"`
+}
+
+// Backfill is the progress of one backfill.
+type Backfill struct {
+	ID       string `json:"id"`
+	Schedule string `json:"schedule"`
+	// Slots is how many slots it runs; Emitted how many the leader has emitted, Running how many of those have
+	// no outcome yet.
+	Slots   int    `json:"slots"`
+	Emitted int    `json:"emitted"`
+	Running int    `json:"running"`
+	State   string `json:"state"`
 }
 
 type Leader struct {
@@ -344,6 +359,9 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 		runFacts(runs, entries, rep, o)
 	}
 	runs = nil // the largest part of the report's memory
+	if err := backfills(ctx, opts, adm, names, rep, o); err != nil {
+		return nil, err
+	}
 	if o.Late > 0 {
 		rep.Schedules = slices.DeleteFunc(rep.Schedules, func(s Schedule) bool { return !s.Late(o.Late) })
 	}
@@ -531,9 +549,45 @@ func Print(w io.Writer, rep *Report) {
 			fmt.Fprintf(w, "  %s at offset %d: %s\n", b.Name, b.Offset, what)
 		}
 	}
+	printBackfills(w, rep)
 	printRunsSince(w, rep)
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "error: %s\n", e)
+	}
+}
+
+// backfills adds the backfills that have not ended (of o.Schedule only, when set) to rep.
+func backfills(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, names kafka.Names, rep *Report, o Options) error {
+	rep.Backfills = []Backfill{}
+	f, err := backfill.Read(ctx, opts, adm, names.Backfills, names.BackfillProgress)
+	if kafka.Denied(err) {
+		return err
+	}
+	if err != nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("reading the backfills: %v", err))
+		return nil
+	}
+	for _, b := range f.Sorted() {
+		if b.Ended() || o.Schedule != "" && b.Request.Schedule != o.Schedule {
+			continue
+		}
+		x := Backfill{ID: b.Request.ID, Schedule: b.Request.Schedule, Slots: len(b.Request.Slots), State: b.State()}
+		if p := b.Progress; p != nil {
+			x.Emitted, x.Running = p.Next, len(p.Running)
+		}
+		rep.Backfills = append(rep.Backfills, x)
+	}
+	return nil
+}
+
+// printBackfills lists the backfills under way.
+func printBackfills(w io.Writer, rep *Report) {
+	if len(rep.Backfills) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nBACKFILLS UNDER WAY (ticker schedule backfill --list)")
+	for _, b := range rep.Backfills {
+		fmt.Fprintf(w, "  %s of %s: %d of %d slots emitted, %d without an outcome; %s\n", b.ID, b.Schedule, b.Emitted, b.Slots, b.Running, b.State)
 	}
 }
 

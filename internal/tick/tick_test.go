@@ -3,6 +3,7 @@ package tick
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -103,7 +104,7 @@ func TestEncodeIsMarshal(t *testing.T) {
 		{},
 		New("beat", slot, 0, 1),
 		{V: 1, ID: "a@x#3", Schedule: "a", Slot: slot, Shard: 3, Shards: 7, Payload: `{"k":"<v>&\u2028é` + "\x00\xff\"\\", Deadline: &at, NotBefore: &slot,
-			Trigger: true, Overlap: "skip", Metrics: true, TimeoutMS: 90_000, MaxAttempts: 7, ScheduleVersion: -4, LeaderEpoch: 1 << 40, EmittedAt: at},
+			Trigger: true, Backfill: "20261201t000000-ab", Overlap: "skip", Metrics: true, TimeoutMS: 90_000, MaxAttempts: 7, ScheduleVersion: -4, LeaderEpoch: 1 << 40, EmittedAt: at},
 		{Payload: "plain ascii ~!@#$%^*()_+=-`[]{}|;':,./?", EmittedAt: far},                         // a year json.Marshal refuses
 		{Schedule: "z", Slot: slot, EmittedAt: slot.In(time.FixedZone("", 24*3600))},                 // and a zone offset
 		{Schedule: "z", Slot: slot, EmittedAt: slot.In(time.FixedZone("", -24*3600))},                // either way
@@ -118,6 +119,40 @@ func TestEncodeIsMarshal(t *testing.T) {
 		got, err := Encode(tk)
 		if (err != nil) != (wantErr != nil) || string(got) != string(wantJSON) {
 			t.Errorf("Encode = %s, %v\njson.Marshal = %s, %v", got, err, wantJSON, wantErr)
+		}
+	}
+}
+
+func TestBackfillTicks(t *testing.T) {
+	t.Parallel()
+	slot := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	src := Source{Schedule: "scan", Shards: 2, Payload: "p", Version: 7, Deadline: time.Minute}
+	ticks := src.Backfill(slot, slot.Add(time.Hour), "20261201t000000-ab")
+	if len(ticks) != 2 {
+		t.Fatalf("%d ticks, want one per shard", len(ticks))
+	}
+	for i, tk := range ticks {
+		if want := "scan@2026-11-29T14:00:00Z~backfill-20261201t000000-ab#" + strconv.Itoa(i); tk.ID != want {
+			t.Errorf("ID %s, want %s", tk.ID, want)
+		}
+		if !tk.Trigger || tk.Backfill != "20261201t000000-ab" || tk.Deadline != nil || tk.NotBefore != nil || !tk.Slot.Equal(slot) {
+			t.Errorf("tick %+v: want a trigger and backfill, its slot, no deadline, no instant", tk)
+		}
+		if id, ok := IsBackfillID(tk.ID); !ok || id != tk.Backfill {
+			t.Errorf("IsBackfillID(%s) = %s, %v", tk.ID, id, ok)
+		}
+		v, err := Encode(tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Decode(v)
+		if err != nil || got.Backfill != tk.Backfill || !got.Trigger {
+			t.Errorf("round trip: %+v, %v", got, err)
+		}
+	}
+	for _, id := range []string{"scan@2026-11-29T14:00:00Z", "scan@2026-11-29T14:00:00Z~trigger-ab", "scan@x~backfill-"} {
+		if _, ok := IsBackfillID(id); ok {
+			t.Errorf("%s is no backfill tick", id)
 		}
 	}
 }

@@ -101,6 +101,9 @@ func TestE2EBackfillAcrossFailover(t *testing.T) {
 	}
 	id := requestBackfill(t, f, append(args, "--reason", "e2e")...)
 	started := time.Now()
+	if out := f.cli("status", "bf"); !strings.Contains(out, id+" of bf") {
+		t.Errorf("status bf does not show the backfill under way:\n%s", out)
+	}
 
 	waitFor(t, 60*time.Second, "a third of the backfill", func() (bool, string) {
 		n := len(backfillRuns(e.executions(), "bf", id))

@@ -1,0 +1,186 @@
+package backfill
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/schedule"
+)
+
+var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+func TestSlots(t *testing.T) {
+	until := t0.Add(time.Hour)
+	for _, tc := range []struct {
+		name     string
+		spec     schedule.Spec
+		from, to time.Time
+		want     int
+		first    time.Time
+	}{
+		{"every, half-open", schedule.Spec{Name: "a", Every: schedule.Duration(time.Minute)}, t0, t0.Add(time.Hour), 60, t0},
+		{"a pause is ignored", schedule.Spec{Name: "a", Every: schedule.Duration(time.Minute), Paused: true, PausedUntil: &until, PauseReason: "x"}, t0, t0.Add(10 * time.Minute), 10, t0},
+		{"not before its start", schedule.Spec{Name: "a", Every: schedule.Duration(time.Minute), Start: &until}, t0, t0.Add(2 * time.Hour), 60, until},
+		// The slots by the schedule's zone: 02:30 Berlin is 01:30 UTC in winter, 00:30 UTC in summer; on the day
+		// the clocks spring forward 02:30 does not exist and the schedule runs at 03:00 (01:00 UTC).
+		{"cron in a zone", schedule.Spec{Name: "a", Cron: "30 2 * * *", TZ: "Europe/Berlin"}, time.Date(2026, 3, 28, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 31, 0, 0, 0, 0, time.UTC), 3,
+			time.Date(2026, 3, 28, 1, 30, 0, 0, time.UTC)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Slots(tc.spec, tc.from, tc.to, MaxSlots)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tc.want || len(got) > 0 && !got[0].Equal(tc.first) {
+				t.Fatalf("%d slots from %v, want %d from %v", len(got), got, tc.want, tc.first)
+			}
+		})
+	}
+	got, _ := Slots(schedule.Spec{Name: "a", Every: schedule.Duration(time.Second)}, t0, t0.Add(time.Hour), 10)
+	if len(got) != 11 {
+		t.Fatalf("a range beyond the limit: %d slots, want limit+1", len(got))
+	}
+}
+
+func request() Request {
+	return Request{V: Version, ID: "20261201t000000-abcd", Schedule: "s", From: t0, To: t0.Add(3 * time.Second),
+		Reprocess: ReprocessNone, Slots: []time.Time{t0, t0.Add(time.Second), t0.Add(2 * time.Second)}, MaxRunning: 1, CreatedAt: t0.Add(time.Hour)}
+}
+
+func TestRequestValidate(t *testing.T) {
+	if err := func() error { r := request(); return r.Validate() }(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mut := range map[string]func(*Request){
+		"version":       func(r *Request) { r.V = 2 },
+		"id":            func(r *Request) { r.ID = "Bad ID" },
+		"schedule":      func(r *Request) { r.Schedule = "" },
+		"no slot":       func(r *Request) { r.Slots = nil },
+		"too many":      func(r *Request) { r.Slots = make([]time.Time, MaxSlots+1) },
+		"max running":   func(r *Request) { r.MaxRunning = 0 },
+		"order":         func(r *Request) { r.Slots[1] = r.Slots[0] },
+		"future":        func(r *Request) { r.Slots[2] = r.CreatedAt.Add(time.Second) },
+		"zero slot":     func(r *Request) { r.Slots[0] = time.Time{} },
+		"reason length": func(r *Request) { r.Reason = strings.Repeat("x", MaxReason+1) },
+	} {
+		r := request()
+		mut(&r)
+		if err := r.Validate(); err == nil {
+			t.Errorf("%s: a request that is not valid passed", name)
+		}
+	}
+	v, err := EncodeRequest(request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeRequest("other-id", v); err == nil {
+		t.Error("a request under another key decoded")
+	}
+	for _, bad := range []string{"", "{", "null", `{"v":1}`, strings.Repeat("[", 10000)} {
+		if _, err := DecodeRequest("x", []byte(bad)); err == nil {
+			t.Errorf("%.20q decoded", bad)
+		}
+	}
+}
+
+func rec(key string, v []byte, offset int64) *kgo.Record {
+	return &kgo.Record{Key: []byte(key), Value: v, Offset: offset}
+}
+
+func TestFold(t *testing.T) {
+	v, _ := EncodeRequest(request())
+	id := request().ID
+	progress := func(off int64, next int, running ...int) []byte {
+		return EncodeProgress(Progress{ID: id, RequestOffset: off, Next: next, Running: running, Shards: 1, At: t0})
+	}
+
+	f := NewFold()
+	_ = f.Add(rec(id, v, 5))
+	if err := f.addProgress(id, progress(5, 2, 1), false); err == nil || f.Forged != 1 {
+		t.Fatal("a progress record outside a transaction was taken")
+	}
+	if b := f.All[id]; b.State() != "pending" {
+		t.Fatalf("state %s, want pending", b.State())
+	}
+	_ = f.addProgress(id, progress(5, 2, 1), true)
+	if b := f.All[id]; b.Progress == nil || b.Progress.Next != 2 || b.State() != "running" {
+		t.Fatalf("progress %+v, state %s", b.Progress, b.State())
+	}
+	// The request written again under its ID: the progress is of the earlier record, and the new one is refused.
+	_ = f.Add(rec(id, v, 9))
+	if b := f.All[id]; b.Progress != nil || !b.Rewritten {
+		t.Fatalf("a rewritten request: progress %+v, rewritten %v", b.Progress, b.Rewritten)
+	}
+	// A progress that claims a slot not emitted is not taken.
+	_ = f.addProgress(id, progress(9, 1, 2), true)
+	if b := f.All[id]; b.Progress != nil {
+		t.Fatalf("an impossible progress was taken: %+v", b.Progress)
+	}
+	// A cancellation read before its request applies to it.
+	f = NewFold()
+	c, _ := EncodeCancel(Cancel{ID: id, At: t0})
+	_ = f.Add(rec(CancelKey(id), c, 1))
+	_ = f.Add(rec(id, v, 2))
+	if b := f.All[id]; b.Cancel == nil || b.State() != "cancelling" {
+		t.Fatalf("cancel not applied: %+v", b)
+	}
+	if err := f.Add(rec(id, []byte("{not json"), 3)); err == nil || f.Invalid != 1 {
+		t.Fatal("an invalid request was not refused")
+	}
+	_ = f.Add(rec(id, nil, 4))
+	if len(f.All) != 0 {
+		t.Fatal("a tombstone left the request")
+	}
+}
+
+func TestReprocess(t *testing.T) {
+	o := Outcomes{}
+	ok, failed, partial := t0, t0.Add(time.Second), t0.Add(2*time.Second)
+	o[ok.UnixNano()] = map[int]string{0: "ok", 1: "ok"}
+	o[failed.UnixNano()] = map[int]string{0: "ok", 1: "dead_lettered"}
+	o[partial.UnixNano()] = map[int]string{0: "ok"}
+	never := t0.Add(3 * time.Second)
+	for _, tc := range []struct {
+		slot time.Time
+		st   string
+		runs map[Reprocess]bool
+	}{
+		{ok, "ok", map[Reprocess]bool{ReprocessNone: false, ReprocessFailed: false, ReprocessAll: true}},
+		{failed, "dead_lettered", map[Reprocess]bool{ReprocessNone: false, ReprocessFailed: true, ReprocessAll: true}},
+		{partial, "missing", map[Reprocess]bool{ReprocessNone: false, ReprocessFailed: true, ReprocessAll: true}},
+		{never, "", map[Reprocess]bool{ReprocessNone: true, ReprocessFailed: true, ReprocessAll: true}},
+	} {
+		if st := o.Status(tc.slot, 2); st != tc.st {
+			t.Errorf("%s: status %q, want %q", tc.slot.Format(time.TimeOnly), st, tc.st)
+		}
+		for re, want := range tc.runs {
+			if re.Run(tc.st) != want {
+				t.Errorf("%s with status %q: run %v, want %v", re, tc.st, !want, want)
+			}
+		}
+	}
+	if _, err := ParseReprocess("some"); err == nil {
+		t.Error("reprocess some was taken")
+	}
+}
+
+func TestTickOf(t *testing.T) {
+	for id, want := range map[string]int{
+		"s@2026-12-01T00:00:00Z":               0,
+		"s@2026-12-01T00:00:00Z#3":             3,
+		"s@2026-12-01T00:00:00Z~backfill-ab#2": 2,
+	} {
+		slot, shard := tickOf(id, "s")
+		if slot == nil || !slot.Equal(t0) || shard != want {
+			t.Errorf("%s: %v %d", id, slot, shard)
+		}
+	}
+	for _, id := range []string{"s@2026-12-01T00:00:00Z~trigger-ab", "t@2026-12-01T00:00:00Z", "s@x", "s@2026-12-01T00:00:00Z#x"} {
+		if slot, _ := tickOf(id, "s"); slot != nil {
+			t.Errorf("%s parsed as a slot of s", id)
+		}
+	}
+}

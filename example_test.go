@@ -142,3 +142,41 @@ func ExampleOutcomes() {
 	}
 	// Output: scan-orders@2026-12-04T12:00:30Z ok 1 host-a-4127 true
 }
+
+// A backfill of a schedule's past slots: the dry run lists every slot of the range and what the backfill does
+// with it, the request makes the schedule's leader emit them.
+func ExampleSchedules_Backfill() {
+	ctx := context.Background()
+	kafka := tickgroup.KafkaConfig{
+		Brokers:   strings.Split(cmp.Or(os.Getenv("KAFKA_BROKERS"), "127.0.0.1:9092"), ","),
+		Namespace: "reports-" + rand.Text()[:8],
+	}
+	s, err := tickgroup.NewSchedules(kafka)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	if err := s.Put(ctx, tickgroup.Schedule{Name: "nightly-report", Cron: "0 2 * * *", TZ: "Europe/Paris"}); err != nil {
+		panic(err)
+	}
+	// The three nights before the schedule existed: none ran, so --reprocess none runs each.
+	from, to := time.Date(2026, 3, 27, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 30, 0, 0, 0, 0, time.UTC)
+	plan, err := s.Backfill(ctx, "nightly-report", from, to, tickgroup.BackfillOptions{DryRun: true})
+	if err != nil {
+		panic(err)
+	}
+	for _, slot := range plan.Slots {
+		// 02:00 Paris is 01:00 UTC; on the 29th 02:00 does not exist and the slot is 03:00 Paris, 01:00 UTC too.
+		fmt.Println(slot.Slot.Format(time.RFC3339), slot.Run)
+	}
+	plan, err = s.Backfill(ctx, "nightly-report", from, to, tickgroup.BackfillOptions{}, tickgroup.Reason("the reports were lost"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(plan.Runs()), "slots requested")
+	// Output:
+	// 2026-03-27T01:00:00Z true
+	// 2026-03-28T01:00:00Z true
+	// 2026-03-29T01:00:00Z true
+	// 3 slots requested
+}

@@ -24,11 +24,11 @@ package backfill
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -55,7 +55,7 @@ type Reprocess string
 
 // The Reprocess choices.
 const (
-	// ReprocessNone skips the slots whose tick has an ok outcome: a backfill of what did not run, or failed.
+	// ReprocessNone runs only the slots that have no outcome: the slots that never ran.
 	ReprocessNone Reprocess = "none"
 	// ReprocessFailed runs the slots whose last outcome is not ok, or that have none.
 	ReprocessFailed Reprocess = "failed"
@@ -100,16 +100,20 @@ type Request struct {
 type Progress struct {
 	V  int    `json:"v"`
 	ID string `json:"id"`
-	// RequestOffset is the offset of the request record the progress is of: a request rewritten under the same
-	// ID is another record, and is refused rather than mixed with this one's progress.
-	RequestOffset int64 `json:"request_offset"`
+	// Request identifies the request the progress is of (RequestHash of its record's value): a request written
+	// again under the same ID with other content is refused rather than mixed with this one's progress; the same
+	// content written again (a leader's restatement) is the same request.
+	Request string `json:"request"`
 	// Next is how many of the request's slots are emitted (Slots[:Next]).
 	Next int `json:"next"`
 	// Running are the indices, below Next, of the slots emitted without an outcome yet.
 	Running []int `json:"running,omitempty"`
-	// Shards is how many ticks each slot has: the schedule's shard count when the backfill started, kept for all
-	// its slots.
-	Shards int `json:"shards"`
+	// Shards is how many ticks each slot has, and Pool the worker pool they go to: the schedule's when the
+	// backfill started, kept for all its slots.
+	Shards int    `json:"shards"`
+	Pool   string `json:"pool,omitempty"`
+	// Since is when the oldest of the Running slots was emitted: their outcomes are read from then on.
+	Since time.Time `json:"since,omitzero"`
 	// Ended says why the backfill ended (an End constant); empty while it runs.
 	Ended string    `json:"ended,omitempty"`
 	At    time.Time `json:"at"`
@@ -246,12 +250,12 @@ func DecodeProgress(b []byte, slots int) (Progress, error) {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return Progress{}, fmt.Errorf("backfill progress: %w", errlimit.Wrap(err))
 	}
-	if p.V != Version || p.Next < 0 || p.Next > slots || len(p.Running) > MaxRunning {
+	if p.V != Version || p.Next < 0 || p.Next > slots || len(p.Running) > MaxRunning || p.Shards < 0 || p.Shards > schedule.MaxShards {
 		return Progress{}, fmt.Errorf("backfill progress of %s: out of range", errlimit.Quote(p.ID))
 	}
-	for _, i := range p.Running {
-		if i < 0 || i >= p.Next {
-			return Progress{}, fmt.Errorf("backfill progress of %s: running slot %d not emitted", errlimit.Quote(p.ID), i)
+	for j, i := range p.Running {
+		if i < 0 || i >= p.Next || j > 0 && i <= p.Running[j-1] {
+			return Progress{}, fmt.Errorf("backfill progress of %s: running slot %d not emitted, or not in order", errlimit.Quote(p.ID), i)
 		}
 	}
 	return p, nil
@@ -287,7 +291,8 @@ func KeyKind(key string) (id, kind string) {
 	return key, "request"
 }
 
-// Index returns the index of slot among r's slots.
-func (r *Request) Index(slot time.Time) (int, bool) {
-	return slices.BinarySearchFunc(r.Slots, slot, func(a, b time.Time) int { return a.Compare(b) })
+// RequestHash identifies a request by its record's value (Progress.Request).
+func RequestHash(value []byte) string {
+	h := sha256.Sum256(value)
+	return hex.EncodeToString(h[:16])
 }

@@ -93,29 +93,38 @@ func rec(key string, v []byte, offset int64) *kgo.Record {
 func TestFold(t *testing.T) {
 	v, _ := EncodeRequest(request())
 	id := request().ID
-	progress := func(off int64, next int, running ...int) []byte {
-		return EncodeProgress(Progress{ID: id, RequestOffset: off, Next: next, Running: running, Shards: 1, At: t0})
+	h := RequestHash(v)
+	progress := func(hash string, next int, running ...int) []byte {
+		return EncodeProgress(Progress{ID: id, Request: hash, Next: next, Running: running, Shards: 1, At: t0})
 	}
 
 	f := NewFold()
 	_ = f.Add(rec(id, v, 5))
-	if err := f.addProgress(id, progress(5, 2, 1), false); err == nil || f.Forged != 1 {
+	if err := f.addProgress(id, progress(h, 2, 1), false); err == nil || f.Forged != 1 {
 		t.Fatal("a progress record outside a transaction was taken")
 	}
 	if b := f.All[id]; b.State() != "pending" {
 		t.Fatalf("state %s, want pending", b.State())
 	}
-	_ = f.addProgress(id, progress(5, 2, 1), true)
+	_ = f.addProgress(id, progress(h, 2, 1), true)
 	if b := f.All[id]; b.Progress == nil || b.Progress.Next != 2 || b.State() != "running" {
 		t.Fatalf("progress %+v, state %s", b.Progress, b.State())
 	}
-	// The request written again under its ID: the progress is of the earlier record, and the new one is refused.
-	_ = f.Add(rec(id, v, 9))
+	// The same request written again (a restatement) is the same request.
+	_ = f.Add(rec(id, v, 7))
+	if b := f.All[id]; b.Progress == nil || b.Rewritten {
+		t.Fatal("a restated request lost its progress")
+	}
+	// Other content under its ID: the progress is of the earlier request, and the new one is refused.
+	r2 := request()
+	r2.Slots = r2.Slots[:2]
+	v2, _ := EncodeRequest(r2)
+	_ = f.Add(rec(id, v2, 9))
 	if b := f.All[id]; b.Progress != nil || !b.Rewritten {
 		t.Fatalf("a rewritten request: progress %+v, rewritten %v", b.Progress, b.Rewritten)
 	}
 	// A progress that claims a slot not emitted is not taken.
-	_ = f.addProgress(id, progress(9, 1, 2), true)
+	_ = f.addProgress(id, progress(RequestHash(v2), 1, 2), true)
 	if b := f.All[id]; b.Progress != nil {
 		t.Fatalf("an impossible progress was taken: %+v", b.Progress)
 	}

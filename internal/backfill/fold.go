@@ -18,6 +18,9 @@ import (
 type Backfill struct {
 	Request       Request
 	RequestOffset int64
+	// RequestHash identifies the request's content (RequestHash); Raw is its record's value.
+	RequestHash string
+	Raw         []byte
 	// Progress is the leader's newest committed progress of this request (nil: not started, or the progress
 	// read is of another request under the same ID).
 	Progress *Progress
@@ -51,6 +54,8 @@ type Fold struct {
 	// progress and cancels by backfill ID, whether or not their request is read (yet).
 	progress map[string]progressAt
 	cancels  map[string]Cancel
+	// cancelRaw are the cancellations' record values, for Valid.
+	cancelRaw map[string][]byte
 	// Invalid counts the records of the backfills topic that were not valid; Forged the progress records not
 	// written in a transaction.
 	Invalid, Forged int
@@ -63,7 +68,7 @@ type progressAt struct {
 
 // NewFold returns an empty Fold.
 func NewFold() *Fold {
-	return &Fold{All: map[string]*Backfill{}, progress: map[string]progressAt{}, cancels: map[string]Cancel{}}
+	return &Fold{All: map[string]*Backfill{}, progress: map[string]progressAt{}, cancels: map[string]Cancel{}, cancelRaw: map[string][]byte{}}
 }
 
 // AddProgress takes record r of the progress topic. It returns an error for a record not written in a
@@ -104,6 +109,7 @@ func (f *Fold) Add(r *kgo.Record) error {
 			delete(f.All, id)
 		} else {
 			delete(f.cancels, id)
+			delete(f.cancelRaw, id)
 			if b := f.All[id]; b != nil {
 				b.Cancel = nil
 			}
@@ -117,7 +123,7 @@ func (f *Fold) Add(r *kgo.Record) error {
 			f.Invalid++
 			return err
 		}
-		f.cancels[id] = c
+		f.cancels[id], f.cancelRaw[id] = c, r.Value
 		if b := f.All[id]; b != nil {
 			b.Cancel = &c
 		}
@@ -127,7 +133,7 @@ func (f *Fold) Add(r *kgo.Record) error {
 			f.Invalid++
 			return err
 		}
-		f.All[id] = &Backfill{Request: req, RequestOffset: r.Offset}
+		f.All[id] = &Backfill{Request: req, RequestOffset: r.Offset, RequestHash: RequestHash(r.Value), Raw: r.Value}
 		if c, ok := f.cancels[id]; ok {
 			f.All[id].Cancel = &c
 		}
@@ -147,7 +153,7 @@ func (f *Fold) attach(id string) {
 		return
 	}
 	var p Progress
-	if err := json.Unmarshal(pa.raw, &p); err == nil && p.ID == id && p.RequestOffset != b.RequestOffset {
+	if err := json.Unmarshal(pa.raw, &p); err == nil && p.ID == id && p.Request != b.RequestHash {
 		b.Rewritten = true
 		return
 	}
@@ -157,6 +163,24 @@ func (f *Fold) attach(id string) {
 		return
 	}
 	b.Progress = &p
+}
+
+// SetProgress records p, just committed by this process's leader, as the newest progress of its backfill.
+func (f *Fold) SetProgress(p Progress) {
+	f.progress[p.ID] = progressAt{raw: EncodeProgress(p)}
+	f.attach(p.ID)
+}
+
+// Valid returns the value of the valid record held under key (a request or a cancellation), nil when none is.
+func (f *Fold) Valid(key string) []byte {
+	id, kind := KeyKind(key)
+	if kind == "cancel" {
+		return f.cancelRaw[id]
+	}
+	if b := f.All[id]; b != nil {
+		return b.Raw
+	}
+	return nil
 }
 
 // Sorted returns the backfills in ID order (creation order).

@@ -231,7 +231,8 @@ type Verifier struct {
 	// Records are the schedules topic's retained records by offset; End its end offset.
 	Records map[int64]SchedulesRecord
 	End     int64
-	// Backfills and BackfillsEnd are the same of the backfills topic, for the backfill operations.
+	// Backfills and BackfillsEnd are the same of the backfills topic, for the backfill operations (BackfillsEnd
+	// -1: the topic could not be read, and those changes are unconfirmed).
 	Backfills    map[int64]SchedulesRecord
 	BackfillsEnd int64
 	claimed      map[int64]bool
@@ -246,6 +247,9 @@ func (v *Verifier) Verify(c Change) Status {
 	}
 	records, end, claimed := v.Records, v.End, v.claimed
 	if IsBackfill(c.Op) {
+		if v.BackfillsEnd < 0 {
+			return Unconfirmed
+		}
 		records, end, claimed = v.Backfills, v.BackfillsEnd, v.claimedBf
 	}
 	if c.Offset >= end || claimed[c.Offset] {

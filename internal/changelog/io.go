@@ -92,8 +92,11 @@ func Read(ctx context.Context, opts []kgo.Opt, changes, schedules, backfills str
 			}
 			return nil
 		})
-		if err != nil {
+		switch {
+		case kafka.Denied(err):
 			return nil, stats, fmt.Errorf("reading %s: %w", backfills, err)
+		case err != nil:
+			v.BackfillsEnd = -1 // not readable (no such topic): the backfill changes cannot be checked
 		}
 	}
 	out := all[:0]

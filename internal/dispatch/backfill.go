@@ -2,13 +2,14 @@ package dispatch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/backfill"
@@ -28,34 +29,43 @@ import (
 // so the in-memory progress a failed step leaves is never used.
 type backfiller struct {
 	t *leaderTerm
-	// loaded carries the topics' contents once read; recs the records of the requests topic after them; outs the
-	// outcomes of backfill ticks.
-	loaded chan loadedBackfills
-	recs   chan *kgo.Record
+	// events carries, in order, the topics' contents once read, then every record of the requests topic after
+	// them; outs the outcomes of backfill ticks.
+	events chan bfEvent
 	outs   chan bfOutcome
 	// fatal carries a refused permission (kafka.IsACLError): asking again would be refused again, so the term
 	// ends with it and the ticker stops, naming the permission, as for any other ACL it lacks.
-	fatal  chan error
-	fold   *backfill.Fold // nil until loaded
-	runs   map[string]*bfRun
-	bad    map[string]*kgo.Record // invalid records, newest of their key, for leader 0 to dead-letter
-	wg     sync.WaitGroup
-	cancel context.CancelFunc
-	ctx    context.Context
+	fatal chan error
+	fold  *backfill.Fold // nil until loaded
+	runs  map[string]*bfRun
+	bad   map[string]*kgo.Record // invalid records, newest of their key, for leader 0 to dead-letter
+	// more is set when a step left slots to emit that were due (it emits at most maxStepTicks a transaction);
+	// waiting when a backfill waits for its pool or its schedule (the term steps again within backfillRetry).
+	more, waiting bool
+	wg            sync.WaitGroup
+	cancel        context.CancelFunc
+	ctx           context.Context
 }
 
-type loadedBackfills struct {
+// bfEvent is the load (fold set) or one later record of the requests topic.
+type bfEvent struct {
 	fold *backfill.Fold
 	bad  map[string]*kgo.Record
+	rec  *kgo.Record
 }
 
 // bfRun is one backfill the term works through.
 type bfRun struct {
-	b        *backfill.Backfill
-	next     int
-	shards   int
-	pending  map[string]int     // tick ID -> slot index, for the ticks emitted without an outcome
-	left     map[int]int        // slot index -> its ticks without an outcome
+	b      *backfill.Backfill
+	hash   string // the request the run works through (Backfill.RequestHash when it began)
+	next   int
+	shards int
+	pool   string
+	// pending maps the tick IDs emitted without an outcome to their slot index; left counts them per index, and
+	// emitted says when each index was emitted.
+	pending  map[string]int
+	left     map[int]int
+	emitted  map[int]time.Time
 	stop     context.CancelFunc // ends its outcome follower (nil: none yet, its pool was not ready)
 	since    time.Time          // where its outcome follower starts
 	waitPool bool               // logged that its pool is not ready
@@ -68,12 +78,21 @@ type bfOutcome struct {
 // backfillRetry is how long the backfiller waits before reading its topics again after a failure.
 const backfillRetry = 5 * time.Second
 
-// outcomeLookback is how far before a backfill's last committed progress its outcome follower starts reading:
-// more than any clock skew between the leader and the workers.
+// outcomeLookback is how far before a backfill's oldest running slot was emitted its outcome follower starts
+// reading: more than any clock skew between the leader and the workers.
 const outcomeLookback = 10 * time.Minute
 
+// maxStepTicks bounds the ticks of one backfill transaction (a backfill of 100 running slots of a schedule of
+// 1,024 shards would be 102,400): the rest goes in the next ones.
+const maxStepTicks = 5000
+
+// deletedAfter is how long a backfill waits for its schedule to appear before it ends as of a deleted schedule:
+// the requests topic and the schedules topic are read apart, so a request may be read before the schedule
+// written just before it.
+const deletedAfter = time.Minute
+
 func newBackfiller(t *leaderTerm) *backfiller {
-	return &backfiller{t: t, loaded: make(chan loadedBackfills, 1), recs: make(chan *kgo.Record, 64), outs: make(chan bfOutcome, 256),
+	return &backfiller{t: t, events: make(chan bfEvent, 64), outs: make(chan bfOutcome, 256),
 		fatal: make(chan error, 1), runs: map[string]*bfRun{}}
 }
 
@@ -96,35 +115,45 @@ func (b *backfiller) stop() {
 	b.runs = map[string]*bfRun{}
 }
 
-// read loads both topics to their last stable offsets, hands the result to the term, then follows the requests
-// topic. A failure is logged and the whole read tried again: it delays backfills, never the schedules.
+// read loads both topics once the progress partition is stable, hands the result to the term, then follows the
+// requests topic. The progress is read once a term: the term's own commits are newer than any later read of it.
+// A failure is logged and tried again (the load, or the follow from where it was): it delays backfills, never the
+// schedules.
 func (b *backfiller) read(ctx context.Context) {
 	d, logger := b.t.d, b.t.logger
 	names := d.cfg.Names
 	saidMissing := false
+	next := int64(-1) // the requests topic's offset to follow from, once loaded
 	for {
-		fold, bad := backfill.NewFold(), map[string]*kgo.Record{}
-		_, err := kafka.ReadStable(ctx, d.opts, names.BackfillProgress, 0, func(r *kgo.Record) error {
-			if err := fold.AddProgress(r); err != nil {
-				d.metrics.backfillInvalid.Inc()
-				logger.Warn("backfill progress record skipped", "offset", r.Offset, "error", err)
+		var err error
+		if next < 0 {
+			fold, bad := backfill.NewFold(), map[string]*kgo.Record{}
+			err = b.waitStable(ctx)
+			if err == nil {
+				_, err = kafka.ReadStable(ctx, d.opts, names.BackfillProgress, 0, func(r *kgo.Record) error {
+					if err := fold.AddProgress(r); err != nil {
+						d.metrics.backfillInvalid.Inc()
+						logger.Warn("backfill progress record skipped", "offset", r.Offset, "error", err)
+					}
+					return nil
+				})
 			}
-			return nil
-		})
-		var end int64
-		if err == nil {
-			end, err = kafka.ReadStable(ctx, d.opts, names.Backfills, 0, func(r *kgo.Record) error {
-				b.take(fold, bad, r, false)
-				return nil
-			})
+			var end int64
+			if err == nil {
+				end, err = kafka.ReadStable(ctx, d.opts, names.Backfills, 0, func(r *kgo.Record) error {
+					b.take(fold, bad, r, false)
+					return nil
+				})
+			}
+			if err == nil {
+				if !b.send(ctx, bfEvent{fold: fold, bad: bad}) {
+					return
+				}
+				next = end
+			}
 		}
 		if err == nil {
-			select {
-			case b.loaded <- loadedBackfills{fold: fold, bad: bad}:
-			case <-ctx.Done():
-				return
-			}
-			err = b.tail(ctx, end)
+			next, err = b.tail(ctx, next)
 		}
 		if ctx.Err() != nil {
 			return
@@ -147,6 +176,45 @@ func (b *backfiller) read(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
+		}
+	}
+}
+
+// send hands ev to the term's loop; false when the term ended first.
+func (b *backfiller) send(ctx context.Context, ev bfEvent) bool {
+	select {
+	case b.events <- ev:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// waitStable waits until no open transaction holds back the progress topic below its high watermark: every
+// leader writes its progress there, and another leader's open transaction could otherwise hide a commit of this
+// partition's earlier leader from the read (read_committed stops at the last stable offset).
+func (b *backfiller) waitStable(ctx context.Context) error {
+	topic := b.t.d.cfg.Names.BackfillProgress
+	hwm, err := b.t.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return kafka.NeedACL(err, "Read", "topic", topic)
+	}
+	h, ok := hwm.Lookup(topic, 0)
+	if !ok || h.Err != nil {
+		return fmt.Errorf("listing the high watermark of %s: %w", topic, kafka.NeedACL(cmp.Or(h.Err, errors.New("partition not listed")), "Read", "topic", topic))
+	}
+	for {
+		lso, err := b.t.adm.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			return kafka.NeedACL(err, "Read", "topic", topic)
+		}
+		if l, ok := lso.Lookup(topic, 0); ok && l.Err == nil && l.Offset >= h.Offset {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
@@ -186,32 +254,32 @@ func (b *backfiller) take(fold *backfill.Fold, bad map[string]*kgo.Record, r *kg
 	delete(bad, string(r.Key))
 }
 
-// tail follows the requests topic from offset from, handing each record to the term's loop.
-func (b *backfiller) tail(ctx context.Context, from int64) error {
+// tail follows the requests topic from offset from, handing each record to the term's loop, until ctx ends or a
+// fetch fails; it returns the offset to go on from.
+func (b *backfiller) tail(ctx context.Context, from int64) (int64, error) {
 	d := b.t.d
 	cl, err := kgo.NewClient(append(d.opts[:len(d.opts):len(d.opts)],
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{d.cfg.Names.Backfills: {0: kgo.NewOffset().At(from)}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
 	if err != nil {
-		return err
+		return from, err
 	}
 	defer cl.Close()
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return nil
+			return from, nil
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
-		if ferr != nil {
-			return kafka.NeedACL(ferr, "Read", "topic", d.cfg.Names.Backfills)
-		}
 		for _, r := range fs.Records() {
-			select {
-			case b.recs <- r:
-			case <-ctx.Done():
-				return nil
+			if !b.send(ctx, bfEvent{rec: r}) {
+				return from, nil
 			}
+			from = r.Offset + 1
+		}
+		if ferr != nil {
+			return from, kafka.NeedACL(ferr, "Read", "topic", d.cfg.Names.Backfills)
 		}
 	}
 }
@@ -229,12 +297,11 @@ func (b *backfiller) follow(ctx context.Context, id, topic string, parts []int32
 		cl, err := kgo.NewClient(append(d.opts[:len(d.opts):len(d.opts)],
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 			kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
-		if err != nil {
-			logger.Error("following the outcomes of a backfill", "error", err)
-			return
+		if err == nil {
+			err = b.poll(ctx, cl, id, marker, offsets)
+			cl.Close()
 		}
-		err = kafka.NeedACL(b.poll(ctx, cl, id, marker, offsets), "Read", "topic", topic)
-		cl.Close()
+		err = kafka.NeedACL(err, "Read", "topic", topic)
 		if ctx.Err() != nil {
 			return
 		}
@@ -284,17 +351,15 @@ func (b *backfiller) poll(ctx context.Context, cl *kgo.Client, id string, marker
 	}
 }
 
-// load takes the topics' contents read by the goroutine.
-func (b *backfiller) load(l loadedBackfills) {
-	b.fold, b.bad = l.fold, l.bad
-}
-
-// add folds a record read after the load.
-func (b *backfiller) add(r *kgo.Record) {
-	if b.fold == nil {
+// event takes an event of the reading goroutine: the load, or a later record of the requests topic.
+func (b *backfiller) event(ev bfEvent) {
+	if ev.fold != nil {
+		b.fold, b.bad = ev.fold, ev.bad
 		return
 	}
-	b.take(b.fold, b.bad, r, true)
+	if b.fold != nil { // always: the load comes first on the channel
+		b.take(b.fold, b.bad, ev.rec, true)
+	}
 }
 
 // outcomes takes the outcome o and every other one waiting, so that a burst of outcomes makes one step.
@@ -330,53 +395,64 @@ func (b *backfiller) outcome(o bfOutcome) {
 // cancelled, refused or of a deleted schedule, and emits the next slots of the others, all in one transaction
 // with their progress. Leader 0 also dead-letters the invalid records, once.
 func (b *backfiller) step(ctx context.Context) error {
+	b.more, b.waiting = false, false
 	if b.fold == nil {
 		return nil
 	}
 	t, d := b.t, b.t.d
 	now := d.cfg.Now()
-	var recs []*kgo.Record
-	var ended []string
-	emitted := 0
+	var (
+		recs     []*kgo.Record
+		ended    []string
+		progress []backfill.Progress
+		emitted  int
+	)
 	for _, bf := range b.fold.Sorted() {
 		req := &bf.Request
 		if bf.Ended() || !t.owned(req.Schedule) {
 			continue
 		}
+		e, known := t.pl.entry(req.Schedule)
 		run := b.runs[req.ID]
 		if run == nil {
-			run = b.begin(bf, now)
+			if !known && now.Sub(req.CreatedAt) < deletedAfter {
+				b.waiting = true // its schedule may not be read yet
+				continue
+			}
+			run = b.begin(bf, e, known, now)
 		}
-		run.b = bf // the same request, from a later read of the topics
-		e, ok := t.pl.entry(req.Schedule)
+		run.b = bf
 		end := ""
 		switch {
-		case bf.Rewritten:
-			end = backfill.EndRefused
-		case !ok:
+		case bf.Rewritten || bf.RequestHash != run.hash:
+			end = backfill.EndRefused // written again under its ID with other content: not the request it ran
+		case !known:
 			end = backfill.EndDeleted
 		case bf.Cancel != nil:
 			end = backfill.EndCancelled
 		}
-		before := run.next
+		before, outcomes := run.next, len(run.left)
 		if end == "" {
-			pool, ready := t.pools[e.Schedule.Pool()]
-			switch {
-			case !ready:
+			pool, ready := t.pools[run.pool]
+			if !ready {
 				if !run.waitPool {
-					t.logger.Warn("backfill waits for its pool", "backfill", req.ID, "pool", e.Schedule.Pool())
+					t.logger.Warn("backfill waits for its pool", "backfill", req.ID, "pool", run.pool)
 					run.waitPool = true
 				}
+				b.waiting = true
 				continue
-			default:
-				run.waitPool = false
 			}
+			run.waitPool = false
 			if run.stop == nil {
-				b.followRun(run)
+				b.followRun(run, pool)
 			}
 			src := tick.Source{Schedule: req.Schedule, Shards: run.shards, Payload: e.Schedule.Payload(), Version: e.Version,
 				LeaderEpoch: int64(t.t.epoch), Metrics: e.Schedule.Metrics(), Timeout: e.Schedule.Timeout(), MaxAttempts: e.Schedule.MaxAttempts()}
 			for len(run.left) < req.MaxRunning && run.next < len(req.Slots) {
+				if len(recs) >= maxStepTicks {
+					b.more = true
+					break
+				}
 				for _, tk := range src.Backfill(req.Slots[run.next], now, req.ID) {
 					v, err := tick.Encode(tk)
 					if err != nil {
@@ -387,27 +463,33 @@ func (b *backfiller) step(ctx context.Context) error {
 					run.left[run.next]++
 					emitted++
 				}
+				run.emitted[run.next] = now
 				run.next++
 			}
 			if run.next == len(req.Slots) && len(run.left) == 0 {
 				end = backfill.EndDone
 			}
 		}
-		if end == "" && run.next == before && !b.outcomesChanged(bf, run) {
-			continue
+		if end == "" && run.next == before && bf.Progress != nil && len(bf.Progress.Running) == outcomes && outcomes == len(run.left) {
+			continue // nothing changed since the progress committed last
 		}
-		p := backfill.Progress{ID: req.ID, RequestOffset: bf.RequestOffset, Next: run.next, Running: run.running(), Shards: run.shards, Ended: end, At: now}
-		bf.Progress = &p
+		p := backfill.Progress{ID: req.ID, Request: bf.RequestHash, Next: run.next, Running: run.running(), Shards: run.shards, Pool: run.pool,
+			Since: run.oldest(), Ended: end, At: now}
+		progress = append(progress, p)
 		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.BackfillProgress, Partition: 0, Key: []byte(req.ID), Value: backfill.EncodeProgress(p)})
 		if end != "" {
 			ended = append(ended, req.ID)
 			t.logger.Info("backfill ended", "backfill", req.ID, "schedule", req.Schedule, "ended", end, "slots", len(req.Slots), "emitted", run.next)
 		}
 	}
+	var deadLettered int
 	if t.k == 0 {
 		for key, r := range b.bad {
+			// Dead-lettered once for the fleet: the same transaction restates the valid record the key held (the
+			// same bytes: the same request), or deletes the key, so no later read finds the invalid one newest.
 			recs = append(recs, store.DeadLetter(r, d.cfg.Names.DLQ, errors.New("invalid backfill record")),
-				&kgo.Record{Topic: d.cfg.Names.Backfills, Partition: 0, Key: []byte(key)})
+				&kgo.Record{Topic: d.cfg.Names.Backfills, Partition: 0, Key: []byte(key), Value: b.fold.Valid(key)})
+			deadLettered++
 		}
 	}
 	if len(recs) == 0 {
@@ -416,7 +498,11 @@ func (b *backfiller) step(ctx context.Context) error {
 	if err := d.commit(ctx, t.p, recs); err != nil {
 		return fmt.Errorf("committing backfill progress: %w", err)
 	}
-	if t.k == 0 {
+	for _, p := range progress {
+		b.fold.SetProgress(p)
+	}
+	if deadLettered > 0 {
+		t.logger.Warn("invalid backfill records dead-lettered", "records", deadLettered)
 		clear(b.bad)
 	}
 	d.metrics.backfillTicks.Add(float64(emitted))
@@ -426,38 +512,58 @@ func (b *backfiller) step(ctx context.Context) error {
 	return nil
 }
 
-// outcomesChanged reports whether run's set of slots without an outcome differs from bf's committed progress.
-func (b *backfiller) outcomesChanged(bf *backfill.Backfill, run *bfRun) bool {
-	return bf.Progress == nil || len(bf.Progress.Running) != len(run.left)
+// wake returns how soon the term's loop must step again (false: only on an event).
+func (b *backfiller) wake() (time.Duration, bool) {
+	switch {
+	case b.more:
+		return 0, true
+	case b.waiting:
+		return backfillRetry, true
+	}
+	return 0, false
 }
 
 // running lists the slot indices without an outcome, in order.
 func (r *bfRun) running() []int {
 	out := make([]int, 0, len(r.left))
-	for i := range r.next {
-		if r.left[i] > 0 {
-			out = append(out, i)
-		}
+	for i := range r.left {
+		out = append(out, i)
 	}
+	slices.Sort(out)
 	return out
 }
 
-// begin starts working through bf from its committed progress, and follows its outcomes.
-func (b *backfiller) begin(bf *backfill.Backfill, now time.Time) *bfRun {
+// oldest is when the oldest slot without an outcome was emitted (zero: none).
+func (r *bfRun) oldest() time.Time {
+	var at time.Time
+	for i := range r.left {
+		if e := r.emitted[i]; at.IsZero() || e.Before(at) {
+			at = e
+		}
+	}
+	return at
+}
+
+// begin starts working through bf from its committed progress. e is its schedule (known: it exists).
+func (b *backfiller) begin(bf *backfill.Backfill, e store.Entry, known bool, now time.Time) *bfRun {
 	t := b.t
 	req := &bf.Request
-	run := &bfRun{b: bf, pending: map[string]int{}, left: map[int]int{}, shards: 1}
-	since := now
-	if e, ok := t.pl.entry(req.Schedule); ok {
-		run.shards = e.Schedule.Shards()
+	run := &bfRun{b: bf, hash: bf.RequestHash, pending: map[string]int{}, left: map[int]int{}, emitted: map[int]time.Time{}, shards: 1}
+	if known {
+		run.shards, run.pool = e.Schedule.Shards(), e.Schedule.Pool()
 	}
+	since := now
 	if p := bf.Progress; p != nil {
-		run.next = p.Next
-		if p.At.Before(now) {
-			since = p.At
-		}
+		run.next, run.pool = p.Next, p.Pool
 		if p.Shards > 0 {
 			run.shards = p.Shards
+		}
+		// The outcomes of the running slots are read from when the oldest of them was emitted.
+		for _, at := range []time.Time{p.Since, p.At} {
+			if !at.IsZero() && at.Before(since) {
+				since = at
+				break
+			}
 		}
 		for _, i := range p.Running {
 			slot := req.Slots[i]
@@ -465,6 +571,7 @@ func (b *backfiller) begin(bf *backfill.Backfill, now time.Time) *bfRun {
 				run.pending[tick.BackfillID(req.Schedule, slot, req.ID, shard, run.shards)] = i
 				run.left[i]++
 			}
+			run.emitted[i] = since
 		}
 	}
 	run.since = since.Add(-outcomeLookback)
@@ -474,42 +581,27 @@ func (b *backfiller) begin(bf *backfill.Backfill, now time.Time) *bfRun {
 	return run
 }
 
-// followRun starts the goroutine that follows run's outcomes, in the results partitions of its schedule's shards.
-// It is called once the pool is ready.
-func (b *backfiller) followRun(run *bfRun) {
-	t := b.t
+// followRun starts the goroutine that follows run's outcomes, in the results partitions of its schedule's shards
+// in its pool (ready). A tick's outcome goes to the results partition of its work partition's number (a worker
+// requires as many results partitions as work partitions).
+func (b *backfiller) followRun(run *bfRun, pool poolTopic) {
 	req := &run.b.Request
-	e, _ := t.pl.entry(req.Schedule)
-	names := t.d.cfg.Names.Pool(e.Schedule.Pool())
-	pool := t.pools[e.Schedule.Pool()]
-	since := run.since
-	parts := b.resultPartitions(req.Schedule, run.shards, pool.partitions, names.Results)
+	results := b.t.d.cfg.Names.Pool(run.pool).Results
+	seen := map[int32]bool{}
+	var parts []int32
+	for shard := range run.shards {
+		if p := tick.Partition(req.Schedule, shard, pool.partitions); !seen[p] {
+			seen[p] = true
+			parts = append(parts, p)
+		}
+	}
 	ctx, cancel := context.WithCancel(b.ctx)
 	run.stop = cancel
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		b.follow(ctx, req.ID, names.Results, parts, since)
+		b.follow(ctx, req.ID, results, parts, run.since)
 	}()
-}
-
-// resultPartitions are the results partitions of schedule's shards: a tick's outcome goes to the results
-// partition of its work partition's number, modulo the results topic's partitions.
-func (b *backfiller) resultPartitions(schedule string, shards, workParts int, results string) []int32 {
-	resParts := workParts
-	if n, err := kafka.WorkPartitions(b.ctx, kadm.NewClient(b.t.p.cl), results); err == nil && n > 0 {
-		resParts = n
-	}
-	seen := map[int32]bool{}
-	var out []int32
-	for shard := range shards {
-		p := tick.Partition(schedule, shard, workParts) % int32(resParts)
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // end forgets backfill id, ended and committed.

@@ -295,12 +295,19 @@ func (t *leaderTerm) run(ctx context.Context) error {
 		if at, ok := pl.nextGrave(); ok {
 			wait = min(wait, max(at.Sub(d.cfg.Now()), 0))
 		}
+		if at, ok := t.bf.wake(); ok {
+			wait = min(wait, at)
+		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			t.logger.Info("leader term ending", "cause", context.Cause(ctx))
 			return nil
 		case <-timer.C:
+			// A pool back (retryDown), a schedule read at last: the backfills waiting for them go on.
+			if err := t.bf.step(ctx); err != nil {
+				return err
+			}
 		case <-d.view.Changed():
 			d.distribute(-1) // to every term of this process; this one's come on changes.notify
 		case <-t.changes.notify:
@@ -310,13 +317,8 @@ func (t *leaderTerm) run(ctx context.Context) error {
 			if err := t.bf.step(ctx); err != nil {
 				return err
 			}
-		case l := <-t.bf.loaded:
-			t.bf.load(l)
-			if err := t.bf.step(ctx); err != nil {
-				return err
-			}
-		case r := <-t.bf.recs:
-			t.bf.add(r)
+		case ev := <-t.bf.events:
+			t.bf.event(ev)
 			if err := t.bf.step(ctx); err != nil {
 				return err
 			}

@@ -131,10 +131,15 @@ func IsBackfillID(id string) (string, bool) {
 	return rest, rest != ""
 }
 
-// StartAt is when the tick is meant to start: NotBefore, or the slot for a tick without one.
+// StartAt is when the tick is meant to start: NotBefore, or the slot for a tick without one, except a backfill's
+// tick, which is meant to start when its leader emitted it (its slot is long past): its start delay and the work
+// lag it makes measure the workers, not the age of the slot.
 func (t Tick) StartAt() time.Time {
-	if t.NotBefore != nil {
+	switch {
+	case t.NotBefore != nil:
 		return *t.NotBefore
+	case t.Backfill != "" && !t.EmittedAt.IsZero():
+		return t.EmittedAt
 	}
 	return t.Slot
 }

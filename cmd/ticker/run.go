@@ -241,8 +241,8 @@ func runInit(ctx context.Context, args []string, getenv func(string) string, std
 	fs.IntVar(&leaders, "leaders", 1, fmt.Sprintf("number of leaders (1-%d): partitions of <ns>.ticker; each leads the schedules that hash to it. Fixed once the namespace exists", kafka.MaxLeaders))
 	fs.Usage = cli.UsageCommonEnv(fs, `Usage: ticker init [flags]
 
-Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq, .clock) where missing, <ns>.ticker
-with one partition per leader, and check that an existing <ns>.ticker has --leaders partitions; with --pool, also
+Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq, .clock, .changes, .backfills,
+.backfills.progress) where missing, <ns>.ticker with one partition per leader, and check that an existing <ns>.ticker has --leaders partitions; with --pool, also
 the topics of those worker pools. 'ticker run' and 'worker run' create missing topics at start-up too (with one
 leader), and the leader creates a pool's topics when a schedule first names it, where it may.`)
 	// Only the connection and logging flags come from TICKGROUP_* variables: a worker's TICKGROUP_POOL on the host

@@ -119,6 +119,9 @@ func (b *backfillFlags) run(ctx context.Context, client *tickgroup.Schedules, na
 	}
 	plan, err := client.Backfill(ctx, name, from, to, tickgroup.BackfillOptions{Reprocess: tickgroup.Reprocess(b.reprocess), MaxRunning: b.maxRunning, DryRun: dryRun}, opts...)
 	if errors.Is(err, tickgroup.ErrNothingToBackfill) {
+		if asJSON {
+			return printJSON(stdout, plan)
+		}
 		fmt.Fprintf(stdout, "nothing to backfill: none of the %d slot(s) of the range is to run with --reprocess %s\n", len(plan.Slots), b.reprocess)
 		return nil
 	}

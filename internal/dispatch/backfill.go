@@ -426,6 +426,8 @@ func (b *backfiller) step(ctx context.Context) error {
 		switch {
 		case bf.Rewritten || bf.RequestHash != run.hash:
 			end = backfill.EndRefused // written again under its ID with other content: not the request it ran
+		case req.Slots[len(req.Slots)-1].After(now.Add(deletedAfter)):
+			end = backfill.EndRefused // a slot still to come (a request that lies about its creation): not a backfill
 		case !known:
 			end = backfill.EndDeleted
 		case bf.Cancel != nil:

@@ -171,6 +171,14 @@ func (f *Fold) SetProgress(p Progress) {
 	f.attach(p.ID)
 }
 
+// Forget drops backfill id altogether (its records are being deleted).
+func (f *Fold) Forget(id string) {
+	delete(f.All, id)
+	delete(f.progress, id)
+	delete(f.cancels, id)
+	delete(f.cancelRaw, id)
+}
+
 // Valid returns the value of the valid record held under key (a request or a cancellation), nil when none is.
 func (f *Fold) Valid(key string) []byte {
 	id, kind := KeyKind(key)

@@ -86,6 +86,10 @@ const outcomeLookback = 10 * time.Minute
 // 1,024 shards would be 102,400): the rest goes in the next ones.
 const maxStepTicks = 5000
 
+// backfillKeep is how long an ended backfill stays on the topics (for --list and the change log's checks)
+// before its leader deletes its records.
+const backfillKeep = 30 * 24 * time.Hour
+
 // deletedAfter is how long a backfill waits for its schedule to appear before it ends as of a deleted schedule:
 // the requests topic and the schedules topic are read apart, so a request may be read before the schedule
 // written just before it.
@@ -407,9 +411,19 @@ func (b *backfiller) step(ctx context.Context) error {
 		progress []backfill.Progress
 		emitted  int
 	)
+	var forget []string
 	for _, bf := range b.fold.Sorted() {
 		req := &bf.Request
-		if bf.Ended() || !t.owned(req.Schedule) {
+		if !t.owned(req.Schedule) {
+			continue
+		}
+		if bf.Ended() {
+			if now.Sub(bf.Progress.At) > backfillKeep {
+				forget = append(forget, req.ID)
+				for _, k := range [][2]string{{d.cfg.Names.Backfills, req.ID}, {d.cfg.Names.Backfills, backfill.CancelKey(req.ID)}, {d.cfg.Names.BackfillProgress, req.ID}} {
+					recs = append(recs, &kgo.Record{Topic: k[0], Partition: 0, Key: []byte(k[1])})
+				}
+			}
 			continue
 		}
 		e, known := t.pl.entry(req.Schedule)
@@ -502,6 +516,9 @@ func (b *backfiller) step(ctx context.Context) error {
 	}
 	for _, p := range progress {
 		b.fold.SetProgress(p)
+	}
+	for _, id := range forget {
+		b.fold.Forget(id)
 	}
 	if deadLettered > 0 {
 		t.logger.Warn("invalid backfill records dead-lettered", "records", deadLettered)

@@ -91,6 +91,10 @@ func printHistory(w io.Writer, h audit.History) {
 		fmt.Fprintln(w, "\nMANUAL TRIGGERS")
 		printTicks(w, h.Triggers)
 	}
+	if len(h.Backfills) > 0 {
+		fmt.Fprintln(w, "\nBACKFILLS (past slots run again)")
+		printTicks(w, h.Backfills)
+	}
 }
 
 // printTicks prints one line per execution (one per tick without any), the tick's columns on its first line.

@@ -194,8 +194,10 @@ type History struct {
 	Since time.Time `json:"since"`
 	At    time.Time `json:"at"`
 	ScheduleReport
-	// Triggers are the schedule's manual triggers in the range.
-	Triggers []TickReport `json:"triggers"`
+	// Triggers are the schedule's manual triggers in the range; Backfills its backfills' ticks whose slots are in
+	// it.
+	Triggers  []TickReport `json:"triggers"`
+	Backfills []TickReport `json:"backfills"`
 }
 
 // HistoryOf returns schedule name's part of rep (made with Options.AllTicks) and whether the log knows name.
@@ -213,10 +215,16 @@ func HistoryOf(rep *Report, name string, since time.Time) (History, bool) {
 			found = true
 		}
 	}
+	for _, t := range rep.Backfills {
+		if t.Schedule == name {
+			h.Backfills = append(h.Backfills, t)
+			found = true
+		}
+	}
 	if !found {
 		h.Name = name
 	}
 	h.Versions, h.Ticks, h.Notes = orEmpty(h.Versions), orEmpty(h.Ticks), orEmpty(h.Notes)
-	h.Triggers = orEmpty(h.Triggers)
+	h.Triggers, h.Backfills = orEmpty(h.Triggers), orEmpty(h.Backfills)
 	return h, found
 }

@@ -67,6 +67,9 @@ type Report struct {
 	RunsSince *time.Time `json:"runs_since,omitempty"`
 	// Backfills are the backfills that have not ended (ticker schedule backfill --list has every one).
 	Backfills []Backfill `json:"backfills"`
+	// Entries are the schedules as the schedules topic holds them (for a program that shows more of them; not
+	// in the JSON).
+	Entries map[string]store.Entry `json:"-"`
 }
 
 // Backfill is the progress of one backfill.
@@ -240,7 +243,8 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 		runsRead.Wait()
 	}()
 
-	rep := &Report{Namespace: namespace, At: o.Now, WindowSeconds: o.Window.Seconds(), GraceSeconds: o.Grace.Seconds(), LateSeconds: o.Late.Seconds()}
+	rep := &Report{Namespace: namespace, At: o.Now, WindowSeconds: o.Window.Seconds(), GraceSeconds: o.Grace.Seconds(), LateSeconds: o.Late.Seconds(),
+		Entries: entries}
 
 	// A group that never existed is no error: the report then says there is no leader.
 	groups, err := adm.DescribeGroups(ctx, names.TickerGroup)

@@ -124,7 +124,7 @@ func (s *Schedules) Backfill(ctx context.Context, name string, from, to time.Tim
 	}
 	plan := Backfill{Schedule: name, From: from.UTC(), To: to.UTC(), Reprocess: Reprocess(re), MaxRunning: o.MaxRunning}
 	var outs backfill.Outcomes
-	if re != backfill.ReprocessAll && len(slots) > 0 {
+	if len(slots) > 0 { // with all too: the plan shows each slot's last outcome
 		if outs, err = s.outcomes(ctx, e.Schedule.Pool(), name, e.Schedule.Shards(), slots[0]); err != nil {
 			return Backfill{}, err
 		}

@@ -39,6 +39,10 @@ Commands:
                        emit one tick now, with an ID that can never collide with a scheduled slot
   schedule apply -f FILE
                        make the schedules match a YAML file (--prune, --dry-run)
+  schedule backfill NAME --from T --to T
+                       run the past slots of a range again (--dry-run, --reprocess, --list, --cancel ID)
+  schedule log [NAME]  who changed which schedule, when and why
+  console              serve web pages of the fleet and its schedules (--listen; --actions with authentication)
   status               who leads, each schedule's last and next slot, work-topic lag (--json)
   audit                compare the slots that should exist with the ticks emitted and executed: missing,
                        doubled, ran twice, marked re-run (exit 1 when a tick is missing, doubled or ran twice
@@ -66,6 +70,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runSchedule(ctx, args[1:], getenv, stdout, stderr)
 	case "status":
 		return runStatus(ctx, args[1:], getenv, stdout, stderr)
+	case "console":
+		return runConsole(ctx, args[1:], getenv, stdout, stderr)
 	case "history", "audit":
 		return runAuditing(ctx, args[0], args[1:], getenv, stdout, stderr)
 	case "version", "--version":

@@ -1,0 +1,189 @@
+package console
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/status"
+	"github.com/tickgroup/tickgroup/internal/store"
+)
+
+const testToken = "0123456789abcdef-token"
+
+// testConsole is a console whose snapshot is made here: its pages without a broker.
+func testConsole(t *testing.T, actions bool) (*Console, *httptest.Server) {
+	t.Helper()
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := NewAuth(testToken, map[string][]byte{"alice": hash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Listen: "127.0.0.1:0", Namespace: "ns", Actions: actions, Auth: auth}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.ln.Close() })
+	now := time.Now().UTC()
+	rep := &status.Report{Namespace: "ns", At: now, LeaderCount: 1, Entries: map[string]store.Entry{}}
+	add := func(spec schedule.Spec, sc status.Schedule) {
+		s, err := spec.Compile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Entries[spec.Name] = store.Entry{Schedule: s, Version: 3, UpdatedAt: now}
+		sc.Name, sc.Schedule = spec.Name, spec.Describe()
+		rep.Schedules = append(rep.Schedules, sc)
+	}
+	zero, delay := 0, 0.012
+	add(schedule.Spec{Name: "beat", Every: schedule.Duration(time.Second)}, status.Schedule{Missed: &zero,
+		LastRun: &status.Run{Slot: now.Truncate(time.Second), Status: "ok", Attempts: 1, StartDelaySeconds: &delay}})
+	two := 2
+	add(schedule.Spec{Name: "nightly", Cron: "0 2 * * *", TZ: "Europe/Paris", Payload: "<script>alert(1)</script>", Paused: true,
+		PauseReason: `<img src=x onerror="alert(1)">`}, status.Schedule{Paused: true, PauseReason: `<img src=x onerror="alert(1)">`, Missed: &two,
+		MissedSlots: []time.Time{now.Add(-2 * time.Hour), now.Add(-time.Minute)}})
+	c.snap.Store(&snapshot{rep: rep, at: now})
+	// The detail is kept, so that the schedule page reads nothing.
+	for name := range rep.Entries {
+		c.details[name] = &detail{at: time.Now().Add(time.Hour)}
+	}
+	srv := httptest.NewServer(c.handler())
+	t.Cleanup(srv.Close)
+	return c, srv
+}
+
+func get(t *testing.T, srv *httptest.Server, path string, hdr ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestPagesEscapeAndRefuseBadInput(t *testing.T) {
+	_, srv := testConsole(t, false)
+	code, body := get(t, srv, "/schedules")
+	if code != 200 || !strings.Contains(body, `data-schedule="beat"`) || !strings.Contains(body, "12ms") {
+		t.Fatalf("schedules: %d\n%s", code, body)
+	}
+	if strings.Contains(body, "<script>alert") || strings.Contains(body, "<img src=x") {
+		t.Fatalf("markup from a name or a reason reached the page:\n%s", body)
+	}
+	if !strings.Contains(body, `class="missed1h bad">1<`) || !strings.Contains(body, `class="missed1d bad">2<`) {
+		t.Errorf("the missed slots of the last hour and day are not 1 and 2:\n%s", body)
+	}
+	code, body = get(t, srv, "/schedules/nightly")
+	if code != 200 || strings.Contains(body, "<script>alert") || !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Fatalf("schedule page: %d, payload not escaped:\n%s", code, body)
+	}
+	for _, tc := range []struct {
+		path string
+		code int
+	}{
+		{"/schedules/unknown", 404},
+		{"/schedules/" + url.PathEscape("<b>x</b>"), 404},
+		{"/schedules?page=99999999999999999999", 400},
+		{"/schedules?page=-1", 400},
+		{"/schedules?page=7", 404},
+		{"/schedules?state=<b>", 400},
+		{"/schedules?q=" + strings.Repeat("a", 300), 400},
+		{"/nope", 404},
+	} {
+		code, body := get(t, srv, tc.path)
+		if code != tc.code || strings.Contains(body, "<b>") {
+			t.Errorf("%s: %d, want %d (escaped):\n%.300s", tc.path, code, tc.code, body)
+		}
+	}
+	if code, body := get(t, srv, "/schedules?q=BE&state=active"); code != 200 || !strings.Contains(body, "1 of 2 schedule(s)") {
+		t.Errorf("search: %d\n%s", code, body)
+	}
+	if code, body := get(t, srv, "/"); code != 200 || !strings.Contains(body, "no worker") && !strings.Contains(body, "Leaders") {
+		t.Errorf("fleet: %d\n%s", code, body)
+	}
+}
+
+func TestActionsNeedAuthAndCSRF(t *testing.T) {
+	c, srv := testConsole(t, true)
+	post := func(form url.Values, hdr ...string) int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/schedules/beat/trigger", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(url.Values{"csrf": {c.csrfToken("token")}}); code != 401 {
+		t.Errorf("an action without a token: %d, want 401", code)
+	}
+	if code := post(url.Values{"csrf": {c.csrfToken("token")}}, "Authorization", "Bearer wrong-token-0123456789"); code != 401 {
+		t.Errorf("an action with a wrong token: %d, want 401", code)
+	}
+	if code := post(url.Values{}, "Authorization", "Bearer "+testToken); code != 403 {
+		t.Errorf("an action without its CSRF token: %d, want 403", code)
+	}
+	if code := post(url.Values{"csrf": {c.csrfToken("alice")}}, "Authorization", "Bearer "+testToken); code != 403 {
+		t.Errorf("an action with another user's CSRF token: %d, want 403", code)
+	}
+	// The page shows the forms only to a user, with that user's token.
+	if _, body := get(t, srv, "/schedules/beat"); strings.Contains(body, `id="trigger"`) {
+		t.Error("the forms show without a user")
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/schedules/beat", nil)
+	req.SetBasicAuth("alice", "s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `id="trigger"`) || !strings.Contains(string(b), c.csrfToken("alice")) || !strings.Contains(string(b), "signed in as alice") {
+		t.Errorf("alice's page lacks the forms or her CSRF token:\n%s", b)
+	}
+	req.SetBasicAuth("alice", "wrong")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if b := string(b); resp.StatusCode != 200 || strings.Contains(b, "wrong") {
+		t.Errorf("a wrong password on a read page: %d", resp.StatusCode)
+	}
+}
+
+func TestConfigRefusesActionsWithoutAuth(t *testing.T) {
+	if _, err := New(Config{Listen: "127.0.0.1:0", Actions: true}, nil); err != ErrActionsWithoutAuth {
+		t.Fatalf("actions without authentication: %v", err)
+	}
+	if _, err := NewAuth("short", nil); err == nil {
+		t.Error("a token of 5 characters was taken")
+	}
+	if _, err := ReadUsers(strings.NewReader("alice:plaintext\n")); err == nil {
+		t.Error("a plain-text password was taken")
+	}
+	hash, _ := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	users, err := ReadUsers(strings.NewReader("# users\n\nalice:" + string(hash) + "\n"))
+	if err != nil || len(users) != 1 {
+		t.Fatalf("a valid auth file: %v %v", users, err)
+	}
+}

@@ -1,0 +1,378 @@
+package console
+
+import (
+	"bytes"
+	"cmp"
+	"embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tickgroup/tickgroup"
+	"github.com/tickgroup/tickgroup/internal/status"
+)
+
+//go:embed templates
+var files embed.FS
+
+// pageSize is how many schedules a page of the list shows.
+const pageSize = 100
+
+// lateStart is the start delay beyond which the list's "late" filter shows a schedule.
+const lateStart = 5 * time.Second
+
+type pages struct {
+	t        *template.Template
+	css, js  []byte
+	assetTag string
+}
+
+func newPages() (*pages, error) {
+	t, err := template.New("").Funcs(template.FuncMap{
+		"rfc":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+		"utc":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
+		"clock": func(t *time.Time) string { return t.UTC().Format("15:04:05.000") },
+		"dur":   func(d *time.Duration) string { return fmtDur(*d) },
+		"schedURL": func(name string) string {
+			return "/schedules/" + url.PathEscape(name)
+		},
+		"changeText": changeText,
+	}).ParseFS(files, "templates/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("console: templates: %w", err)
+	}
+	css, err := files.ReadFile("templates/console.css")
+	if err != nil {
+		return nil, err
+	}
+	js, err := files.ReadFile("templates/local.js")
+	if err != nil {
+		return nil, err
+	}
+	return &pages{t: t, css: css, js: js}, nil
+}
+
+// view is what every page gets: the layout's fields and the page's Data.
+type view struct {
+	Title, Page, Namespace, Path string
+	User                         string
+	Actions                      bool
+	Refresh                      int
+	ReadAt                       time.Time
+	ReadError                    string
+	Status, Message              string
+	Data                         any
+}
+
+// render writes page with v, or an error page when it fails (a template error is a bug: 500, logged).
+func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, page string, v view) {
+	v.Namespace, v.Path, v.Actions = c.cfg.Namespace, r.URL.Path, c.cfg.Actions
+	if s := c.snap.Load(); s != nil {
+		v.ReadAt = s.at
+		if s.err != nil {
+			v.ReadError = s.err.Error()
+		}
+	}
+	var b bytes.Buffer
+	if err := c.pages.t.ExecuteTemplate(&b, page, v); err != nil {
+		c.cfg.Logger.Error("rendering a page", "page", page, "error", err)
+		code = http.StatusInternalServerError
+		b.Reset()
+		b.WriteString("500 internal error: the page could not be rendered (logged)\n")
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; form-action 'self'; frame-ancestors 'none'")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "same-origin")
+	w.WriteHeader(code)
+	_, _ = w.Write(b.Bytes())
+}
+
+// fail renders an error page with code and message.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	c.render(w, r, code, "error", view{Title: http.StatusText(code), Page: "error", Status: fmt.Sprintf("%d %s", code, http.StatusText(code)), Message: msg})
+}
+
+// fleet is the fleet page's data.
+type fleet struct {
+	Conditions                       []condition
+	Replicas, LeaderCount            int
+	Leaders                          []leaderRow
+	Pools                            []poolRow
+	Backfills                        []status.Backfill
+	Schedules, Paused, Missing, Late int
+	Errors                           []string
+}
+
+type condition struct{ Level, Text string }
+
+type leaderRow struct {
+	Partition    int32
+	Client, Host string
+	Epoch        int64
+}
+
+type poolRow struct {
+	Name, Work, Late string
+	Workers          int
+	Lag              int64
+	Lagging          bool
+}
+
+// lagging is how late a pool's oldest waiting tick may be before the fleet page says the pool lags.
+const lagging = time.Minute
+
+func (c *Console) fleetPage(w http.ResponseWriter, r *http.Request, user string) {
+	s := c.snap.Load()
+	if s == nil || s.rep == nil {
+		c.notReady(w, r)
+		return
+	}
+	rep := s.rep
+	f := fleet{Replicas: rep.Replicas, LeaderCount: max(rep.LeaderCount, 1), Backfills: rep.Backfills, Schedules: len(rep.Schedules), Errors: rep.Errors}
+	by := map[int32]status.Leader{}
+	for _, l := range rep.Leaders {
+		by[l.Partition] = l
+	}
+	for k := range int32(f.LeaderCount) {
+		l, ok := by[k]
+		row := leaderRow{Partition: k}
+		if ok {
+			row.Client, row.Host, row.Epoch = l.ClientID, l.Host, l.Epoch
+		} else {
+			f.Conditions = append(f.Conditions, condition{"bad", fmt.Sprintf("ticker partition %d has no leader: its schedules emit nothing", k)})
+		}
+		f.Leaders = append(f.Leaders, row)
+	}
+	for _, p := range rep.Pools {
+		late := time.Duration(p.LateSeconds * float64(time.Second))
+		row := poolRow{Name: cmp.Or(p.Name, "default"), Work: p.Work, Workers: p.Workers, Lag: p.LagSum, Late: fmtDur(late), Lagging: late > lagging}
+		if p.Workers == 0 {
+			f.Conditions = append(f.Conditions, condition{"bad", fmt.Sprintf("pool %s has no worker: its ticks wait", row.Name)})
+		}
+		if row.Lagging {
+			f.Conditions = append(f.Conditions, condition{"warn", fmt.Sprintf("pool %s lags: its oldest waiting tick is %s late", row.Name, row.Late)})
+		}
+		f.Pools = append(f.Pools, row)
+	}
+	for _, sc := range rep.Schedules {
+		if sc.Paused {
+			f.Paused++
+		}
+		if sc.Missed != nil && *sc.Missed > 0 {
+			f.Missing++
+		}
+		if d := delayOf(sc.LastRun); d != nil && *d > lateStart {
+			f.Late++
+		}
+	}
+	if len(rep.Errors) > 0 {
+		f.Conditions = append(f.Conditions, condition{"warn", "parts of the namespace could not be read (below)"})
+	}
+	c.render(w, r, http.StatusOK, "fleet", view{Title: "Fleet", Page: "fleet", User: user, Refresh: c.refreshSeconds(), Data: f})
+}
+
+func (c *Console) refreshSeconds() int { return max(int(c.cfg.Refresh/time.Second), 5) }
+
+func (c *Console) notReady(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Retry-After", "5")
+	msg := "The console has not read the namespace yet; this page refreshes in 5 s."
+	if s := c.snap.Load(); s != nil && s.err != nil {
+		msg = "The console could not read the namespace: " + s.err.Error()
+	}
+	c.render(w, r, http.StatusServiceUnavailable, "error", view{Title: "Starting", Page: "error", Status: "503 not read yet", Message: msg, Refresh: 5})
+}
+
+// scheduleRow is one row of the schedules page.
+type scheduleRow struct {
+	Name, State, StateClass, Reason, Pool, Definition string
+	Next, LastSlot                                    *time.Time
+	LastOutcome, OutcomeClass, Delay, Attempts        string
+	Missed1h, Missed1d                                string
+	Missed1hBad, Missed1dBad                          bool
+}
+
+type stateOption struct {
+	Value, Label string
+	Selected     bool
+}
+
+type scheduleList struct {
+	Query                       string
+	States                      []stateOption
+	Rows                        []scheduleRow
+	Total, Matched, Page, Pages int
+	PrevURL, NextURL            string
+}
+
+var listStates = []stateOption{{"", "all", false}, {"active", "active", false}, {"paused", "paused", false},
+	{"missed", "missed a slot in the last day", false}, {"late", "last run started late", false}}
+
+func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request, user string) {
+	s := c.snap.Load()
+	if s == nil || s.rep == nil {
+		c.notReady(w, r)
+		return
+	}
+	q := r.URL.Query()
+	query, state := strings.TrimSpace(q.Get("q")), q.Get("state")
+	if len(query) > 256 {
+		c.fail(w, r, http.StatusBadRequest, "The search is longer than 256 characters.")
+		return
+	}
+	known := false
+	l := scheduleList{Query: query}
+	for _, o := range listStates {
+		o.Selected = o.Value == state
+		known = known || o.Selected
+		l.States = append(l.States, o)
+	}
+	if !known {
+		c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown state %q: want active, paused, missed or late.", state))
+		return
+	}
+	page := 1
+	if p := q.Get("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Page %q is not a page number (1, 2, ...).", p))
+			return
+		}
+		page = n
+	}
+	now, lower := s.at, strings.ToLower(query)
+	var match []status.Schedule
+	for _, sc := range s.rep.Schedules {
+		if lower != "" && !strings.Contains(strings.ToLower(sc.Name), lower) {
+			continue
+		}
+		if !stateMatches(sc, state) {
+			continue
+		}
+		match = append(match, sc)
+	}
+	l.Total, l.Matched = len(s.rep.Schedules), len(match)
+	l.Pages = max((len(match)+pageSize-1)/pageSize, 1)
+	if page > l.Pages {
+		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no page %d: %d schedule(s) match, %d page(s).", page, len(match), l.Pages))
+		return
+	}
+	l.Page = page
+	link := func(p int) string {
+		v := url.Values{}
+		if query != "" {
+			v.Set("q", query)
+		}
+		if state != "" {
+			v.Set("state", state)
+		}
+		v.Set("page", strconv.Itoa(p))
+		return "/schedules?" + v.Encode()
+	}
+	if page > 1 {
+		l.PrevURL = link(page - 1)
+	}
+	if page < l.Pages {
+		l.NextURL = link(page + 1)
+	}
+	for _, sc := range match[(page-1)*pageSize : min(page*pageSize, len(match))] {
+		l.Rows = append(l.Rows, rowOf(sc, s.rep, now))
+	}
+	c.render(w, r, http.StatusOK, "schedules", view{Title: "Schedules", Page: "schedules", User: user, Refresh: c.refreshSeconds(), Data: l})
+}
+
+func stateMatches(sc status.Schedule, state string) bool {
+	switch state {
+	case "active":
+		return !sc.Paused
+	case "paused":
+		return sc.Paused
+	case "missed":
+		return sc.Missed != nil && *sc.Missed > 0
+	case "late":
+		d := delayOf(sc.LastRun)
+		return d != nil && *d > lateStart
+	}
+	return true
+}
+
+// rowOf is the list's row of sc.
+func rowOf(sc status.Schedule, rep *status.Report, now time.Time) scheduleRow {
+	row := scheduleRow{Name: sc.Name, Pool: cmp.Or(sc.Pool, "default"), Definition: sc.Schedule, Next: sc.NextSlot, Attempts: "-", LastOutcome: "-", Delay: "-"}
+	row.State, row.StateClass, row.Reason = stateText(sc, now)
+	if run := sc.LastRun; run != nil {
+		slot := run.Slot
+		row.LastSlot = &slot
+		row.LastOutcome = run.Status
+		row.OutcomeClass = run.Status
+		if d := delayOf(run); d != nil {
+			row.Delay = fmtDur(*d)
+		} else if run.Status != "" {
+			row.Delay = "-"
+		}
+		if run.Attempts > 0 {
+			row.Attempts = strconv.Itoa(run.Attempts)
+		}
+	}
+	row.Missed1h, row.Missed1d = "?", "?"
+	if sc.Missed != nil {
+		n1h := 0
+		for _, m := range sc.MissedSlots {
+			if now.Sub(m) <= time.Hour {
+				n1h++
+			}
+		}
+		row.Missed1h, row.Missed1d = strconv.Itoa(n1h), strconv.Itoa(*sc.Missed)
+		row.Missed1hBad, row.Missed1dBad = n1h > 0, *sc.Missed > 0
+	}
+	return row
+}
+
+// stateText says whether sc is active or paused (with its end), its class and its pause's reason.
+func stateText(sc status.Schedule, now time.Time) (string, string, string) {
+	switch {
+	case !sc.Paused:
+		return "active", "", ""
+	case sc.PausedUntil != nil && !sc.PausedUntil.After(now):
+		return "active (its pause ended " + sc.PausedUntil.UTC().Format(time.RFC3339) + ")", "", sc.PauseReason
+	case sc.PausedUntil != nil:
+		return "paused until " + sc.PausedUntil.UTC().Format(time.RFC3339), "paused", sc.PauseReason
+	}
+	return "paused", "paused", sc.PauseReason
+}
+
+// delayOf is run's start delay (nil: none known).
+func delayOf(run *status.Run) *time.Duration {
+	if run == nil || run.StartDelaySeconds == nil {
+		return nil
+	}
+	d := time.Duration(*run.StartDelaySeconds * float64(time.Second))
+	return &d
+}
+
+// fmtDur prints d to the millisecond below a minute, to the second above.
+func fmtDur(d time.Duration) string {
+	if d < time.Minute && d > -time.Minute {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// changeText is what a change wrote, in words.
+func changeText(r tickgroup.ChangeRecord) string {
+	switch {
+	case r.Backfill != "":
+		return "backfill " + r.Backfill
+	case r.After == nil:
+		return "(deleted)"
+	case r.After.Paused && r.After.PauseReason != "":
+		return r.After.Describe() + ", paused: " + r.After.PauseReason
+	case r.After.Paused:
+		return r.After.Describe() + ", paused"
+	}
+	return r.After.Describe()
+}

@@ -140,7 +140,8 @@ func runOf(t audit.TickReport, kind string) run {
 		}
 	}
 	if r.Started != nil && kind == "" {
-		late := r.Started.Sub(t.Due)
+		// A start recorded ahead of the instant (the worker then waits for it) is on time.
+		late := max(r.Started.Sub(t.Due), 0)
 		r.LateBy = &late
 	}
 	return r

@@ -100,15 +100,15 @@ func TestKubernetesManifests(t *testing.T) {
 		kinds[m.meta.Kind]++
 		checkPods(t, m.file, obj)
 	}
-	for _, k := range []string{"StatefulSet", "Deployment", "Job", "ServiceMonitor", "PrometheusRule"} {
-		if kinds[k] != 1 {
-			t.Errorf("%d %s manifests, want 1", kinds[k], k)
+	for k, want := range map[string]int{"StatefulSet": 1, "Deployment": 2, "Job": 1, "ServiceMonitor": 1, "PrometheusRule": 1} {
+		if kinds[k] != want {
+			t.Errorf("%d %s manifests, want %d (workers and the console are Deployments)", kinds[k], k, want)
 		}
 	}
 }
 
 // checkPods checks what the README promises of the pods: the tickers' pod name as their static instance ID,
-// probes on /-/healthy and /-/ready, commands of the image's binaries.
+// probes on /-/healthy and /-/ready, commands of the image's binaries, and the console's token from a Secret.
 func checkPods(t *testing.T, file string, obj any) {
 	t.Helper()
 	var spec corev1.PodSpec
@@ -133,6 +133,15 @@ func checkPods(t *testing.T, file string, obj any) {
 		}
 		if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/-/ready" {
 			t.Errorf("%s: container %s has no readiness probe on /-/ready", file, c.Name)
+		}
+		if c.Name == "console" {
+			if len(c.Args) < 2 || c.Args[0] != "ticker" || c.Args[1] != "console" || !slices.Contains(c.Args, "--token-file") {
+				t.Errorf("%s: container console runs %q, want ticker console with --token-file", file, c.Args)
+			}
+			if len(spec.Volumes) != 1 || spec.Volumes[0].Secret == nil {
+				t.Errorf("%s: the console's token is not a Secret's", file)
+			}
+			continue
 		}
 		if len(c.Args) < 2 || c.Args[1] != "run" || (c.Args[0] != "ticker" && c.Args[0] != "worker") {
 			t.Errorf("%s: container %s runs %q, want ticker run or worker run", file, c.Name, c.Args)
@@ -193,9 +202,12 @@ func TestComposeFileLoads(t *testing.T) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	want := []string{"grafana", "init", "kafka", "prometheus", "ticker-1", "ticker-2", "ticker-3", "worker-1", "worker-2"}
+	want := []string{"console", "grafana", "init", "kafka", "prometheus", "ticker-1", "ticker-2", "ticker-3", "worker-1", "worker-2"}
 	if !slices.Equal(names, want) {
 		t.Errorf("services %v, want %v", names, want)
+	}
+	if ports := project.Services["console"].Ports; len(ports) != 1 || ports[0].HostIP != "127.0.0.1" {
+		t.Errorf("the console's port %v: want one, published on the host's loopback only", ports)
 	}
 	if cmd := project.Services["worker-1"].Command; len(cmd) < 3 || !strings.Contains(strings.Join(cmd, " "), "$TICK_ID") {
 		t.Errorf("worker-1 command %q: compose's $$ escape should leave $TICK_ID for the handler", cmd)

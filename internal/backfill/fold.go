@@ -62,7 +62,6 @@ type Fold struct {
 }
 
 type progressAt struct {
-	p   Progress
 	raw []byte
 }
 

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -172,7 +173,7 @@ func TestActionsNeedAuthAndCSRF(t *testing.T) {
 }
 
 func TestConfigRefusesActionsWithoutAuth(t *testing.T) {
-	if _, err := New(Config{Listen: "127.0.0.1:0", Actions: true}, nil); err != ErrActionsWithoutAuth {
+	if _, err := New(Config{Listen: "127.0.0.1:0", Actions: true}, nil); !errors.Is(err, ErrActionsWithoutAuth) {
 		t.Fatalf("actions without authentication: %v", err)
 	}
 	if _, err := NewAuth("short", nil); err == nil {

@@ -83,11 +83,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		challenge(w)
 		return
 	}
-	next := r.URL.Query().Get("next")
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
-		next = "/"
+	// Only a path of this console: no scheme, no host (//host or /\host), nothing but a path and a query.
+	next := "/"
+	if u, err := url.Parse(r.URL.Query().Get("next")); err == nil && u.Scheme == "" && u.Host == "" && u.User == nil &&
+		strings.HasPrefix(u.Path, "/") && !strings.HasPrefix(u.Path, "//") && !strings.Contains(u.Path, "\\") {
+		next = (&url.URL{Path: u.Path, RawQuery: u.RawQuery}).String()
 	}
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // next is a path of this console, checked above
 }
 
 // schedulePage is one schedule: its facts, next slots, last runs, backfills and changes.

@@ -26,9 +26,8 @@ const pageSize = 100
 const lateStart = 5 * time.Second
 
 type pages struct {
-	t        *template.Template
-	css, js  []byte
-	assetTag string
+	t       *template.Template
+	css, js []byte
 }
 
 func newPages() (*pages, error) {

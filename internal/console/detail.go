@@ -69,11 +69,13 @@ func (c *Console) readDetail(ctx context.Context, name string) *detail {
 	ctx, cancel := context.WithTimeout(ctx, max(2*c.cfg.Refresh, time.Minute))
 	defer cancel()
 	from := now.Add(-detailHistory)
-	rep, err := audit.Run(ctx, c.opts, c.cfg.Names, audit.Options{From: from, Now: now, Grace: c.cfg.Grace, Lead: audit.DefaultLead, Schedule: name, AllTicks: true})
+	// Only the records of the day (and a lead before it): the topics may retain a week.
+	l, err := audit.ReadSince(ctx, c.opts, c.cfg.Names, from.Add(-10*time.Minute))
 	if err != nil {
 		d.err = err
 		return d
 	}
+	rep := audit.Compare(l, audit.Options{From: from, Now: now, Grace: c.cfg.Grace, Lead: audit.DefaultLead, Schedule: name, AllTicks: true})
 	h, _ := audit.HistoryOf(rep, name, from)
 	for _, t := range h.Ticks {
 		d.runs = append(d.runs, runOf(t, ""))

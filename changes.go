@@ -46,7 +46,7 @@ func options(opts []ChangeOption) changeOpts {
 
 // ChangeRecord is one change of one schedule, as the change log (<ns>.changes) records it.
 type ChangeRecord struct {
-	// Op is put, pause, resume, delete, apply, backfill or backfill_cancel.
+	// Op is put, pause, resume, delete, apply, trigger, backfill or backfill_cancel.
 	Op       string
 	Schedule string
 	// At is when the writer made the change (its clock), LoggedAt when the broker took the record.
@@ -61,8 +61,10 @@ type ChangeRecord struct {
 	// Version is the schedules-topic record the change wrote (the schedule's version); for a backfill's
 	// change, the offset of its record on the backfills topic.
 	Version int64
-	// Backfill is the backfill's ID, for the ops backfill and backfill_cancel (Before and After are nil).
-	Backfill string
+	// Backfill is the backfill's ID, for the ops backfill and backfill_cancel (Before and After are nil);
+	// Trigger the ID of a trigger's (first) tick, for op trigger (never confirmed: its record is on the work
+	// topic).
+	Backfill, Trigger string
 	// Confirmed reports that the schedules topic still holds that record, as the change says; false when
 	// compaction has removed it since (the change cannot be checked any more). A change the schedules topic
 	// contradicts is never returned (ChangeLogStats.Forged).
@@ -106,6 +108,7 @@ func (s *Schedules) ChangeLog(ctx context.Context, name string, since time.Time)
 		if changelog.IsBackfill(e.Op) {
 			r.Backfill = changelog.BackfillID(e.After)
 		}
+		r.Trigger = e.Trigger
 		if sp := changelog.Spec(e.Before); sp != nil {
 			b := fromSpec(*sp)
 			r.Before = &b

@@ -257,8 +257,8 @@ func (s *Schedules) Delete(ctx context.Context, name string, opts ...ChangeOptio
 
 // Trigger asks for one run of name now, outside its schedule, one tick per shard, and returns their IDs. A
 // trigger's ID can never equal a scheduled slot's, and it does not wait behind the schedule's held ticks, only
-// behind a run of the same shard under way.
-func (s *Schedules) Trigger(ctx context.Context, name string) ([]string, error) {
+// behind a run of the same shard under way. It goes to the change log (op trigger) with opts' Reason and By.
+func (s *Schedules) Trigger(ctx context.Context, name string, opts ...ChangeOption) ([]string, error) {
 	e, err := s.get(ctx, name)
 	if err != nil {
 		return nil, err
@@ -287,6 +287,12 @@ func (s *Schedules) Trigger(ctx context.Context, name string) ([]string, error) 
 	ids := make([]string, len(recs))
 	for i, r := range recs {
 		ids[i] = string(r.Key)
+	}
+	co := options(opts)
+	c := changelog.Change{Op: changelog.OpTrigger, Schedule: spec.Name, At: time.Now().UTC(), By: s.who(co), Reason: co.reason, Offset: recs[0].Offset,
+		Trigger: ids[0]}
+	if err := changelog.Write(ctx, s.cl, s.names.Changes, c); err != nil {
+		return ids, fmt.Errorf("the trigger was written, but not its change-log record: %w", err)
 	}
 	return ids, nil
 }

@@ -34,7 +34,7 @@ Subcommands:
   apply -f FILE   make the schedules match a YAML file (--prune, --dry-run)
   log [NAME]      who changed which schedule, when, why, from what to what (the change log, <ns>.changes)
 
-put, pause, resume, delete, apply and backfill take --reason TEXT, kept in the change log (and shown with a pause);
+put, pause, resume, delete, apply, trigger and backfill take --reason TEXT, kept in the change log (and shown with a pause);
 pause takes --until T (RFC 3339, or a duration from now such as 2h): the pause ends then, as a resume would.
 
 Run 'ticker schedule SUBCOMMAND --help' for its flags.`
@@ -113,7 +113,8 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		fs.StringVar(&until, "until", "", "end the pause then (RFC 3339, or a duration from now such as 2h), as a resume would: the first slot at or after it runs")
 		head = "Usage: ticker schedule pause NAME [--reason TEXT] [--until T]\n\nStop emitting the schedule's slots: ticks emitted ahead of the pause are cancelled, and slots passed while\npaused are never caught up."
 	case "trigger":
-		head = "Usage: ticker schedule trigger NAME"
+		fs.StringVar(&reason, "reason", "", "why (kept in the change log)")
+		head = "Usage: ticker schedule trigger NAME [--reason TEXT]"
 	case "backfill":
 		needName = false
 		bf.register(fs, &reason, &dryRun, &asJSON)
@@ -286,7 +287,7 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		}
 		return printLog(ctx, client, name, from, asJSON, stdout)
 	case "trigger":
-		ids, err := client.Trigger(ctx, name)
+		ids, err := client.Trigger(ctx, name, changeOpts...)
 		if err != nil {
 			return err
 		}
@@ -383,6 +384,8 @@ func printLog(ctx context.Context, client *tickgroup.Schedules, name string, fro
 			After     *tickgroup.Schedule `json:"after"`
 			Version   int64               `json:"version"`
 			Confirmed bool                `json:"confirmed"`
+			Backfill  string              `json:"backfill,omitempty"`
+			Trigger   string              `json:"trigger,omitempty"`
 		}
 		out := struct {
 			Changes []record `json:"changes"`
@@ -392,7 +395,7 @@ func printLog(ctx context.Context, client *tickgroup.Schedules, name string, fro
 		for _, r := range log {
 			out.Changes = append(out.Changes, record{Op: r.Op, Schedule: r.Schedule, At: r.At, LoggedAt: r.LoggedAt,
 				By:     map[string]string{"principal": r.By.Principal, "user": r.By.User, "host": r.By.Host, "name": r.By.Name},
-				Reason: r.Reason, Before: r.Before, After: r.After, Version: r.Version, Confirmed: r.Confirmed})
+				Reason: r.Reason, Before: r.Before, After: r.After, Version: r.Version, Confirmed: r.Confirmed, Backfill: r.Backfill, Trigger: r.Trigger})
 		}
 		return printJSON(stdout, out)
 	}
@@ -403,6 +406,8 @@ func printLog(ctx context.Context, client *tickgroup.Schedules, name string, fro
 		def := "(deleted)"
 		if r.Backfill != "" {
 			def = "backfill " + r.Backfill
+		} else if r.Trigger != "" {
+			def = "trigger " + r.Trigger
 		} else if r.After != nil {
 			def = r.After.Describe()
 			if r.After.Paused {
@@ -423,7 +428,7 @@ func printLog(ctx context.Context, client *tickgroup.Schedules, name string, fro
 		return err
 	}
 	if unconfirmed > 0 {
-		fmt.Fprintf(stdout, "* %d change(s) unconfirmed: compaction has removed their schedule record since\n", unconfirmed)
+		fmt.Fprintf(stdout, "* %d change(s) unconfirmed: compaction has removed their record since, or it is a trigger's (its tick is not checked)\n", unconfirmed)
 	}
 	if stats.Forged > 0 || stats.Invalid > 0 {
 		fmt.Fprintf(stdout, "not shown: %d record(s) the schedules topic contradicts (forged), %d that are no valid change\n", stats.Forged, stats.Invalid)

@@ -40,9 +40,12 @@ const (
 	// After their value), not on the schedules topic.
 	OpBackfill       = "backfill"
 	OpBackfillCancel = "backfill_cancel"
+	// A manual trigger: its tick is on the work topic (Offset is its record's there, Trigger its ID), which the
+	// change log's reader does not read: a trigger's change is shown unconfirmed.
+	OpTrigger = "trigger"
 )
 
-var ops = map[string]bool{OpPut: true, OpPause: true, OpResume: true, OpDelete: true, OpApply: true, OpBackfill: true, OpBackfillCancel: true}
+var ops = map[string]bool{OpPut: true, OpPause: true, OpResume: true, OpDelete: true, OpApply: true, OpBackfill: true, OpBackfillCancel: true, OpTrigger: true}
 
 // BackfillID returns the ID of the backfill whose request or cancellation b is ("" when it is not one).
 func BackfillID(b []byte) string {
@@ -113,6 +116,8 @@ type Change struct {
 	After  json.RawMessage `json:"after,omitempty"`
 	// Offset is the schedules-topic record the change wrote.
 	Offset int64 `json:"schedule_offset"`
+	// Trigger is the ID of a trigger's (first) tick, for op trigger.
+	Trigger string `json:"trigger,omitempty"`
 }
 
 // Encode returns c's record value, checking it as Decode would.
@@ -159,6 +164,12 @@ func (c Change) check() error {
 		if len(s) > MaxWho || !schedule.Printable(s) {
 			return errors.New("change: who made it is too long or not printable text")
 		}
+	}
+	if c.Op == OpTrigger {
+		if c.Before != nil || c.After != nil || c.Trigger == "" || len(c.Trigger) > 1024 {
+			return errors.New("change: a trigger names its tick, and writes no definition")
+		}
+		return nil
 	}
 	if IsBackfill(c.Op) {
 		// After is the backfill's request or cancellation record, checked against the backfills topic (Verify).
@@ -244,6 +255,9 @@ type Verifier struct {
 func (v *Verifier) Verify(c Change) Status {
 	if v.claimed == nil {
 		v.claimed, v.claimedBf = map[int64]bool{}, map[int64]bool{}
+	}
+	if c.Op == OpTrigger {
+		return Unconfirmed // its record is on the work topic, which the change log's reader does not read
 	}
 	records, end, claimed := v.Records, v.End, v.claimed
 	if IsBackfill(c.Op) {

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 )
@@ -21,8 +23,9 @@ import (
 // and users with bcrypt-hashed passwords (HTTP Basic authentication, for browsers). The user's name goes to the
 // change log with every action ("console:NAME"; "console:token" for the token).
 type Auth struct {
-	token []byte
-	users map[string][]byte // name -> bcrypt hash
+	token  []byte
+	users  map[string][]byte // name -> bcrypt hash
+	passed sync.Map          // sha256(name, password) -> when it passed (checkPassword)
 }
 
 // NewAuth returns an Auth of token (empty: none) and users (nil: none). At least one is needed.
@@ -77,19 +80,50 @@ func ReadUsers(r io.Reader) (map[string][]byte, error) {
 // user returns who r is authenticated as ("" and false: not authenticated).
 func (a *Auth) user(r *http.Request) (string, bool) {
 	h := r.Header.Get("Authorization")
-	if tok, ok := strings.CutPrefix(h, "Bearer "); ok && len(a.token) > 0 {
-		if subtle.ConstantTimeCompare([]byte(tok), a.token) == 1 {
+	if scheme, tok, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") && len(a.token) > 0 {
+		if subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), a.token) == 1 {
 			return "token", true
 		}
 		return "", false
 	}
 	if name, pass, ok := r.BasicAuth(); ok {
-		if hash, known := a.users[name]; known && bcrypt.CompareHashAndPassword(hash, []byte(pass)) == nil {
+		if a.checkPassword(name, pass) {
 			return name, true
 		}
 	}
 	return "", false
 }
+
+// authCacheTTL is how long a password that passed bcrypt is taken again without it: a page and its assets, and
+// every refresh, would otherwise each cost a bcrypt comparison.
+const authCacheTTL = time.Minute
+
+// checkPassword compares pass with name's hash, once a minute at most for a pair that passed. An unknown name is
+// compared with a dummy hash, so that the time taken does not tell which names exist.
+func (a *Auth) checkPassword(name, pass string) bool {
+	key := sha256.Sum256([]byte(name + "\x00" + pass))
+	if at, ok := a.passed.Load(key); ok && time.Since(at.(time.Time)) < authCacheTTL {
+		return true
+	}
+	hash, known := a.users[name]
+	if !known {
+		hash = dummyHash()
+	}
+	if bcrypt.CompareHashAndPassword(hash, []byte(pass)) != nil || !known {
+		return false
+	}
+	a.passed.Store(key, time.Now())
+	return true
+}
+
+// dummyHash is compared with for an unknown user name (a bcrypt hash of a random password, cost 10), made on
+// first use: every ticker command links this package.
+var dummyHash = sync.OnceValue(func() []byte {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	h, _ := bcrypt.GenerateFromPassword(b, bcrypt.DefaultCost)
+	return h
+})
 
 // challenge refuses r with 401, asking a browser for a user.
 func challenge(w http.ResponseWriter) {

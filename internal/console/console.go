@@ -72,7 +72,12 @@ type Console struct {
 	csrfKey []byte
 
 	detailMu sync.Mutex
-	details  map[string]*detail // a schedule's runs and change log, by name, kept for cfg.Refresh
+	details  map[string]*detail // a schedule's runs and change log, by name, kept for detailKeep
+	flights  map[string]*flight // the detail reads under way
+	gen      map[string]uint64  // bumped by an action on the schedule: a read begun before it is not kept
+	reads    chan struct{}      // a slot per detail read under way (maxDetailReads)
+	wg       sync.WaitGroup     // the detail reads
+	runCtx   context.Context    // Run's, for the detail reads
 }
 
 // snapshot is one read of the namespace.
@@ -112,7 +117,8 @@ func New(cfg Config, opts []kgo.Opt) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: listening on %s: %w", cfg.Listen, err)
 	}
-	return &Console{cfg: cfg, opts: opts, ln: ln, pages: pg, metrics: newMetrics(), csrfKey: key, details: map[string]*detail{}}, nil
+	return &Console{cfg: cfg, opts: opts, ln: ln, pages: pg, metrics: newMetrics(), csrfKey: key, details: map[string]*detail{},
+		flights: map[string]*flight{}, gen: map[string]uint64{}, reads: make(chan struct{}, maxDetailReads), runCtx: context.Background()}, nil
 }
 
 // Addr is the address the pages are served on.
@@ -134,7 +140,20 @@ func (c *Console) Run(ctx context.Context) error {
 		}
 		defer c.metrics.unregister(r)
 	}
-	srv := &http.Server{Handler: c.handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(c.cfg.Logger.Handler(), slog.LevelWarn)}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	c.runCtx = ctx
+	srv := &http.Server{
+		Handler:           c.handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// A schedule's page may wait for its detail read (up to a minute) before it is written.
+		WriteTimeout:   2 * time.Minute,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		BaseContext:    func(net.Listener) context.Context { return ctx },
+		ErrorLog:       slog.NewLogLogger(c.cfg.Logger.Handler(), slog.LevelWarn),
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(c.ln) }()
 	refreshed := make(chan struct{})
@@ -148,10 +167,14 @@ func (c *Console) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case err = <-served:
 	}
+	stop() // the refresher, the detail reads and the requests' contexts end
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(sctx)
+	if srv.Shutdown(sctx) != nil {
+		_ = srv.Close()
+	}
 	<-refreshed
+	c.wg.Wait()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

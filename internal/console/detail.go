@@ -45,22 +45,69 @@ type run struct {
 	ErrorText string
 }
 
-// detailOf returns name's detail, read at most Refresh ago.
+// detailKeep is how long a schedule's detail is kept: longer than the page's own refresh, so that an open page
+// does not read the topics at each of its refreshes.
+func (c *Console) detailKeep() time.Duration { return max(2*c.cfg.Refresh, 30*time.Second) }
+
+// maxDetailReads bounds the detail reads under way at once, whoever asks: each reads a day of the work and
+// results topics.
+const maxDetailReads = 2
+
+// flight is a detail read under way; the requests for the same schedule wait for it.
+type flight struct {
+	done chan struct{}
+	d    *detail
+}
+
+// detailOf returns name's detail, read at most detailKeep ago. Requests for one schedule share one read, at most
+// maxDetailReads run at once, and a read runs on the console's context, not the request's: a client that goes
+// away does not cut the read short for the others. A read that failed is not kept.
 func (c *Console) detailOf(ctx context.Context, name string) *detail {
 	c.detailMu.Lock()
-	d, ok := c.details[name]
-	c.detailMu.Unlock()
-	if ok && time.Since(d.at) < c.cfg.Refresh {
+	if d, ok := c.details[name]; ok && time.Since(d.at) < c.detailKeep() {
+		c.detailMu.Unlock()
 		return d
 	}
-	d = c.readDetail(ctx, name)
-	c.detailMu.Lock()
-	if len(c.details) > 1000 {
-		clear(c.details) // a bound on what browsing every schedule keeps
+	f, running := c.flights[name]
+	if !running {
+		f = &flight{done: make(chan struct{})}
+		c.flights[name] = f
+		gen := c.gen[name]
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			d := c.limitedRead(name)
+			c.detailMu.Lock()
+			delete(c.flights, name)
+			if d.err == nil && c.gen[name] == gen { // an action since has made it stale
+				if len(c.details) > 1000 {
+					clear(c.details) // a bound on what browsing every schedule keeps
+				}
+				c.details[name] = d
+			}
+			c.detailMu.Unlock()
+			f.d = d
+			close(f.done)
+		}()
 	}
-	c.details[name] = d
 	c.detailMu.Unlock()
-	return d
+	select {
+	case <-f.done:
+		return f.d
+	case <-ctx.Done():
+		return &detail{at: time.Now(), err: ctx.Err()}
+	}
+}
+
+// limitedRead reads name's detail once a read slot is free.
+func (c *Console) limitedRead(name string) *detail {
+	select {
+	case c.reads <- struct{}{}:
+		defer func() { <-c.reads }()
+	case <-c.runCtx.Done():
+		return &detail{at: time.Now(), err: c.runCtx.Err()}
+	}
+	return c.readDetail(c.runCtx, name)
 }
 
 func (c *Console) readDetail(ctx context.Context, name string) *detail {

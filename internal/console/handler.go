@@ -28,10 +28,9 @@ func (c *Console) handler() http.Handler {
 	mux.HandleFunc("POST /schedules/{name}/{action}", c.act)
 	mux.HandleFunc("GET /assets/console.css", c.asset("text/css; charset=utf-8", c.pages.css))
 	mux.HandleFunc("GET /assets/local.js", c.asset("text/javascript; charset=utf-8", c.pages.js))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		c.metrics.requests.WithLabelValues("other", "404").Inc()
+	mux.HandleFunc("/", c.page("other", func(w http.ResponseWriter, r *http.Request, _ string) {
 		c.fail(w, r, http.StatusNotFound, "There is no such page.")
-	})
+	}))
 	return mux
 }
 
@@ -150,10 +149,12 @@ func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, user stri
 	if d.err != nil {
 		p.DetailError = d.err.Error()
 	}
+	refresh := c.refreshSeconds()
 	if c.cfg.Actions && user != "" {
 		p.Acting, p.CSRF = true, c.csrfToken(user)
+		refresh = 0 // a refresh would wipe a form being filled in
 	}
-	c.render(w, r, http.StatusOK, "schedule", view{Title: name, Page: "schedule", User: user, Refresh: c.refreshSeconds(), Data: p})
+	c.render(w, r, http.StatusOK, "schedule", view{Title: name, Page: "schedule", User: user, Refresh: refresh, Data: p})
 }
 
 // lookup finds schedule name in rep.
@@ -218,7 +219,7 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 	var err error
 	switch action {
 	case "trigger":
-		_, err = c.cfg.Schedules.Trigger(r.Context(), name)
+		_, err = c.cfg.Schedules.Trigger(r.Context(), name, opts...)
 	case "pause":
 		if reason == "" {
 			c.fail(w, r, http.StatusBadRequest, "A pause needs a reason.")
@@ -254,10 +255,12 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, back, http.StatusSeeOther)
 }
 
-// forget drops a schedule's kept detail, so that its page shows an action's effect at once.
+// forget drops a schedule's kept detail, so that its page shows an action's effect at once; a read under way
+// is not kept either.
 func (c *Console) forget(name string) {
 	c.detailMu.Lock()
 	delete(c.details, name)
+	c.gen[name]++
 	c.detailMu.Unlock()
 }
 
@@ -315,6 +318,7 @@ func (c *Console) backfill(w http.ResponseWriter, r *http.Request, user, name, r
 // parseWhen reads an instant: RFC 3339, "now", or a positive duration (ahead of now when future, else before).
 func parseWhen(s string, now time.Time, future bool) (time.Time, error) {
 	s = strings.TrimSpace(s)
+	now = now.Truncate(time.Second) // whole seconds: the preview's hidden fields (RFC 3339) carry the same range
 	if s == "now" {
 		return now, nil
 	}
@@ -325,7 +329,7 @@ func parseWhen(s string, now time.Time, future bool) (time.Time, error) {
 		if future {
 			return now.Add(d).Truncate(time.Second), nil
 		}
-		return now.Add(-d), nil
+		return now.Add(-d).Truncate(time.Second), nil
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {

@@ -366,6 +366,8 @@ func changeText(r tickgroup.ChangeRecord) string {
 	switch {
 	case r.Backfill != "":
 		return "backfill " + r.Backfill
+	case r.Trigger != "":
+		return "trigger " + r.Trigger
 	case r.After == nil:
 		return "(deleted)"
 	case r.After.Paused && r.After.PauseReason != "":

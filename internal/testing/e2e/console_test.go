@@ -207,6 +207,9 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 		st := b.text("#state")
 		return strings.HasPrefix(st, "paused") && strings.Contains(st, reason), st
 	})
+	if out := f.cli("schedule", "log", "beat"); !strings.Contains(out, "console:token") || !strings.Contains(out, "pause") || !strings.Contains(out, "trigger") {
+		t.Errorf("the change log lacks the console's trigger and pause under its user:\n%s", out)
+	}
 	later := pausedAt.Truncate(time.Second).Add(5 * time.Second)
 	waitFor(t, 30*time.Second, "filler's slots after the pause", func() (bool, string) {
 		return len(e.executions()[tick.ID("filler", later, 0, 1)]) > 0, ""

@@ -91,6 +91,11 @@ type Source interface {
 	Sample(ctx context.Context, now func() time.Time) (Sample, error)
 }
 
+// Reporter is a Source that also carries the Monitor's last reading in its marks (Kafka does).
+type Reporter interface {
+	Report(Reading)
+}
+
 // ErrUnmeasurable wraps the errors of a Source that say the clock cannot be measured at all (the topic is
 // missing or does not stamp LogAppendTime), as opposed to a failure that the next round may not have.
 var ErrUnmeasurable = errors.New("the broker's clock cannot be read")
@@ -259,6 +264,9 @@ func (m *Monitor) measured(r Reading) {
 	m.failing, m.why = false, ""
 	prev := m.state
 	m.reading, m.read = r, true
+	if rep, ok := m.src.(Reporter); ok {
+		rep.Report(r)
+	}
 	m.metrics.measured.Set(float64(r.At.Add(-r.Offset).UnixNano()) / 1e9) // by the broker's clock, as Prometheus's should be
 	next := prev
 	switch {

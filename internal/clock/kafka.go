@@ -32,6 +32,8 @@ type Kafka struct {
 	mu     sync.Mutex
 	leader int32 // -1: look it up
 	id     [16]byte
+	// last is the value of the next mark: the mark and the last reading (Report), once there is one.
+	last []byte
 }
 
 // NewKafka returns the Source that writes mark (for example the instance name, to tell whose record it is) to
@@ -53,7 +55,7 @@ func (k *Kafka) Sample(ctx context.Context, now func() time.Time) (Sample, error
 	topic := kmsg.NewProduceRequestTopic()
 	topic.Topic, topic.TopicID = k.topic, id // the name up to v12, the ID from v13
 	part := kmsg.NewProduceRequestTopicPartition()
-	part.Records = markBatch(sent, k.mark)
+	part.Records = markBatch(sent, k.value())
 	topic.Partitions = append(topic.Partitions, part)
 	req.Topics = append(req.Topics, topic)
 	resp, err := req.RequestWith(ctx, k.cl.Broker(int(leader)))
@@ -114,6 +116,26 @@ func (k *Kafka) partition(ctx context.Context) (int32, [16]byte, error) {
 func (k *Kafka) missing(err error) error {
 	return fmt.Errorf("%w: topic %s: %w (a namespace made before clocks were measured: run `ticker init` again)", ErrUnmeasurable, k.topic, err)
 }
+
+// value is the next mark's value: the last reading (a Mark), or the bare mark before the first.
+func (k *Kafka) value() []byte {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.last != nil {
+		return k.last
+	}
+	return k.mark
+}
+
+// Report makes the next marks carry r, for a reader of the topic (ticker console) to see this process's offset.
+func (k *Kafka) Report(r Reading) {
+	v := EncodeMark(Mark{Who: string(k.mark), OffsetMS: ms(r.Offset), UncertaintyMS: ms(r.Uncertainty)})
+	k.mu.Lock()
+	k.last = v
+	k.mu.Unlock()
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // forget drops the partition's leader, to be looked up again before the next mark.
 func (k *Kafka) forget() {

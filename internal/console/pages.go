@@ -103,11 +103,21 @@ type fleet struct {
 	Leaders                          []leaderRow
 	Pools                            []poolRow
 	Backfills                        []status.Backfill
+	Clocks                           []clockRow
 	Schedules, Paused, Missing, Late int
 	Errors                           []string
 }
 
 type condition struct{ Level, Text string }
+
+type clockRow struct {
+	Who, Offset, Uncertainty string
+	At                       time.Time
+	Skewed                   bool
+}
+
+// maxSkew is the clock offset beyond which the fleet page flags a process (the tickers' default --max-clock-skew).
+const maxSkew = time.Second
 
 type leaderRow struct {
 	Partition    int32
@@ -157,6 +167,15 @@ func (c *Console) fleetPage(w http.ResponseWriter, r *http.Request, user string)
 			f.Conditions = append(f.Conditions, condition{"warn", fmt.Sprintf("pool %s lags: its oldest waiting tick is %s late", row.Name, row.Late)})
 		}
 		f.Pools = append(f.Pools, row)
+	}
+	for _, s := range rep.Clocks {
+		off := time.Duration(s.OffsetMS * float64(time.Millisecond))
+		row := clockRow{Who: s.Who, Offset: fmt.Sprintf("%+.1f ms", s.OffsetMS), Uncertainty: fmt.Sprintf("%.1f ms", s.UncertaintyMS), At: s.At,
+			Skewed: off > maxSkew || off < -maxSkew}
+		if row.Skewed {
+			f.Conditions = append(f.Conditions, condition{"warn", fmt.Sprintf("%s's clock is %s off the broker's (a ticker that far off does not lead)", s.Who, row.Offset)})
+		}
+		f.Clocks = append(f.Clocks, row)
 	}
 	for _, sc := range rep.Schedules {
 		if sc.Paused {

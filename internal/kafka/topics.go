@@ -129,8 +129,9 @@ func (n Names) Specs(o TopicOptions) []TopicSpec {
 	for k, v := range state {
 		schedules[k] = v
 	}
-	// The clock topic holds only marks whose broker timestamp (LogAppendTime) is the point; nobody reads them
-	// back, so an hour and small segments keep it tiny. It is never in Needs: a namespace made before it
+	// The clock topic holds only marks whose broker timestamp (LogAppendTime) is the point (each carries its
+	// writer's last reading, which ticker status and the console show); no process acts on them,
+	// so an hour and small segments keep it tiny. It is never in Needs: a namespace made before it
 	// existed runs on, unmeasured (package clock).
 	clock := map[string]*string{
 		"message.timestamp.type": s("LogAppendTime"),

@@ -27,6 +27,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/audit"
 	"github.com/tickgroup/tickgroup/internal/backfill"
+	"github.com/tickgroup/tickgroup/internal/clock"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leaderstate"
 	"github.com/tickgroup/tickgroup/internal/store"
@@ -67,6 +68,9 @@ type Report struct {
 	RunsSince *time.Time `json:"runs_since,omitempty"`
 	// Backfills are the backfills that have not ended (ticker schedule backfill --list has every one).
 	Backfills []Backfill `json:"backfills"`
+	// Clocks are each ticker's and worker's latest clock reading (the marks of the last minute on <ns>.clock):
+	// its offset from the broker's clock.
+	Clocks []clock.Skew `json:"clocks"`
 	// Entries are the schedules as the schedules topic holds them (for a program that shows more of them; not
 	// in the JSON).
 	Entries map[string]store.Entry `json:"-"`
@@ -366,6 +370,9 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	if err := backfills(ctx, opts, adm, names, rep, o); err != nil {
 		return nil, err
 	}
+	if err := clocks(ctx, opts, adm, names, rep); err != nil {
+		return nil, err
+	}
 	if o.Late > 0 {
 		rep.Schedules = slices.DeleteFunc(rep.Schedules, func(s Schedule) bool { return !s.Late(o.Late) })
 	}
@@ -554,6 +561,7 @@ func Print(w io.Writer, rep *Report) {
 		}
 	}
 	printBackfills(w, rep)
+	printClocks(w, rep)
 	printRunsSince(w, rep)
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "error: %s\n", e)
@@ -582,6 +590,35 @@ func backfills(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, names kafk
 		rep.Backfills = append(rep.Backfills, x)
 	}
 	return nil
+}
+
+// clockWindow is how far back the clock marks are read: a process marks every 10 s.
+const clockWindow = time.Minute
+
+// clocks adds the processes' latest clock readings to rep. A namespace made before the clock topic has none.
+func clocks(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, names kafka.Names, rep *Report) error {
+	rep.Clocks = []clock.Skew{}
+	skews, err := clock.ReadSkews(ctx, opts, adm, names.Clock, rep.At.Add(-clockWindow))
+	if kafka.Denied(err) {
+		return err
+	}
+	if err != nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("reading the clock marks: %v", err))
+		return nil
+	}
+	rep.Clocks = skews
+	return nil
+}
+
+// printClocks lists the processes' clock offsets.
+func printClocks(w io.Writer, rep *Report) {
+	if len(rep.Clocks) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nCLOCKS (each process's offset from the broker's clock, from its latest mark)")
+	for _, s := range rep.Clocks {
+		fmt.Fprintf(w, "  %s: %+.1f ms (+-%.1f ms) at %s\n", s.Who, s.OffsetMS, s.UncertaintyMS, s.At.UTC().Format(time.RFC3339))
+	}
 }
 
 // printBackfills lists the backfills under way.

@@ -160,7 +160,10 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 		n := b.text(`tr[data-schedule="idle-job"] td.missed1h`)
 		return n != "" && n != "0" && n != "?", "missed " + n
 	})
-	b.page(base + "/")
+	waitFor(t, 30*time.Second, "the fleet page's clocks", func() (bool, string) {
+		html := b.page(base + "/")
+		return strings.Contains(html, `id="clocks"`) && strings.Contains(html, "<td>a</td>"), "no clock row of ticker a"
+	})
 	b.shot("fleet")
 
 	// Without a token the schedule page has no forms, and an action is refused with 401.

@@ -37,6 +37,9 @@ type Outcome struct {
 	Fence int64 `json:"fence,omitempty"`
 	// Interrupted marks the outcome of a tick whose earlier run had been cut off (Tick.Interrupted).
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Output is the tail of the last attempt's output (Tick.RecordOutput), kept only by a worker that records it
+	// (WorkerConfig.RecordOutput, worker run --record-output); empty otherwise.
+	Output string `json:"output,omitempty"`
 }
 
 // Status is what became of a tick (Outcome.Status).
@@ -74,5 +77,5 @@ func Outcomes(value []byte) ([]Outcome, error) {
 func fromOutcome(o ledger.Outcome) Outcome {
 	return Outcome{ID: o.ID, Schedule: o.Schedule, Slot: copyTime(o.Slot), Status: Status(o.Status), Attempts: o.Attempts,
 		DurationMS: o.DurationMS, Worker: o.Worker, Error: o.Error, Partition: o.Partition, Offset: o.Offset,
-		FinishedAt: o.FinishedAt, Fence: o.Fence, Interrupted: o.Interrupted}
+		FinishedAt: o.FinishedAt, Fence: o.Fence, Interrupted: o.Interrupted, Output: o.Output}
 }

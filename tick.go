@@ -45,6 +45,17 @@ type Tick struct {
 	Lease func() time.Time
 
 	record tick.Tick
+	output func(string)
+}
+
+// RecordOutput keeps the tail of output in the attempt's outcome record (Outcome.Output), when the worker
+// records output (WorkerConfig.RecordOutput, worker run --record-output N); otherwise it does nothing. The exec
+// handler calls it with the program's standard output and error. A later call replaces an earlier one. Output
+// may hold secrets: the results topic is read by every operator.
+func (t Tick) RecordOutput(output string) {
+	if t.output != nil {
+		t.output(output)
+	}
 }
 
 // JSON returns the tick's record as the leader wrote it to the work topic (JSON; see the README's record
@@ -87,7 +98,7 @@ func newTick(t tick.Tick, a worker.Attempt) Tick {
 	}
 	return Tick{
 		ID: t.ID, Schedule: t.Schedule, Slot: t.Slot, Shard: t.Shard, Shards: max(t.Shards, 1), Payload: t.Payload,
-		Trigger: t.Trigger && t.Backfill == "", Backfill: t.Backfill != "", BackfillID: t.Backfill, Attempt: a.N, Fence: a.Fence, Interrupted: a.Interrupted, Worker: a.Worker, Lease: lease,
+		output: a.Output, Trigger: t.Trigger && t.Backfill == "", Backfill: t.Backfill != "", BackfillID: t.Backfill, Attempt: a.N, Fence: a.Fence, Interrupted: a.Interrupted, Worker: a.Worker, Lease: lease,
 		record: t,
 	}
 }

@@ -57,6 +57,11 @@ type WorkerConfig struct {
 	// SkipInterrupted records a tick whose earlier run was cut off as interrupted and never runs it again (at
 	// most once). False, the default, runs it again with Tick.Interrupted set (at least once).
 	SkipInterrupted bool
+	// RecordOutput, when positive, keeps the last RecordOutput bytes (at most MaxRecordOutput) of each tick's
+	// last attempt's output in its outcome record (Outcome.Output), for ticker history and the console: what a
+	// handler hands to Tick.RecordOutput (an exec handler: its standard output and error). Zero, the default,
+	// keeps none: output may hold secrets, and the results topic is read by every operator.
+	RecordOutput int
 	// Start is where a new group starts reading a partition without a committed offset. Defaults to
 	// StartAgo(10 * time.Minute).
 	Start StartPosition
@@ -124,6 +129,7 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 		MaxClockSkew:   cfg.MaxClockSkew,
 		Forward:        cfg.Forward,
 		Pool:           cfg.Pool,
+		RecordOutput:   cfg.RecordOutput,
 	}
 	if cfg.SkipInterrupted {
 		wc.OnInterrupted = worker.OnInterruptedSkip

@@ -65,6 +65,7 @@ type runFlags struct {
 	outputLimit    int
 	sessionTimeout time.Duration
 	onInterrupt    string
+	recordOutput   int
 	lease          time.Duration
 	instanceID     string
 	maxClockSkew   time.Duration
@@ -111,6 +112,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&f.workerID, "worker-id", "", "name of this worker in outcome records and logs (default: hostname-pid)")
 	fs.IntVar(&f.outputLimit, "output-limit", command.DefaultOutputLimit, "bytes of an exec handler's output kept and logged per attempt")
 	fs.DurationVar(&f.sessionTimeout, "session-timeout", worker.DefaultSessionTimeout, "group session timeout: how soon a crashed worker's partitions move")
+	fs.IntVar(&f.recordOutput, "record-output", 0, fmt.Sprintf("keep the last N bytes (at most %d) of an exec handler's output per tick in its outcome record, for ticker history and the console (0: none; output may hold secrets, and every operator reads the results topic)", worker.MaxRecordOutput))
 	fs.StringVar(&f.onInterrupt, "on-interrupted", worker.OnInterruptedRerun, "a tick whose earlier run was cut off (crash, freeze, lost partition, or a lease this worker could not renew): rerun (again, with TICK_INTERRUPTED=1 and the attempt counting on) or skip (never again: at most once; outcome interrupted)")
 	fs.DurationVar(&f.lease, "lease", worker.DefaultLease, "how long a handler may run on without this worker renewing its run in the ledger (every lease/5); a run found unfinished elsewhere is waited for until its last renewal plus this (plus --max-clock-skew); at most 10m")
 	fs.DurationVar(&f.maxClockSkew, "max-clock-skew", worker.DefaultMaxClockSkew, "clock difference between hosts that the lease rule tolerates; this worker measures its clock against the broker's every 10s (on <ns>.clock) and warns while it is off by more (it keeps working)")
@@ -208,6 +210,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 		Forward:         f.forward,
 		Pool:            f.pool,
 		SkipInterrupted: f.onInterrupt == worker.OnInterruptedSkip,
+		RecordOutput:    f.recordOutput,
 		Lease:           f.lease,
 		InstanceID:      f.instanceID,
 		MaxClockSkew:    f.maxClockSkew,

@@ -550,7 +550,7 @@ func executions(entries []ledger.Entry, settled bool) []Execution {
 				i = len(xs) - 1
 			}
 			x := &xs[i]
-			x.Status, x.DurationMS, x.Error = e.Status, e.DurationMS, e.Error
+			x.Status, x.DurationMS, x.Error, x.Output = e.Status, e.DurationMS, e.Error, e.Output
 			x.Interrupted = x.Interrupted || e.Interrupted
 			x.Attempt = max(x.Attempt, e.Attempts)
 			switch {

@@ -177,6 +177,8 @@ type Execution struct {
 	DurationMS  float64    `json:"duration_ms"`
 	Interrupted bool       `json:"interrupted,omitempty"`
 	Error       string     `json:"error,omitempty"`
+	// Output is the tail of the attempt's output, when its worker records it (worker run --record-output).
+	Output string `json:"output,omitempty"`
 }
 
 // Execution statuses besides the outcome statuses.

@@ -186,6 +186,7 @@ func (h *Handler) Handle(ctx context.Context, t tickgroup.Tick) error {
 	if r == nil {
 		return err
 	}
+	t.RecordOutput(r.output) // kept in the outcome only when the worker records output (--record-output)
 	attrs := []any{"tick_id", t.ID, "attempt", t.Attempt, "pid", r.pid, "duration", dur}
 	if r.dropped > 0 {
 		attrs = append(attrs, "output_dropped_bytes", r.dropped)

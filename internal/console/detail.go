@@ -43,6 +43,7 @@ type run struct {
 	Marked    bool // run again after an interruption its handler was told of
 	Problems  []string
 	ErrorText string
+	Output    string // the last attempt's output, when the worker records it
 }
 
 // detailKeep is how long a schedule's detail is kept: longer than the page's own refresh, so that an open page
@@ -186,6 +187,9 @@ func runOf(t audit.TickReport, kind string) run {
 		}
 		if x.Error != "" {
 			r.ErrorText = x.Error
+		}
+		if x.Output != "" {
+			r.Output = x.Output
 		}
 	}
 	if r.Started != nil && kind == "" {

@@ -31,5 +31,6 @@ func appendEntry(b []byte, e *Entry) ([]byte, bool) {
 	o.OmitTime(`,"started_at":`, e.StartedAt)
 	o.OmitTime(`,"finished_at":`, e.FinishedAt)
 	o.OmitInt(`,"lease_ms":`, e.LeaseMS)
+	o.OmitString(`,"output":`, e.Output)
 	return o.Close()
 }

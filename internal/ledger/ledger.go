@@ -123,6 +123,9 @@ type Entry struct {
 	// LeaseMS is the lease the writer gives its running handlers: in a claim, for every run of its own; in a
 	// started or renewed entry, for that run. A run that is not renewed ends within that long of its last proof.
 	LeaseMS int64 `json:"lease_ms,omitempty"`
+	// Output is the tail of the last attempt's output, in an outcome of a worker that records it
+	// (worker run --record-output); absent otherwise.
+	Output string `json:"output,omitempty"`
 	// Entries are a batch's entries, in the order they count.
 	Entries []Entry `json:"entries,omitempty"`
 }

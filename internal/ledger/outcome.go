@@ -30,6 +30,8 @@ type Outcome struct {
 	Fence int64 `json:"fence,omitempty"`
 	// Interrupted marks the outcome of a tick whose earlier run had been cut off.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Output is the tail of the last attempt's output, when the worker records it (--record-output).
+	Output string `json:"output,omitempty"`
 }
 
 // OutcomeEntry is o as the entry its record decodes to.
@@ -37,14 +39,14 @@ func OutcomeEntry(o Outcome) Entry {
 	finished := o.FinishedAt
 	return Entry{V: Version, Kind: KindOutcome, ID: o.ID, Schedule: o.Schedule, Slot: o.Slot,
 		Partition: o.Partition, Offset: o.Offset, Fence: o.Fence, Worker: o.Worker, Attempts: o.Attempts,
-		Status: o.Status, Error: o.Error, DurationMS: o.DurationMS, Interrupted: o.Interrupted, FinishedAt: &finished}
+		Status: o.Status, Error: o.Error, DurationMS: o.DurationMS, Interrupted: o.Interrupted, FinishedAt: &finished, Output: o.Output}
 }
 
 // outcomeOf is the Outcome of e, an outcome entry.
 func outcomeOf(e Entry) Outcome {
 	o := Outcome{V: e.V, Kind: e.Kind, ID: e.ID, Schedule: e.Schedule, Slot: e.Slot, Status: e.Status, Attempts: e.Attempts,
 		DurationMS: e.DurationMS, Worker: e.Worker, Error: e.Error, Partition: e.Partition, Offset: e.Offset, Fence: e.Fence,
-		Interrupted: e.Interrupted}
+		Interrupted: e.Interrupted, Output: e.Output}
 	if e.FinishedAt != nil {
 		o.FinishedAt = *e.FinishedAt
 	}
@@ -100,5 +102,6 @@ func appendOutcome(b []byte, o *Outcome) ([]byte, bool) {
 	w.Time(`,"finished_at":`, o.FinishedAt)
 	w.OmitInt(`,"fence":`, o.Fence)
 	w.OmitBool(`,"interrupted":`, o.Interrupted)
+	w.OmitString(`,"output":`, o.Output)
 	return w.Close()
 }

@@ -75,6 +75,9 @@ type Config struct {
 	// attempt number counting on and Attempt.Interrupted set; OnInterruptedSkip records the outcome
 	// "interrupted" and never runs it again (at most once).
 	OnInterrupted string
+	// RecordOutput, when positive, keeps the last RecordOutput bytes of a tick's last attempt's output (what the
+	// handler hands to Attempt.Output) in its outcome record. At most MaxRecordOutput.
+	RecordOutput int
 	// Lease is how long a running handler may go on without this worker proving, through the ledger, that it
 	// still owns the tick's partition; proofs are written every Lease/5. A handler whose lease runs out is
 	// cancelled (an exec handler's process group is killed by its supervisor, even when the worker is frozen).
@@ -137,6 +140,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// MaxRecordOutput bounds Config.RecordOutput: an outcome record stays small enough for a batch of them.
+const MaxRecordOutput = 8 << 10
+
 func (c Config) validate() error {
 	switch {
 	case c.Concurrency < 1:
@@ -147,6 +153,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("max attempts %d: want at least 1", c.MaxAttempts)
 	case c.Backoff < 0 || c.MaxBackoff < 0 || c.Timeout < 0 || c.SessionTimeout < 0:
 		return errors.New("durations must not be negative")
+	case c.RecordOutput < 0 || c.RecordOutput > MaxRecordOutput:
+		return fmt.Errorf("record output %d: want 0 (none) to %d bytes", c.RecordOutput, MaxRecordOutput)
 	case c.OnInterrupted != OnInterruptedRerun && c.OnInterrupted != OnInterruptedSkip:
 		return fmt.Errorf("on-interrupted %q: want %q or %q", c.OnInterrupted, OnInterruptedRerun, OnInterruptedSkip)
 	case c.Lease < 100*time.Millisecond || c.Lease > ledger.MaxLease:

@@ -43,6 +43,9 @@ type Attempt struct {
 	// to its supervisor process, which kills the program's process group when it passes, even when the worker
 	// itself is frozen. Nil, or a zero time, for an attempt without a lease (a handler called outside a worker).
 	Lease func() time.Time
+	// Output, when not nil, takes the attempt's output (its tail is kept in the outcome record: the worker runs
+	// with Config.RecordOutput). A handler may call it once, with all of its output; a later call replaces it.
+	Output func(string)
 }
 
 // HandlerFunc adapts a function to Handler.

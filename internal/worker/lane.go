@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -625,6 +626,10 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err 
 	}
 	for attempt := 1; ; attempt++ {
 		a := Attempt{N: base + attempt, Interrupted: interrupted, Worker: w.cfg.WorkerID}
+		if n := w.cfg.RecordOutput; n > 0 {
+			o.Output = ""
+			a.Output = func(s string) { o.Output = tailOf(s, n) }
+		}
 		o.Attempts = a.N
 		err = w.attempt(ctx, rec, t, &a, g)
 		o.Fence = a.Fence
@@ -791,4 +796,18 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// tailOf is the last n bytes of s, cut at a UTF-8 character's start.
+func tailOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	for i := 0; i < len(s) && i < utf8.UTFMax; i++ {
+		if utf8.RuneStart(s[i]) {
+			return s[i:]
+		}
+	}
+	return s
 }

@@ -134,7 +134,7 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 	f.cli("schedule", "put", "idle-job", "--every", "1s", "--pool", "idle") // no worker serves pool idle
 	created := time.Now().Truncate(time.Second)
 	f.ticker("a")
-	e.start(nil, "--exec", handlerBin)
+	e.start(nil, "--exec", handlerBin, "--record-output", "256")
 
 	token := "console-e2e-token-0123456789"
 	tokenFile := filepath.Join(t.TempDir(), "token")
@@ -185,9 +185,9 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 	}
 	b.page(base + "/schedules/beat")
 	b.submit("clicking trigger", "#trigger")
-	waitFor(t, 30*time.Second, "the triggered run on beat's page", func() (bool, string) {
+	waitFor(t, 30*time.Second, "the triggered run on beat's page, with its output", func() (bool, string) {
 		html := b.page(base + "/schedules/beat")
-		return strings.Contains(html, "~trigger-"), ""
+		return strings.Contains(html, "~trigger-") && strings.Contains(html, `<pre class="output">ran beat@`), ""
 	})
 	b.shot("schedule")
 

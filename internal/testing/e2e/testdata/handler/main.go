@@ -4,7 +4,7 @@
 // $HANDLER_HEARTBEAT is set, so a test can tell when a killed run last lived), decides, and appends
 // "done <TICK_ID> <TICK_ATTEMPT> <pid> <TICK_WORKER> ok|fail <unix ns>". Each line is one O_APPEND write, so
 // concurrent handlers never interleave. Schedules named flaky* fail their first two attempts; schedules named
-// broken* always fail.
+// broken* always fail. A run that succeeds prints "ran <TICK_ID>".
 package main
 
 import (
@@ -51,4 +51,5 @@ func main() {
 		fmt.Println("failing on purpose")
 		os.Exit(1)
 	}
+	fmt.Println("ran", id) // its output, for a worker that records it (--record-output)
 }

@@ -147,6 +147,36 @@ func TestActionsNeedAuthAndCSRF(t *testing.T) {
 	if code := post(url.Values{"csrf": {c.csrfToken("alice")}}, "Authorization", "Bearer "+testToken); code != 403 {
 		t.Errorf("an action with another user's CSRF token: %d, want 403", code)
 	}
+	// Bad input in a form gets a 400 naming what was wrong, before anything is written.
+	form := func(action string, v url.Values) (int, string) {
+		v.Set("csrf", c.csrfToken("token"))
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/schedules/beat/"+action, strings.NewReader(v.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		action string
+		v      url.Values
+		says   string
+	}{
+		{"backfill", url.Values{"from": {"yesterday<script>"}, "to": {"now"}}, "From: &#34;yesterday&lt;script&gt;&#34;"},
+		{"backfill", url.Values{"from": {"2h"}, "to": {"now"}, "max_running": {"1000"}}, "Max running"},
+		{"pause", url.Values{}, "needs a reason"},
+		{"pause", url.Values{"reason": {"x"}, "until": {"soon"}}, "Until"},
+		{"explode", url.Values{}, "Unknown action"},
+	} {
+		code, body := form(tc.action, tc.v)
+		if code != 400 && !(tc.action == "explode" && code == 404) || !strings.Contains(body, tc.says) || strings.Contains(body, "<script>") {
+			t.Errorf("%s %v: %d, want 400 saying %q:\n%.400s", tc.action, tc.v, code, tc.says, body)
+		}
+	}
 	// The page shows the forms only to a user, with that user's token.
 	if _, body := get(t, srv, "/schedules/beat"); strings.Contains(body, `id="trigger"`) {
 		t.Error("the forms show without a user")

@@ -303,6 +303,9 @@ func (p *producer) transact(ctx context.Context, recs []*kgo.Record) error {
 	}
 	if err := p.cl.Flush(ctx); err != nil {
 		p.lastResult = "aborted"
+		if ctx.Err() != nil { // the term is ending: its end must not wait for a broker that does not answer
+			return p.abortWithin(fmt.Errorf("flushing the transaction: %w", err), closeAbortTimeout)
+		}
 		return p.abort(fmt.Errorf("flushing the transaction: %w", err))
 	}
 	if first != nil {
@@ -322,7 +325,13 @@ func (p *producer) transact(ctx context.Context, recs []*kgo.Record) error {
 
 // abort gives up the open transaction and returns cause.
 func (p *producer) abort(cause error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	return p.abortWithin(cause, 5*time.Second)
+}
+
+// abortWithin is abort, giving up after d: the transaction is then aborted by the next leader's fencing, or by
+// the broker at its transaction timeout.
+func (p *producer) abortWithin(cause error, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	if err := p.cl.AbortBufferedRecords(ctx); err != nil {
 		return errors.Join(cause, fmt.Errorf("dropping buffered records: %w", err))
@@ -335,15 +344,20 @@ func (p *producer) abort(cause error) error {
 	return cause
 }
 
-// close aborts an open transaction (a term cancelled mid-transaction) and closes the client.
+// close aborts an open transaction (a term cancelled mid-transaction) and closes the client. It gives the abort a
+// second: a reachable broker takes it in milliseconds, and an unreachable one must not hold up the term's end
+// (a ticker told to stop with the broker down); the next leader's fencing aborts the transaction then.
 func (p *producer) close() {
 	if p.inTxn {
-		if err := p.abort(errors.New("term ended")); err != nil {
+		if err := p.abortWithin(errors.New("term ended"), closeAbortTimeout); err != nil {
 			p.logger.Debug("transaction aborted at the end of the term", "err", err)
 		}
 	}
 	p.cl.Close()
 }
+
+// closeAbortTimeout bounds the abort of a transaction left open at a term's end.
+const closeAbortTimeout = time.Second
 
 // isFenced reports whether err says a newer producer took over the transactional ID.
 func isFenced(err error) bool {

@@ -505,6 +505,7 @@ func (l *lane) writeOutcome(lg *ledger.Log, it *item, id string, r *kgo.Record, 
 	w := l.w
 	if try > 1 && l.runCtx.Err() != nil { // the Run has ended (or cut its runs) since: nothing of it writes any more
 		l.pending.Done()
+		w.unrecorded.Add(1)
 		w.logger.Warn("writing outcome given up as the worker stops; the tick's offset is not committed (its next owner runs it again, interrupted)",
 			"tick_id", id, "partition", it.rec.Partition, "offset", it.rec.Offset, "try", try)
 		return
@@ -525,6 +526,7 @@ func (l *lane) writeOutcome(lg *ledger.Log, it *item, id string, r *kgo.Record, 
 			return
 		case l.runCtx.Err() != nil || errors.Is(err, kgo.ErrClientClosed):
 			l.pending.Done()
+			w.unrecorded.Add(1)
 			w.logger.Warn("writing outcome failed as the worker stops; the tick's offset is not committed (its next owner runs it again, interrupted)", attrs...)
 			return
 		case refusedForGood(err) && errors.Is(err, ledger.ErrInBatch):

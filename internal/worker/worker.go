@@ -84,6 +84,9 @@ type session struct {
 	dlqParts    int
 	runq        chan run                // records for the runners
 	hardCtx     context.Context         // ends when the grace period runs out
+	stopBy      time.Time               // the stop's deadline: the grace period plus StopMargin from its start
+	unrecorded  atomic.Int64            // outcome records given up as the worker stopped
+	gaveUp      int                     // runs whose records were given up at the stop's deadline
 	stopPoll    context.CancelCauseFunc // ends the poll loop with a fatal cause (a missing ACL), see fatal
 	draining    chan struct{}           // closed when shutdown begins: lanes stop before their next record
 	commitWake  chan struct{}
@@ -237,14 +240,31 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.stopPoll = stopPoll
 	pollErr := w.poll(pollCtx, cl)
 
+	w.stopBy = time.Now().Add(max(w.cfg.Grace, 0) + StopMargin)
 	lanes := w.leave(ctx, cl, pollErr, stopCommitter)
-	w.waitRuns(append(lanes, w.retiringLanes()...), hardCancel)
+	w.waitRuns(append(lanes, w.retiringLanes()...), hardCancel, closeProd)
 	close(w.runq) // every lane has stopped: nothing is handed over any more
 	runners.Wait()
 	w.flush(ctx, prod, closeProd, lanes)
 	stopSummary()
-	w.logger.Info("worker stopped")
+	if n := w.unrecorded.Load(); n > 0 || w.gaveUp > 0 {
+		w.logger.Warn("worker stopped; records not written (the broker did not take them): the ticks concerned keep their offsets uncommitted, and their next owner runs them again, marked interrupted",
+			"outcomes_not_written", n, "runs_not_recorded", w.gaveUp, "took", time.Since(w.stopBy.Add(-max(w.cfg.Grace, 0)-StopMargin)).Round(time.Millisecond))
+	} else {
+		w.logger.Info("worker stopped")
+	}
 	return pollErr
+}
+
+// StopMargin is how long past the grace period a stopping worker may take to record what its runs did (their
+// ledger entries and outcomes, its offsets). Past it, a broker that does not take them (unreachable) does not
+// hold the stop up: what is not written yet is given up, said in the last log line, and the ticks concerned run
+// again on their next owner, marked interrupted.
+const StopMargin = 4 * time.Second
+
+// stopLeft is the time left to the stop's deadline, at least min.
+func (w *Worker) stopLeft(min time.Duration) time.Duration {
+	return max(time.Until(w.stopBy), min)
 }
 
 // openProducer opens the client that writes the ledger, outcomes and dead letters, and checks that the results
@@ -330,7 +350,8 @@ func (w *Worker) leave(ctx context.Context, cl *kgo.Client, pollErr error, stopC
 		<-l.done // nothing more starts
 	}
 	stopCommitter()
-	commitCtx, cancelCommit := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	// Bounded: with the broker unreachable a commit would wait for it.
+	commitCtx, cancelCommit := context.WithTimeout(context.WithoutCancel(ctx), min(3*time.Second, w.stopLeft(time.Second)))
 	w.commit(commitCtx)
 	cancelCommit()
 	// Close leaves the group (OnPartitionsRevoked runs first: it commits and retires the lanes, whose runs go on).
@@ -346,7 +367,7 @@ func (w *Worker) leave(ctx context.Context, cl *kgo.Client, pollErr error, stopC
 // written, and nothing of this Run outlives it (a Run after it starts from a new session): the records still
 // unacknowledged fail once the producer closes, their callbacks run, and the retired lanes close their ledgers.
 func (w *Worker) flush(ctx context.Context, prod *kgo.Client, closeProd func(), lanes []*lane) {
-	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), min(10*time.Second, w.stopLeft(500*time.Millisecond)))
 	w.ledger.Flush(flushCtx)
 	if err := prod.Flush(flushCtx); err != nil {
 		w.logger.Warn("flushing outcome records", "error", err)
@@ -354,7 +375,7 @@ func (w *Worker) flush(ctx context.Context, prod *kgo.Client, closeProd func(), 
 	cancelFlush()
 	closeProd()
 	for _, l := range append(lanes, w.retiringLanes()...) {
-		l.waitPending(5 * time.Second)
+		l.waitPending(min(5*time.Second, w.stopLeft(100*time.Millisecond)))
 	}
 	w.closing.Wait()
 }
@@ -585,8 +606,9 @@ func (w *Worker) retire(lanes []*lane, commit bool) (map[string]map[int32]kgo.Ep
 }
 
 // waitRuns waits for the runs of lanes to end, cutting them when the grace period ends, and for their outcome
-// records.
-func (w *Worker) waitRuns(lanes []*lane, hardCancel context.CancelCauseFunc) {
+// records. A run that has not ended by the stop's deadline waits for a record the broker does not take (a
+// ledger entry, an outcome): the producer is closed then, which fails every record it holds, and the run ends.
+func (w *Worker) waitRuns(lanes []*lane, hardCancel context.CancelCauseFunc, closeProd func()) {
 	all := make(chan struct{})
 	go func() {
 		for _, l := range lanes {
@@ -601,10 +623,20 @@ func (w *Worker) waitRuns(lanes []*lane, hardCancel context.CancelCauseFunc) {
 	case <-timer.C:
 		w.logger.Warn("grace period over: cancelling in-flight handlers", "grace", w.cfg.Grace, "running", running(lanes))
 		hardCancel(errGraceExpired)
-		<-all
+		deadline := time.NewTimer(w.stopLeft(0) - time.Second)
+		defer deadline.Stop()
+		select {
+		case <-all:
+		case <-deadline.C:
+			w.gaveUp = running(lanes)
+			w.logger.Warn("runs still waiting for the broker to take their records at the stop's deadline: giving those records up",
+				"running", w.gaveUp, "stop_margin", StopMargin)
+			closeProd()
+			<-all
+		}
 	}
 	for _, l := range lanes {
-		l.waitPending(10 * time.Second)
+		l.waitPending(min(10*time.Second, w.stopLeft(100*time.Millisecond)))
 	}
 }
 

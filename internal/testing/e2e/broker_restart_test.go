@@ -16,6 +16,12 @@ import (
 // broker (the shared test broker must not go down under the other tests). It needs Java and Maven (the jars are
 // cached after the first start); without them the test is skipped, or fails under CI=true.
 func ownBroker(t *testing.T, port string) (brokers string, restart func()) {
+	brokers, restart, _ = ownBrokerStop(t, port)
+	return brokers, restart
+}
+
+// ownBrokerStop is ownBroker with a stop too (the broker down, its data kept).
+func ownBrokerStop(t *testing.T, port string) (brokers string, restart, stop func()) {
 	t.Helper()
 	root, err := filepath.Abs("../../..")
 	if err != nil {
@@ -46,7 +52,7 @@ func ownBroker(t *testing.T, port string) (brokers string, restart func()) {
 		run("down")
 		_ = os.RemoveAll(filepath.Join(root, ".kafka-dev", "run-"+port))
 	})
-	return brokers, func() { run("restart") }
+	return brokers, func() { run("restart") }, func() { run("down") }
 }
 
 // TestTickerBrokerRestart: the broker goes down under a running fleet (three tickers, two exec workers) and

@@ -18,7 +18,7 @@ func TestE2EStopWithBrokerDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
-	brokers, _, stopBroker := ownBrokerStop(t, "19392")
+	brokers, _, stopBroker := ownBrokerStop(t, "19692") // a port of its own: securetest's broker is on 19392, the restart test's on 19292
 	f := &fleet{t: t, brokers: brokers, ns: kafkatest.Unique("tg")}
 	t.Cleanup(func() {
 		for _, p := range f.procs {

@@ -1,0 +1,269 @@
+package tickgroup
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tickgroup/tickgroup/internal/backfill"
+	"github.com/tickgroup/tickgroup/internal/changelog"
+	"github.com/tickgroup/tickgroup/internal/clock"
+	"github.com/tickgroup/tickgroup/internal/ledger"
+	"github.com/tickgroup/tickgroup/internal/leaderstate"
+	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/tick"
+)
+
+var updateGolden = flag.Bool("update-golden", false, "rewrite the golden records of this release's formats (testdata/golden/*.v0.1.json)")
+
+// golden is one kind of record in one format: the file holding its value, how this build encodes it (nil for
+// an earlier release's format, which is written by hand and never again), and what today's reader must make of it.
+type golden struct {
+	file   string
+	encode func() ([]byte, error)
+	check  func(t *testing.T, b []byte)
+}
+
+var g0 = time.Date(2026, 12, 1, 10, 0, 30, 0, time.UTC)
+
+// goldens are every record kind the topics hold, as this release writes them (.v0.1) and as earlier builds did
+// (.pre, kept as they were found). docs/operations.md ("Upgrades") says which reader reads which and the safe side
+// of each.
+var goldens = []golden{
+	{"tick.scheduled.v0.1.json", func() ([]byte, error) {
+		nb, dl := g0.Add(250*time.Millisecond), g0.Add(time.Minute)
+		return tick.Encode(tick.Tick{V: 1, ID: "scan@2026-12-01T10:00:30Z#1", Schedule: "scan", Slot: g0, Shard: 1, Shards: 2, Payload: `{"table":"orders"}`,
+			Deadline: &dl, NotBefore: &nb, Overlap: "skip", Metrics: true, TimeoutMS: 30000, MaxAttempts: 5, ScheduleVersion: 42, LeaderEpoch: 7, EmittedAt: g0.Add(-10 * time.Second)})
+	}, func(t *testing.T, b []byte) {
+		tk := mustTick(t, b)
+		if tk.ID != "scan@2026-12-01T10:00:30Z#1" || tk.Shards != 2 || tk.NotBefore == nil || tk.Deadline == nil || tk.Trigger || tk.Backfill != "" ||
+			tk.MaxAttempts != 5 || tk.TimeoutMS != 30000 || tk.Overlap != "skip" || !tk.StartAt().Equal(g0.Add(250*time.Millisecond)) {
+			t.Errorf("%+v", tk)
+		}
+	}},
+	{"tick.trigger.v0.1.json", func() ([]byte, error) {
+		return tick.Encode(tick.Source{Schedule: "scan", Payload: "p", Version: 42}.Trigger(g0, "1a2b3c4d")[0])
+	}, func(t *testing.T, b []byte) {
+		if tk := mustTick(t, b); !tk.Trigger || tk.Backfill != "" || !strings.Contains(tk.ID, "~trigger-1a2b3c4d") || tk.NotBefore != nil {
+			t.Errorf("%+v", tk)
+		}
+	}},
+	{"tick.backfill.v0.1.json", func() ([]byte, error) {
+		return tick.Encode(tick.Source{Schedule: "scan", Payload: "p", Version: 42, LeaderEpoch: 7}.Backfill(g0, g0.Add(48*time.Hour), "20261203t100000-1a2b3c4d")[0])
+	}, func(t *testing.T, b []byte) {
+		tk := mustTick(t, b)
+		if !tk.Trigger || tk.Backfill != "20261203t100000-1a2b3c4d" || !tk.StartAt().Equal(g0.Add(48*time.Hour)) {
+			t.Errorf("%+v", tk)
+		}
+	}},
+	// A leader from before emission ahead wrote no not_before: the tick starts at its slot.
+	{"tick.no-not-before.pre.json", nil, func(t *testing.T, b []byte) {
+		if tk := mustTick(t, b); tk.NotBefore != nil || !tk.StartAt().Equal(g0) || tk.Shards != 1 {
+			t.Errorf("%+v", tk)
+		}
+	}},
+	{"cancel.pause-until.v0.1.json", func() ([]byte, error) {
+		return tick.EncodeCancel(tick.Cancel{Schedule: "scan", Before: 43, After: g0, Reason: tick.ReasonPaused, Until: g0.Add(time.Hour)}), nil
+	}, func(t *testing.T, b []byte) {
+		c, err := tick.DecodeCancel(b)
+		if err != nil || c.Before != 43 || !c.Until.Equal(g0.Add(time.Hour)) || c.Reason != tick.ReasonPaused {
+			t.Errorf("%+v %v", c, err)
+		}
+	}},
+	// Before pause --until, a cancel had no until: it cancels every later slot.
+	{"cancel.pre.json", nil, func(t *testing.T, b []byte) {
+		c, err := tick.DecodeCancel(b)
+		if err != nil || !c.Until.IsZero() || c.Reason != tick.ReasonDeleted {
+			t.Errorf("%+v %v", c, err)
+		}
+	}},
+	{"schedule.v0.1.json", func() ([]byte, error) {
+		until := g0.Add(time.Hour)
+		return schedule.Encode(schedule.Spec{Name: "nightly", Cron: "0 2 * * *", TZ: "Europe/Paris", Shards: 3, Payload: "p", Catchup: "latest",
+			Jitter: schedule.Duration(time.Second), Deadline: schedule.Duration(time.Hour), Overlap: "queue", Timeout: schedule.Duration(time.Minute),
+			MaxAttempts: 2, Pool: "reports", Metrics: true, Paused: true, PausedUntil: &until, PauseReason: "vacuum"})
+	}, func(t *testing.T, b []byte) {
+		s, err := schedule.Decode(b)
+		if err != nil || s.Name != "nightly" || s.Pool != "reports" || s.PausedUntil == nil || s.PauseReason != "vacuum" || s.Shards != 3 {
+			t.Errorf("%+v %v", s, err)
+		}
+	}},
+	{"state.v0.1.json", func() ([]byte, error) {
+		return leaderstate.EncodeState(leaderstate.State{LastSlot: g0, ScheduleVersion: 42, ProducerID: 9, LeaderEpoch: 7, EmittedAt: g0.Add(-10 * time.Second)}), nil
+	}, func(t *testing.T, b []byte) {
+		s, err := leaderstate.DecodeState(b)
+		if err != nil || !s.LastSlot.Equal(g0) || s.ScheduleVersion != 42 || s.LeaderEpoch != 7 {
+			t.Errorf("%+v %v", s, err)
+		}
+	}},
+	{"ledger.claim.v0.1.json", func() ([]byte, error) {
+		return ledger.Encode(ledger.Entry{Kind: ledger.KindClaim, Partition: 3, Offset: 100, Fence: 12, Worker: "w1", At: g0, LeaseMS: 5000}), nil
+	}, func(t *testing.T, b []byte) { checkEntry(t, b, ledger.KindClaim, "") }},
+	{"ledger.started.v0.1.json", func() ([]byte, error) {
+		return ledger.Encode(ledger.Entry{Kind: ledger.KindStarted, ID: "scan@2026-12-01T10:00:30Z", Schedule: "scan", Slot: &g0, Partition: 3, Offset: 101, Fence: 12,
+			Worker: "w1", Attempt: 1, At: g0, StartedAt: &g0, LeaseMS: 5000}), nil
+	}, func(t *testing.T, b []byte) { checkEntry(t, b, ledger.KindStarted, "scan@2026-12-01T10:00:30Z") }},
+	{"ledger.renewed.v0.1.json", func() ([]byte, error) {
+		return ledger.Encode(ledger.Entry{Kind: ledger.KindRenewed, ID: "scan@2026-12-01T10:00:30Z", Partition: 3, Offset: 101, Fence: 12, Worker: "w1", Attempt: 1, At: g0, LeaseMS: 5000}), nil
+	}, func(t *testing.T, b []byte) { checkEntry(t, b, ledger.KindRenewed, "scan@2026-12-01T10:00:30Z") }},
+	{"ledger.released-retry.v0.1.json", func() ([]byte, error) {
+		return ledger.Encode(ledger.Entry{Kind: ledger.KindReleased, ID: "scan@2026-12-01T10:00:30Z", Partition: 3, Offset: 101, Fence: 12, Worker: "w1", Attempt: 1,
+			Error: "exit status 1", Retry: true, At: g0}), nil
+	}, func(t *testing.T, b []byte) { checkEntry(t, b, ledger.KindReleased, "scan@2026-12-01T10:00:30Z") }},
+	{"ledger.outcome.v0.1.json", func() ([]byte, error) {
+		return ledger.MarshalOutcome(ledger.Outcome{ID: "scan@2026-12-01T10:00:30Z", Schedule: "scan", Slot: &g0, Status: "ok", Attempts: 2, DurationMS: 12.5,
+			Worker: "w1", Partition: 3, Offset: 101, FinishedAt: g0.Add(time.Second), Fence: 12, Interrupted: true, Output: "rows: 42\n"}), nil
+	}, func(t *testing.T, b []byte) {
+		e := checkEntry(t, b, ledger.KindOutcome, "scan@2026-12-01T10:00:30Z")
+		if e.Status != "ok" || !e.Interrupted || e.Output != "rows: 42\n" || e.Attempts != 2 {
+			t.Errorf("%+v", e)
+		}
+	}},
+	// Outcomes written before the ledger: no kind, a status.
+	{"ledger.outcome.pre.json", nil, func(t *testing.T, b []byte) {
+		if e := checkEntry(t, b, ledger.KindOutcome, "scan@2026-12-01T10:00:30Z"); e.Status != "failed" {
+			t.Errorf("%+v", e)
+		}
+	}},
+	{"ledger.batch.v0.1.json", func() ([]byte, error) {
+		started := ledger.Encode(ledger.Entry{Kind: ledger.KindStarted, ID: "a@2026-12-01T10:00:30Z", Partition: 3, Offset: 102, Fence: 12, Worker: "w1", Attempt: 1, At: g0})
+		out := ledger.MarshalOutcome(ledger.Outcome{ID: "b@2026-12-01T10:00:30Z", Status: "ok", Attempts: 1, Worker: "w1", Partition: 3, Offset: 103, FinishedAt: g0, Fence: 12})
+		return ledger.AppendBatch(nil, 3, "w1", g0, [][]byte{started, out}), nil
+	}, func(t *testing.T, b []byte) {
+		es, err := ledger.Entries(b)
+		if err != nil || len(es) != 2 || es[0].Kind != ledger.KindStarted || es[1].Kind != ledger.KindOutcome {
+			t.Errorf("%+v %v", es, err)
+		}
+	}},
+	{"change.put.v0.1.json", func() ([]byte, error) {
+		after, _ := schedule.Encode(schedule.Spec{Name: "scan", Every: schedule.Duration(30 * time.Second)})
+		return changelog.Encode(changelog.Change{Op: changelog.OpPut, Schedule: "scan", At: g0, By: changelog.Who{User: "alice", Host: "h1", Principal: "User:alice"},
+			Reason: "first", After: after, Offset: 42})
+	}, func(t *testing.T, b []byte) {
+		if c, err := changelog.Decode(b); err != nil || c.Op != changelog.OpPut || c.By.User != "alice" || c.After == nil {
+			t.Errorf("%+v %v", c, err)
+		}
+	}},
+	{"change.backfill.v0.1.json", func() ([]byte, error) {
+		return changelog.Encode(changelog.Change{Op: changelog.OpBackfill, Schedule: "scan", At: g0, By: changelog.Who{Name: "console:alice"}, Offset: 7,
+			After: []byte(`{"v":1,"id":"20261203t100000-1a2b3c4d","schedule":"scan"}`)})
+	}, func(t *testing.T, b []byte) {
+		if c, err := changelog.Decode(b); err != nil || c.Op != changelog.OpBackfill || changelog.BackfillID(c.After) != "20261203t100000-1a2b3c4d" {
+			t.Errorf("%+v %v", c, err)
+		}
+	}},
+	{"change.trigger.v0.1.json", func() ([]byte, error) {
+		return changelog.Encode(changelog.Change{Op: changelog.OpTrigger, Schedule: "scan", At: g0, By: changelog.Who{Name: "console:token"}, Offset: 900,
+			Trigger: "scan@2026-12-01T10:00:30Z~trigger-1a2b3c4d"})
+	}, func(t *testing.T, b []byte) {
+		if c, err := changelog.Decode(b); err != nil || c.Op != changelog.OpTrigger || c.Trigger == "" {
+			t.Errorf("%+v %v", c, err)
+		}
+	}},
+	{"backfill.request.v0.1.json", func() ([]byte, error) {
+		return backfill.EncodeRequest(goldenRequest())
+	}, func(t *testing.T, b []byte) {
+		r, err := backfill.DecodeRequest("20261203t100000-1a2b3c4d", b)
+		if err != nil || len(r.Slots) != 3 || r.MaxRunning != 2 || r.Reprocess != backfill.ReprocessFailed {
+			t.Errorf("%+v %v", r, err)
+		}
+	}},
+	{"backfill.cancel.v0.1.json", func() ([]byte, error) {
+		return backfill.EncodeCancel(backfill.Cancel{ID: "20261203t100000-1a2b3c4d", At: g0, By: "alice@h1", Reason: "wrong range"})
+	}, func(t *testing.T, b []byte) {
+		if c, err := backfill.DecodeCancel(backfill.CancelKey("20261203t100000-1a2b3c4d"), b); err != nil || c.Reason != "wrong range" {
+			t.Errorf("%+v %v", c, err)
+		}
+	}},
+	{"backfill.progress.v0.1.json", func() ([]byte, error) {
+		v, _ := backfill.EncodeRequest(goldenRequest())
+		return backfill.EncodeProgress(backfill.Progress{ID: "20261203t100000-1a2b3c4d", Request: backfill.RequestHash(v), Next: 2, Running: []int{1}, Shards: 2,
+			Pool: "reports", Since: g0, At: g0.Add(time.Second)}), nil
+	}, func(t *testing.T, b []byte) {
+		p, err := backfill.DecodeProgress(b, 3)
+		if err != nil || p.Next != 2 || !slices.Equal(p.Running, []int{1}) || p.Shards != 2 || p.Pool != "reports" {
+			t.Errorf("%+v %v", p, err)
+		}
+	}},
+	{"clock.mark.v0.1.json", func() ([]byte, error) {
+		return clock.EncodeMark(clock.Mark{Who: "ticker-1", OffsetMS: -1.5, UncertaintyMS: 0.8}), nil
+	}, func(t *testing.T, b []byte) {
+		var m clock.Mark
+		if err := json.Unmarshal(b, &m); err != nil || m.Who != "ticker-1" || m.OffsetMS != -1.5 {
+			t.Errorf("%+v %v", m, err)
+		}
+	}},
+}
+
+func goldenRequest() backfill.Request {
+	return backfill.Request{ID: "20261203t100000-1a2b3c4d", Schedule: "scan", From: g0, To: g0.Add(3 * time.Minute), Reprocess: backfill.ReprocessFailed, Skipped: 1,
+		Slots: []time.Time{g0, g0.Add(time.Minute), g0.Add(2 * time.Minute)}, MaxRunning: 2, ScheduleVersion: 42, CreatedAt: g0.Add(48 * time.Hour), By: "alice@h1", Reason: "lost reports"}
+}
+
+func mustTick(t *testing.T, b []byte) tick.Tick {
+	t.Helper()
+	tk, err := tick.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+func checkEntry(t *testing.T, b []byte, kind, id string) ledger.Entry {
+	t.Helper()
+	e, err := ledger.Decode(b)
+	if err != nil || e.Kind != kind || e.ID != id {
+		t.Fatalf("%+v %v", e, err)
+	}
+	return e
+}
+
+// TestGoldenRecords: today's readers read every record kind, as this release writes it and as earlier builds
+// wrote it (testdata/golden), and this release's writers still write exactly the checked-in bytes: a format
+// change adds a file (and a reader that takes the older one), it never rewrites one
+// (go test -run TestGoldenRecords -update-golden writes this release's files anew).
+func TestGoldenRecords(t *testing.T) {
+	dir := filepath.Join("testdata", "golden")
+	seen := map[string]bool{}
+	for _, g := range goldens {
+		seen[g.file] = true
+		t.Run(g.file, func(t *testing.T) {
+			path := filepath.Join(dir, g.file)
+			if g.encode != nil {
+				b, err := g.encode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				b = append(b, '\n')
+				if *updateGolden {
+					if err := os.WriteFile(path, b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, b) {
+					t.Errorf("this build writes %s differently from its golden file (a format change adds a file, it does not rewrite one):\n got %s\nwant %s", g.file, b, got)
+				}
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.check(t, bytes.TrimSpace(b))
+		})
+	}
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !seen[f.Name()] && f.Name() != "README.md" {
+			t.Errorf("testdata/golden/%s is checked by no reader", f.Name())
+		}
+	}
+}

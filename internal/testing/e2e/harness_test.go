@@ -154,7 +154,11 @@ func (f *fleet) startEnv(name, binary string, env []string, args ...string) *pro
 	f.t.Helper()
 	p := &proc{fleet: f, name: name, admin: freeAddr(f.t)}
 	common := []string{"--brokers", f.brokers, "--namespace", f.ns, "--metrics-addr", p.admin, "--log-level", "debug"}
-	full := append(append(append([]string{built(f.t, binary)}, args[:1]...), common...), args[1:]...)
+	path := binary
+	if !filepath.IsAbs(binary) { // a binary of this build; an absolute path is another build's (upgrade_test.go)
+		path = built(f.t, binary)
+	}
+	full := append(append(append([]string{path}, args[:1]...), common...), args[1:]...)
 	ps, err := child.Start(name, full, child.Options{Env: append(os.Environ(), env...), Output: &p.log})
 	if err != nil {
 		f.t.Fatal(err)

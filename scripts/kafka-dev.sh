@@ -14,6 +14,8 @@
 #                   secure mode, the inter-broker listener on KAFKA_PORT+2)
 #   KAFKA_DEV_DIR   working directory for jars, data and logs (default .kafka-dev in the repository)
 #   KAFKA_HEAP      JVM heap (default 1g)
+#   KAFKA_VERSION   the Apache Kafka release (default 4.1.1; the tests run against it and the newest 4.x: .ci/run);
+#                   each version's jars are resolved once, into KAFKA_DEV_DIR/lib-VERSION
 #
 # Secure mode (`up --secure`) makes the client listener SASL_SSL with SCRAM-SHA-512 and mutual TLS, and turns
 # authorization on (StandardAuthorizer, allow.everyone.if.no.acl.found=false), as a production cluster would be:
@@ -35,6 +37,8 @@ cport=$((port + 1))
 iport=$((port + 2)) # secure mode's inter-broker listener
 root=${KAFKA_DEV_DIR:-$here/.kafka-dev}
 heap=${KAFKA_HEAP:-1g}
+version=${KAFKA_VERSION:-4.1.1}
+lib="$root/lib-$version"
 run="$root/run-$port"
 pidfile="$run/kafka.pid"
 logfile="$run/kafka.log"
@@ -44,14 +48,14 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 running() { [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
 
 fetch_jars() {
-	if [[ -f $root/lib/.complete ]]; then return; fi
-	echo "kafka-dev: resolving Apache Kafka jars with Maven into $root/lib" >&2
-	rm -rf "$root/lib"
-	mkdir -p "$root/lib"
-	mvn -B -q --no-transfer-progress -Dstyle.color=never -f "$here/tools/kafka-dev/pom.xml" \
+	if [[ -f $lib/.complete ]]; then return; fi
+	echo "kafka-dev: resolving Apache Kafka $version jars with Maven into $lib" >&2
+	rm -rf "$lib"
+	mkdir -p "$lib"
+	mvn -B -q --no-transfer-progress -Dstyle.color=never -f "$here/tools/kafka-dev/pom.xml" -Dkafka.version="$version" \
 		org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
-		-DincludeScope=runtime -DoutputDirectory="$root/lib" >&2 # stdout carries only the bootstrap address
-	touch "$root/lib/.complete"
+		-DincludeScope=runtime -DoutputDirectory="$lib" >&2 # stdout carries only the bootstrap address
+	touch "$lib/.complete"
 }
 
 write_config() {
@@ -204,8 +208,8 @@ up() {
 		fi
 		write_config "${2:-}"
 		local id
-		id=$(java -cp "$root/lib/*" kafka.tools.StorageTool random-uuid 2>/dev/null)
-		java "-Dlog4j2.configurationFile=$run/log4j2.properties" -cp "$root/lib/*" kafka.tools.StorageTool format \
+		id=$(java -cp "$lib/*" kafka.tools.StorageTool random-uuid 2>/dev/null)
+		java "-Dlog4j2.configurationFile=$run/log4j2.properties" -cp "$lib/*" kafka.tools.StorageTool format \
 			-t "$id" -c "$run/server.properties" --standalone "${scram[@]}" >"$run/format.log" 2>&1
 	fi
 	launch "$start"
@@ -213,7 +217,7 @@ up() {
 
 launch() {
 	local start=$1
-	local cp="$root/lib/*" log4j="-Dlog4j2.configurationFile=$run/log4j2.properties"
+	local cp="$lib/*" log4j="-Dlog4j2.configurationFile=$run/log4j2.properties"
 	# A restart keeps the previous log beside the new one; readiness is read from the new one.
 	[[ -f $logfile ]] && mv "$logfile" "$logfile.$(date +%s)"
 	nohup java -Xms256m -Xmx"$heap" -XX:+UseG1GC "$log4j" -cp "$cp" kafka.Kafka "$run/server.properties" \
@@ -226,7 +230,7 @@ launch() {
 			exit 1
 		fi
 		if port_open "$port" && grep -q "Kafka Server started" "$logfile" 2>/dev/null; then
-			echo "kafka-dev: Apache Kafka $(ls "$root"/lib | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p') ready on 127.0.0.1:$port after $((SECONDS - start)) s (pid $(cat "$pidfile"), log $logfile)" >&2
+			echo "kafka-dev: Apache Kafka $(ls "$lib" | sed -n 's/^kafka_2.13-\(.*\)\.jar$/\1/p') ready on 127.0.0.1:$port after $((SECONDS - start)) s (pid $(cat "$pidfile"), log $logfile)" >&2
 			echo "127.0.0.1:$port"
 			return
 		fi

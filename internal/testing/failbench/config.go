@@ -72,6 +72,8 @@ type Config struct {
 	// TickerArgs and WorkerArgs are added to every `ticker run` and `worker run` command line (after the
 	// tool's own flags, so they win).
 	TickerArgs, WorkerArgs []string
+	// WorkerPools, when set, is the pool of each host's worker (host 1 first; "" the default pool).
+	WorkerPools []string
 	// LogDir is where each process's output goes, one file per process start. Required.
 	LogDir string
 	// Keep leaves each run's namespace (topics and groups) in place.

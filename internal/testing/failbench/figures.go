@@ -165,10 +165,10 @@ func quantiles(ds []time.Duration) (p50, p99, maxMS float64) {
 // starts returns, from t's ledger, when its handler first started (a start recorded before slot counts as the
 // slot: a held tick's pre-start), or for a tick with no started entry (forward mode) its first ok outcome's
 // finished_at - duration; how many times it started (started entries, or ok outcomes without them); and
-// whether it ran twice without being told: a second ok outcome, or a later start that neither follows a retry
-// entry nor is marked interrupted.
+// whether it ran twice without being told: a second ok outcome not marked interrupted, or a later start that
+// neither follows a retry entry nor is marked interrupted (ticker audit's classes).
 func starts(t *audit.Tick, slot time.Time) (first time.Time, runs int, unmarked bool) {
-	oks := 0
+	oks, unmarkedOKs := 0, 0
 	var okFirst time.Time
 	retried := false // a retry entry since the latest start
 	for _, e := range t.Ledger {
@@ -193,13 +193,16 @@ func starts(t *audit.Tick, slot time.Time) (first time.Time, runs int, unmarked 
 				continue
 			}
 			oks++
+			if oks > 1 && !e.Interrupted {
+				unmarkedOKs++ // a second ok whose run was not told of the first (audit's "ran twice")
+			}
 			s := e.FinishedAt.Add(-time.Duration(e.DurationMS * float64(time.Millisecond)))
 			if okFirst.IsZero() || s.Before(okFirst) {
 				okFirst = s
 			}
 		}
 	}
-	unmarked = unmarked || oks > 1
+	unmarked = unmarked || unmarkedOKs > 0
 	if runs == 0 {
 		return okFirst, oks, unmarked
 	}

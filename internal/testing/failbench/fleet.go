@@ -82,6 +82,9 @@ func (f *fleet) start(h *host, role string) error {
 		} else {
 			args = append(args, "--forward", f.forward)
 		}
+		if n := h.n - 1; n < len(f.cfg.WorkerPools) && f.cfg.WorkerPools[n] != "" {
+			args = append(args, "--pool", f.cfg.WorkerPools[n])
+		}
 		args = append(args, f.cfg.WorkerArgs...)
 	}
 	logPath := filepath.Join(f.cfg.LogDir, f.ns+"-"+name+".log")

@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,58 +9,9 @@ import (
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
 
-// ownBroker starts a private Apache Kafka with scripts/kafka-dev.sh on port, for a test that restarts its
-// broker (the shared test broker must not go down under the other tests). It needs Java and Maven (the jars are
-// cached after the first start); without them the test is skipped, or fails under CI=true.
-func ownBroker(t *testing.T, port string) (brokers string, restart func()) {
-	brokers, restart, _ = ownBrokerStop(t, port)
-	return brokers, restart
-}
-
-// ownBrokerStop is ownBroker with a stop too (the broker down, its data kept).
-func ownBrokerStop(t *testing.T, port string) (brokers string, restart, stop func()) {
+// privateFleet is a fleet (and its env) on a broker of its own, for a test that stops or restarts it.
+func privateFleet(t *testing.T, brokers string) (*fleet, *env) {
 	t.Helper()
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(root, "scripts", "kafka-dev.sh")
-	if _, err := exec.LookPath("java"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the broker-restart test needs Java 17 under CI=true")
-		}
-		t.Skip("the broker-restart test starts its own Apache Kafka and needs Java 17 and Maven")
-	}
-	run := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(script, args...)
-		cmd.Env = append(os.Environ(), "KAFKA_PORT="+port, "KAFKA_HEAP=512m")
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("kafka-dev.sh %v: %v\n%s", args, err, stderr.String())
-		}
-		t.Logf("kafka-dev.sh %v: %s", args, strings.TrimSpace(stderr.String()))
-		return strings.TrimSpace(string(out))
-	}
-	brokers = run("up")
-	t.Cleanup(func() {
-		run("down")
-		_ = os.RemoveAll(filepath.Join(root, ".kafka-dev", "run-"+port))
-	})
-	return brokers, func() { run("restart") }, func() { run("down") }
-}
-
-// TestTickerBrokerRestart: the broker goes down under a running fleet (three tickers, two exec workers) and
-// comes back on the same data. The fleet recovers on its own: with catchup all every slot of the run, outage
-// included, is emitted exactly once, and, counted from the handler's own log, every tick ran to a success, any
-// second run of a tick marked interrupted (a run whose outcome the outage kept from the ledger).
-func TestTickerBrokerRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test")
-	}
-	brokers, restart := ownBroker(t, "19292")
 	f := &fleet{t: t, brokers: brokers, ns: kafkatest.Unique("tg")}
 	t.Cleanup(func() {
 		for _, p := range f.procs {
@@ -75,20 +23,33 @@ func TestTickerBrokerRestart(t *testing.T) {
 			}
 		}
 	})
+	e := &env{t: t, f: f, ns: f.ns, brokers: []string{brokers}, names: kafka.Config{Brokers: []string{brokers}, Namespace: f.ns}.Names(),
+		log: filepath.Join(t.TempDir(), "handler.log"), killed: map[string]bool{}, killAt: map[string]time.Time{}}
+	built(t, "handler") // at handlerBin
+	return f, e
+}
+
+// TestTickerBrokerRestart: the broker goes down under a running fleet (three tickers, two exec workers) and
+// comes back on the same data. The fleet recovers on its own: with catchup all every slot of the run, outage
+// included, is emitted exactly once, and, counted from the handler's own log, every tick ran to a success, any
+// second run of a tick marked interrupted (a run whose outcome the outage kept from the ledger).
+func TestTickerBrokerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	own := kafkatest.OwnBroker(t, "19292")
+	f, e := privateFleet(t, own.Addr)
 	f.cli("init")
 	f.cli("schedule", "put", "beat", "--every", "1s", "--catchup", "all")
 	ticks := f.collect()
 	fleet := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
-	e := &env{t: t, f: f, ns: f.ns, brokers: []string{brokers}, names: kafka.Config{Brokers: []string{brokers}, Namespace: f.ns}.Names(),
-		log: filepath.Join(t.TempDir(), "handler.log"), killed: map[string]bool{}, killAt: map[string]time.Time{}}
-	built(t, "handler") // at handlerBin
 	e.start(nil, "--exec", handlerBin)
 	e.start(nil, "--exec", handlerBin)
 	leaderOf(t, 30*time.Second, fleet...)
 	kafkatest.Eventually(t, 20*time.Second, "3 ticks", func() bool { return len(ticks.of("beat")) >= 3 })
 
 	down := time.Now()
-	restart()
+	own.Restart()
 	back := time.Now()
 	t.Logf("broker restarted: down for %v", back.Sub(down).Round(time.Millisecond))
 	kafkatest.Eventually(t, 90*time.Second, "ticks emitted after the restart", func() bool { return emittedAfter(ticks.of("beat"), back) >= 5 })

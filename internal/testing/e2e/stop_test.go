@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
 
@@ -18,23 +16,10 @@ func TestE2EStopWithBrokerDown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
-	brokers, _, stopBroker := ownBrokerStop(t, "19692") // a port of its own: securetest's broker is on 19392, the restart test's on 19292
-	f := &fleet{t: t, brokers: brokers, ns: kafkatest.Unique("tg")}
-	t.Cleanup(func() {
-		for _, p := range f.procs {
-			p.kill()
-		}
-		if t.Failed() {
-			for _, p := range f.procs {
-				t.Logf("---- %s log (last 30 lines) ----\n%s", p.name, p.tail(30))
-			}
-		}
-	})
+	own := kafkatest.OwnBroker(t, "19692") // a port of its own: securetest's broker is on 19392, the restart test's on 19292
+	f, e := privateFleet(t, own.Addr)
 	f.cli("init")
 	f.cli("schedule", "put", "slow-job", "--every", "1s")
-	e := &env{t: t, f: f, ns: f.ns, brokers: []string{brokers}, names: kafka.Config{Brokers: []string{brokers}, Namespace: f.ns}.Names(),
-		log: filepath.Join(t.TempDir(), "handler.log"), killed: map[string]bool{}, killAt: map[string]time.Time{}}
-	built(t, "handler")
 	tk := f.ticker("a")
 	w := e.start([]string{"HANDLER_SLEEP_SLOW=3s"}, "--exec", handlerBin, "--grace", "2s")
 	// A run under way: started, not done.
@@ -48,7 +33,7 @@ func TestE2EStopWithBrokerDown(t *testing.T) {
 		}
 		return false, ""
 	})
-	stopBroker()
+	own.Stop()
 	stopped := time.Now()
 	w.signal(syscall.SIGTERM)
 	tk.signal(syscall.SIGTERM)

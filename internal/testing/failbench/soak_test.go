@@ -21,7 +21,7 @@ func TestSoakShort(t *testing.T) {
 		t.Skip("real binaries on a real broker")
 	}
 	kafkatest.Brokers(t) // a real broker is there (or the test fails under CI=true)
-	brokers, restart := ownBroker(t, "19892")
+	own := kafkatest.OwnBroker(t, "19892")
 	bin := t.TempDir()
 	out, err := exec.Command("go", "build", "-o", bin+string(filepath.Separator),
 		"github.com/tickgroup/tickgroup/cmd/ticker", "github.com/tickgroup/tickgroup/cmd/worker").CombinedOutput()
@@ -31,9 +31,9 @@ func TestSoakShort(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	logs := t.TempDir()
-	res, err := Soak(ctx, SoakConfig{Brokers: []string{brokers}, Bin: bin, Duration: 3 * time.Minute, Schedules: 60,
+	res, err := Soak(ctx, SoakConfig{Brokers: []string{own.Addr}, Bin: bin, Duration: 3 * time.Minute, Schedules: 60,
 		ExecCommand: `sh -c 'case "$TICK_SCHEDULE" in slow*) sleep 4;; *) sleep 0.05;; esac'`, FaultMin: 10 * time.Second, FaultMax: 25 * time.Second,
-		BrokerRestart: restart, LogDir: logs}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		BrokerRestart: own.RestartCommand, LogDir: logs}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,35 +60,4 @@ func mustGlob(t *testing.T, pattern string) []string {
 		t.Fatal(err)
 	}
 	return m
-}
-
-// ownBroker starts a private Apache Kafka with scripts/kafka-dev.sh on port (a soak restarts it: the shared test
-// broker must not go down under the other tests), and returns its address and the command that restarts it.
-func ownBroker(t *testing.T, port string) (string, []string) {
-	t.Helper()
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := exec.LookPath("java"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the soak needs Java 17 under CI=true: it starts a broker of its own")
-		}
-		t.Skip("the soak starts a broker of its own and needs Java 17 and Maven")
-	}
-	script := filepath.Join(root, "scripts", "kafka-dev.sh")
-	env := append(os.Environ(), "KAFKA_PORT="+port, "KAFKA_HEAP=512m")
-	up := exec.Command(script, "up")
-	up.Env = env
-	out, err := up.Output()
-	if err != nil {
-		t.Fatalf("kafka-dev.sh up: %v", err)
-	}
-	t.Cleanup(func() {
-		down := exec.Command(script, "down")
-		down.Env = env
-		_ = down.Run()
-		_ = os.RemoveAll(filepath.Join(root, ".kafka-dev", "run-"+port))
-	})
-	return strings.TrimSpace(string(out)), []string{"env", "KAFKA_PORT=" + port, "KAFKA_HEAP=512m", script, "restart"}
 }

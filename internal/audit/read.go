@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -31,7 +32,7 @@ func Read(ctx context.Context, opts []kgo.Opt, names kafka.Names) (*Log, error) 
 // so a slot of the window that was never emitted still counts as missing. The schedules topic is read whole.
 func ReadSince(ctx context.Context, opts []kgo.Opt, names kafka.Names, since time.Time) (*Log, error) {
 	r := newReader()
-	parts, err := readTopic(ctx, opts, names.Schedules, r.schedule, time.Time{})
+	parts, err := readTopic(ctx, opts, names.Schedules, r.schedule, span{})
 	if err != nil {
 		return nil, err
 	}
@@ -46,11 +47,11 @@ func ReadSince(ctx context.Context, opts []kgo.Opt, names kafka.Names, since tim
 		n := names.Pool(pool)
 		r.pool = n.PoolName
 		c := &Coverage{}
-		if parts, err = readTopic(ctx, opts, n.Work, r.work, since); err != nil {
+		if parts, err = readTopic(ctx, opts, n.Work, r.work, span{since: since}); err != nil {
 			return nil, err
 		}
 		c.WorkPartitions, c.WorkFrom = len(parts), coverage(parts)
-		if parts, err = readTopic(ctx, opts, n.Results, r.result, since); err != nil {
+		if parts, err = readTopic(ctx, opts, n.Results, r.result, span{since: since}); err != nil {
 			return nil, err
 		}
 		c.ResultsPartitions, c.ResultsFrom = len(parts), coverage(parts)
@@ -105,6 +106,9 @@ type reader struct {
 	folds map[string]map[int32]*ledger.Fold // by pool and work partition: which started entries are valid
 	pool  string                            // the pool being read
 	src   map[*Tick][]string                // the results topic and partition of each ledger entry ("": from a batch record), to apply tombstones
+	// prefix, when set, is "<schedule>@", the start of every tick ID of the one schedule whose ledger entries
+	// are kept (ReadSchedule); entries of other ticks are dropped before the fold.
+	prefix string
 }
 
 func newReader() *reader {
@@ -148,6 +152,11 @@ func (r *reader) work(rec *kgo.Record) {
 		r.l.Undecodable++
 		return
 	}
+	r.emission(rec, tk)
+}
+
+// emission applies a work record's decoded tick.
+func (r *reader) emission(rec *kgo.Record, tk tick.Tick) {
 	t := r.l.tick(tk.ID)
 	t.Schedule, t.Slot, t.Shard, t.Shards = tk.Schedule, tk.Slot.UTC(), tk.Shard, max(tk.Shards, 1)
 	t.Pool = r.pool
@@ -203,6 +212,15 @@ func where(rec *kgo.Record) string { return rec.Topic + "/" + strconv.Itoa(int(r
 
 // entry applies one ledger entry of rec (a batch's entries one by one); src is where a tombstone deletes it.
 func (r *reader) entry(rec *kgo.Record, e ledger.Entry, src string) {
+	id := e.ID
+	if id == "" {
+		id = string(rec.Key)
+	}
+	if r.prefix != "" && e.Kind != ledger.KindClaim && !strings.HasPrefix(id, r.prefix) {
+		// Another schedule's tick. Whether a start is valid depends on the claims alone (the fold keeps no
+		// tick state between starts here), so dropping the other ticks' entries changes no kept one.
+		return
+	}
 	folds := r.folds[r.pool]
 	if folds == nil {
 		folds = map[int32]*ledger.Fold{}
@@ -223,10 +241,6 @@ func (r *reader) entry(rec *kgo.Record, e ledger.Entry, src string) {
 		if !valid {
 			return // its writer had lost the partition: it never ran
 		}
-	}
-	id := e.ID
-	if id == "" {
-		id = string(rec.Key)
 	}
 	t := r.l.tick(id)
 	if e.Schedule != "" && t.Schedule == "" {
@@ -291,11 +305,14 @@ func gapIn(gaps []gap, from, to int64) bool {
 }
 
 // coverage returns, per partition whose older records were deleted, the timestamp of its first retained record
-// (the read instant for a partition with nothing retained).
+// (the read instant for a partition with nothing retained). A partition read from a time on covers that time on;
+// one cut short by a span's max, from its first record read; one not read at all, nothing before the read.
 func coverage(parts map[int32]*partitionRead) map[int32]time.Time {
 	out := map[int32]time.Time{}
 	for p, r := range parts {
 		switch {
+		case r.skipped:
+			out[p] = r.readAt
 		case r.start == 0:
 		case !r.from.IsZero():
 			out[p] = r.from // read from a time on: complete from it
@@ -313,16 +330,33 @@ type partitionRead struct {
 	start, end int64
 	firstTS    time.Time
 	readAt     time.Time
-	from       time.Time // with ReadSince: the read started at the first record stamped at or after it
+	from       time.Time // with a span's since: the read started at the first record stamped at or after it
 	next       int64     // the offset after the last record read
 	gaps       []gap     // offset ranges in [0, end) that were not read (deleted, compacted or aborted)
 	done       bool
+	cut        bool // a span's max started the read after since (or after the start): older records were not read
+	skipped    bool // not one of a span's partitions: nothing of it was fetched
 }
 
-// readTopic reads every partition of topic from its start to its last stable offset, read_committed, and calls
-// fn for every data record (tombstones included), in order within each partition. Control records are read (a
-// partition's last record below its LSO is often a transaction marker) but not passed to fn.
-func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.Record), since time.Time) (map[int32]*partitionRead, error) {
+// span bounds what readTopic reads of a topic. The zero value reads every partition from its start.
+type span struct {
+	// since starts each partition at its first record stamped at or after it (zero: at its start); the
+	// partition then covers since on, a slot of the window never emitted included.
+	since time.Time
+	// only, when set, returns the partitions to read out of the topic's n; no record of the others is fetched,
+	// and they are returned marked skipped (so the topic's partition count is still the map's length).
+	only func(n int) map[int32]bool
+	// max, when positive, reads at most the last max offsets below each partition's end. A partition whose
+	// read it starts later than since (or than its start) is marked cut, and covers only from its first
+	// record read.
+	max int64
+}
+
+// readTopic reads every partition of topic (those sp allows) from its start (or as sp says) to its last stable
+// offset, read_committed, and calls fn for every data record (tombstones included), in order within each
+// partition. Control records are read (a partition's last record below its LSO is often a transaction marker)
+// but not passed to fn.
+func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.Record), sp span) (map[int32]*partitionRead, error) {
 	meta, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: client: %w", topic, err)
@@ -346,10 +380,20 @@ func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.R
 		return nil, fmt.Errorf("reading %s: listing start offsets: %w", topic, err)
 	}
 	var after kadm.ListedOffsets
-	if !since.IsZero() {
-		if after, err = adm.ListOffsetsAfterMilli(ctx, since.UnixMilli(), topic); err != nil {
-			return nil, fmt.Errorf("reading %s: listing the offsets at %s: %w", topic, since.Format(time.RFC3339), err)
+	if !sp.since.IsZero() {
+		if after, err = adm.ListOffsetsAfterMilli(ctx, sp.since.UnixMilli(), topic); err != nil {
+			return nil, fmt.Errorf("reading %s: listing the offsets at %s: %w", topic, sp.since.Format(time.RFC3339), err)
 		}
+	}
+	var only map[int32]bool
+	if sp.only != nil {
+		n := 0
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Topic == topic {
+				n++
+			}
+		})
+		only = sp.only(n)
 	}
 	parts := map[int32]*partitionRead{}
 	offsets := map[int32]kgo.Offset{}
@@ -357,6 +401,10 @@ func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.R
 	var lerr error
 	ends.Each(func(o kadm.ListedOffset) {
 		if o.Topic != topic {
+			return
+		}
+		if sp.only != nil && !only[o.Partition] {
+			parts[o.Partition] = &partitionRead{readAt: now, done: true, skipped: true}
 			return
 		}
 		if o.Err != nil {
@@ -373,8 +421,13 @@ func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.R
 				a.Offset = r.end
 			}
 			if a.Offset >= r.start {
-				r.start, r.from = a.Offset, since
+				r.start, r.from = a.Offset, sp.since
 			}
+		}
+		if sp.max > 0 && r.end-sp.max > r.start {
+			// The window holds more than max records: the newest max are read, and the partition covers only
+			// from the first of them (coverage).
+			r.start, r.from, r.cut = r.end-sp.max, time.Time{}, true
 		}
 		if r.start > 0 {
 			r.gaps = append(r.gaps, gap{0, r.start})

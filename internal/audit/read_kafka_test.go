@@ -62,7 +62,7 @@ func TestReadTopicRealBroker(t *testing.T) {
 	}
 
 	got := map[int32]int{}
-	parts, err := readTopic(ctx, opts, topic, func(r *kgo.Record) { got[r.Partition]++ }, time.Time{})
+	parts, err := readTopic(ctx, opts, topic, func(r *kgo.Record) { got[r.Partition]++ }, span{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestReadTopicSinceRealBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[int32][]int64{}
-	parts, err := readTopic(ctx, opts, topic, func(r *kgo.Record) { got[r.Partition] = append(got[r.Partition], r.Offset) }, since)
+	parts, err := readTopic(ctx, opts, topic, func(r *kgo.Record) { got[r.Partition] = append(got[r.Partition], r.Offset) }, span{since: since})
 	if err != nil {
 		t.Fatal(err)
 	}

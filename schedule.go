@@ -72,8 +72,10 @@ type Schedule struct {
 }
 
 // Validate reports every problem with s, each naming the field as the record format spells it (for example
-// `schedule "scan": cron "61 * * * *": minute 61 out of range 0-59`); several are joined with errors.Join.
-func (s Schedule) Validate() error { return s.spec().Validate() }
+// `schedule "scan": cron "61 * * * *": minute 61 out of range 0-59`); several are joined with errors.Join. It
+// checks s as a definition to write: a name made only of dots ("." or "..") is refused, though a schedule of an
+// earlier release so named is still read, paused, resumed and deleted.
+func (s Schedule) Validate() error { return s.spec().ValidateNew() }
 
 // Describe returns a short human description of when s runs: `every 30s`, `every 1m +15s`,
 // `cron "0 6 * * MON-FRI" Europe/Berlin`.

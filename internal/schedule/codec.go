@@ -81,7 +81,8 @@ var yamlFields = func() map[string]int {
 
 // ParseFile reads the YAML of `ticker schedule apply -f`: either a list of specs or a mapping with one key,
 // `schedules`, holding the list. Unknown fields are errors (a misspelt "jiter" must not silently mean "no
-// jitter"), every spec is validated, and duplicate names are refused. Errors name the entry and the field.
+// jitter"), every spec is validated as a definition to write (ValidateNew), and duplicate names are refused.
+// Errors name the entry and the field.
 //
 // Entries are decoded field by field rather than with yaml.Decoder.KnownFields: the decoder's messages give only a
 // line, while an operator fixing a long file wants "schedules[3] (\"scan\"): field jitter: ...".
@@ -152,7 +153,7 @@ func ParseFile(r io.Reader) ([]Spec, error) {
 			}
 			continue
 		}
-		if err := s.Validate(); err != nil {
+		if err := s.ValidateNew(); err != nil {
 			for _, e := range split(err) {
 				errs = append(errs, fmt.Errorf("%s: line %d: %w", where, n.Line, e))
 			}

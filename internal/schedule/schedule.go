@@ -73,7 +73,7 @@ func (s *Schedule) cron() *cronSched {
 
 // Compile validates s (see Validate) and builds its Schedule.
 func (s Spec) Compile() (*Schedule, error) {
-	return s.compile()
+	return s.compile(false)
 }
 
 // Spec returns the spec the schedule was compiled from.

@@ -199,9 +199,18 @@ func (e *FieldError) Error() string {
 }
 
 // Validate reports every problem with s. Each problem is a *FieldError; with several, they are joined with
-// errors.Join (errors.As finds the first), so an apply file's author sees them all at once.
+// errors.Join (errors.As finds the first), so an apply file's author sees them all at once. It is the rule of a
+// record read back: a definition about to be written is checked by ValidateNew.
 func (s Spec) Validate() error {
-	_, err := s.compile()
+	_, err := s.compile(false)
+	return err
+}
+
+// ValidateNew is Validate for a definition about to be written (a put, an apply file): it also refuses what only
+// the records of earlier releases may hold, which readers go on accepting. That is a name made only of dots:
+// "." and ".." are path segments that browsers and HTTP routers rewrite, so the console could never show them.
+func (s Spec) ValidateNew() error {
+	_, err := s.compile(true)
 	return err
 }
 
@@ -225,6 +234,10 @@ func (v *validator) err() error {
 	return errors.Join(v.errs...)
 }
 
+// ValidName reports whether name is a name a stored schedule can have: 1 to MaxNameLen characters of a-z, 0-9,
+// '.', '_' and '-'. A new schedule's name must also not be made only of dots (ValidateNew).
+func ValidName(name string) bool { return validName(name) }
+
 func validName(name string) bool {
 	if len(name) == 0 || len(name) > MaxNameLen {
 		return false
@@ -238,12 +251,19 @@ func validName(name string) bool {
 	return true
 }
 
+// onlyDots reports whether name is made only of dots ("." and ".." among them).
+func onlyDots(name string) bool { return name != "" && strings.Trim(name, ".") == "" }
+
 // compile validates s and, if it is valid, builds its Schedule. Validation and building share one pass so that
 // what Validate accepts is exactly what Compile can build (the cron expression and the zone are parsed once).
-func (s Spec) compile() (*Schedule, error) {
+// With write, it checks s as ValidateNew does.
+func (s Spec) compile(write bool) (*Schedule, error) {
 	v := &validator{name: s.Name}
-	if !validName(s.Name) {
+	switch {
+	case !validName(s.Name):
 		v.fail("name", s.Name, "must be 1 to %d characters of a-z, 0-9, '.', '_' and '-'", MaxNameLen)
+	case write && onlyDots(s.Name):
+		v.fail("name", s.Name, "must not be made only of dots: \".\" and \"..\" cannot be named in a URL path")
 	}
 
 	// A pause with an end emits from that end on, as a schedule with a later Start would: it is not paused in

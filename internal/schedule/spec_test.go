@@ -154,3 +154,35 @@ func TestValidateRefusesNULInPayload(t *testing.T) {
 		t.Fatalf("payload with a NUL byte: err = %v, want a NUL refusal", err)
 	}
 }
+
+// TestDotNamesRefusedOnWrite: a name made only of dots is refused for a definition to write (an apply file
+// included), and still read from a record an earlier release wrote.
+func TestDotNamesRefusedOnWrite(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{".", "..", "..."} {
+		s := Spec{Name: name, Every: Duration(time.Minute)}
+		var fe *FieldError
+		if err := s.ValidateNew(); !errors.As(err, &fe) || fe.Field != "name" || !strings.Contains(err.Error(), "only of dots") {
+			t.Errorf("ValidateNew(%q) = %v, want a refusal of the name", name, err)
+		}
+		if _, err := ParseFile(strings.NewReader("- name: \"" + name + "\"\n  every: 1m\n")); err == nil || !strings.Contains(err.Error(), "only of dots") {
+			t.Errorf("ParseFile of %q = %v, want a refusal of the name", name, err)
+		}
+		got, err := Decode([]byte(`{"v":1,"name":"` + name + `","every":"1m0s"}`))
+		if err != nil || got.Name != name {
+			t.Errorf("Decode of a record named %q = %+v, %v; want it read", name, got, err)
+		}
+		if err := s.Validate(); err != nil {
+			t.Errorf("Validate(%q) = %v: a reader refuses what an earlier release wrote", name, err)
+		}
+	}
+	for _, name := range []string{".a", "a.", "a..b", "_.", "-"} {
+		if err := (Spec{Name: name, Every: Duration(time.Minute)}).ValidateNew(); err != nil {
+			t.Errorf("ValidateNew(%q) = %v", name, err)
+		}
+	}
+	err := Spec{Name: "..", Cron: "61 * * * *"}.ValidateNew()
+	if j, ok := err.(interface{ Unwrap() []error }); !ok || len(j.Unwrap()) != 2 {
+		t.Errorf("ValidateNew of two problems = %v, want both, joined", err)
+	}
+}

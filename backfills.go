@@ -91,9 +91,12 @@ var ErrNothingToBackfill = errors.New("no slot of the range is to run")
 // MaxBackfillSlots slots.
 //
 // It returns the plan; with opts.DryRun it writes nothing. The backfill goes to the change log (op backfill)
-// with opts' Reason and By.
+// with opts' Reason and By; nothing is written when they are invalid (ErrInvalidChange).
 func (s *Schedules) Backfill(ctx context.Context, name string, from, to time.Time, o BackfillOptions, opts ...ChangeOption) (Backfill, error) {
 	co := options(opts)
+	if err := co.check(); err != nil {
+		return Backfill{}, err
+	}
 	now := time.Now()
 	re, err := backfill.ParseReprocess(string(o.Reprocess))
 	if err != nil {
@@ -148,17 +151,21 @@ func (s *Schedules) Backfill(ctx context.Context, name string, from, to time.Tim
 		return Backfill{}, err
 	}
 	req := backfill.Request{ID: backfill.NewID(now), Schedule: name, From: plan.From, To: plan.To, Reprocess: re, Skipped: len(slots) - len(run),
-		Slots: run, MaxRunning: o.MaxRunning, ScheduleVersion: e.Version, CreatedAt: now.UTC(), By: s.who(co).String(), Reason: co.reason}
+		Slots: run, MaxRunning: o.MaxRunning, ScheduleVersion: e.Version, CreatedAt: now.UTC(), By: s.backfillBy(co), Reason: co.reason}
 	v, err := backfill.EncodeRequest(req)
 	if err != nil {
-		return Backfill{}, err
+		return Backfill{}, invalid(err)
 	}
-	off, err := s.writeBackfillRecord(ctx, req.ID, v)
-	if err != nil {
+	// The change-log record is made and checked before the request is written: a backfill the log would refuse
+	// is never requested.
+	c := changelog.Change{Op: changelog.OpBackfill, Schedule: name, At: now.UTC(), By: s.who(co), Reason: co.reason, After: v}
+	if _, err := changelog.Encode(c); err != nil {
+		return Backfill{}, invalid(err)
+	}
+	if c.Offset, err = s.writeBackfillRecord(ctx, req.ID, v); err != nil {
 		return Backfill{}, err
 	}
 	plan.ID = req.ID
-	c := changelog.Change{Op: changelog.OpBackfill, Schedule: name, At: now.UTC(), By: s.who(co), Reason: co.reason, Offset: off, After: v}
 	if err := changelog.Write(ctx, s.cl, s.names.Changes, c); err != nil {
 		return plan, fmt.Errorf("the backfill was requested, but not its change-log record: %w", err)
 	}
@@ -246,9 +253,13 @@ func (s *Schedules) Backfills(ctx context.Context) ([]BackfillStatus, error) {
 }
 
 // CancelBackfill stops backfill id: its leader emits none of its slots after the cancellation; the ones
-// emitted run. It goes to the change log (op backfill_cancel).
+// emitted run. It goes to the change log (op backfill_cancel); nothing is written when opts are invalid
+// (ErrInvalidChange).
 func (s *Schedules) CancelBackfill(ctx context.Context, id string, opts ...ChangeOption) error {
 	co := options(opts)
+	if err := co.check(); err != nil {
+		return err
+	}
 	all, err := s.Backfills(ctx)
 	if err != nil {
 		return err
@@ -266,15 +277,17 @@ func (s *Schedules) CancelBackfill(ctx context.Context, id string, opts ...Chang
 		return fmt.Errorf("backfill %s has ended (%s)", id, b.State)
 	}
 	now := time.Now().UTC()
-	v, err := backfill.EncodeCancel(backfill.Cancel{ID: id, At: now, By: s.who(co).String(), Reason: co.reason})
+	v, err := backfill.EncodeCancel(backfill.Cancel{ID: id, At: now, By: s.backfillBy(co), Reason: co.reason})
 	if err != nil {
+		return invalid(err)
+	}
+	c := changelog.Change{Op: changelog.OpBackfillCancel, Schedule: b.Schedule, At: now, By: s.who(co), Reason: co.reason, After: v}
+	if _, err := changelog.Encode(c); err != nil {
+		return invalid(err)
+	}
+	if c.Offset, err = s.writeBackfillRecord(ctx, backfill.CancelKey(id), v); err != nil {
 		return err
 	}
-	off, err := s.writeBackfillRecord(ctx, backfill.CancelKey(id), v)
-	if err != nil {
-		return err
-	}
-	c := changelog.Change{Op: changelog.OpBackfillCancel, Schedule: b.Schedule, At: now, By: s.who(co), Reason: co.reason, Offset: off, After: v}
 	if err := changelog.Write(ctx, s.cl, s.names.Changes, c); err != nil {
 		return fmt.Errorf("the backfill was cancelled, but not logged in the change log: %w", err)
 	}

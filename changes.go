@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"time"
 
+	"github.com/tickgroup/tickgroup/internal/backfill"
 	"github.com/tickgroup/tickgroup/internal/changelog"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
@@ -42,6 +43,36 @@ func options(opts []ChangeOption) changeOpts {
 		f(&o)
 	}
 	return o
+}
+
+// ErrInvalidChange is matched (errors.Is) by the error of a change that was refused before anything was written:
+// its schedule, or what its ChangeOptions say (a Reason longer than 1,024 bytes or not printable text, a By
+// longer than 256 bytes or not printable, an Until in the past), breaks a rule of the schedules topic or of the
+// change log. The error names the field, as in "reason: 1,200 bytes, at most 1,024". A caller that takes changes
+// from its users, a web console say, can answer it as bad input: nothing of the change took effect.
+var ErrInvalidChange = errors.New("invalid change")
+
+// invalidChange is an error that matches ErrInvalidChange, with err's message and err in its chain.
+type invalidChange struct{ err error }
+
+func (e invalidChange) Error() string   { return e.err.Error() }
+func (e invalidChange) Unwrap() []error { return []error{ErrInvalidChange, e.err} }
+
+// invalid returns err (nil: nil) as an ErrInvalidChange.
+func invalid(err error) error {
+	if err == nil || errors.Is(err, ErrInvalidChange) {
+		return err
+	}
+	return invalidChange{err}
+}
+
+// check reports what of o the change log would refuse. Every change checks its options first, so that a change
+// the change log cannot record is never made.
+func (o changeOpts) check() error {
+	if err := changelog.CheckText("reason", o.reason, changelog.MaxReason); err != nil {
+		return invalid(err)
+	}
+	return invalid(changelog.CheckText("by", o.by, changelog.MaxWho))
 }
 
 // ChangeRecord is one change of one schedule, as the change log (<ns>.changes) records it.
@@ -122,15 +153,15 @@ func (s *Schedules) ChangeLog(ctx context.Context, name string, since time.Time)
 	return out, ChangeLogStats{Invalid: st.Invalid, Forged: st.Forged}, nil
 }
 
-// logChanges records changes in the change log, once their schedule records are written: what each replaced
-// (before, from the schedules topic as read before the writes), what it wrote, at which offset.
-func (s *Schedules) logChanges(ctx context.Context, op string, o changeOpts, before map[string]store.Entry, writes []store.Change, offsets []int64) error {
+// changeRecords returns the change-log records of writes, made as op: what each replaces (from before, the
+// schedules topic as read before the writes) and what it writes. Their offsets are set once the writes are done;
+// each is checked as the change log will check it, so that a write the log would refuse is never made.
+func (s *Schedules) changeRecords(op string, o changeOpts, before map[string]store.Entry, writes []store.Change) ([]changelog.Change, error) {
 	who := s.who(o)
 	now := time.Now().UTC()
-	cs := make([]changelog.Change, 0, len(offsets))
-	for i, w := range writes[:len(offsets)] {
-		off := offsets[i]
-		c := changelog.Change{Op: op, Schedule: w.Name, At: now, By: who, Reason: o.reason, Offset: off}
+	cs := make([]changelog.Change, 0, len(writes))
+	for _, w := range writes {
+		c := changelog.Change{Op: op, Schedule: w.Name, At: now, By: who, Reason: o.reason}
 		if e, ok := before[w.Name]; ok {
 			if b, err := schedule.Encode(e.Spec()); err == nil {
 				c.Before = b
@@ -139,11 +170,23 @@ func (s *Schedules) logChanges(ctx context.Context, op string, o changeOpts, bef
 		if w.Op != store.OpDelete {
 			b, err := schedule.Encode(w.Spec)
 			if err != nil {
-				return err
+				return nil, invalid(err)
 			}
 			c.After = b
 		}
+		if _, err := changelog.Encode(c); err != nil {
+			return nil, invalid(err)
+		}
 		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+// logChanges records cs in the change log, once their schedule records are written at offsets.
+func (s *Schedules) logChanges(ctx context.Context, cs []changelog.Change, offsets []int64) error {
+	cs = cs[:len(offsets)]
+	for i := range cs {
+		cs[i].Offset = offsets[i]
 	}
 	if err := changelog.Write(ctx, s.cl, s.names.Changes, cs...); err != nil {
 		return fmt.Errorf("the schedules were written, but not their change-log record: %w", err)
@@ -151,14 +194,22 @@ func (s *Schedules) logChanges(ctx context.Context, op string, o changeOpts, bef
 	return nil
 }
 
-// who is the author of this client's changes.
+// who is the author of this client's changes: o's By, checked by o.check, and what the library finds out by
+// itself (the Kafka principal, the host, the operating-system user), made valid text so that an odd host name
+// never makes a change fail.
 func (s *Schedules) who(o changeOpts) changelog.Who {
-	w := changelog.Who{Name: o.by, Principal: principal(s.k)}
-	w.Host, _ = os.Hostname()
+	w := changelog.Who{Name: o.by, Principal: changelog.CleanText(principal(s.k), changelog.MaxWho)}
+	host, _ := os.Hostname()
+	w.Host = changelog.CleanText(host, changelog.MaxWho)
 	if u, err := user.Current(); err == nil {
-		w.User = u.Username
+		w.User = changelog.CleanText(u.Username, changelog.MaxWho)
 	}
 	return w
+}
+
+// backfillBy is who, as a backfill's record names its author: at most backfill.MaxReason bytes.
+func (s *Schedules) backfillBy(o changeOpts) string {
+	return changelog.CleanText(s.who(o).String(), backfill.MaxReason)
 }
 
 // principal is the Kafka principal of k's connections where the client can tell it: its SASL user, else the

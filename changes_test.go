@@ -3,11 +3,13 @@ package tickgroup_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup"
@@ -121,4 +123,166 @@ func mustJSON(t *testing.T, s *tickgroup.Schedule) string {
 		t.Fatal(err)
 	}
 	return `{"v":1,` + strings.TrimPrefix(string(b), "{")
+}
+
+// topicEnds returns the end offset of each topic's partitions summed (0 for a topic that does not exist).
+func topicEnds(t *testing.T, cl *kgo.Client, topics ...string) map[string]int64 {
+	t.Helper()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topics...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil {
+			out[o.Topic] += o.Offset
+		}
+	})
+	return out
+}
+
+// TestInvalidChangeWritesNothing: a change whose reason or author the change log would refuse is refused before
+// anything is written, with an error that names the field and matches ErrInvalidChange: no tick, no backfill
+// request, no schedule record and no change-log record exists of it.
+func TestInvalidChangeWritesNothing(t *testing.T) {
+	k := testKafka(t)
+	ctx := t.Context()
+	s, err := tickgroup.NewSchedules(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	scan := tickgroup.Schedule{Name: "scan", Every: tickgroup.Duration(time.Minute), Pool: "batch"}
+	if err := s.Put(ctx, scan); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, tickgroup.Schedule{Name: "idle", Every: tickgroup.Duration(time.Minute), Paused: true}); err != nil {
+		t.Fatal(err)
+	}
+	to := time.Now().Add(-time.Minute)
+	if _, err := s.Backfill(ctx, "scan", to.Add(-time.Hour), to, tickgroup.BackfillOptions{Reprocess: tickgroup.ReprocessAll}); err != nil {
+		t.Fatal(err)
+	}
+	bfs, err := s.Backfills(ctx)
+	if err != nil || len(bfs) != 1 {
+		t.Fatalf("Backfills: %+v, %v", bfs, err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topics := []string{k.Namespace + ".schedules", k.Namespace + ".changes", k.Namespace + ".backfills", k.Namespace + ".pool.batch.work"}
+	before := topicEnds(t, cl, topics...)
+
+	long := strings.Repeat("é", 600) // 600 characters, 1,200 bytes
+	for _, bad := range []struct {
+		name string
+		opt  tickgroup.ChangeOption
+		want string
+	}{
+		{"control character", tickgroup.Reason("ok\x01"), "reason: holds a control character"},
+		{"1,200 bytes", tickgroup.Reason(long), "reason: 1,200 bytes, at most 1,024"},
+		{"invalid UTF-8", tickgroup.Reason("ok\xff"), "reason: not valid UTF-8"},
+		{"by", tickgroup.By("job\x1b[2J"), "by: holds a control character"},
+		{"long by", tickgroup.By(strings.Repeat("x", 257)), "by: 257 bytes, at most 256"},
+	} {
+		changes := map[string]func() error{
+			"Put":    func() error { return s.Put(ctx, scan, bad.opt) },
+			"Pause":  func() error { return s.Pause(ctx, "scan", bad.opt) },
+			"Resume": func() error { return s.Resume(ctx, "idle", bad.opt) },
+			"Delete": func() error { return s.Delete(ctx, "scan", bad.opt) },
+			"Trigger": func() error {
+				_, err := s.Trigger(ctx, "scan", bad.opt)
+				return err
+			},
+			"Apply": func() error {
+				_, err := s.Apply(ctx, []tickgroup.Schedule{{Name: "new", Every: tickgroup.Duration(time.Hour)}}, false, bad.opt)
+				return err
+			},
+			"Write": func() error {
+				return s.Write(ctx, []tickgroup.Change{{Op: tickgroup.ChangeCreate, Name: "new", Schedule: tickgroup.Schedule{Name: "new", Every: tickgroup.Duration(time.Hour)}}}, bad.opt)
+			},
+			"Backfill": func() error {
+				_, err := s.Backfill(ctx, "scan", to.Add(-time.Hour), to, tickgroup.BackfillOptions{Reprocess: tickgroup.ReprocessAll}, bad.opt)
+				return err
+			},
+			"CancelBackfill": func() error { return s.CancelBackfill(ctx, bfs[0].ID, bad.opt) },
+		}
+		for op, change := range changes {
+			err := change()
+			if !errors.Is(err, tickgroup.ErrInvalidChange) || err == nil || !strings.Contains(err.Error(), bad.want) {
+				t.Errorf("%s with a %s: %v, want ErrInvalidChange saying %q", op, bad.name, err, bad.want)
+			}
+		}
+	}
+	if after := topicEnds(t, cl, topics...); !reflect.DeepEqual(after, before) {
+		t.Errorf("the topics' ends went from %v to %v: an invalid change was written", before, after)
+	}
+	if got, err := s.Get(ctx, "scan"); err != nil || got.Schedule.Paused {
+		t.Errorf("scan after the refused changes: %+v, %v", got, err)
+	}
+}
+
+// TestDotNamesRefusedOnWrite: Put, Plan, Apply and an apply file refuse a name made only of dots (the console
+// could never open it: a browser rewrites /schedules/..); a schedule so named by an earlier release is still read
+// and can be paused and deleted.
+func TestDotNamesRefusedOnWrite(t *testing.T) {
+	k := testKafka(t)
+	ctx := t.Context()
+	s, err := tickgroup.NewSchedules(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Put(ctx, tickgroup.Schedule{Name: "a..b", Every: tickgroup.Duration(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{".", "..", "..."} {
+		sched := tickgroup.Schedule{Name: name, Every: tickgroup.Duration(time.Minute)}
+		if err := sched.Validate(); err == nil {
+			t.Errorf("Validate(%q) accepted it", name)
+		}
+		if err := s.Put(ctx, sched); !errors.Is(err, tickgroup.ErrInvalidChange) || !strings.Contains(err.Error(), "only of dots") {
+			t.Errorf("Put(%q) = %v, want ErrInvalidChange refusing the name", name, err)
+		}
+		if _, err := s.Plan(ctx, []tickgroup.Schedule{sched}, false); !errors.Is(err, tickgroup.ErrInvalidChange) {
+			t.Errorf("Plan(%q) = %v, want ErrInvalidChange", name, err)
+		}
+		if _, err := s.Apply(ctx, []tickgroup.Schedule{sched}, false); !errors.Is(err, tickgroup.ErrInvalidChange) {
+			t.Errorf("Apply(%q) = %v, want ErrInvalidChange", name, err)
+		}
+		err := s.Write(ctx, []tickgroup.Change{{Op: tickgroup.ChangeCreate, Name: name, Schedule: sched}})
+		if !errors.Is(err, tickgroup.ErrInvalidChange) {
+			t.Errorf("Write(+ %q) = %v, want ErrInvalidChange", name, err)
+		}
+		if _, err := tickgroup.ParseSchedules(strings.NewReader("- name: \"" + name + "\"\n  every: 1m\n")); err == nil {
+			t.Errorf("ParseSchedules of %q accepted it", name)
+		}
+	}
+	if list, err := s.List(ctx); err != nil || len(list) != 1 {
+		t.Fatalf("List after the refusals: %+v, %v", list, err)
+	}
+
+	// A record of an earlier release.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: k.Namespace + ".schedules", Key: []byte(".."), Value: []byte(`{"v":1,"name":"..","every":"1m0s"}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(ctx, ".."); err != nil || got.Schedule.Name != ".." {
+		t.Fatalf("Get(..) = %+v, %v; want the record read", got, err)
+	}
+	if err := s.Pause(ctx, "..", tickgroup.Reason("to be renamed")); err != nil {
+		t.Errorf("Pause(..) = %v", err)
+	}
+	if err := s.Delete(ctx, ".."); err != nil {
+		t.Errorf("Delete(..) = %v", err)
+	}
+	if _, err := s.Get(ctx, ".."); !errors.Is(err, tickgroup.ErrNotFound) {
+		t.Errorf("Get(..) after its deletion: %v", err)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/changelog"
+	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
@@ -70,6 +71,24 @@ func (c Change) internal() store.Change {
 	return store.Change{Op: store.Op(c.Op), Name: c.Name, Spec: c.Schedule.spec()}
 }
 
+// check reports what makes c no change to write: a definition of another schedule, or one the rules refuse. A
+// deletion needs only a name that a schedule can have (one an earlier release wrote too).
+func (c Change) check() error {
+	switch c.Op {
+	case ChangeCreate, ChangeReplace:
+		if c.Schedule.Name != c.Name {
+			return fmt.Errorf("change %s %s: the definition is of %s", c.Op, errlimit.Quote(c.Name), errlimit.Quote(c.Schedule.Name))
+		}
+		return c.Schedule.Validate()
+	case ChangeDelete:
+		if !schedule.ValidName(c.Name) {
+			return fmt.Errorf("change - %s: no schedule can have that name", errlimit.Quote(c.Name))
+		}
+		return nil
+	}
+	return fmt.Errorf("change %s of %s: want op +, ~ or -", errlimit.Quote(string(c.Op)), errlimit.Quote(c.Name))
+}
+
 // fromChange is the Change of c.
 func fromChange(c store.Change) Change {
 	return Change{Op: ChangeOp(c.Op), Name: c.Name, Schedule: fromSpec(c.Spec)}
@@ -106,11 +125,16 @@ func ParseSchedules(r io.Reader) ([]Schedule, error) {
 }
 
 // Put validates sched and writes it, creating the schedules topic if it is missing, and records the change in
-// the change log. Nothing is written when it is invalid. It reads the schedules topic to record the definition
-// it replaces: to write many schedules, Apply (or Plan and Write) reads it once for all of them.
+// the change log. Nothing is written when it or opts are invalid (ErrInvalidChange). It reads the schedules topic
+// to record the definition it replaces: to write many schedules, Apply (or Plan and Write) reads it once for all
+// of them.
 func (s *Schedules) Put(ctx context.Context, sched Schedule, opts ...ChangeOption) error {
-	if err := sched.Validate(); err != nil {
+	o := options(opts)
+	if err := o.check(); err != nil {
 		return err
+	}
+	if err := sched.Validate(); err != nil {
+		return invalid(err)
 	}
 	if err := s.ensureTopic(ctx); err != nil {
 		return err
@@ -122,15 +146,20 @@ func (s *Schedules) Put(ctx context.Context, sched Schedule, opts ...ChangeOptio
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, changelog.OpPut, options(opts), current, []store.Change{{Op: store.OpReplace, Name: sched.Name, Spec: sched.spec()}})
+	return s.write(ctx, changelog.OpPut, o, current, []store.Change{{Op: store.OpReplace, Name: sched.Name, Spec: sched.spec()}})
 }
 
-// write writes the schedule records of ws and logs them as op, with what current held before.
+// write writes the schedule records of ws and logs them as op, with what current held before. Their change-log
+// records are made and checked first: nothing is written of a change the log would refuse.
 func (s *Schedules) write(ctx context.Context, op string, o changeOpts, current map[string]store.Entry, ws []store.Change) error {
+	cs, err := s.changeRecords(op, o, current, ws)
+	if err != nil {
+		return err
+	}
 	offsets, err := store.Write(ctx, s.cl, s.names.Schedules, ws)
 	if len(offsets) > 0 {
 		// What was written is logged, even when a later write failed.
-		if lerr := s.logChanges(ctx, op, o, current, ws[:len(offsets)], offsets); lerr != nil {
+		if lerr := s.logChanges(ctx, cs, offsets); lerr != nil {
 			return errors.Join(err, lerr)
 		}
 	}
@@ -201,16 +230,23 @@ func (s *Schedules) Next(ctx context.Context, name string, n int) ([]time.Time, 
 // schedule shows why it is paused.
 func (s *Schedules) Pause(ctx context.Context, name string, opts ...ChangeOption) error {
 	o := options(opts)
+	if err := o.check(); err != nil {
+		return err
+	}
 	if !o.until.IsZero() && !o.until.After(time.Now()) {
-		return fmt.Errorf("pausing %s until %s: %w", name, o.until.Format(time.RFC3339), errPast)
+		return invalid(fmt.Errorf("pausing %s until %s: %w", name, o.until.Format(time.RFC3339), errPast))
 	}
 	return s.setPaused(ctx, name, true, o, changelog.OpPause)
 }
 
 // Resume lets name's slots be emitted again, from the first one after the resumption; the pause's end and
-// reason go with it.
+// reason go with it. Its own Reason goes to the change log only, and is checked as every change's is.
 func (s *Schedules) Resume(ctx context.Context, name string, opts ...ChangeOption) error {
-	return s.setPaused(ctx, name, false, options(opts), changelog.OpResume)
+	o := options(opts)
+	if err := o.check(); err != nil {
+		return err
+	}
+	return s.setPaused(ctx, name, false, o, changelog.OpResume)
 }
 
 func (s *Schedules) setPaused(ctx context.Context, name string, paused bool, o changeOpts, op string) error {
@@ -235,13 +271,17 @@ func (s *Schedules) setPaused(ctx context.Context, name string, paused bool, o c
 		}
 	}
 	if err := spec.Validate(); err != nil {
-		return err
+		return invalid(err)
 	}
 	return s.write(ctx, op, o, current, []store.Change{{Op: store.OpReplace, Name: name, Spec: spec}})
 }
 
 // Delete removes name: no slot of it is emitted any more.
 func (s *Schedules) Delete(ctx context.Context, name string, opts ...ChangeOption) error {
+	o := options(opts)
+	if err := o.check(); err != nil {
+		return err
+	}
 	if err := s.ensureTopic(ctx); err != nil {
 		return err
 	}
@@ -252,13 +292,18 @@ func (s *Schedules) Delete(ctx context.Context, name string, opts ...ChangeOptio
 	if _, ok := current[name]; !ok {
 		return s.notFound(name)
 	}
-	return s.write(ctx, changelog.OpDelete, options(opts), current, []store.Change{{Op: store.OpDelete, Name: name}})
+	return s.write(ctx, changelog.OpDelete, o, current, []store.Change{{Op: store.OpDelete, Name: name}})
 }
 
 // Trigger asks for one run of name now, outside its schedule, one tick per shard, and returns their IDs. A
 // trigger's ID can never equal a scheduled slot's, and it does not wait behind the schedule's held ticks, only
-// behind a run of the same shard under way. It goes to the change log (op trigger) with opts' Reason and By.
+// behind a run of the same shard under way. It goes to the change log (op trigger) with opts' Reason and By;
+// nothing is written when they are invalid (ErrInvalidChange).
 func (s *Schedules) Trigger(ctx context.Context, name string, opts ...ChangeOption) ([]string, error) {
+	co := options(opts)
+	if err := co.check(); err != nil {
+		return nil, err
+	}
 	e, err := s.get(ctx, name)
 	if err != nil {
 		return nil, err
@@ -281,16 +326,20 @@ func (s *Schedules) Trigger(ctx context.Context, name string, opts ...ChangeOpti
 		}
 		recs = append(recs, &kgo.Record{Topic: work, Partition: t.Partition(partitions), Key: []byte(t.ID), Value: v})
 	}
-	if err := s.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return nil, fmt.Errorf("triggering %s: %w", spec.Name, err)
-	}
 	ids := make([]string, len(recs))
 	for i, r := range recs {
 		ids[i] = string(r.Key)
 	}
-	co := options(opts)
-	c := changelog.Change{Op: changelog.OpTrigger, Schedule: spec.Name, At: time.Now().UTC(), By: s.who(co), Reason: co.reason, Offset: recs[0].Offset,
-		Trigger: ids[0]}
+	// The change-log record is made and checked before the ticks are written: a trigger the log would refuse
+	// is never made.
+	c := changelog.Change{Op: changelog.OpTrigger, Schedule: spec.Name, At: time.Now().UTC(), By: s.who(co), Reason: co.reason, Trigger: ids[0]}
+	if _, err := changelog.Encode(c); err != nil {
+		return nil, invalid(err)
+	}
+	if err := s.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return nil, fmt.Errorf("triggering %s: %w", spec.Name, err)
+	}
+	c.Offset = recs[0].Offset
 	if err := changelog.Write(ctx, s.cl, s.names.Changes, c); err != nil {
 		return ids, fmt.Errorf("the trigger was written, but not its change-log record: %w", err)
 	}
@@ -299,13 +348,13 @@ func (s *Schedules) Trigger(ctx context.Context, name string, opts ...ChangeOpti
 
 // Plan returns the changes that make the namespace's schedules match want (with prune, deleting those want does
 // not list), without writing them (it creates the schedules topic if it is missing). A schedule already as
-// wanted is not rewritten.
+// wanted is not rewritten. An invalid schedule of want is an ErrInvalidChange.
 func (s *Schedules) Plan(ctx context.Context, want []Schedule, prune bool) ([]Change, error) {
 	specs := make([]schedule.Spec, len(want))
 	for i, sc := range want {
 		specs[i] = sc.spec()
-		if err := specs[i].Validate(); err != nil {
-			return nil, err
+		if err := specs[i].ValidateNew(); err != nil {
+			return nil, invalid(err)
 		}
 	}
 	if err := s.ensureTopic(ctx); err != nil {
@@ -324,6 +373,9 @@ func (s *Schedules) Plan(ctx context.Context, want []Schedule, prune bool) ([]Ch
 
 // Apply writes the changes Plan returns, as Write does, and returns them.
 func (s *Schedules) Apply(ctx context.Context, want []Schedule, prune bool, opts ...ChangeOption) ([]Change, error) {
+	if err := options(opts).check(); err != nil {
+		return nil, err
+	}
 	changes, err := s.Plan(ctx, want, prune)
 	if err != nil {
 		return nil, err
@@ -334,8 +386,18 @@ func (s *Schedules) Apply(ctx context.Context, want []Schedule, prune bool, opts
 // Write writes changes (from Plan) in order and stops at the first error, creating the schedules topic if it is
 // missing, and records each in the change log. It first checks that the topics of every pool the schedules name
 // exist, creating them where this principal may, as Put does: nothing is written for a pool whose ticks would
-// have nowhere to go.
+// have nowhere to go. Every change and opts are checked first: nothing is written when one is invalid
+// (ErrInvalidChange).
 func (s *Schedules) Write(ctx context.Context, changes []Change, opts ...ChangeOption) error {
+	o := options(opts)
+	if err := o.check(); err != nil {
+		return err
+	}
+	for _, c := range changes {
+		if err := c.check(); err != nil {
+			return invalid(err)
+		}
+	}
 	if len(changes) == 0 {
 		return nil
 	}
@@ -354,7 +416,7 @@ func (s *Schedules) Write(ctx context.Context, changes []Change, opts ...ChangeO
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, changelog.OpApply, options(opts), current, writes)
+	return s.write(ctx, changelog.OpApply, o, current, writes)
 }
 
 func (s *Schedules) load(ctx context.Context) (map[string]store.Entry, error) {

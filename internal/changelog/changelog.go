@@ -17,7 +17,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/schedule"
@@ -66,6 +70,49 @@ const (
 	MaxReason = schedule.MaxReasonLen
 	MaxWho    = 256
 )
+
+// CheckText reports what makes s no free text of a record (a reason, a name): more than max bytes, invalid
+// UTF-8, or a control character. The error names field ("reason: 1,200 bytes, at most 1,024").
+func CheckText(field, s string, max int) error {
+	switch {
+	case len(s) > max:
+		return fmt.Errorf("%s: %s bytes, at most %s", field, thousands(len(s)), thousands(max))
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%s: not valid UTF-8", field)
+	case !schedule.Printable(s):
+		return fmt.Errorf("%s: holds a control character", field)
+	}
+	return nil
+}
+
+// CleanText returns s made valid free text of at most max bytes: invalid UTF-8 and control characters replaced
+// by '?', cut on a character boundary. It is for the text a writer records of itself (its host, its user), which
+// must never make a change fail.
+func CleanText(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	if len(s) > max {
+		n := max
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	return s
+}
+
+// thousands writes n with a comma between each group of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
 
 // Who is who made a change, as far as the writer knows it.
 type Who struct {
@@ -157,12 +204,13 @@ func (c Change) check() error {
 		return errors.New("change: no time")
 	case c.Offset < 0:
 		return fmt.Errorf("change: schedule offset %d", c.Offset)
-	case len(c.Reason) > MaxReason || !schedule.Printable(c.Reason):
-		return errors.New("change: the reason is too long or not printable text")
 	}
-	for _, s := range []string{c.By.Principal, c.By.User, c.By.Host, c.By.Name} {
-		if len(s) > MaxWho || !schedule.Printable(s) {
-			return errors.New("change: who made it is too long or not printable text")
+	if err := CheckText("reason", c.Reason, MaxReason); err != nil {
+		return fmt.Errorf("change: %w", err)
+	}
+	for _, f := range []struct{ field, s string }{{"by", c.By.Name}, {"principal", c.By.Principal}, {"user", c.By.User}, {"host", c.By.Host}} {
+		if err := CheckText(f.field, f.s, MaxWho); err != nil {
+			return fmt.Errorf("change: %w", err)
 		}
 	}
 	if c.Op == OpTrigger {

@@ -1,6 +1,7 @@
 package changelog
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +99,50 @@ func TestVerifyBackfill(t *testing.T) {
 	}
 	if _, err := Decode([]byte(`{"v":1,"kind":"schedule_change","op":"backfill","schedule":"scan","at":"2026-12-01T00:00:00Z","by":{},"schedule_offset":2}`)); err == nil {
 		t.Error("a backfill change without its record decoded")
+	}
+}
+
+func TestCheckText(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in, want string
+	}{
+		{"maintenance (OPS-7), é ✓", ""},
+		{"", ""},
+		{strings.Repeat("é", 512), ""},
+		{strings.Repeat("é", 600), "reason: 1,200 bytes, at most 1,024"},
+		{"ok\x01", "reason: holds a control character"},
+		{"line\nbreak", "reason: holds a control character"},
+		{"a\u0085b", "reason: holds a control character"},
+		{"ok\xff", "reason: not valid UTF-8"},
+	} {
+		err := CheckText("reason", tt.in, MaxReason)
+		if got := fmt.Sprint(err); tt.want == "" && err != nil || tt.want != "" && got != tt.want {
+			t.Errorf("CheckText(%.20q) = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+	if got := thousands(1234567); got != "1,234,567" {
+		t.Errorf("thousands(1234567) = %s", got)
+	}
+}
+
+// TestCleanText: what a writer records of itself is made valid text, never refused.
+func TestCleanText(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"host-1", MaxWho, "host-1"},
+		{"host\x1b[2J\n", MaxWho, "host?[2J?"},
+		{"us\xffer", MaxWho, "us?er"},
+		{"ééé", 5, "éé"},
+		{strings.Repeat("x", 300), MaxWho, strings.Repeat("x", MaxWho)},
+	} {
+		got := CleanText(tt.in, tt.max)
+		if got != tt.want || CheckText("host", got, tt.max) != nil {
+			t.Errorf("CleanText(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
 	}
 }

@@ -49,6 +49,15 @@ func newEmissionIndex(l *Log) *emissionIndex {
 			}
 		}
 	}
+	// The other schedules' ticks a scoped read did not keep (ReadSchedule): a term's first and last emission
+	// answer "was a term emitting at or after due, before the next one began" as all of them would, for terms
+	// that follow one another.
+	for epoch, s := range l.terms {
+		x.all = append(x.all, termEmission{s.first, epoch}, termEmission{s.last, epoch})
+		if f, ok := x.first[epoch]; !ok || s.first.Before(f) {
+			x.first[epoch] = s.first
+		}
+	}
 	sort.Slice(x.all, func(i, j int) bool { return x.all[i].at.Before(x.all[j].at) })
 	for name, m := range earliest {
 		s := make([]slotEmission, 0, len(m))

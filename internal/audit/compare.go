@@ -188,8 +188,12 @@ func compareSchedule(l *Log, idx *emissionIndex, name string, ticks []*Tick, o O
 	// Records deleted by retention: slots before the first retained record of the schedule's partitions.
 	dataFrom := dataCoverage(l, name, def)
 	if !dataFrom.IsZero() && dataFrom.After(o.From) {
-		sr.Notes = append(sr.Notes, fmt.Sprintf("older work or results records are deleted (retention); slots before %s are not audited",
-			dataFrom.Format(time.RFC3339)))
+		why := "are deleted (retention)"
+		if l.Truncated {
+			why = "were not read (the read's bound per partition) or are deleted (retention)"
+		}
+		sr.Notes = append(sr.Notes, fmt.Sprintf("older work or results records %s; slots before %s are not audited",
+			why, dataFrom.Format(time.RFC3339)))
 	}
 	resultsAudited := later(o.From, dataFrom)
 	audited = later(audited, dataFrom)

@@ -17,6 +17,11 @@
 //     outcome entries are kept per tick ID in log order. A tombstone (nil value) for a tick ID deletes that key's
 //     earlier entries in its partition, as compaction will.
 //
+// ReadSince reads the work and results topics from an instant on. ReadSchedule reads what one schedule's page
+// shows: only the partitions its shards can use (a tick's partition is a function of its schedule and shard,
+// package tick), only its records kept, and at most a bound of records per partition, the newest; a partition
+// the bound cuts is covered only from its first record read, so no earlier slot is called missing.
+//
 // # Expected slots
 //
 // A schedule's versions partition time: version i is in force from its change time T(i) to T(i+1). Its slots are

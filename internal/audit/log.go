@@ -28,8 +28,15 @@ type Log struct {
 	Undecodable int
 	// ForgedCancels counts cancel records of the work topic not written in a transaction (workers refuse them).
 	ForgedCancels int
+	// Truncated is set when ReadSchedule's Scope.MaxPerPartition cut the read of a partition short of
+	// Scope.Since: its older records were not read, and it is covered only from the first one read (WorkFrom,
+	// ResultsFrom), so Compare does not call earlier slots missing.
+	Truncated bool
 
 	scheduleGaps []gap // offset ranges of the schedules topic that are no longer retained
+	// terms are, with ReadSchedule, the first and last emission of each leader term (producer epoch) among the
+	// other schedules' ticks read: what Compare needs of them to tell whether a leader was running.
+	terms map[int64]termSpan
 }
 
 // Coverage is what one pool's work and results topics retain (see Log.WorkFrom).

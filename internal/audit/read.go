@@ -109,6 +109,8 @@ type reader struct {
 	// prefix, when set, is "<schedule>@", the start of every tick ID of the one schedule whose ledger entries
 	// are kept (ReadSchedule); entries of other ticks are dropped before the fold.
 	prefix string
+	// onRecord, when set, is called with every record a scoped read is given (tests).
+	onRecord func(*kgo.Record)
 }
 
 func newReader() *reader {

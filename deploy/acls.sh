@@ -4,12 +4,14 @@
 #   deploy/acls.sh --bootstrap-server HOST:PORT [--command-config admin.properties] [--namespace NS]
 #                  [--ticker-principal User:ticker] [--worker-principal User:worker]
 #                  [--operator-principal User:operator] [--auditor-principal User:auditor] [--forward TOPIC]
-#                  [--pool NAME [--pool-worker-principal User:worker-NAME]] [--dry-run]
+#                  [--pool NAME [--pool-worker-principal User:worker-NAME]] [--console-principal User:console]
+#                  [--dry-run]
 #
 # The forward lines are added (for the worker principal) only with --forward; the pool lines only with --pool
-# (the ticker, operator and auditor principals reach every pool; the pool's workers get the pool-worker lines).
-# --dry-run prints the kafka-acls.sh commands instead of running them. KAFKA_ACLS names the kafka-acls.sh to run
-# (default: kafka-acls.sh on PATH).
+# (the ticker, operator and auditor principals reach every pool; the pool's workers get the pool-worker lines);
+# the read-only console's (deploy/acls-console.txt) only with --console-principal (a console with --actions
+# uses the operator's). --dry-run prints the kafka-acls.sh commands instead of running them. KAFKA_ACLS names
+# the kafka-acls.sh to run (default: kafka-acls.sh on PATH).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -27,8 +29,9 @@ while (($#)); do
 	--forward) forward=$2; shift 2 ;;
 	--pool) pool=$2; shift 2 ;;
 	--pool-worker-principal) principal[pool-worker]=$2; shift 2 ;;
+	--console-principal) principal[console]=$2; shift 2 ;;
 	--dry-run) dry=1; shift ;;
-	-h | --help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "acls.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -39,6 +42,11 @@ principal[operator-pools]=${principal[operator]}
 principal[auditor-pools]=${principal[auditor]}
 [[ -n ${principal[pool-worker]:-} ]] || principal[pool-worker]=User:worker-$pool
 principal[pool-forward]=${principal[pool-worker]}
+files=("$here/acls.txt")
+if [[ -n ${principal[console]:-} ]]; then
+	principal[console-pools]=${principal[console]}
+	files+=("$here/acls-console.txt")
+fi
 
 base=("${KAFKA_ACLS:-kafka-acls.sh}" --bootstrap-server "$bootstrap")
 [[ -n $config ]] && base+=(--command-config "$config")
@@ -66,4 +74,4 @@ while read -r role type pattern name ops; do
 	else
 		"${cmd[@]}"
 	fi
-done <"$here/acls.txt"
+done < <(cat "${files[@]}")

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -638,5 +639,99 @@ func TestDashboardMetricsExported(t *testing.T) {
 	sort.Strings(extra)
 	if len(extra) > 0 {
 		t.Logf("declared in the code but not in the contract (not on the dashboard): %v", extra)
+	}
+}
+
+// flagValues returns what a command's flag is set to: each --name V, --name=V (or -name), or failing those its
+// TICKGROUP_* variable in env, as the commands read them (internal/cli). A boolean flag given bare is "true".
+func flagValues(args []string, env map[string]string, name string, isBool bool) []string {
+	var vals []string
+	for i := 0; i < len(args); i++ {
+		a, ok := strings.CutPrefix(args[i], "-")
+		if !ok {
+			continue
+		}
+		a = strings.TrimPrefix(a, "-")
+		switch {
+		case a == name && isBool:
+			vals = append(vals, "true")
+		case a == name && i+1 < len(args):
+			vals = append(vals, args[i+1])
+			i++
+		case strings.HasPrefix(a, name+"="):
+			vals = append(vals, strings.TrimPrefix(a, name+"="))
+		}
+	}
+	if v, ok := env["TICKGROUP_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_"))]; ok && len(vals) == 0 {
+		vals = append(vals, v)
+	}
+	return vals
+}
+
+// boolFlag reports whether a boolean flag ends up true (the last setting wins, as in package flag).
+func boolFlag(args []string, env map[string]string, name string) bool {
+	vals := flagValues(args, env, name, true)
+	if len(vals) == 0 {
+		return false
+	}
+	on, err := strconv.ParseBool(vals[len(vals)-1])
+	return err == nil && on
+}
+
+func TestFlagValues(t *testing.T) {
+	t.Parallel()
+	args := []string{"ticker", "console", "--auth-read", "-allowed-host", "a,b", "--allowed-host=c", "--show-output=false"}
+	env := map[string]string{"TICKGROUP_ACTIONS": "true", "TICKGROUP_AUTH_READ": "false"}
+	if got := flagValues(args, env, "allowed-host", false); !slices.Equal(got, []string{"a,b", "c"}) {
+		t.Errorf("allowed-host: %q", got)
+	}
+	for name, want := range map[string]bool{"auth-read": true, "show-output": false, "actions": true, "token-file": false} {
+		if got := boolFlag(args, env, name); got != want {
+			t.Errorf("boolFlag(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestComposeConsole: the demo's console may be open (no --auth-read, so that `up` needs no secret made first)
+// only while it is read only, published on the host's loopback alone and answering only loopback Host names (no
+// --allowed-host), which keeps web pages out through DNS rebinding. It never shows runs' output.
+func TestComposeConsole(t *testing.T) {
+	t.Parallel()
+	s, ok := composeProject(t).Services["console"]
+	if !ok {
+		t.Fatal("no console service")
+	}
+	cmd := []string(s.Command)
+	env := map[string]string{}
+	for k, v := range s.Environment {
+		if v != nil {
+			env[k] = *v
+		}
+	}
+	if len(cmd) < 2 || cmd[0] != "ticker" || cmd[1] != "console" {
+		t.Fatalf("console command %q, want ticker console", cmd)
+	}
+	if boolFlag(cmd, env, "show-output") {
+		t.Errorf("console command %q: --show-output is off in the shipped deployments", cmd)
+	}
+	if len(s.Ports) == 0 {
+		t.Errorf("the console publishes no port")
+	}
+	if boolFlag(cmd, env, "auth-read") {
+		if len(flagValues(cmd, env, "auth-file", false)) == 0 && len(flagValues(cmd, env, "token-file", false)) == 0 {
+			t.Errorf("console command %q: --auth-read without --auth-file or --token-file", cmd)
+		}
+		return
+	}
+	for _, p := range s.Ports {
+		if p.HostIP != "127.0.0.1" {
+			t.Errorf("the open console is published on %q:%s: want the host's loopback (127.0.0.1) only", p.HostIP, p.Published)
+		}
+	}
+	if hosts := flagValues(cmd, env, "allowed-host", false); len(hosts) > 0 {
+		t.Errorf("the open console allows Host %q: only loopback names keep DNS rebinding out", hosts)
+	}
+	if boolFlag(cmd, env, "actions") {
+		t.Errorf("console command %q: actions on an open console", cmd)
 	}
 }

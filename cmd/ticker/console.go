@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -18,7 +20,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/status"
 )
 
-const consoleUsage = `Usage: ticker console [--listen ADDR] [--actions --token-file F | --auth-file F] [--auth-read] [flags]
+const consoleUsage = `Usage: ticker console [--listen ADDR] [--allowed-host H] [--actions --token-file F | --auth-file F] [--auth-read] [flags]
 
 Serve web pages of the namespace (until SIGINT/SIGTERM): the fleet (who leads each ticker partition, the pools
 with their workers and lag, what needs attention), the schedules (searchable, 100 a page: state and pause
@@ -29,10 +31,14 @@ ticks, and one per fleet is enough (several may run). It needs the operator role
 
 --actions adds trigger, pause (a reason required, an end optional), resume and backfill (with its preview) to a
 schedule's page. Actions need authentication, and the console refuses to start without it: a bearer token
-(--token-file; Authorization: Bearer TOKEN) and/or users with bcrypt-hashed passwords (--auth-file, lines of
-name:hash as 'htpasswd -nbB NAME PASSWORD' prints them; HTTP Basic authentication). Every form carries a CSRF
-token; every action goes to the change log as console:USER. --auth-read puts every page behind the same
-authentication; without it the pages are open to whoever reaches --listen.`
+(--token-file, its first line TOKEN [ROLE [PREFIX]]; Authorization: Bearer TOKEN) and/or users with bcrypt-hashed
+passwords (--auth-file, lines of name:hash[:role[:prefix]], the hash as 'htpasswd -nbB -C 12 NAME PASSWORD'
+prints it, of cost 10 or more; HTTP Basic authentication). A role is viewer (reads), operator (the default: also
+acts) or admin; a prefix scopes the user to the schedules whose names start with it. Every form carries a CSRF
+token bound to its user and the hour; every action is logged, and goes to the change log as console:USER.
+--auth-read puts every page behind the same authentication; without it the pages, payloads and pause reasons
+included, are open to whoever reaches --listen. The console answers only requests for localhost, the --listen
+host and the --allowed-host names (421 otherwise), and refuses forms posted from another site.`
 
 func runConsole(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("ticker console", flag.ContinueOnError)
@@ -47,6 +53,10 @@ func runConsole(ctx context.Context, args []string, getenv func(string) string, 
 		authFile   string
 		maxRecords int64
 		grace      time.Duration
+		allowed    stringList
+		showOutput bool
+		prefix     string
+		detail     int64
 	)
 	common.Register(fs, "127.0.0.1:9103")
 	fs.StringVar(&listen, "listen", "127.0.0.1:8080", "address of the pages (host:port)")
@@ -54,7 +64,11 @@ func runConsole(ctx context.Context, args []string, getenv func(string) string, 
 	fs.BoolVar(&actions, "actions", false, "allow trigger, pause, resume and backfill (needs --token-file or --auth-file)")
 	fs.BoolVar(&authRead, "auth-read", false, "put every page behind the authentication too")
 	fs.StringVar(&tokenFile, "token-file", "", "file holding the bearer token (its first line; at least 16 characters)")
-	fs.StringVar(&authFile, "auth-file", "", "file of users, one name:bcrypt-hash a line")
+	fs.StringVar(&authFile, "auth-file", "", "file of users, one name:bcrypt-hash[:role[:prefix]] a line (cost 10 or more)")
+	fs.Var(&allowed, "allowed-host", "a host name the pages are reached under, besides localhost and the --listen host (repeatable, or comma-separated; * for any)")
+	fs.BoolVar(&showOutput, "show-output", false, "show the output tail workers record (worker run --record-output) on schedule pages: it may hold secrets")
+	fs.Int64Var(&detail, "detail-records", 50_000, "a schedule's page reads at most this many of the newest records of each work and results partition its ticks use")
+	fs.StringVar(&prefix, "prefix", "", "serve the pages under this path (e.g. /console, behind a proxy that keeps it)")
 	fs.DurationVar(&grace, "grace", 30*time.Second, "a tick not emitted, or without an outcome, this long after its instant counts as missed")
 	fs.Int64Var(&maxRecords, "max-records", status.DefaultMaxRecords, "as ticker status --max-records: beyond this many retained records, only the last day's are read for the runs")
 	fs.Usage = cli.Usage(fs, consoleUsage)
@@ -64,8 +78,8 @@ func runConsole(ctx context.Context, args []string, getenv func(string) string, 
 	if fs.NArg() > 0 {
 		return cli.Usagef("ticker console: unexpected argument %q", fs.Arg(0))
 	}
-	if refresh < time.Second || grace <= 0 {
-		return cli.Usagef("ticker console: --refresh must be at least 1s, and --grace positive")
+	if refresh < time.Second || grace <= 0 || detail < 1 {
+		return cli.Usagef("ticker console: --refresh must be at least 1s, and --grace and --detail-records positive")
 	}
 	if err := common.Finish(); err != nil {
 		return err
@@ -73,8 +87,8 @@ func runConsole(ctx context.Context, args []string, getenv func(string) string, 
 	var auth *console.Auth
 	if tokenFile != "" || authFile != "" {
 		var (
-			token string
-			users map[string][]byte
+			token console.Token
+			users map[string]console.User
 			err   error
 		)
 		if tokenFile != "" {
@@ -108,13 +122,15 @@ func runConsole(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	defer client.Close()
 	reg := admin.NewRegistry("ticker-console")
-	c, err := console.New(console.Config{Listen: listen, Names: common.Kafka.Names(), Namespace: common.Kafka.Namespace, Refresh: refresh,
-		MaxRecords: maxRecords, Grace: grace, Actions: actions, Auth: auth, AuthRead: authRead, Schedules: client, Logger: logger, Registerer: reg}, opts)
-	if errors.Is(err, console.ErrActionsWithoutAuth) {
+	c, err := console.New(console.Config{Prefix: prefix, AllowedHosts: allowed, Names: common.Kafka.Names(), Namespace: common.Kafka.Namespace,
+		Refresh: refresh, MaxRecords: maxRecords, Grace: grace, Actions: actions, Auth: auth, AuthRead: authRead, ShowOutput: showOutput,
+		DetailRecords: detail, Schedules: client, Logger: logger, Registerer: reg}, opts)
+	if err != nil {
 		return cli.UsageError{Err: err}
 	}
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		return err
+		return fmt.Errorf("console: listening on %s: %w", listen, err)
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	if common.MetricsAddr != "" {
@@ -125,9 +141,20 @@ func runConsole(ctx context.Context, args []string, getenv func(string) string, 
 		g.Go(func() error { return srv.Run(gctx) })
 	}
 	g.Go(func() error { return c.Run(gctx) })
-	fmt.Fprintf(stdout, "console on http://%s/\n", c.Addr())
+	g.Go(func() error { return c.Serve(gctx, ln) })
+	fmt.Fprintf(stdout, "console on http://%s%s/\n", ln.Addr(), prefix)
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
+	return nil
+}
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(v string) error {
+	*l = append(*l, v)
 	return nil
 }

@@ -13,15 +13,19 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -29,12 +33,18 @@ import (
 	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/status"
+	"github.com/tickgroup/tickgroup/internal/store"
 )
 
 // Config is a console's.
 type Config struct {
-	// Listen is the pages' address (host:port).
-	Listen string
+	// Prefix is the path the console is mounted under in its server ("" or "/console": no trailing slash);
+	// every link and form of its pages carries it.
+	Prefix string
+	// AllowedHosts are the Host header values accepted besides localhost, 127.0.0.1, [::1] and the host of the
+	// address Serve listens on; a request for another host gets 421 (a DNS-rebinding page reaches a console on
+	// loopback under a host name of its own). "*" accepts any host: for an application that checks hosts itself.
+	AllowedHosts []string
 	// Names and Namespace are the namespace's.
 	Names     kafka.Names
 	Namespace string
@@ -42,14 +52,20 @@ type Config struct {
 	Refresh time.Duration
 	// MaxRecords is status.Options.MaxRecords (0: its default).
 	MaxRecords int64
+	// DetailRecords bounds a schedule page's read of its runs: at most this many of the newest records of each
+	// work and results partition its ticks use (default 50,000).
+	DetailRecords int64
 	// Grace is how long after its instant a tick may still be unemitted or without an outcome before it counts
 	// as missed (default 30s).
 	Grace time.Duration
-	// Actions enables trigger, pause, resume and backfill (they need Auth).
+	// Actions enables trigger, pause, resume and backfill (they need Auth, and a principal of role Operator).
 	Actions bool
 	// Auth, when set, authenticates the actions, and with AuthRead every page.
 	Auth     *Auth
 	AuthRead bool
+	// ShowOutput shows the output tail a worker recorded for each run (worker run --record-output): it is the
+	// handler's stdout and stderr, which may hold secrets, so it is off by default.
+	ShowOutput bool
 	// Schedules is the client the actions and a schedule's change log use.
 	Schedules *tickgroup.Schedules
 	Logger    *slog.Logger
@@ -60,24 +76,28 @@ type Config struct {
 // ErrActionsWithoutAuth is returned by New for actions without authentication.
 var ErrActionsWithoutAuth = errors.New("console: --actions needs authentication (--token-file or --auth-file)")
 
-// Console serves the pages.
+// Console is the console: an http.Handler of its pages (mount it under Config.Prefix, or let Serve serve it),
+// and Run, which reads the namespace for them. Its pages answer 503 until Run's first read.
 type Console struct {
 	cfg     Config
 	opts    []kgo.Opt
-	ln      net.Listener
 	snap    atomic.Pointer[snapshot]
 	ready   atomic.Bool
 	pages   *pages
 	metrics *metrics
 	csrfKey []byte
+	hosts   *hostCheck
+	handler http.Handler
 
-	detailMu sync.Mutex
-	details  map[string]*detail // a schedule's runs and change log, by name, kept for detailKeep
-	flights  map[string]*flight // the detail reads under way
-	gen      map[string]uint64  // bumped by an action on the schedule: a read begun before it is not kept
-	reads    chan struct{}      // a slot per detail read under way (maxDetailReads)
-	wg       sync.WaitGroup     // the detail reads
-	runCtx   context.Context    // Run's, for the detail reads
+	detailMu  sync.Mutex
+	details   map[string]*detail // a schedule's runs and change log, by name, kept for detailKeep
+	flights   map[string]*flight // the detail reads under way
+	perClient map[string]int     // the flights each client started that are under way
+	gen       map[string]uint64  // bumped by an action on the schedule: a read begun before it is not kept
+	reads     *semaphore.Weighted
+	readOne   func(context.Context, store.Entry, string) *detail // readDetail; a test's own
+	wg        sync.WaitGroup                                     // the detail reads
+	runCtx    atomic.Pointer[context.Context]
 }
 
 // snapshot is one read of the namespace.
@@ -88,7 +108,8 @@ type snapshot struct {
 	err  error
 }
 
-// New checks cfg and listens on cfg.Listen (so that a taken port fails at once); Run serves.
+// New checks cfg and returns the console; Run reads the namespace, and Serve (or a server of the caller's)
+// serves it.
 func New(cfg Config, opts []kgo.Opt) (*Console, error) {
 	if cfg.Actions && cfg.Auth == nil {
 		return nil, ErrActionsWithoutAuth
@@ -96,16 +117,16 @@ func New(cfg Config, opts []kgo.Opt) (*Console, error) {
 	if cfg.AuthRead && cfg.Auth == nil {
 		return nil, errors.New("console: --auth-read needs authentication (--token-file or --auth-file)")
 	}
-	if cfg.Refresh <= 0 {
-		cfg.Refresh = 15 * time.Second
+	if cfg.Prefix != "" && (!strings.HasPrefix(cfg.Prefix, "/") || strings.HasSuffix(cfg.Prefix, "/")) {
+		return nil, fmt.Errorf("console: prefix %q: want a path such as /console, without a trailing slash", cfg.Prefix)
 	}
-	if cfg.Grace <= 0 {
-		cfg.Grace = 30 * time.Second
-	}
+	cfg.Refresh = cmp.Or(cfg.Refresh, 15*time.Second)
+	cfg.Grace = cmp.Or(cfg.Grace, 30*time.Second)
+	cfg.DetailRecords = cmp.Or(cfg.DetailRecords, 50_000)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	pg, err := newPages()
+	pg, err := newPages(cfg.Prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -113,16 +134,21 @@ func New(cfg Config, opts []kgo.Opt) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	hosts, err := newHostCheck(cfg.AllowedHosts)
 	if err != nil {
-		return nil, fmt.Errorf("console: listening on %s: %w", cfg.Listen, err)
+		return nil, err
 	}
-	return &Console{cfg: cfg, opts: opts, ln: ln, pages: pg, metrics: newMetrics(), csrfKey: key, details: map[string]*detail{},
-		flights: map[string]*flight{}, gen: map[string]uint64{}, reads: make(chan struct{}, maxDetailReads), runCtx: context.Background()}, nil
+	c := &Console{cfg: cfg, opts: opts, pages: pg, metrics: newMetrics(), csrfKey: key, hosts: hosts, details: map[string]*detail{},
+		flights: map[string]*flight{}, perClient: map[string]int{}, gen: map[string]uint64{}, reads: semaphore.NewWeighted(maxDetailReads)}
+	bg := context.Background()
+	c.runCtx.Store(&bg)
+	c.readOne = c.readDetail
+	c.handler = c.routes()
+	return c, nil
 }
 
-// Addr is the address the pages are served on.
-func (c *Console) Addr() string { return c.ln.Addr().String() }
+// ServeHTTP serves the console's pages.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.handler.ServeHTTP(w, r) }
 
 // Ready reports whether the console has read the namespace once (admin.Checker).
 func (c *Console) Ready() (bool, string) {
@@ -132,7 +158,8 @@ func (c *Console) Ready() (bool, string) {
 	return false, "the namespace has not been read yet"
 }
 
-// Run reads the namespace every Refresh and serves the pages until ctx ends.
+// Run reads the namespace every Refresh until ctx ends, and then waits for the schedule pages' reads under way
+// (they end with ctx).
 func (c *Console) Run(ctx context.Context) error {
 	if r := c.cfg.Registerer; r != nil {
 		if err := c.metrics.register(r); err != nil {
@@ -140,14 +167,22 @@ func (c *Console) Run(ctx context.Context) error {
 		}
 		defer c.metrics.unregister(r)
 	}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	c.runCtx = ctx
+	c.runCtx.Store(&ctx)
+	c.cfg.Logger.Info("console reading", "namespace", c.cfg.Namespace, "refresh", c.cfg.Refresh, "actions", c.cfg.Actions, "auth_read", c.cfg.AuthRead)
+	c.refresh(ctx)
+	c.wg.Wait()
+	return nil
+}
+
+// Serve serves the console on ln until ctx ends, with the timeouts and limits a server exposed to clients it
+// does not trust needs; the host ln listens on (unless it is any address) is accepted as a Host.
+func (c *Console) Serve(ctx context.Context, ln net.Listener) error {
+	c.hosts.addListener(ln.Addr())
 	srv := &http.Server{
-		Handler:           c.handler(),
+		Handler:           c,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		// A schedule's page may wait for its detail read (up to a minute) before it is written.
+		// A schedule's page may wait for its detail read before it is written.
 		WriteTimeout:   2 * time.Minute,
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
@@ -155,26 +190,18 @@ func (c *Console) Run(ctx context.Context) error {
 		ErrorLog:       slog.NewLogLogger(c.cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(c.ln) }()
-	refreshed := make(chan struct{})
-	go func() {
-		defer close(refreshed)
-		c.refresh(ctx)
-	}()
-	c.cfg.Logger.Info("console serving", "addr", c.Addr(), "actions", c.cfg.Actions, "auth_read", c.cfg.AuthRead, "refresh", c.cfg.Refresh)
+	go func() { served <- srv.Serve(ln) }()
+	c.cfg.Logger.Info("console serving", "addr", ln.Addr().String(), "prefix", c.cfg.Prefix)
 	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-served:
 	}
-	stop() // the refresher, the detail reads and the requests' contexts end
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if srv.Shutdown(sctx) != nil {
 		_ = srv.Close()
 	}
-	<-refreshed
-	c.wg.Wait()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,19 +23,10 @@ const testToken = "0123456789abcdef-token"
 // testConsole is a console whose snapshot is made here: its pages without a broker.
 func testConsole(t *testing.T, actions bool) (*Console, *httptest.Server) {
 	t.Helper()
-	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	c, err := New(Config{Namespace: "ns", Actions: actions, Auth: testAuth(t)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := NewAuth(testToken, map[string][]byte{"alice": hash})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := New(Config{Listen: "127.0.0.1:0", Namespace: "ns", Actions: actions, Auth: auth}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.ln.Close() })
 	now := time.Now().UTC()
 	rep := &status.Report{Namespace: "ns", At: now, LeaderCount: 1, Entries: map[string]store.Entry{}}
 	add := func(spec schedule.Spec, sc status.Schedule) {
@@ -58,9 +50,30 @@ func testConsole(t *testing.T, actions bool) (*Console, *httptest.Server) {
 	for name := range rep.Entries {
 		c.details[name] = &detail{at: time.Now().Add(time.Hour)}
 	}
-	srv := httptest.NewServer(c.handler())
+	srv := httptest.NewServer(c)
 	t.Cleanup(srv.Close)
 	return c, srv
+}
+
+// testHash is a bcrypt hash of "s3cret" of the least cost an auth file may hold, made once.
+var testHash = sync.OnceValue(func() []byte {
+	h, err := bcrypt.GenerateFromPassword([]byte("s3cret"), MinCost)
+	if err != nil {
+		panic(err)
+	}
+	return h
+})
+
+// testAuth has the token (an operator) and the users alice (operator), vic (viewer) and ann (operator of the
+// schedules named team-a-...), each with the password s3cret.
+func testAuth(t *testing.T) *Auth {
+	t.Helper()
+	auth, err := NewAuth(Token{Secret: testToken}, map[string]User{"alice": {Hash: testHash(), Role: Operator},
+		"vic": {Hash: testHash(), Role: Viewer}, "ann": {Hash: testHash(), Role: Operator, Prefix: "team-a-"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return auth
 }
 
 func get(t *testing.T, srv *httptest.Server, path string, hdr ...string) (int, string) {
@@ -170,7 +183,7 @@ func TestActionsNeedAuthAndCSRF(t *testing.T) {
 		{"backfill", url.Values{"from": {"2h"}, "to": {"now"}, "max_running": {"1000"}}, "Max running"},
 		{"pause", url.Values{}, "needs a reason"},
 		{"pause", url.Values{"reason": {"x"}, "until": {"soon"}}, "Until"},
-		{"explode", url.Values{}, "Unknown action"},
+		{"explode", url.Values{}, "There is no such page"},
 	} {
 		code, body := form(tc.action, tc.v)
 		if code != 400 && !(tc.action == "explode" && code == 404) || !strings.Contains(body, tc.says) || strings.Contains(body, "<script>") {
@@ -203,18 +216,17 @@ func TestActionsNeedAuthAndCSRF(t *testing.T) {
 }
 
 func TestConfigRefusesActionsWithoutAuth(t *testing.T) {
-	if _, err := New(Config{Listen: "127.0.0.1:0", Actions: true}, nil); !errors.Is(err, ErrActionsWithoutAuth) {
+	if _, err := New(Config{Actions: true}, nil); !errors.Is(err, ErrActionsWithoutAuth) {
 		t.Fatalf("actions without authentication: %v", err)
 	}
-	if _, err := NewAuth("short", nil); err == nil {
+	if _, err := NewAuth(Token{Secret: "short"}, nil); err == nil {
 		t.Error("a token of 5 characters was taken")
 	}
 	if _, err := ReadUsers(strings.NewReader("alice:plaintext\n")); err == nil {
 		t.Error("a plain-text password was taken")
 	}
-	hash, _ := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
-	users, err := ReadUsers(strings.NewReader("# users\n\nalice:" + string(hash) + "\n"))
-	if err != nil || len(users) != 1 {
+	users, err := ReadUsers(strings.NewReader("# users\n\nalice:" + string(testHash()) + "\nbob:" + string(testHash()) + ":viewer:team-b-\n"))
+	if err != nil || len(users) != 2 || users["alice"].Role != Operator || users["bob"].Role != Viewer || users["bob"].Prefix != "team-b-" {
 		t.Fatalf("a valid auth file: %v %v", users, err)
 	}
 }

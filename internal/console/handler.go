@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -18,67 +19,58 @@ import (
 // maxForm bounds a form's body.
 const maxForm = 16 << 10
 
-// handler routes the console's pages. Reads are GET; actions are POST, authenticated and CSRF-checked.
-func (c *Console) handler() http.Handler {
+// routes is the console's handler: its middleware around one route per page and per action. Reads are GET;
+// actions are POST, each by an authenticated principal of role Operator, CSRF-checked.
+func (c *Console) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", c.page("fleet", c.fleetPage))
-	mux.HandleFunc("GET /schedules", c.page("schedules", c.schedulesPage))
-	mux.HandleFunc("GET /schedules/{name}", c.page("schedule", c.schedulePage))
-	mux.HandleFunc("GET /login", c.login)
-	mux.HandleFunc("POST /schedules/{name}/{action}", c.act)
-	mux.HandleFunc("GET /assets/console.css", c.asset("text/css; charset=utf-8", c.pages.css))
-	mux.HandleFunc("GET /assets/local.js", c.asset("text/javascript; charset=utf-8", c.pages.js))
-	mux.HandleFunc("/", c.page("other", func(w http.ResponseWriter, r *http.Request, _ string) {
+	mux.Handle("GET /{$}", c.page("fleet", c.fleetPage))
+	mux.Handle("GET /schedules", c.page("schedules", c.schedulesPage))
+	mux.Handle("GET /schedules/{name}", c.page("schedule", c.schedulePage))
+	mux.Handle("GET /login", c.page("login", c.login))
+	mux.Handle("POST /schedules/{name}/trigger", c.action("trigger", c.trigger))
+	mux.Handle("POST /schedules/{name}/pause", c.action("pause", c.pause))
+	mux.Handle("POST /schedules/{name}/resume", c.action("resume", c.resume))
+	mux.Handle("POST /schedules/{name}/backfill", c.action("backfill", c.backfill))
+	mux.Handle("GET /assets/console.css", c.asset("text/css; charset=utf-8", c.pages.css))
+	mux.Handle("GET /assets/local.js", c.asset("text/javascript; charset=utf-8", c.pages.js))
+	mux.Handle("/", c.page("other", func(w http.ResponseWriter, r *http.Request, _ Principal) {
 		c.fail(w, r, http.StatusNotFound, "There is no such page.")
 	}))
-	return mux
-}
-
-// page wraps a page: with AuthRead it needs a user; otherwise the user is whoever the request authenticates as
-// (for the action forms), or nobody.
-func (c *Console) page(page string, h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		rec := &codeWriter{ResponseWriter: w, code: http.StatusOK}
-		defer func() { c.metrics.requests.WithLabelValues(page, strconv.Itoa(rec.code)).Inc() }()
-		user := ""
-		if c.cfg.Auth != nil {
-			u, ok := c.cfg.Auth.user(r)
-			if !ok && c.cfg.AuthRead {
-				challenge(rec)
-				return
-			}
-			user = u
-		}
-		h(rec, r, user)
+	h := c.authenticate(mux)
+	h = c.crossOrigin(h)
+	h = c.checkHost(h)
+	h = headers(h)
+	if c.cfg.Prefix != "" {
+		h = http.StripPrefix(c.cfg.Prefix, h)
 	}
+	return c.count(h)
 }
 
-type codeWriter struct {
-	http.ResponseWriter
-	code int
+// page is a page's route: its metrics label, and the principal the middleware found.
+func (c *Console) page(label string, h func(http.ResponseWriter, *http.Request, Principal)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := info(r)
+		q.page = label
+		h(w, r, q.principal)
+	})
 }
 
-func (w *codeWriter) WriteHeader(code int) {
-	w.code = code
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (c *Console) asset(ctype string, body []byte) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		c.metrics.requests.WithLabelValues("asset", "200").Inc()
+func (c *Console) asset(ctype string, body []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info(r).page = "asset"
 		w.Header().Set("Content-Type", ctype)
 		w.Header().Set("Cache-Control", "max-age=300")
 		_, _ = w.Write(body)
-	}
+	})
 }
 
 // login asks the browser for a user, then goes back to next (a path of this console only).
-func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+func (c *Console) login(w http.ResponseWriter, r *http.Request, _ Principal) {
 	if c.cfg.Auth == nil {
 		c.fail(w, r, http.StatusNotFound, "This console has no users.")
 		return
 	}
-	if _, ok := c.cfg.Auth.user(r); !ok {
+	if !info(r).authed {
 		challenge(w)
 		return
 	}
@@ -88,8 +80,128 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		strings.HasPrefix(u.Path, "/") && !strings.HasPrefix(u.Path, "//") && !strings.Contains(u.Path, "\\") {
 		next = (&url.URL{Path: u.Path, RawQuery: u.RawQuery}).String()
 	}
-	http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // next is a path of this console, checked above
+	http.Redirect(w, r, c.cfg.Prefix+next, http.StatusSeeOther) //nolint:gosec // next is a path of this console, checked above
 }
+
+// actionFunc takes an action on schedule name for p once the request has passed every check; it returns the
+// outcome to log and where to go, or writes its own answer (and returns "").
+type actionFunc func(w http.ResponseWriter, r *http.Request, p Principal, name string, opts []tickgroup.ChangeOption) (back string, err error)
+
+// action is an action's route. It answers 404 when actions are off or the schedule is not the principal's to
+// see, 401 without a user, 403 for a viewer or without the form's CSRF token, 400 for bad input (before anything
+// is written), 502 when the write failed; and logs every attempt that got past authentication, with its user
+// and outcome.
+func (c *Console) action(name string, take actionFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := info(r)
+		q.page, q.action, q.result = "action", name, "refused"
+		if !c.cfg.Actions {
+			c.fail(w, r, http.StatusNotFound, "Actions are off on this console (ticker console --actions).")
+			return
+		}
+		if !q.authed {
+			challenge(w)
+			return
+		}
+		p, sched := q.principal, r.PathValue("name")
+		log := c.cfg.Logger.With("action", name, "schedule", sched, "user", p.Name, "role", p.Role.String())
+		if p.Role < Operator {
+			log.Warn("console action refused", "why", "role")
+			c.fail(w, r, http.StatusForbidden, fmt.Sprintf("A %s may not act: it takes the operator role.", p.Role))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		if err := r.ParseForm(); err != nil {
+			c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
+			return
+		}
+		if !c.csrfOK(r, p.Name) {
+			log.Warn("console action refused", "why", "csrf")
+			c.fail(w, r, http.StatusForbidden, "The form's CSRF token is missing, wrong or expired: reload the schedule's page and try again.")
+			return
+		}
+		s := c.snap.Load()
+		if s == nil || s.rep == nil {
+			c.notReady(w, r)
+			return
+		}
+		if _, _, ok := lookup(s.rep, sched); !ok || !p.Sees(sched) {
+			c.fail(w, r, http.StatusNotFound, "There is no such schedule (as of the last read).")
+			return
+		}
+		reason := strings.TrimSpace(r.PostFormValue("reason"))
+		opts := []tickgroup.ChangeOption{tickgroup.Reason(reason), tickgroup.By("console:" + p.Name)}
+		back, err := take(w, r, p, sched, opts)
+		switch {
+		case errors.Is(err, errAnswered):
+			q.result = "ok"
+			log.Info("console action previewed")
+			return
+		case err != nil:
+			c.actionFailed(w, r, q, log, err)
+			return
+		}
+		q.result = "ok"
+		c.forget(sched)
+		log.Info("console action", "result", "ok", "reason", reason)
+		http.Redirect(w, r, c.cfg.Prefix+back, http.StatusSeeOther)
+	})
+}
+
+// errAnswered is an action's return when it wrote its own answer (a preview).
+var errAnswered = errors.New("answered")
+
+// badInput is an action's refusal of its form, before anything was written: 400 with its text.
+type badInput struct{ msg string }
+
+func (e badInput) Error() string { return e.msg }
+
+// actionFailed answers a failed action: 400 for input the console or the library refused before writing
+// anything, 502 for a write that failed.
+func (c *Console) actionFailed(w http.ResponseWriter, r *http.Request, q *request, log *slog.Logger, err error) {
+	var bad badInput
+	switch {
+	case errors.As(err, &bad):
+		log.Info("console action refused", "why", bad.msg)
+		c.fail(w, r, http.StatusBadRequest, bad.msg)
+	case errors.Is(err, tickgroup.ErrInvalidChange):
+		log.Info("console action refused", "why", err.Error())
+		c.fail(w, r, http.StatusBadRequest, "Nothing was written: "+err.Error())
+	case errors.Is(err, tickgroup.ErrNothingToBackfill):
+		q.result = "ok"
+		c.fail(w, r, http.StatusBadRequest, "No slot of the range is to run: nothing was requested.")
+	default:
+		q.result = "failed"
+		log.Warn("console action failed", "error", err)
+		c.fail(w, r, http.StatusBadGateway, fmt.Sprintf("The %s of %s failed: %v", q.action, r.PathValue("name"), err))
+	}
+}
+
+func (c *Console) trigger(_ http.ResponseWriter, r *http.Request, _ Principal, name string, opts []tickgroup.ChangeOption) (string, error) {
+	_, err := c.cfg.Schedules.Trigger(r.Context(), name, opts...)
+	return schedulePath(name), err
+}
+
+func (c *Console) pause(_ http.ResponseWriter, r *http.Request, _ Principal, name string, opts []tickgroup.ChangeOption) (string, error) {
+	if strings.TrimSpace(r.PostFormValue("reason")) == "" {
+		return "", badInput{"A pause needs a reason."}
+	}
+	if u := strings.TrimSpace(r.PostFormValue("until")); u != "" {
+		until, err := parseWhen(u, time.Now(), true)
+		if err != nil {
+			return "", badInput{"Until: " + err.Error()}
+		}
+		opts = append(opts, tickgroup.Until(until))
+	}
+	return schedulePath(name), c.cfg.Schedules.Pause(r.Context(), name, opts...)
+}
+
+func (c *Console) resume(_ http.ResponseWriter, r *http.Request, _ Principal, name string, opts []tickgroup.ChangeOption) (string, error) {
+	return schedulePath(name), c.cfg.Schedules.Resume(r.Context(), name, opts...)
+}
+
+// schedulePath is the path of schedule name's page, within the console.
+func schedulePath(name string) string { return "/schedules/" + url.PathEscape(name) }
 
 // schedulePage is one schedule: its facts, next slots, last runs, backfills and changes.
 type schedulePage struct {
@@ -105,6 +217,8 @@ type schedulePage struct {
 	Backfills                                                        []tickgroup.BackfillStatus
 	Changes                                                          []tickgroup.ChangeRecord
 	DetailError                                                      string
+	Truncated, ShowOutput                                            bool
+	Forged, Invalid                                                  int
 	Acting                                                           bool
 	CSRF                                                             string
 }
@@ -114,7 +228,7 @@ type nextSlot struct {
 	Local string
 }
 
-func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, user string) {
+func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, pr Principal) {
 	s := c.snap.Load()
 	if s == nil || s.rep == nil {
 		c.notReady(w, r)
@@ -122,8 +236,8 @@ func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, user stri
 	}
 	name := r.PathValue("name")
 	e, sc, ok := lookup(s.rep, name)
-	if !ok {
-		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no schedule %q in namespace %s (as of the last read).", name, c.cfg.Namespace))
+	if !ok || !pr.Sees(name) {
+		c.fail(w, r, http.StatusNotFound, "There is no such schedule in namespace "+c.cfg.Namespace+" (as of the last read).")
 		return
 	}
 	now := time.Now()
@@ -135,7 +249,7 @@ func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, user stri
 		}
 	}
 	p := schedulePage{Name: name, Definition: spec.Describe(), Zone: loc.String(), Pool: cmp.Or(spec.Pool, "default"), Payload: spec.Payload,
-		URL: "/schedules/" + url.PathEscape(name), Version: e.Version, UpdatedAt: e.UpdatedAt, Leader: sc.Leader, Paused: sc.Paused}
+		URL: c.cfg.Prefix + schedulePath(name), Version: e.Version, UpdatedAt: e.UpdatedAt, Leader: sc.Leader, Paused: sc.Paused, ShowOutput: c.cfg.ShowOutput}
 	p.State, p.StateClass, p.Reason = stateText(sc, now)
 	row := rowOf(sc, s.rep, s.at)
 	p.Missed1h, p.Missed1d = row.Missed1h, row.Missed1d
@@ -144,17 +258,36 @@ func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, user stri
 			p.Next = append(p.Next, nextSlot{UTC: t, Local: t.In(loc).Format(time.RFC3339)})
 		}
 	}
-	d := c.detailOf(r.Context(), name)
-	p.Runs, p.Backfills, p.Changes = d.runs, d.backfills, d.changes
-	if d.err != nil {
-		p.DetailError = d.err.Error()
+	code := http.StatusOK
+	client := cmp.Or(pr.Name, clientAddr(r))
+	d, err := c.detailOf(r.Context(), client, e, name)
+	switch {
+	case errors.Is(err, errDetailBusy):
+		code = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "2")
+		p.DetailError = err.Error()
+	case err != nil:
+		return // the client has gone
+	default:
+		p.Runs, p.Backfills, p.Changes, p.Truncated, p.Forged, p.Invalid = d.runs, d.backfills, d.changes, d.truncated, d.forged, d.invalid
+		if d.err != nil {
+			p.DetailError = d.err.Error()
+		}
 	}
 	refresh := c.refreshSeconds()
-	if c.cfg.Actions && user != "" {
-		p.Acting, p.CSRF = true, c.csrfToken(user)
+	if c.cfg.Actions && info(r).authed && pr.Role >= Operator {
+		p.Acting, p.CSRF = true, c.csrfToken(pr.Name)
 		refresh = 0 // a refresh would wipe a form being filled in
 	}
-	c.render(w, r, http.StatusOK, "schedule", view{Title: name, Page: "schedule", User: user, Refresh: refresh, Data: p})
+	c.render(w, r, code, "schedule", view{Title: name, Page: "schedule", User: userOf(r), Refresh: refresh, Data: p})
+}
+
+// userOf is the name a page shows as signed in ("" for an anonymous reader).
+func userOf(r *http.Request) string {
+	if q := info(r); q.authed {
+		return q.principal.Name
+	}
+	return ""
 }
 
 // lookup finds schedule name in rep.
@@ -169,90 +302,6 @@ func lookup(rep *status.Report, name string) (store.Entry, status.Schedule, bool
 		}
 	}
 	return store.Entry{}, status.Schedule{}, false
-}
-
-// act takes an action on a schedule: authenticated (401 otherwise), with the form's CSRF token (403 otherwise),
-// and logged in the change log under the console user's name.
-func (c *Console) act(w http.ResponseWriter, r *http.Request) {
-	action := r.PathValue("action")
-	rec := &codeWriter{ResponseWriter: w, code: http.StatusOK}
-	result := "refused"
-	defer func() {
-		c.metrics.requests.WithLabelValues("action", strconv.Itoa(rec.code)).Inc()
-		switch action {
-		case "trigger", "pause", "resume", "backfill":
-			c.metrics.actions.WithLabelValues(action, result).Inc()
-		}
-	}()
-	w = rec
-	if !c.cfg.Actions {
-		c.fail(w, r, http.StatusNotFound, "Actions are off on this console (ticker console --actions).")
-		return
-	}
-	user, ok := c.cfg.Auth.user(r)
-	if !ok {
-		challenge(w)
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-	if err := r.ParseForm(); err != nil {
-		c.fail(w, r, http.StatusBadRequest, "The form could not be read.")
-		return
-	}
-	if !c.csrfOK(r, user) {
-		c.fail(w, r, http.StatusForbidden, "The form's CSRF token is missing or wrong: reload the schedule's page and try again.")
-		return
-	}
-	name := r.PathValue("name")
-	s := c.snap.Load()
-	if s == nil || s.rep == nil {
-		c.notReady(w, r)
-		return
-	}
-	if _, _, ok := lookup(s.rep, name); !ok {
-		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no schedule %q (as of the last read).", name))
-		return
-	}
-	reason := strings.TrimSpace(r.PostFormValue("reason"))
-	opts := []tickgroup.ChangeOption{tickgroup.Reason(reason), tickgroup.By("console:" + user)}
-	back := "/schedules/" + url.PathEscape(name)
-	var err error
-	switch action {
-	case "trigger":
-		_, err = c.cfg.Schedules.Trigger(r.Context(), name, opts...)
-	case "pause":
-		if reason == "" {
-			c.fail(w, r, http.StatusBadRequest, "A pause needs a reason.")
-			return
-		}
-		if u := strings.TrimSpace(r.PostFormValue("until")); u != "" {
-			until, perr := parseWhen(u, time.Now(), true)
-			if perr != nil {
-				c.fail(w, r, http.StatusBadRequest, "Until: "+perr.Error())
-				return
-			}
-			opts = append(opts, tickgroup.Until(until))
-		}
-		err = c.cfg.Schedules.Pause(r.Context(), name, opts...)
-	case "resume":
-		err = c.cfg.Schedules.Resume(r.Context(), name, opts...)
-	case "backfill":
-		c.backfill(w, r, user, name, reason, opts, &result)
-		return
-	default:
-		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("Unknown action %q.", action))
-		return
-	}
-	if err != nil {
-		result = "failed"
-		c.cfg.Logger.Warn("console action failed", "action", action, "schedule", name, "user", user, "error", err)
-		c.fail(w, r, http.StatusBadGateway, fmt.Sprintf("The %s of %s failed: %v", action, name, err))
-		return
-	}
-	result = "ok"
-	c.forget(name)
-	c.cfg.Logger.Info("console action", "action", action, "schedule", name, "user", user)
-	http.Redirect(w, r, back, http.StatusSeeOther)
 }
 
 // forget drops a schedule's kept detail, so that its page shows an action's effect at once; a read under way
@@ -275,44 +324,41 @@ type backfillPreview struct {
 
 // backfill previews a backfill (its dry run: every slot of the range and whether it runs), and requests it once
 // the preview's form is confirmed.
-func (c *Console) backfill(w http.ResponseWriter, r *http.Request, user, name, reason string, opts []tickgroup.ChangeOption, result *string) {
+func (c *Console) backfill(w http.ResponseWriter, r *http.Request, p Principal, name string, opts []tickgroup.ChangeOption) (string, error) {
 	now := time.Now()
 	from, err := parseWhen(r.PostFormValue("from"), now, false)
 	if err != nil {
-		c.fail(w, r, http.StatusBadRequest, "From: "+err.Error())
-		return
+		return "", badInput{"From: " + err.Error()}
 	}
 	to, err := parseWhen(cmp.Or(r.PostFormValue("to"), "now"), now, false)
 	if err != nil {
-		c.fail(w, r, http.StatusBadRequest, "To: "+err.Error())
-		return
+		return "", badInput{"To: " + err.Error()}
 	}
 	maxRunning, err := strconv.Atoi(cmp.Or(r.PostFormValue("max_running"), "1"))
-	if err != nil || maxRunning < 1 || maxRunning > 100 {
-		c.fail(w, r, http.StatusBadRequest, "Max running: want 1 to 100.")
-		return
+	if err != nil || maxRunning < 1 || maxRunning > tickgroup.MaxBackfillRunning {
+		return "", badInput{fmt.Sprintf("Max running: want 1 to %d.", tickgroup.MaxBackfillRunning)}
 	}
 	re := tickgroup.Reprocess(cmp.Or(r.PostFormValue("reprocess"), "none"))
 	o := tickgroup.BackfillOptions{Reprocess: re, MaxRunning: maxRunning, DryRun: r.PostFormValue("confirm") != "1"}
 	plan, err := c.cfg.Schedules.Backfill(r.Context(), name, from, to, o, opts...)
 	switch {
-	case errors.Is(err, tickgroup.ErrNothingToBackfill):
+	case errors.Is(err, tickgroup.ErrNothingToBackfill) && o.DryRun:
+	case errors.Is(err, tickgroup.ErrNothingToBackfill), errors.Is(err, tickgroup.ErrInvalidChange):
+		return "", err
+	case err != nil && plan.ID == "":
+		// Refused before anything was written: the range, the reprocess choice, a read that failed.
+		return "", badInput{fmt.Sprintf("The backfill of %s: %v", name, err)}
 	case err != nil:
-		*result = "failed"
-		c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("The backfill of %s: %v", name, err))
-		return
+		return "", err
 	}
 	if !o.DryRun {
-		*result = "ok"
-		c.forget(name)
-		c.cfg.Logger.Info("console action", "action", "backfill", "schedule", name, "user", user, "backfill", plan.ID, "slots", len(plan.Runs()))
-		http.Redirect(w, r, "/schedules/"+url.PathEscape(name)+"#backfills", http.StatusSeeOther)
-		return
+		c.cfg.Logger.Info("console backfill requested", "schedule", name, "user", p.Name, "backfill", plan.ID, "slots", len(plan.Runs()))
+		return schedulePath(name) + "#backfills", nil
 	}
-	*result = "ok" // a preview
-	v := backfillPreview{Name: name, URL: "/schedules/" + url.PathEscape(name), CSRF: c.csrfToken(user), Reason: reason, Reprocess: plan.Reprocess,
-		From: plan.From, To: plan.To, MaxRunning: maxRunning, Runs: len(plan.Runs()), Slots: plan.Slots}
-	c.render(w, r, http.StatusOK, "preview", view{Title: "Backfill " + name, Page: "schedule", User: user, Data: v})
+	v := backfillPreview{Name: name, URL: c.cfg.Prefix + schedulePath(name), CSRF: c.csrfToken(p.Name), Reason: strings.TrimSpace(r.PostFormValue("reason")),
+		Reprocess: plan.Reprocess, From: plan.From, To: plan.To, MaxRunning: maxRunning, Runs: len(plan.Runs()), Slots: plan.Slots}
+	c.render(w, r, http.StatusOK, "preview", view{Title: "Backfill " + name, Page: "schedule", User: p.Name, Data: v})
+	return "", errAnswered
 }
 
 // parseWhen reads an instant: RFC 3339, "now", or a positive duration (ahead of now when future, else before).

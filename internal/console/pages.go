@@ -30,14 +30,17 @@ type pages struct {
 	css, js []byte
 }
 
-func newPages() (*pages, error) {
+// newPages parses the templates for a console mounted under prefix.
+func newPages(prefix string) (*pages, error) {
 	t, err := template.New("").Funcs(template.FuncMap{
+		// link is a path of the console as its server serves it.
+		"link":  func(p string) string { return prefix + p },
 		"rfc":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"utc":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") },
 		"clock": func(t *time.Time) string { return t.UTC().Format("15:04:05.000") },
 		"dur":   func(d *time.Duration) string { return fmtDur(*d) },
 		"schedURL": func(name string) string {
-			return "/schedules/" + url.PathEscape(name)
+			return prefix + schedulePath(name)
 		},
 		"changeText": changeText,
 	}).ParseFS(files, "templates/*.html")
@@ -84,9 +87,6 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, page 
 		b.WriteString("500 internal error: the page could not be rendered (logged)\n")
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; form-action 'self'; frame-ancestors 'none'")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Referrer-Policy", "same-origin")
 	w.WriteHeader(code)
 	_, _ = w.Write(b.Bytes())
 }
@@ -106,6 +106,7 @@ type fleet struct {
 	Clocks                           []clockRow
 	Schedules, Paused, Missing, Late int
 	Errors                           []string
+	Scope                            string // the viewer's schedule-name prefix: the counts are of its schedules
 }
 
 type condition struct{ Level, Text string }
@@ -135,14 +136,19 @@ type poolRow struct {
 // lagging is how late a pool's oldest waiting tick may be before the fleet page says the pool lags.
 const lagging = time.Minute
 
-func (c *Console) fleetPage(w http.ResponseWriter, r *http.Request, user string) {
+func (c *Console) fleetPage(w http.ResponseWriter, r *http.Request, pr Principal) {
 	s := c.snap.Load()
 	if s == nil || s.rep == nil {
 		c.notReady(w, r)
 		return
 	}
 	rep := s.rep
-	f := fleet{Replicas: rep.Replicas, LeaderCount: max(rep.LeaderCount, 1), Backfills: rep.Backfills, Schedules: len(rep.Schedules), Errors: rep.Errors}
+	f := fleet{Replicas: rep.Replicas, LeaderCount: max(rep.LeaderCount, 1), Errors: rep.Errors, Scope: pr.Prefix}
+	for _, b := range rep.Backfills {
+		if pr.Sees(b.Schedule) {
+			f.Backfills = append(f.Backfills, b)
+		}
+	}
 	by := map[int32]status.Leader{}
 	for _, l := range rep.Leaders {
 		by[l.Partition] = l
@@ -178,6 +184,10 @@ func (c *Console) fleetPage(w http.ResponseWriter, r *http.Request, user string)
 		f.Clocks = append(f.Clocks, row)
 	}
 	for _, sc := range rep.Schedules {
+		if !pr.Sees(sc.Name) {
+			continue
+		}
+		f.Schedules++
 		if sc.Paused {
 			f.Paused++
 		}
@@ -191,7 +201,7 @@ func (c *Console) fleetPage(w http.ResponseWriter, r *http.Request, user string)
 	if len(rep.Errors) > 0 {
 		f.Conditions = append(f.Conditions, condition{"warn", "parts of the namespace could not be read (below)"})
 	}
-	c.render(w, r, http.StatusOK, "fleet", view{Title: "Fleet", Page: "fleet", User: user, Refresh: c.refreshSeconds(), Data: f})
+	c.render(w, r, http.StatusOK, "fleet", view{Title: "Fleet", Page: "fleet", User: userOf(r), Refresh: c.refreshSeconds(), Data: f})
 }
 
 func (c *Console) refreshSeconds() int { return max(int(c.cfg.Refresh/time.Second), 5) }
@@ -230,7 +240,7 @@ type scheduleList struct {
 var listStates = []stateOption{{"", "all", false}, {"active", "active", false}, {"paused", "paused", false},
 	{"missed", "missed a slot in the last day", false}, {"late", "last run started late", false}}
 
-func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request, user string) {
+func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request, pr Principal) {
 	s := c.snap.Load()
 	if s == nil || s.rep == nil {
 		c.notReady(w, r)
@@ -264,7 +274,12 @@ func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request, user str
 	}
 	now, lower := s.at, strings.ToLower(query)
 	var match []status.Schedule
+	total := 0
 	for _, sc := range s.rep.Schedules {
+		if !pr.Sees(sc.Name) {
+			continue
+		}
+		total++
 		if lower != "" && !strings.Contains(strings.ToLower(sc.Name), lower) {
 			continue
 		}
@@ -273,7 +288,7 @@ func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request, user str
 		}
 		match = append(match, sc)
 	}
-	l.Total, l.Matched = len(s.rep.Schedules), len(match)
+	l.Total, l.Matched = total, len(match)
 	l.Pages = max((len(match)+pageSize-1)/pageSize, 1)
 	if page > l.Pages {
 		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("There is no page %d: %d schedule(s) match, %d page(s).", page, len(match), l.Pages))
@@ -289,7 +304,7 @@ func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request, user str
 			v.Set("state", state)
 		}
 		v.Set("page", strconv.Itoa(p))
-		return "/schedules?" + v.Encode()
+		return c.cfg.Prefix + "/schedules?" + v.Encode()
 	}
 	if page > 1 {
 		l.PrevURL = link(page - 1)
@@ -300,7 +315,7 @@ func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request, user str
 	for _, sc := range match[(page-1)*pageSize : min(page*pageSize, len(match))] {
 		l.Rows = append(l.Rows, rowOf(sc, s.rep, now))
 	}
-	c.render(w, r, http.StatusOK, "schedules", view{Title: "Schedules", Page: "schedules", User: user, Refresh: c.refreshSeconds(), Data: l})
+	c.render(w, r, http.StatusOK, "schedules", view{Title: "Schedules", Page: "schedules", User: userOf(r), Refresh: c.refreshSeconds(), Data: l})
 }
 
 func stateMatches(sc status.Schedule, state string) bool {
@@ -326,7 +341,7 @@ func rowOf(sc status.Schedule, rep *status.Report, now time.Time) scheduleRow {
 		slot := run.Slot
 		row.LastSlot = &slot
 		row.LastOutcome = run.Status
-		row.OutcomeClass = run.Status
+		row.OutcomeClass = outcomeClass(run.Status)
 		if d := delayOf(run); d != nil {
 			row.Delay = fmtDur(*d)
 		} else if run.Status != "" {
@@ -395,4 +410,15 @@ func changeText(r tickgroup.ChangeRecord) string {
 		return r.After.Describe() + ", paused"
 	}
 	return r.After.Describe()
+}
+
+// outcomeClass is the style class of an outcome: one of a fixed set, whatever a record says.
+func outcomeClass(status string) string {
+	switch status {
+	case "ok", "failed", "dead_lettered", "skipped", "timeout", "running":
+		return status
+	case "":
+		return ""
+	}
+	return "other"
 }

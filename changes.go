@@ -115,7 +115,8 @@ func (a ChangeAuthor) String() string {
 // ChangeLogStats counts the change-log records that ChangeLog passed over.
 type ChangeLogStats struct {
 	// Invalid records did not decode as changes; Forged ones the schedules topic contradicts (another
-	// definition at the version they name, or a version an earlier change already claimed).
+	// definition at the version they name, a version logged after them, or a version an earlier change already
+	// claimed).
 	Invalid, Forged int
 }
 

@@ -1,8 +1,10 @@
 package tickgroup_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -284,5 +286,83 @@ func TestDotNamesRefusedOnWrite(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, ".."); !errors.Is(err, tickgroup.ErrNotFound) {
 		t.Errorf("Get(..) after its deletion: %v", err)
+	}
+}
+
+// TestChangeLogClaimWrittenAhead: claims of the next schedules-topic offsets, written before the change they
+// would hide (a resume's value is predictable), are forged and take nothing: the resume that follows is confirmed,
+// with its own author and reason.
+func TestChangeLogClaimWrittenAhead(t *testing.T) {
+	k := testKafka(t)
+	ctx := t.Context()
+	s, err := tickgroup.NewSchedules(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now().Add(-time.Second)
+	if err := s.Put(ctx, tickgroup.Schedule{Name: "scan", Every: tickgroup.Duration(time.Minute)}, tickgroup.Reason("first version")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Pause(ctx, "scan"); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// The put's record is the value a resume writes again.
+	first := readFirst(t, k.Brokers, k.Namespace+".schedules")
+	next := topicEnds(t, cl, k.Namespace+".schedules")[k.Namespace+".schedules"]
+	for off := next; off < next+3; off++ {
+		v := `{"v":1,"kind":"schedule_change","op":"resume","schedule":"scan","at":"2026-12-05T10:00:00Z","by":{"name":"console:alice"},` +
+			`"reason":"per security","after":` + string(first.Value) + `,"schedule_offset":` + itoa(off) + `}`
+		// Logged a minute before the resume: what the broker's LogAppendTime says of a claim written ahead.
+		r := &kgo.Record{Topic: k.Namespace + ".changes", Key: []byte("scan"), Value: []byte(v), Timestamp: time.Now().Add(-time.Minute)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Resume(ctx, "scan", tickgroup.Reason("maintenance done"), tickgroup.By("ops")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"scan", ""} {
+		log, stats, err := s.ChangeLog(ctx, name, start.Add(-2*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ops []string
+		for _, r := range log {
+			ops = append(ops, fmt.Sprintf("%s:%s:%s:%t", r.Op, r.By.Name, r.Reason, r.Confirmed))
+		}
+		want := "put::first version:true pause:::true resume:ops:maintenance done:true"
+		if got := strings.Join(ops, " "); got != want || stats.Forged != 3 {
+			t.Errorf("ChangeLog(%q): %q, %d forged; want %q, 3 forged", name, got, stats.Forged, want)
+		}
+		if len(log) == 3 && log[2].Version != next {
+			t.Errorf("ChangeLog(%q): the resume at version %d, want %d", name, log[2].Version, next)
+		}
+	}
+}
+
+// readFirst returns the first record of partition 0 of topic.
+func readFirst(t *testing.T, brokers []string, topic string) *kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("reading %s: %v", topic, err)
+		}
+		if rs := fs.Records(); len(rs) > 0 {
+			return rs[0]
+		}
 	}
 }

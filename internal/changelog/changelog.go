@@ -6,8 +6,10 @@
 // Anyone with Write on the topic can write to it, so a reader trusts a record only as far as the schedules topic
 // confirms it. A change names the schedules-topic record it made (its offset), and the reader checks that
 // record's key and value: a record that the schedules topic contradicts (another key, another value, no such
-// offset), or that claims an offset an earlier change already claimed, is counted as forged and not shown; one
-// whose schedule record compaction has removed since is shown as unconfirmed. A record that does not decode as a
+// offset), that was logged before the record it claims existed (both topics stamp LogAppendTime, so a claim
+// cannot be written ahead for the next offsets), or that claims an offset an earlier change already claimed, is
+// counted as forged and not shown; one whose schedule record compaction has removed since is shown as
+// unconfirmed. A record that does not decode as a
 // change is counted and skipped. The who and the reason of a confirmed change are as trustworthy as the ACL on
 // the topic: grant Write on it only to those who may change schedules.
 package changelog
@@ -268,10 +270,20 @@ func Spec(raw json.RawMessage) *schedule.Spec {
 	return &s
 }
 
-// SchedulesRecord is a record of the schedules topic, as Verify needs it.
+// SchedulesRecord is a record of the schedules topic (or of the backfills topic), as Verify needs it.
 type SchedulesRecord struct {
 	Key, Value []byte
+	// Time is the record's timestamp. Stamped says that the broker stamped it as it took the record
+	// (LogAppendTime, which the schedules topic is made with): the record did not exist before Time, so a change
+	// logged before it cannot be the one that wrote it. A timestamp its writer chose proves nothing.
+	Time    time.Time
+	Stamped bool
 }
+
+// ClaimSkew is how much earlier than the record it claims a change may be logged and still be taken for the one
+// that wrote it. A writer logs a change only once its record is acknowledged, but the change log and the
+// schedules topic may have their leaders on two brokers, whose clocks differ by a little.
+const ClaimSkew = time.Second
 
 // Status is what the schedules topic says of a change record.
 type Status string
@@ -281,7 +293,8 @@ const (
 	Confirmed Status = "confirmed"
 	// Unconfirmed: that record is gone from the schedules topic (compaction keeps each schedule's newest).
 	Unconfirmed Status = "unconfirmed"
-	// Forged: the schedules topic contradicts it, or an earlier change claimed the same record.
+	// Forged: the schedules topic contradicts it, it was logged before the record it claims existed, or an
+	// earlier change claimed the same record.
 	Forged Status = "forged"
 )
 
@@ -298,9 +311,12 @@ type Verifier struct {
 	claimedBf    map[int64]bool
 }
 
-// Verify returns what the schedules topic says of c. Call it in the change log's order: the first change to
-// claim a schedules record is the one its writer wrote right after it.
-func (v *Verifier) Verify(c Change) Status {
+// Verify returns what the schedules topic says of c, which the change log took at logged (its record's
+// timestamp: the topic stamps LogAppendTime; zero when unknown). Call it in the change log's order: the first
+// change to claim a schedules record once that record exists is the one its writer wrote right after it. A
+// change logged before the record it claims (ClaimSkew aside) is forged, and leaves the record to the change
+// that claims it next: a claim cannot be written ahead of the change it would hide.
+func (v *Verifier) Verify(c Change, logged time.Time) Status {
 	if v.claimed == nil {
 		v.claimed, v.claimedBf = map[int64]bool{}, map[int64]bool{}
 	}
@@ -321,6 +337,9 @@ func (v *Verifier) Verify(c Change) Status {
 	if !ok {
 		claimed[c.Offset] = true
 		return Unconfirmed
+	}
+	if r.Stamped && !logged.IsZero() && logged.Add(ClaimSkew).Before(r.Time) {
+		return Forged // logged before the record existed: not its writer's
 	}
 	if IsBackfill(c.Op) {
 		// The record is a request or cancellation of a backfill of c's schedule, as c says it wrote.

@@ -51,19 +51,19 @@ func TestVerify(t *testing.T) {
 	v := Verifier{Records: map[int64]SchedulesRecord{3: {Key: []byte("scan"), Value: after}, 4: {Key: []byte("scan")}}, End: 6}
 	c := valid()
 	c.After, c.Offset = after, 3
-	if got := v.Verify(c); got != Confirmed {
+	if got := v.Verify(c, time.Time{}); got != Confirmed {
 		t.Errorf("the record as written: %s", got)
 	}
-	if got := v.Verify(c); got != Forged {
+	if got := v.Verify(c, time.Time{}); got != Forged {
 		t.Errorf("a second claim of the same record: %s", got)
 	}
 	del := Change{Op: OpDelete, Schedule: "scan", Offset: 4}
-	if got := v.Verify(del); got != Confirmed {
+	if got := v.Verify(del, time.Time{}); got != Confirmed {
 		t.Errorf("a deletion's tombstone: %s", got)
 	}
 	for name, o := range map[string]int64{"compacted away": 5} {
 		c.Offset = o
-		if got := v.Verify(c); got != Unconfirmed {
+		if got := v.Verify(c, time.Time{}); got != Unconfirmed {
 			t.Errorf("%s: %s", name, got)
 		}
 	}
@@ -74,7 +74,7 @@ func TestVerify(t *testing.T) {
 		"a put at a grave": {Schedule: "scan", After: after, Offset: 4},
 	} {
 		w := Verifier{Records: v.Records, End: 6}
-		if got := w.Verify(x); got != Forged {
+		if got := w.Verify(x, time.Time{}); got != Forged {
 			t.Errorf("%s: %s, want forged", name, got)
 		}
 	}
@@ -84,7 +84,7 @@ func TestVerifyBackfill(t *testing.T) {
 	req := []byte(`{"v":1,"id":"b1","schedule":"scan"}`)
 	v := Verifier{Records: map[int64]SchedulesRecord{}, End: 10, Backfills: map[int64]SchedulesRecord{2: {Key: []byte("b1"), Value: req}}, BackfillsEnd: 3}
 	c := Change{Op: OpBackfill, Schedule: "scan", Offset: 2, After: req}
-	if got := v.Verify(c); got != Confirmed {
+	if got := v.Verify(c, time.Time{}); got != Confirmed {
 		t.Errorf("the backfill as requested: %s", got)
 	}
 	for name, x := range map[string]Change{
@@ -93,7 +93,7 @@ func TestVerifyBackfill(t *testing.T) {
 		"past the end":     {Op: OpBackfill, Schedule: "scan", Offset: 3, After: req},
 	} {
 		w := Verifier{Backfills: v.Backfills, BackfillsEnd: 3}
-		if got := w.Verify(x); got != Forged {
+		if got := w.Verify(x, time.Time{}); got != Forged {
 			t.Errorf("%s: %s, want forged", name, got)
 		}
 	}
@@ -144,5 +144,55 @@ func TestCleanText(t *testing.T) {
 		if got != tt.want || CheckText("host", got, tt.max) != nil {
 			t.Errorf("CleanText(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
 		}
+	}
+}
+
+// TestVerifyClaimBeforeItsRecord: a change logged before the record it claims existed is forged and does not
+// take the record, so the change its writer logs after it is confirmed; a copy logged later is forged.
+func TestVerifyClaimBeforeItsRecord(t *testing.T) {
+	t.Parallel()
+	after := []byte(`{"v":1,"name":"scan","every":"1m0s"}`)
+	written := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	records := map[int64]SchedulesRecord{3: {Key: []byte("scan"), Value: after, Time: written, Stamped: true}}
+	c := valid()
+	c.After, c.Offset = after, 3
+
+	v := Verifier{Records: records, End: 4}
+	for i, step := range []struct {
+		logged time.Time
+		want   Status
+	}{
+		{written.Add(-time.Hour), Forged},                    // written ahead, for the next offsets
+		{written.Add(-ClaimSkew - time.Millisecond), Forged}, // just beyond the brokers' skew
+		{written.Add(20 * time.Millisecond), Confirmed},      // its writer's, right after the record
+		{written.Add(time.Minute), Forged},                   // a copy: the record is taken
+	} {
+		if got := v.Verify(c, step.logged); got != step.want {
+			t.Errorf("claim %d, logged %s after the record: %s, want %s", i, step.logged.Sub(written), got, step.want)
+		}
+	}
+
+	for name, x := range map[string]struct {
+		v      Verifier
+		logged time.Time
+	}{
+		"within the brokers' skew":     {Verifier{Records: records, End: 4}, written.Add(-ClaimSkew / 2)},
+		"no log time":                  {Verifier{Records: records, End: 4}, time.Time{}},
+		"a timestamp its writer chose": {Verifier{Records: map[int64]SchedulesRecord{3: {Key: []byte("scan"), Value: after, Time: written}}, End: 4}, written.Add(-time.Hour)},
+	} {
+		if got := x.v.Verify(c, x.logged); got != Confirmed {
+			t.Errorf("%s: %s, want confirmed", name, got)
+		}
+	}
+
+	// A backfill's record stamped by the broker: the same rule.
+	req := []byte(`{"v":1,"id":"b1","schedule":"scan"}`)
+	bv := Verifier{End: 10, Backfills: map[int64]SchedulesRecord{2: {Key: []byte("b1"), Value: req, Time: written, Stamped: true}}, BackfillsEnd: 3}
+	bc := Change{Op: OpBackfill, Schedule: "scan", Offset: 2, After: req}
+	if got := bv.Verify(bc, written.Add(-time.Hour)); got != Forged {
+		t.Errorf("a backfill claimed before its request: %s", got)
+	}
+	if got := bv.Verify(bc, written.Add(time.Second)); got != Confirmed {
+		t.Errorf("the backfill's own change: %s", got)
 	}
 }

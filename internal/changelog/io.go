@@ -52,8 +52,8 @@ type Stats struct {
 }
 
 // Read returns the changes of the change-log topic that keep accepts (nil: all), oldest first, each checked
-// against the schedules topic. It reads the change log before the schedules topic, so that the schedule record of
-// every change read is below the schedules topic's end.
+// against the schedules topic. It reads the change log before the schedules topic, so that the
+// schedule record of every change read is below the schedules topic's end.
 func Read(ctx context.Context, opts []kgo.Opt, changes, schedules, backfills string, keep func(Change, time.Time) bool) ([]Entry, Stats, error) {
 	var (
 		all   []Entry
@@ -77,7 +77,7 @@ func Read(ctx context.Context, opts []kgo.Opt, changes, schedules, backfills str
 	v := Verifier{Records: map[int64]SchedulesRecord{}}
 	v.End, err = kafka.ReadStable(ctx, opts, schedules, 0, func(r *kgo.Record) error {
 		if !r.Attrs.IsControl() {
-			v.Records[r.Offset] = SchedulesRecord{Key: r.Key, Value: r.Value}
+			v.Records[r.Offset] = schedulesRecord(r)
 		}
 		return nil
 	})
@@ -88,7 +88,7 @@ func Read(ctx context.Context, opts []kgo.Opt, changes, schedules, backfills str
 	if needBackfills(all) {
 		v.BackfillsEnd, err = kafka.ReadStable(ctx, opts, backfills, 0, func(r *kgo.Record) error {
 			if !r.Attrs.IsControl() {
-				v.Backfills[r.Offset] = SchedulesRecord{Key: r.Key, Value: r.Value}
+				v.Backfills[r.Offset] = backfillsRecord(r)
 			}
 			return nil
 		})
@@ -102,7 +102,7 @@ func Read(ctx context.Context, opts []kgo.Opt, changes, schedules, backfills str
 	out := all[:0]
 	for _, e := range all {
 		// Every change is verified, kept or not: an earlier claim of a record decides a later one's.
-		e.Status = v.Verify(e.Change)
+		e.Status = v.Verify(e.Change, e.Time)
 		if e.Status == Forged {
 			stats.Forged++
 			continue
@@ -112,4 +112,16 @@ func Read(ctx context.Context, opts []kgo.Opt, changes, schedules, backfills str
 		}
 	}
 	return out, stats, nil
+}
+
+// schedulesRecord is r of the schedules topic, as Verify needs it. The topic is made with LogAppendTime (package
+// kafka), which the leader relies on too (a schedule's change time), so its timestamps are the broker's.
+func schedulesRecord(r *kgo.Record) SchedulesRecord {
+	return SchedulesRecord{Key: r.Key, Value: r.Value, Time: r.Timestamp.UTC(), Stamped: true}
+}
+
+// backfillsRecord is r of the backfills topic, as Verify needs it. That topic keeps its writers' timestamps
+// (CreateTime), which prove nothing: only one the broker stamped counts as the record's time.
+func backfillsRecord(r *kgo.Record) SchedulesRecord {
+	return SchedulesRecord{Key: r.Key, Value: r.Value, Time: r.Timestamp.UTC(), Stamped: r.Attrs.TimestampType() == 1}
 }

@@ -121,14 +121,28 @@ type ChangeLogStats struct {
 }
 
 // ChangeLog returns the changes of schedule name ("": every schedule) logged at or after since, oldest first.
+//
+// With a name, it is bounded by that schedule's changes, not by the namespace: it reads the change log from an
+// hour before since on, decoding only name's records, keeps at most the newest 1,000 of them, and reads of the
+// schedules and backfills topics only the records those changes name. Its stats then count name's records only,
+// and a change whose record is older than the oldest change read is not Confirmed (an earlier claim of that
+// record may lie before what was read). With "", it reads the whole change log and the whole schedules topic.
 func (s *Schedules) ChangeLog(ctx context.Context, name string, since time.Time) ([]ChangeRecord, ChangeLogStats, error) {
 	opts, err := s.k.internal().Opts(nil)
 	if err != nil {
 		return nil, ChangeLogStats{}, err
 	}
-	entries, st, err := changelog.Read(ctx, opts, s.names.Changes, s.names.Schedules, s.names.Backfills, func(c changelog.Change, at time.Time) bool {
-		return (name == "" || c.Schedule == name) && !at.Before(since)
-	})
+	var (
+		entries []changelog.Entry
+		st      changelog.Stats
+	)
+	if name != "" {
+		entries, st, err = changelog.ReadSchedule(ctx, opts, s.names.Changes, s.names.Schedules, s.names.Backfills, name, since)
+	} else {
+		entries, st, err = changelog.Read(ctx, opts, s.names.Changes, s.names.Schedules, s.names.Backfills, func(_ changelog.Change, at time.Time) bool {
+			return !at.Before(since)
+		})
+	}
 	if err != nil {
 		return nil, ChangeLogStats{}, err
 	}

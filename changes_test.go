@@ -366,3 +366,98 @@ func readFirst(t *testing.T, brokers []string, topic string) *kgo.Record {
 		}
 	}
 }
+
+// TestChangeLogOfOneSchedule: the change log of one schedule is what the whole change log holds of it, read
+// without the other schedules' records, and at most its newest 1,000 changes.
+func TestChangeLogOfOneSchedule(t *testing.T) {
+	k := testKafka(t)
+	ctx := t.Context()
+	s, err := tickgroup.NewSchedules(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	since := time.Now().Add(-time.Second)
+	var want []tickgroup.Schedule
+	for i := range 30 {
+		want = append(want, tickgroup.Schedule{Name: fmt.Sprintf("s%02d", i), Every: tickgroup.Duration(time.Duration(i+1) * time.Minute), Pool: "batch"})
+	}
+	if _, err := s.Apply(ctx, want, false, tickgroup.Reason("the first apply")); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"s03", "s05", "s03", "s11"} {
+		if err := s.Pause(ctx, name, tickgroup.Reason(fmt.Sprint("pause ", i))); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Resume(ctx, name, tickgroup.By("ops")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Trigger(ctx, "s03", tickgroup.Reason("once more")); err != nil {
+		t.Fatal(err)
+	}
+	to := time.Now().Add(-time.Minute)
+	if _, err := s.Backfill(ctx, "s03", to.Add(-time.Hour), to, tickgroup.BackfillOptions{Reprocess: tickgroup.ReprocessAll}); err != nil {
+		t.Fatal(err)
+	}
+	want[5].Every = tickgroup.Duration(time.Hour)
+	if _, err := s.Apply(ctx, want[:20], true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "s03"); err != nil {
+		t.Fatal(err)
+	}
+	// 1,100 triggers of s07 in the log (their ticks are not written: a trigger's change is never confirmed).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := range 1100 {
+		v := fmt.Sprintf(`{"v":1,"kind":"schedule_change","op":"trigger","schedule":"s07","at":"2026-12-05T10:00:00Z","by":{"name":"job"},"reason":"run %d","schedule_offset":0,"trigger":"s07@x-%d"}`, i, i)
+		recs = append(recs, &kgo.Record{Topic: k.Namespace + ".changes", Key: []byte("s07"), Value: []byte(v)})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	all, _, err := s.ChangeLog(ctx, "", since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	of := func(name string) []tickgroup.ChangeRecord {
+		var out []tickgroup.ChangeRecord
+		for _, r := range all {
+			if r.Schedule == name {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	for _, name := range []string{"s03", "s05", "s11", "s25", "s07"} {
+		got, stats, err := s.ChangeLog(ctx, name, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := of(name)
+		if name == "s07" {
+			if len(want) != 1101 {
+				t.Fatalf("the whole log holds %d changes of s07, want 1,101", len(want))
+			}
+			want = want[len(want)-1000:]
+		}
+		if !reflect.DeepEqual(got, want) || stats != (tickgroup.ChangeLogStats{}) {
+			t.Errorf("ChangeLog(%s): %d changes, %+v; want the %d of the whole log", name, len(got), stats, len(want))
+			for i := range min(len(got), len(want)) {
+				if !reflect.DeepEqual(got[i], want[i]) {
+					t.Errorf("change %d: %+v, want %+v", i, got[i], want[i])
+					break
+				}
+			}
+		}
+	}
+	if got := of("s03"); len(got) != 8 || !got[6].Confirmed || got[6].Op != "backfill" || got[7].Op != "delete" {
+		t.Errorf("the changes of s03: %+v", got)
+	}
+}

@@ -307,8 +307,12 @@ type Verifier struct {
 	// -1: the topic could not be read, and those changes are unconfirmed).
 	Backfills    map[int64]SchedulesRecord
 	BackfillsEnd int64
-	claimed      map[int64]bool
-	claimedBf    map[int64]bool
+	// Window, when set, is the oldest log time from which the changes given to Verify are all the change log
+	// holds (ReadSchedule reads only the newest). A change whose record is older than Window is Unconfirmed: an
+	// earlier claim of that record, not read, may have taken it.
+	Window    time.Time
+	claimed   map[int64]bool
+	claimedBf map[int64]bool
 }
 
 // Verify returns what the schedules topic says of c, which the change log took at logged (its record's
@@ -354,5 +358,8 @@ func (v *Verifier) Verify(c Change, logged time.Time) Status {
 		return Forged
 	}
 	claimed[c.Offset] = true
+	if !v.Window.IsZero() && r.Time.Before(v.Window) {
+		return Unconfirmed
+	}
 	return Confirmed
 }

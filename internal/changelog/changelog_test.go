@@ -196,3 +196,25 @@ func TestVerifyClaimBeforeItsRecord(t *testing.T) {
 		t.Errorf("the backfill's own change: %s", got)
 	}
 }
+
+// TestVerifyWindow: with a window (the newest changes only), a record older than the window cannot be confirmed:
+// a claim before the window may have taken it.
+func TestVerifyWindow(t *testing.T) {
+	t.Parallel()
+	after := []byte(`{"v":1,"name":"scan","every":"1m0s"}`)
+	written := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	records := map[int64]SchedulesRecord{3: {Key: []byte("scan"), Value: after, Time: written, Stamped: true}}
+	c := valid()
+	c.After, c.Offset = after, 3
+	v := Verifier{Records: records, End: 4, Window: written.Add(time.Second)}
+	if got := v.Verify(c, written.Add(2*time.Hour)); got != Unconfirmed {
+		t.Errorf("a record older than the window: %s, want unconfirmed", got)
+	}
+	if got := v.Verify(c, written.Add(2*time.Hour)); got != Forged {
+		t.Errorf("a second claim of it: %s, want forged", got)
+	}
+	v = Verifier{Records: records, End: 4, Window: written}
+	if got := v.Verify(c, written); got != Confirmed {
+		t.Errorf("a record within the window: %s, want confirmed", got)
+	}
+}

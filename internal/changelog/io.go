@@ -1,10 +1,14 @@
 package changelog
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
@@ -52,7 +56,8 @@ type Stats struct {
 }
 
 // Read returns the changes of the change-log topic that keep accepts (nil: all), oldest first, each checked
-// against the schedules topic. It reads the change log before the schedules topic, so that the
+// against the schedules topic. It reads the whole change log and the whole schedules topic: ReadSchedule reads
+// only what one schedule's changes need. It reads the change log before the schedules topic, so that the
 // schedule record of every change read is below the schedules topic's end.
 func Read(ctx context.Context, opts []kgo.Opt, changes, schedules, backfills string, keep func(Change, time.Time) bool) ([]Entry, Stats, error) {
 	var (
@@ -124,4 +129,212 @@ func schedulesRecord(r *kgo.Record) SchedulesRecord {
 // (CreateTime), which prove nothing: only one the broker stamped counts as the record's time.
 func backfillsRecord(r *kgo.Record) SchedulesRecord {
 	return SchedulesRecord{Key: r.Key, Value: r.Value, Time: r.Timestamp.UTC(), Stamped: r.Attrs.TimestampType() == 1}
+}
+
+// Bounds of ReadSchedule.
+const (
+	// ScheduleMargin is how long before since ReadSchedule starts reading the change log. Every claim of a
+	// record that can take it is logged after the record existed (Verify), and a writer logs its change right
+	// after its record, so the claims that compete with the changes shown are within the margin.
+	ScheduleMargin = time.Hour
+	// MaxScheduleChanges is the most changes of one schedule that ReadSchedule returns: the newest.
+	MaxScheduleChanges = 1000
+)
+
+// ReadSchedule returns the changes of schedule name logged at or after since, oldest first, checked as Read
+// checks them, and at most the newest MaxScheduleChanges of them. It reads what one schedule's changes need,
+// whatever the size of the namespace: the change log from since minus ScheduleMargin on (by its records'
+// timestamps), decoding only the records keyed name (the change log is keyed by schedule), and of the schedules
+// and backfills topics only the records those changes name.
+//
+// Its Stats count the records of name it read. A change is checked against the changes of name read, not
+// against those of the whole log: a change whose record is older than the first change read (when the newest
+// MaxScheduleChanges leave older ones out) cannot be confirmed, and is Unconfirmed.
+func ReadSchedule(ctx context.Context, opts []kgo.Opt, changes, schedules, backfills, name string, since time.Time) ([]Entry, Stats, error) {
+	var stats Stats
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, stats, fmt.Errorf("reading the change log %s: client: %w", changes, err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	// Where to start: the first change logged at or after since minus the margin. Kafka gives negative
+	// timestamps other meanings: a start before 1970 reads from the start.
+	from, window := int64(-1), time.Time{}
+	if start := since.Add(-ScheduleMargin); start.UnixMilli() > 0 {
+		listed, err := adm.ListOffsetsAfterMilli(ctx, start.UnixMilli(), changes)
+		if err == nil {
+			err = listed.Error()
+		}
+		if err != nil {
+			return nil, stats, fmt.Errorf("reading the change log %s: listing offsets: %w", changes, kafka.NeedACL(err, "Read", "topic", changes))
+		}
+		o, ok := listed.Lookup(changes, 0)
+		if !ok {
+			return nil, stats, fmt.Errorf("reading the change log %s: no partition listed", changes)
+		}
+		// A competing claim not read was logged before start, so it is before the record of a change when that
+		// record is at least ClaimSkew younger than start (Verify).
+		from, window = o.Offset, start.Add(ClaimSkew)
+	}
+	var all []Entry
+	dropped := time.Time{} // the log time of the newest change left out for the bound
+	keep := func(n int) {
+		dropped = all[len(all)-n-1].Time
+		all = append(all[:0], all[len(all)-n:]...)
+	}
+	_, err = kafka.ReadStableFrom(ctx, opts, changes, 0, from, func(r *kgo.Record) error {
+		if r.Attrs.IsControl() || string(r.Key) != name {
+			return nil
+		}
+		c, err := Decode(r.Value)
+		if err != nil || c.Schedule != name {
+			stats.Invalid++
+			return nil
+		}
+		all = append(all, Entry{Change: c, LogOffset: r.Offset, Time: r.Timestamp.UTC()})
+		if len(all) == 2*MaxScheduleChanges {
+			keep(MaxScheduleChanges)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, stats, fmt.Errorf("reading the change log %s: %w", changes, err)
+	}
+	if len(all) > MaxScheduleChanges {
+		keep(MaxScheduleChanges)
+	}
+	if !dropped.IsZero() {
+		window = dropped.Add(ClaimSkew + time.Millisecond)
+	}
+
+	// The records the changes name, below the ends listed now: after the change log, as Read reads them.
+	v := Verifier{Records: map[int64]SchedulesRecord{}, Backfills: map[int64]SchedulesRecord{}, Window: window}
+	var wanted, wantedBf []int64
+	for _, e := range all {
+		switch {
+		case e.Op == OpTrigger:
+		case IsBackfill(e.Op):
+			wantedBf = append(wantedBf, e.Offset)
+		default:
+			wanted = append(wanted, e.Offset)
+		}
+	}
+	if len(wanted) > 0 {
+		if v.End, err = stableEnd(ctx, adm, schedules); err != nil {
+			return nil, stats, fmt.Errorf("reading %s: %w", schedules, err)
+		}
+		if err := readAt(ctx, opts, schedules, below(wanted, v.End), func(r *kgo.Record) { v.Records[r.Offset] = schedulesRecord(r) }); err != nil {
+			return nil, stats, err
+		}
+	}
+	if len(wantedBf) > 0 {
+		v.BackfillsEnd, err = stableEnd(ctx, adm, backfills)
+		switch {
+		case kafka.Denied(err):
+			return nil, stats, fmt.Errorf("reading %s: %w", backfills, err)
+		case err != nil:
+			v.BackfillsEnd = -1 // not readable (no such topic): the backfill changes cannot be checked
+		default:
+			if err := readAt(ctx, opts, backfills, below(wantedBf, v.BackfillsEnd), func(r *kgo.Record) { v.Backfills[r.Offset] = backfillsRecord(r) }); err != nil {
+				return nil, stats, err
+			}
+		}
+	}
+
+	out := all[:0]
+	for _, e := range all {
+		e.Status = v.Verify(e.Change, e.Time)
+		if e.Status == Forged {
+			stats.Forged++
+			continue
+		}
+		if !e.Time.Before(since) {
+			out = append(out, e)
+		}
+	}
+	return out, stats, nil
+}
+
+// stableEnd returns the last stable offset of partition 0 of topic.
+func stableEnd(ctx context.Context, adm *kadm.Client, topic string) (int64, error) {
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("listing the last stable offset: %w", kafka.NeedACL(err, "Read", "topic", topic))
+	}
+	end, ok := ends.Lookup(topic, 0)
+	if !ok || end.Err != nil {
+		return 0, fmt.Errorf("listing the last stable offset: %w", kafka.NeedACL(cmp.Or(end.Err, errors.New("partition not listed")), "Read", "topic", topic))
+	}
+	return end.Offset, nil
+}
+
+// below returns the offsets of os below end, sorted, each once.
+func below(os []int64, end int64) []int64 {
+	os = slices.DeleteFunc(os, func(o int64) bool { return o >= end })
+	slices.Sort(os)
+	return slices.Compact(os)
+}
+
+// targetedFetchBytes bounds what one fetch of readAt asks for. A fetch returns the partition from its offset on
+// (at least one batch, whatever its size), while readAt wants one record there.
+const targetedFetchBytes = 4 << 10
+
+// readAt reads partition 0 of topic at the offsets wanted (increasing, each below the partition's last stable
+// offset), read_committed, and calls fn with the record at each that holds one (compaction removes records). It
+// jumps from one offset to the next rather than reading the records between them: its cost is about one small
+// fetch per offset, not the partition's size.
+func readAt(ctx context.Context, opts []kgo.Opt, topic string, wanted []int64, fn func(*kgo.Record)) error {
+	if len(wanted) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(append(opts[:len(opts):len(opts)],
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(wanted[0])}}),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), // an offset below the start: the records from the start on
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(), // a marker at a wanted offset tells that no record is there
+		kgo.FetchMaxBytes(targetedFetchBytes),
+		kgo.FetchMaxPartitionBytes(targetedFetchBytes),
+	)...)
+	if err != nil {
+		return fmt.Errorf("reading %s: client: %w", topic, err)
+	}
+	defer cl.Close()
+	i := 0 // wanted[:i] are read, or found gone
+	for i < len(wanted) {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("reading %s at offset %d: %w", topic, wanted[i], err)
+		}
+		var ferr error
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				ferr = errors.Join(ferr, fmt.Errorf("fetching %s[%d]: %w", t, p, kafka.NeedACL(err, "Read", "topic", topic)))
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		// Records come in offset order from where the client was set to read, so a record past wanted[i] means
+		// that wanted[i] holds none. A fetch still under way when the client jumped may hand over records below
+		// the jump: they tell nothing, and are passed over.
+		next := int64(-1)
+		fetches.EachRecord(func(r *kgo.Record) {
+			for i < len(wanted) && wanted[i] < r.Offset {
+				i++
+			}
+			if i < len(wanted) && wanted[i] == r.Offset {
+				if !r.Attrs.IsControl() {
+					fn(r)
+				}
+				i++
+			}
+			next = r.Offset + 1
+		})
+		if next >= 0 && i < len(wanted) && wanted[i] > next {
+			cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: {0: {Epoch: -1, Offset: wanted[i]}}})
+		}
+	}
+	return nil
 }

@@ -27,7 +27,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -48,6 +47,10 @@ const (
 	MaxRunning = 100
 	// MaxReason bounds the free text of a request or cancellation.
 	MaxReason = schedule.MaxReasonLen
+	// MaxAhead is how far after its reader's clock a request may say it was created: a writer's clock may be a
+	// little ahead, but a request from the future would stay under way for as long as it pleases (a leader waits
+	// for the schedule of a request younger than a minute).
+	MaxAhead = 5 * time.Minute
 )
 
 // Reprocess says which slots of the range a backfill runs again.
@@ -187,14 +190,14 @@ func (r *Request) Validate() error {
 		return fmt.Errorf("backfill request: version %d, want %d", r.V, Version)
 	case !ValidID(r.ID):
 		return fmt.Errorf("backfill request: id %s: want 1-64 characters of a-z, 0-9 and -", errlimit.Quote(r.ID))
-	case r.Schedule == "":
-		return errors.New("backfill request: no schedule")
+	case !schedule.ValidName(r.Schedule):
+		return fmt.Errorf("backfill request %s: schedule %s: not a schedule's name", r.ID, errlimit.Quote(r.Schedule))
 	case len(r.Slots) == 0 || len(r.Slots) > MaxSlots:
 		return fmt.Errorf("backfill request %s: %d slots, want 1 to %d", r.ID, len(r.Slots), MaxSlots)
 	case r.MaxRunning < 1 || r.MaxRunning > MaxRunning:
 		return fmt.Errorf("backfill request %s: max_running %d, want 1 to %d", r.ID, r.MaxRunning, MaxRunning)
-	case len(r.Reason) > MaxReason || len(r.By) > MaxReason:
-		return fmt.Errorf("backfill request %s: reason or by longer than %d bytes", r.ID, MaxReason)
+	case !freeText(r.Reason) || !freeText(r.By):
+		return fmt.Errorf("backfill request %s: reason or by longer than %d bytes, or not printable text", r.ID, MaxReason)
 	}
 	for i, s := range r.Slots {
 		if s.IsZero() || s.Year() < 1970 || s.Year() > 9999 {
@@ -206,6 +209,18 @@ func (r *Request) Validate() error {
 		if r.CreatedAt.IsZero() || s.After(r.CreatedAt) {
 			return fmt.Errorf("backfill request %s: slot %s is not in the past of the request", r.ID, s.Format(time.RFC3339))
 		}
+	}
+	return nil
+}
+
+// freeText reports whether s is a request's free text: at most MaxReason bytes of printable text (shown in
+// terminals and pages).
+func freeText(s string) bool { return len(s) <= MaxReason && schedule.Printable(s) }
+
+// checkCreated refuses a request created more than MaxAhead after now, its reader's time.
+func (r *Request) checkCreated(now time.Time) error {
+	if r.CreatedAt.After(now.Add(MaxAhead)) {
+		return fmt.Errorf("backfill request %s: created at %s, in the future", r.ID, r.CreatedAt.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

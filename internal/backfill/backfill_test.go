@@ -1,6 +1,7 @@
 package backfill
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,13 @@ func TestRequestValidate(t *testing.T) {
 	}
 }
 
+// newFold returns a Fold whose reader's clock is an hour after request()'s creation.
+func newFold() *Fold {
+	f := NewFold()
+	f.now = func() time.Time { return t0.Add(2 * time.Hour) }
+	return f
+}
+
 func rec(key string, v []byte, offset int64) *kgo.Record {
 	return &kgo.Record{Key: []byte(key), Value: v, Offset: offset}
 }
@@ -98,7 +106,7 @@ func TestFold(t *testing.T) {
 		return EncodeProgress(Progress{ID: id, Request: hash, Next: next, Running: running, Shards: 1, At: t0})
 	}
 
-	f := NewFold()
+	f := newFold()
 	_ = f.Add(rec(id, v, 5))
 	if err := f.addProgress(id, progress(h, 2, 1), false); err == nil || f.Forged != 1 {
 		t.Fatal("a progress record outside a transaction was taken")
@@ -129,7 +137,7 @@ func TestFold(t *testing.T) {
 		t.Fatalf("an impossible progress was taken: %+v", b.Progress)
 	}
 	// A cancellation read before its request applies to it.
-	f = NewFold()
+	f = newFold()
 	c, _ := EncodeCancel(Cancel{ID: id, At: t0})
 	_ = f.Add(rec(CancelKey(id), c, 1))
 	_ = f.Add(rec(id, v, 2))
@@ -191,5 +199,59 @@ func TestTickOf(t *testing.T) {
 		if slot, _ := tickOf(id, "s"); slot != nil {
 			t.Errorf("%s parsed as a slot of s", id)
 		}
+	}
+}
+
+// TestRequestText: a request's schedule follows the schedule name rule, its by and reason are printable text,
+// and a reader refuses (counts and skips) one created more than MaxAhead after its own time. A request of the
+// previous release still decodes.
+func TestRequestText(t *testing.T) {
+	t.Parallel()
+	for name, mut := range map[string]func(*Request){
+		"schedule name":      func(r *Request) { r.Schedule = "Scan Job" },
+		"schedule escape":    func(r *Request) { r.Schedule = "s\x1b[2J" },
+		"long schedule":      func(r *Request) { r.Schedule = strings.Repeat("s", schedule.MaxNameLen+1) },
+		"control in by":      func(r *Request) { r.By = "alice\r\n@h1" },
+		"control in reason":  func(r *Request) { r.Reason = "ok\x01" },
+		"invalid UTF-8":      func(r *Request) { r.Reason = "ok\xff" },
+		"long by":            func(r *Request) { r.By = strings.Repeat("é", MaxReason/2+1) },
+		"a C1 control in by": func(r *Request) { r.By = "a\u009bb" },
+	} {
+		r := request()
+		mut(&r)
+		if err := r.Validate(); err == nil {
+			t.Errorf("%s: a request that is not valid passed", name)
+		}
+		if name == "invalid UTF-8" {
+			continue // JSON cannot carry it: a reader sees U+FFFD
+		}
+		v, _ := json.Marshal(r)
+		f := newFold()
+		if err := f.Add(rec(r.ID, v, 1)); err == nil || f.Invalid != 1 || len(f.All) != 0 {
+			t.Errorf("%s: the fold took it (%v, %d invalid)", name, err, f.Invalid)
+		}
+	}
+
+	// Created in the future of its reader: refused beyond MaxAhead.
+	for _, tc := range []struct {
+		ahead time.Duration
+		ok    bool
+	}{{0, true}, {-time.Hour, true}, {MaxAhead, true}, {MaxAhead + time.Second, false}, {24 * time.Hour, false}} {
+		r := request()
+		v, _ := EncodeRequest(r)
+		f := NewFold()
+		f.now = func() time.Time { return r.CreatedAt.Add(-tc.ahead) }
+		err := f.Add(rec(r.ID, v, 1))
+		if (err == nil) != tc.ok || (f.All[r.ID] != nil) != tc.ok {
+			t.Errorf("created %s ahead of its reader: %v, want taken %v", tc.ahead, err, tc.ok)
+		}
+	}
+
+	// A request as the previous release wrote it (a dot name was a valid schedule's; its by is user@host).
+	prev := `{"v":1,"id":"20261203t100000-1a2b3c4d","schedule":"..","from":"2026-12-01T10:00:30Z","to":"2026-12-01T10:03:30Z",` +
+		`"reprocess":"failed","skipped":1,"slots":["2026-12-01T10:00:30Z","2026-12-01T10:01:30Z"],"max_running":2,` +
+		`"schedule_version":42,"created_at":"2026-12-03T10:00:30Z","by":"deploy-7 root@ip-10-0-0-1 (User:CN=ops,O=Acme)","reason":"lost reports é"}`
+	if _, err := DecodeRequest("20261203t100000-1a2b3c4d", []byte(prev)); err != nil {
+		t.Errorf("a request of the previous release: %v", err)
 	}
 }

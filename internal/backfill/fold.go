@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -59,6 +60,8 @@ type Fold struct {
 	// Invalid counts the records of the backfills topic that were not valid; Forged the progress records not
 	// written in a transaction.
 	Invalid, Forged int
+	// now is the reader's clock, against which a request's creation is checked.
+	now func() time.Time
 }
 
 type progressAt struct {
@@ -67,7 +70,7 @@ type progressAt struct {
 
 // NewFold returns an empty Fold.
 func NewFold() *Fold {
-	return &Fold{All: map[string]*Backfill{}, progress: map[string]progressAt{}, cancels: map[string]Cancel{}, cancelRaw: map[string][]byte{}}
+	return &Fold{All: map[string]*Backfill{}, progress: map[string]progressAt{}, cancels: map[string]Cancel{}, cancelRaw: map[string][]byte{}, now: time.Now}
 }
 
 // AddProgress takes record r of the progress topic. It returns an error for a record not written in a
@@ -97,7 +100,8 @@ func (f *Fold) addProgress(id string, value []byte, transactional bool) error {
 }
 
 // Add takes record r of the backfills topic. It returns an error for a record that is not valid (counted in
-// Invalid), for the caller to log and dead-letter; the record is then ignored.
+// Invalid), for the caller to log and dead-letter; the record is then ignored. A request created more than
+// MaxAhead after the reader's clock is not valid.
 func (f *Fold) Add(r *kgo.Record) error {
 	if r.Attrs.IsControl() {
 		return nil
@@ -128,6 +132,9 @@ func (f *Fold) Add(r *kgo.Record) error {
 		}
 	default:
 		req, err := DecodeRequest(id, r.Value)
+		if err == nil {
+			err = req.checkCreated(f.now())
+		}
 		if err != nil {
 			f.Invalid++
 			return err

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,7 +17,9 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"golang.org/x/crypto/bcrypt"
 
+	"github.com/tickgroup/tickgroup/internal/console"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -132,6 +136,8 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 	f.cli("schedule", "put", "beat", "--every", "1s")
 	f.cli("schedule", "put", "filler", "--every", "1s")
 	f.cli("schedule", "put", "idle-job", "--every", "1s", "--pool", "idle") // no worker serves pool idle
+	f.cli("schedule", "put", "team-a-report", "--every", "1h")
+	f.cli("schedule", "put", "team-b-report", "--every", "1h")
 	created := time.Now().Truncate(time.Second)
 	f.ticker("a")
 	e.start(nil, "--exec", handlerBin, "--record-output", "256")
@@ -141,8 +147,18 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Users: vic views everything, ann operates team-a-'s schedules.
+	hash, err := bcrypt.GenerateFromPassword([]byte("pw-0123456789"), console.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authFile := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(authFile, []byte("vic:"+string(hash)+":viewer\nann:"+string(hash)+":operator:team-a-\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	addr := freeAddr(t)
-	c := f.start("console", "ticker", "console", "--listen", addr, "--actions", "--token-file", tokenFile, "--refresh", "2s", "--grace", "5s")
+	c := f.start("console", "ticker", "console", "--listen", addr, "--actions", "--token-file", tokenFile, "--auth-file", authFile,
+		"--show-output", "--refresh", "2s", "--grace", "5s")
 	c.waitLog(t, "namespace read", 60*time.Second)
 	base := "http://" + addr
 	b := newBrowser(t, path)
@@ -197,6 +213,20 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 	b.submit("posting without the CSRF token", "#trigger")
 	if msg := b.text("#error"); !strings.Contains(msg, "CSRF") {
 		t.Errorf("a form without its CSRF token: %q", msg)
+	}
+
+	// An action whose reason the change log would refuse is refused before anything is written (400), and
+	// logged by the console.
+	resp, err = postAs(base+"/schedules/beat/trigger", "Bearer "+token, url.Values{"reason": {"ok\x01"}, "csrf": {csrfOf(t, base+"/schedules/beat", "Bearer "+token)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a trigger with a control character in its reason: %d, want 400", resp.StatusCode)
+	}
+	c.waitLog(t, "console action refused", 10*time.Second)
+	if out := f.cli("schedule", "log", "beat"); strings.Count(out, "~trigger-") != 1 {
+		t.Errorf("the change log holds other than the one trigger:\n%s", out)
 	}
 
 	// Pause with a reason: the page shows it, and no slot after the pause runs.
@@ -257,4 +287,69 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 	if n := c.metric("tickgroup_console_requests_total"); n == 0 {
 		t.Error("the console's metrics count no request")
 	}
+
+	// Roles: a viewer sees no form and its POST is refused; an operator scoped to team-a- sees none of team-b-.
+	as := func(user string) {
+		auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":pw-0123456789"))
+		if _, err := chromedp.Call(b.ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as("vic")
+	if html := b.page(base + "/schedules/team-b-report"); strings.Contains(html, `<form method="post"`) || !strings.Contains(html, "signed in as vic") {
+		t.Error("a viewer is shown the action forms")
+	}
+	resp, err = postAs(base+"/schedules/team-b-report/trigger", "Basic "+base64.StdEncoding.EncodeToString([]byte("vic:pw-0123456789")), url.Values{"csrf": {"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a viewer's trigger: %d, want 403", resp.StatusCode)
+	}
+	as("ann")
+	html := b.page(base + "/schedules")
+	if !strings.Contains(html, `data-schedule="team-a-report"`) || strings.Contains(html, "team-b-") || strings.Contains(html, `data-schedule="beat"`) {
+		t.Errorf("ann's schedules page shows others' schedules, or not hers:\n%s", html)
+	}
+	if html := b.page(base + "/schedules/team-b-report"); !strings.Contains(html, "404") {
+		t.Error("ann can open team-b-report")
+	}
+	if html := b.page(base + "/schedules/team-a-report"); !strings.Contains(html, `id="trigger"`) {
+		t.Error("ann, an operator, has no forms on her team's schedule")
+	}
+	b.shot("scoped")
+}
+
+// postAs posts form to u with the Authorization header auth.
+func postAs(u, auth string, form url.Values) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", auth)
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	return resp, err
+}
+
+// csrfOf reads the CSRF token of the first form of page u, as auth sees it.
+func csrfOf(t *testing.T, u, auth string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.Header.Set("Authorization", auth)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	_, rest, ok := strings.Cut(string(b), `name="csrf" value="`)
+	if !ok {
+		t.Fatalf("no CSRF token on %s", u)
+	}
+	tok, _, _ := strings.Cut(rest, `"`)
+	return tok
 }

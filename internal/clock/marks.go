@@ -10,7 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/schedule"
 )
 
 // Mark is the value of a mark once its writer has measured its clock: who wrote it (the ticker's instance, the
@@ -21,6 +23,22 @@ type Mark struct {
 	Who           string  `json:"who"`
 	OffsetMS      float64 `json:"offset_ms"`
 	UncertaintyMS float64 `json:"uncertainty_ms"`
+}
+
+// MaxWho bounds a mark's Who, in bytes.
+const MaxWho = 256
+
+// DecodeMark reads a mark's value as a reading: its writer's name is 1 to MaxWho bytes of printable text (it is
+// shown in ticker status and the console, and anyone who may write marks can write any value).
+func DecodeMark(b []byte) (Mark, error) {
+	var m Mark
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Mark{}, fmt.Errorf("decoding a clock mark: %w", errlimit.Wrap(err))
+	}
+	if m.Who == "" || len(m.Who) > MaxWho || !schedule.Printable(m.Who) {
+		return Mark{}, fmt.Errorf("clock mark of %s: want 1 to %d bytes of printable text", errlimit.Quote(m.Who), MaxWho)
+	}
+	return m, nil
 }
 
 // EncodeMark returns the value of m.
@@ -35,31 +53,47 @@ type Skew struct {
 	At time.Time
 }
 
+// Marks are the readings ReadMarks found.
+type Marks struct {
+	// Skews are the latest reading of each writer, by name.
+	Skews []Skew
+	// Invalid counts the marks passed over that held a reading DecodeMark refuses.
+	Invalid int
+}
+
 // ReadSkews returns the latest reading of every writer whose marks reached topic since since, by name. Marks
-// without a reading (a writer before its first one, or of an earlier release) and values that are not marks
-// are passed over.
+// without a reading (a writer before its first one, or of an earlier release) are passed over, and so are
+// values that are not valid readings (DecodeMark): ReadMarks counts those.
 func ReadSkews(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, topic string, since time.Time) ([]Skew, error) {
+	m, err := ReadMarks(ctx, opts, adm, topic, since)
+	return m.Skews, err
+}
+
+// ReadMarks is ReadSkews, with the count of the invalid marks passed over.
+func ReadMarks(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, topic string, since time.Time) (Marks, error) {
 	starts, err := adm.ListOffsetsAfterMilli(ctx, since.UnixMilli(), topic)
 	if err != nil {
-		return nil, fmt.Errorf("reading the clock marks: %w", kafka.NeedACL(err, "Read", "topic", topic))
+		return Marks{}, fmt.Errorf("reading the clock marks: %w", kafka.NeedACL(err, "Read", "topic", topic))
 	}
 	from := int64(-1)
 	if o, ok := starts.Lookup(topic, 0); ok && o.Err == nil {
 		from = o.Offset
 	}
 	latest := map[string]Skew{}
+	invalid := 0
 	if _, err := kafka.ReadStableFrom(ctx, opts, topic, 0, from, func(r *kgo.Record) error {
 		if len(r.Value) == 0 || r.Value[0] != '{' {
-			return nil
+			return nil // a bare mark
 		}
-		var m Mark
-		if json.Unmarshal(r.Value, &m) != nil || m.Who == "" || len(m.Who) > 256 {
+		m, err := DecodeMark(r.Value)
+		if err != nil {
+			invalid++
 			return nil
 		}
 		latest[m.Who] = Skew{Mark: m, At: r.Timestamp}
 		return nil
 	}); err != nil {
-		return nil, err
+		return Marks{}, err
 	}
 	out := make([]Skew, 0, len(latest))
 	for _, s := range latest {
@@ -74,5 +108,5 @@ func ReadSkews(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, topic stri
 		}
 		return 0
 	})
-	return out, nil
+	return Marks{Skews: out, Invalid: invalid}, nil
 }

@@ -32,6 +32,9 @@ const (
 // MaxBackfillSlots is the most slots one backfill runs: split a longer range into several backfills.
 const MaxBackfillSlots = 10_000
 
+// MaxBackfillRunning is the most a backfill's BackfillOptions.MaxRunning may be.
+const MaxBackfillRunning = backfill.MaxRunning
+
 // BackfillOptions are a backfill's choices; the zero value runs the slots that never ran, one at a time.
 type BackfillOptions struct {
 	// Reprocess is which slots run (default ReprocessNone).

@@ -435,3 +435,10 @@ func TestMaxBackfillSlotsIsTheLeaders(t *testing.T) {
 		t.Fatalf("MaxBackfillSlots %d, the leader's bound %d", MaxBackfillSlots, backfill.MaxSlots)
 	}
 }
+
+// The exported bounds are the internal ones (the API may not name an internal constant).
+func TestExportedBoundsAreTheInternalOnes(t *testing.T) {
+	if MaxBackfillRunning != backfill.MaxRunning || MaxBackfillSlots != backfill.MaxSlots {
+		t.Errorf("MaxBackfillRunning %d, MaxBackfillSlots %d; internal/backfill has %d and %d", MaxBackfillRunning, MaxBackfillSlots, backfill.MaxRunning, backfill.MaxSlots)
+	}
+}

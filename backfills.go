@@ -33,7 +33,7 @@ const (
 const MaxBackfillSlots = 10_000
 
 // MaxBackfillRunning is the most a backfill's BackfillOptions.MaxRunning may be.
-const MaxBackfillRunning = backfill.MaxRunning
+const MaxBackfillRunning = 100
 
 // BackfillOptions are a backfill's choices; the zero value runs the slots that never ran, one at a time.
 type BackfillOptions struct {

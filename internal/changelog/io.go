@@ -302,14 +302,24 @@ func readAt(ctx context.Context, opts []kgo.Opt, topic string, wanted []int64, f
 	}
 	defer cl.Close()
 	i := 0 // wanted[:i] are read, or found gone
-	for i < len(wanted) {
-		fetches := cl.PollFetches(ctx)
+	// A wanted offset with no record at or after it below the end (the tail aborted, or removed) is never
+	// answered: after idlePolls polls of up to 2 s without a record, the rest count as gone.
+	const idlePolls = 3
+	for idle := 0; i < len(wanted) && idle < idlePolls; {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		fetches := cl.PollFetches(pctx)
+		cancel()
+		if fetches.NumRecords() == 0 {
+			idle++
+		} else {
+			idle = 0
+		}
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("reading %s at offset %d: %w", topic, wanted[i], err)
 		}
 		var ferr error
 		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				ferr = errors.Join(ferr, fmt.Errorf("fetching %s[%d]: %w", t, p, kafka.NeedACL(err, "Read", "topic", topic)))
 			}
 		})

@@ -51,6 +51,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
@@ -134,6 +136,11 @@ func (s SASLConfig) redacted() SASLConfig {
 // takes, an unknown SASL mechanism, a SASL mechanism without a username, both a password and a password file,
 // or a client certificate without its key.
 func (k KafkaConfig) Validate() error { return k.internal().Validate() }
+
+// ClientOptions returns the franz-go options of k's connections (seed brokers, TLS, SASL, client ID) as this
+// package's own clients use them: for a program that reads the namespace's topics with a client of its own, or
+// mounts the web console (package console).
+func (k KafkaConfig) ClientOptions() ([]kgo.Opt, error) { return k.internal().Opts(nil) }
 
 // ReadPasswordFile loads SASL.PasswordFile, if set, into SASL.Password and clears PasswordFile. The clients of
 // this package use SASL.Password only: a program that takes a password file calls it once, at start.

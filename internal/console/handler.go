@@ -31,6 +31,7 @@ func (c *Console) routes() http.Handler {
 	mux.Handle("POST /schedules/{name}/pause", c.action("pause", c.pause))
 	mux.Handle("POST /schedules/{name}/resume", c.action("resume", c.resume))
 	mux.Handle("POST /schedules/{name}/backfill", c.action("backfill", c.backfill))
+	mux.Handle("POST /bulk", c.bulk())
 	mux.Handle("GET /assets/console.css", c.asset("text/css; charset=utf-8", c.pages.css))
 	mux.Handle("GET /assets/local.js", c.asset("text/javascript; charset=utf-8", c.pages.js))
 	mux.Handle("/", c.page("other", func(w http.ResponseWriter, r *http.Request, _ Principal) {

@@ -235,6 +235,8 @@ type scheduleList struct {
 	Rows                        []scheduleRow
 	Total, Matched, Page, Pages int
 	PrevURL, NextURL            string
+	Acting                      bool   // the bulk form: an operator's, with actions on
+	CSRF                        string // its token
 }
 
 var listStates = []stateOption{{"", "all", false}, {"active", "active", false}, {"paused", "paused", false},
@@ -272,22 +274,8 @@ func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request, pr Princ
 		}
 		page = n
 	}
-	now, lower := s.at, strings.ToLower(query)
-	var match []status.Schedule
-	total := 0
-	for _, sc := range s.rep.Schedules {
-		if !pr.Sees(sc.Name) {
-			continue
-		}
-		total++
-		if lower != "" && !strings.Contains(strings.ToLower(sc.Name), lower) {
-			continue
-		}
-		if !stateMatches(sc, state) {
-			continue
-		}
-		match = append(match, sc)
-	}
+	now := s.at
+	match, total := matching(s.rep, pr, query, state)
 	l.Total, l.Matched = total, len(match)
 	l.Pages = max((len(match)+pageSize-1)/pageSize, 1)
 	if page > l.Pages {
@@ -315,7 +303,32 @@ func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request, pr Princ
 	for _, sc := range match[(page-1)*pageSize : min(page*pageSize, len(match))] {
 		l.Rows = append(l.Rows, rowOf(sc, s.rep, now))
 	}
-	c.render(w, r, http.StatusOK, "schedules", view{Title: "Schedules", Page: "schedules", User: userOf(r), Refresh: c.refreshSeconds(), Data: l})
+	refresh := c.refreshSeconds()
+	if c.cfg.Actions && info(r).authed && pr.Role >= Operator {
+		l.Acting, l.CSRF = true, c.csrfToken(pr.Name)
+		refresh = 0 // a refresh would wipe a selection being made
+	}
+	c.render(w, r, http.StatusOK, "schedules", view{Title: "Schedules", Page: "schedules", User: userOf(r), Refresh: refresh, Data: l})
+}
+
+// matching returns the schedules of rep that pr sees whose names contain query (in any case) and that are in
+// state (see stateMatches), and how many pr sees in all: the list's search, and a bulk action's.
+func matching(rep *status.Report, pr Principal, query, state string) (match []status.Schedule, total int) {
+	lower := strings.ToLower(query)
+	for _, sc := range rep.Schedules {
+		if !pr.Sees(sc.Name) {
+			continue
+		}
+		total++
+		if lower != "" && !strings.Contains(strings.ToLower(sc.Name), lower) {
+			continue
+		}
+		if !stateMatches(sc, state) {
+			continue
+		}
+		match = append(match, sc)
+	}
+	return match, total
 }
 
 func stateMatches(sc status.Schedule, state string) bool {

@@ -71,6 +71,9 @@ type Report struct {
 	// Clocks are each ticker's and worker's latest clock reading (the marks of the last minute on <ns>.clock):
 	// its offset from the broker's clock.
 	Clocks []clock.Skew `json:"clocks"`
+	// Timeline is each pool's activity minute by minute over the last Options.Timeline: runs started, their
+	// start delay p99 and the slots missed. Only when asked for (Options.Timeline), so that the JSON stays small.
+	Timeline []PoolTimeline `json:"timeline,omitempty"`
 	// Entries are the schedules as the schedules topic holds them (for a program that shows more of them; not
 	// in the JSON).
 	Entries map[string]store.Entry `json:"-"`
@@ -180,6 +183,9 @@ type Options struct {
 	// audit.Read reads everything they retain, in time and memory in proportion, so above it the runs are not
 	// read (Report.Errors says so). Defaults to DefaultMaxRecords; negative: no bound.
 	MaxRecords int64
+	// Timeline, when positive, adds Report.Timeline over the last Timeline (at most Window and MaxTimeline),
+	// from the records read for the runs. Defaults to none.
+	Timeline time.Duration
 }
 
 // Defaults of Options.
@@ -365,6 +371,9 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 		rep.Errors = append(rep.Errors, fmt.Sprintf("reading the runs: %v", runsErr))
 	} else {
 		runFacts(runs, entries, rep, o)
+		if o.Timeline > 0 {
+			rep.Timeline = timeline(runs, entries, rep, o)
+		}
 	}
 	runs = nil // the largest part of the report's memory
 	if err := backfills(ctx, opts, adm, names, rep, o); err != nil {

@@ -101,6 +101,7 @@ func TestE2EConsoleBulk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		_ = resp.Body.Close() // postAs closed it: for the linter
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("a selection of 101 (confirm %q): %d, want 400", confirm, resp.StatusCode)
 		}

@@ -28,8 +28,8 @@ type Log struct {
 	Undecodable int
 	// ForgedCancels counts cancel records of the work topic not written in a transaction (workers refuse them).
 	ForgedCancels int
-	// Truncated is set when ReadSchedule's Scope.MaxPerPartition cut the read of a partition short of
-	// Scope.Since: its older records were not read, and it is covered only from the first one read (WorkFrom,
+	// Truncated is set when a bound on the records read per partition (ReadSchedule, ReadRecent) cut a read short of
+	// its since: its older records were not read, and it is covered only from the first one read (WorkFrom,
 	// ResultsFrom), so Compare does not call earlier slots missing.
 	Truncated bool
 

@@ -31,6 +31,17 @@ func Read(ctx context.Context, opts []kgo.Opt, names kafka.Names) (*Log, error) 
 // of the window, not of what the topics retain. Each partition read from since covers since on (Log.WorkFrom),
 // so a slot of the window that was never emitted still counts as missing. The schedules topic is read whole.
 func ReadSince(ctx context.Context, opts []kgo.Opt, names kafka.Names, since time.Time) (*Log, error) {
+	return ReadRecent(ctx, opts, names, since, 0)
+}
+
+// ReadRecent is ReadSince reading at most maxPerPartition records of each work and results partition, the
+// newest (0: no bound): its cost is bounded whatever the window holds. A partition the bound cut covers only
+// from its first record read (a work partition a lead later: a tick of a slot just after may have been emitted
+// before it), so a slot before that is not counted missing, and Log.Truncated is set.
+func ReadRecent(ctx context.Context, opts []kgo.Opt, names kafka.Names, since time.Time, maxPerPartition int64) (*Log, error) {
+	if maxPerPartition < 0 {
+		return nil, fmt.Errorf("reading the work and results topics: a bound of %d records", maxPerPartition)
+	}
 	r := newReader()
 	parts, err := readTopic(ctx, opts, names.Schedules, r.schedule, span{})
 	if err != nil {
@@ -47,14 +58,17 @@ func ReadSince(ctx context.Context, opts []kgo.Opt, names kafka.Names, since tim
 		n := names.Pool(pool)
 		r.pool = n.PoolName
 		c := &Coverage{}
-		if parts, err = readTopic(ctx, opts, n.Work, r.work, span{since: since}); err != nil {
+		if parts, err = readTopic(ctx, opts, n.Work, r.work, span{since: since, max: maxPerPartition}); err != nil {
 			return nil, err
 		}
-		c.WorkPartitions, c.WorkFrom = len(parts), coverage(parts)
-		if parts, err = readTopic(ctx, opts, n.Results, r.result, span{since: since}); err != nil {
+		c.WorkPartitions, c.WorkFrom = len(parts), r.workCoverage(parts)
+		if parts, err = readTopic(ctx, opts, n.Results, r.result, span{since: since, max: maxPerPartition}); err != nil {
 			return nil, err
 		}
 		c.ResultsPartitions, c.ResultsFrom = len(parts), coverage(parts)
+		for _, pr := range parts {
+			r.l.Truncated = r.l.Truncated || pr.cut
+		}
 		if n.PoolName == "" {
 			r.l.WorkPartitions, r.l.WorkFrom, r.l.ResultsPartitions, r.l.ResultsFrom = c.WorkPartitions, c.WorkFrom, c.ResultsPartitions, c.ResultsFrom
 		} else {
@@ -304,6 +318,19 @@ func gapIn(gaps []gap, from, to int64) bool {
 		}
 	}
 	return false
+}
+
+// workCoverage is coverage of a work topic's partitions: one the bound cut covers from a lead after its first
+// record read (a tick due up to a lead after it may have been emitted before it), and sets Log.Truncated.
+func (r *reader) workCoverage(parts map[int32]*partitionRead) map[int32]time.Time {
+	c := coverage(parts)
+	for p, pr := range parts {
+		if pr.cut {
+			c[p] = c[p].Add(maxLead)
+			r.l.Truncated = true
+		}
+	}
+	return c
 }
 
 // coverage returns, per partition whose older records were deleted, the timestamp of its first retained record

@@ -102,14 +102,7 @@ func readSchedule(ctx context.Context, opts []kgo.Opt, names kafka.Names, s Scop
 		if err != nil {
 			return nil, err
 		}
-		c := &Coverage{WorkPartitions: len(parts), WorkFrom: coverage(parts)}
-		for p, pr := range parts {
-			if pr.cut {
-				// A tick due up to a lead after the first record read may have been emitted before it.
-				c.WorkFrom[p] = c.WorkFrom[p].Add(maxLead)
-				r.l.Truncated = true
-			}
-		}
+		c := &Coverage{WorkPartitions: len(parts), WorkFrom: r.workCoverage(parts)}
 		// A work partition p's ledger is in results partition p (modulo the count: package ledger).
 		if parts, err = readTopic(ctx, opts, n.Results, r.scopedResult, span{since: s.Since, max: s.MaxPerPartition, only: func(n int) map[int32]bool {
 			res := map[int32]bool{}

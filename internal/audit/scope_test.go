@@ -482,3 +482,43 @@ func TestMaxLead(t *testing.T) {
 		t.Errorf("maxLead %v, dispatch.MaxLead %v", maxLead, dispatch.MaxLead)
 	}
 }
+
+// TestReadRecentIsBounded: ReadRecent reads at most its bound of each partition, the newest, marks the log
+// truncated, and counts no slot before its coverage missing (ticker status and the console's refresher over a
+// window that holds more than --max-records).
+func TestReadRecentIsBounded(t *testing.T) {
+	t.Parallel()
+	b := setupScope(t, 2)
+	alpha := "alpha"
+	ps := partitionsOf(alpha, 1, b.parts)
+	b.put(schedule.Spec{Name: alpha, Every: schedule.Duration(time.Minute)})
+	base := time.Now().UTC().Truncate(time.Minute).Add(2 * time.Minute)
+	slot := func(k int) time.Time { return base.Add(time.Duration(k) * time.Minute) }
+	b.write(ps[0], false, base.Add(-time.Minute), ledger.Entry{Kind: ledger.KindClaim, Partition: ps[0], Worker: "w1", Fence: 1, At: base.Add(-time.Minute)})
+	const slots = 60
+	for k := range slots {
+		if k == 10 || k == 50 {
+			continue // missed
+		}
+		tk := scheduled(alpha, slot(k), 0, 1, slot(k).Add(-time.Second), 1)
+		p, o := b.emit(tk)
+		b.write(ps[0], false, slot(k).Add(2*time.Second), ran(tk.ID, p, o, slot(k))...)
+	}
+	l, err := ReadRecent(b.ctx, b.opts, b.names, time.Time{}, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Truncated {
+		t.Error("the log is not marked truncated")
+	}
+	if n := len(l.Ticks); n > 20 {
+		t.Errorf("%d ticks read, want at most the newest 20", n)
+	}
+	o := Options{From: base, To: slot(slots - 1), Now: slot(slots).Add(time.Hour), Lead: -1, Schedule: alpha, AllTicks: true}
+	if h, _ := HistoryOf(Compare(l, o), alpha, base); h.Missing != 1 {
+		t.Errorf("%d slots missing, want 1 (slot 50; slot 10 is before the bound's coverage)", h.Missing)
+	}
+	if _, err := ReadRecent(b.ctx, b.opts, b.names, time.Time{}, -1); err == nil {
+		t.Error("a negative bound was taken")
+	}
+}

@@ -61,17 +61,18 @@ const readLead = 6 * time.Minute
 // pools retain more than limit records (negative: no bound), it reads them only from since (audit.ReadSince),
 // and returns since: the cost is then that of the window.
 func readRuns(ctx context.Context, opts []kgo.Opt, names kafka.Names, adm *kadm.Client, limit int64, since time.Time) (*audit.Log, time.Time, error) {
-	from := time.Time{}
+	from, perPartition := time.Time{}, int64(0)
 	if limit >= 0 {
-		n, err := retained(ctx, adm, names)
+		n, partitions, err := retained(ctx, adm, names)
 		if err != nil {
 			return nil, time.Time{}, err
 		}
 		if n > limit {
-			from = since
+			// Only the window, and at most limit records of it in all: the newest of each partition.
+			from, perPartition = since, max(limit/int64(max(partitions, 1)), 1)
 		}
 	}
-	l, err := audit.ReadSince(ctx, opts, names, from)
+	l, err := audit.ReadRecent(ctx, opts, names, from, perPartition)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("%w (ticker status reads <ns>.work and <ns>.results as ticker audit does)", err)
 	}
@@ -79,8 +80,8 @@ func readRuns(ctx context.Context, opts []kgo.Opt, names kafka.Names, adm *kadm.
 }
 
 // retained returns the records the work and results topics of names' pools retain (each partition's end minus
-// its start offset, aborted records and markers included).
-func retained(ctx context.Context, adm *kadm.Client, names kafka.Names) (int64, error) {
+// its start offset, aborted records and markers included), and their partitions.
+func retained(ctx context.Context, adm *kadm.Client, names kafka.Names) (int64, int, error) {
 	topics := []string{names.Work, names.Results}
 	if tds, err := adm.ListTopics(ctx); err == nil { // a principal that may not list them: the default pool's
 		for t := range tds {
@@ -92,19 +93,21 @@ func retained(ctx context.Context, adm *kadm.Client, names kafka.Names) (int64, 
 	what := strings.Join(topics, ", ") // whose Read a refused request needs
 	starts, err := listed(what)(adm.ListStartOffsets(ctx, topics...))
 	if err != nil {
-		return 0, fmt.Errorf("listing start offsets: %w", err)
+		return 0, 0, fmt.Errorf("listing start offsets: %w", err)
 	}
 	ends, err := listed(what)(adm.ListEndOffsets(ctx, topics...))
 	if err != nil {
-		return 0, fmt.Errorf("listing end offsets: %w", err)
+		return 0, 0, fmt.Errorf("listing end offsets: %w", err)
 	}
 	var n int64
+	partitions := 0
 	ends.Each(func(e kadm.ListedOffset) {
+		partitions++
 		if s, ok := starts.Lookup(e.Topic, e.Partition); ok {
 			n += max(e.Offset-s.Offset, 0)
 		}
 	})
-	return n, nil
+	return n, partitions, nil
 }
 
 // listed returns a function that returns the offsets, or the first error of the request (naming the ACL on

@@ -66,6 +66,9 @@ type Report struct {
 	// --max-records, so only their records of the window (and the lead before it) were read, and a last run
 	// before it is not known.
 	RunsSince *time.Time `json:"runs_since,omitempty"`
+	// RunsCut says that the window itself held more than --max-records: only the newest records of each
+	// partition were read, and the slots before them are neither missed nor known.
+	RunsCut bool `json:"runs_cut,omitempty"`
 	// Backfills are the backfills that have not ended (ticker schedule backfill --list has every one).
 	Backfills []Backfill `json:"backfills"`
 	// Clocks are each ticker's and worker's latest clock reading (the marks of the last minute on <ns>.clock):
@@ -179,9 +182,10 @@ type Options struct {
 	Upcoming int
 	// Now is the instant of the report. Defaults to time.Now().
 	Now time.Time
-	// MaxRecords bounds the records of the work and results topics (every pool's) that are read for the runs:
-	// audit.Read reads everything they retain, in time and memory in proportion, so above it the runs are not
-	// read (Report.Errors says so). Defaults to DefaultMaxRecords; negative: no bound.
+	// MaxRecords bounds the records of the work and results topics (every pool's) that are read for the runs,
+	// whose time and memory are in proportion: when the topics retain more, only the window's records are read
+	// (Report.RunsSince), and at most the newest MaxRecords of them, spread evenly over the partitions
+	// (Report.RunsCut). Defaults to DefaultMaxRecords; negative: no bound.
 	MaxRecords int64
 	// Timeline, when positive, adds Report.Timeline over the last Timeline (at most Window and MaxTimeline),
 	// from the records read for the runs. Defaults to none.
@@ -363,6 +367,7 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	if !runsSince.IsZero() {
 		rep.RunsSince = &runsSince
 	}
+	rep.RunsCut = runs != nil && runs.Truncated
 	if kafka.Denied(runsErr) {
 		// As for the lag: a refusal is no partial report, the principal lacks a permission and the error says which.
 		return nil, runsErr
@@ -646,6 +651,9 @@ func printRunsSince(w io.Writer, rep *Report) {
 	if rep.RunsSince != nil {
 		fmt.Fprintf(w, "note: the work and results topics retain more than --max-records: the run facts are those of the records since %s (a last run before it shows as -)\n",
 			rep.RunsSince.UTC().Format(time.RFC3339))
+	}
+	if rep.RunsCut {
+		fmt.Fprintln(w, "note: the window holds more than --max-records: only the newest records of each partition were read (a slot before them is neither missed nor known)")
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/audit"
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/when"
 )
 
 // runAuditing runs `ticker audit` and `ticker history` (command is args[0] of the dispatch).
@@ -43,8 +44,8 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 		strict     bool
 	)
 	common.Register(fs, "")
-	fs.Var(&from, "from", "first slot to audit: RFC 3339, or a duration before now such as 24h (default: everything retained)")
-	fs.Var(&to, "to", "last slot to audit: RFC 3339, or a duration before now (default: now)")
+	fs.Var(&from, "from", "first slot to audit: RFC 3339, now, or a duration before now such as 24h (default: everything retained)")
+	fs.Var(&to, "to", "last slot to audit: RFC 3339, now, or a duration before now (default: now)")
 	fs.StringVar(&name, "schedule", "", "audit only this schedule")
 	fs.DurationVar(&grace, "grace", 5*time.Minute, "a tick not emitted or without an outcome this long after its due time is missing (before: pending)")
 	fs.DurationVar(&leadWindow, "lead", audit.DefaultLead, "the tickers' --lead: slots due this long after a change may run under the version before it (0: emitted when due)")
@@ -244,45 +245,26 @@ func describeVersion(v audit.VersionReport) string {
 	return d
 }
 
-// instantFlag is an RFC 3339 instant or a duration before now ("24h").
-type instantFlag struct {
-	abs *time.Time
-	ago time.Duration
-}
+// instantFlag is --from or --to of ticker audit, as when.Parse reads it (an instant in the past), kept as typed
+// and read against the audit's now.
+type instantFlag struct{ s string }
 
-func (f *instantFlag) String() string {
-	switch {
-	case f.abs != nil:
-		return f.abs.Format(time.RFC3339)
-	case f.ago != 0:
-		return f.ago.String()
-	}
-	return ""
-}
+func (f *instantFlag) String() string { return f.s }
 
+// Set checks s now, so that a mistake is a usage error before any connection.
 func (f *instantFlag) Set(s string) error {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return errors.New("a duration before now must not be negative")
-		}
-		f.ago, f.abs = d, nil
-		return nil
+	if _, err := when.Parse(s, time.Now(), when.Past); err != nil {
+		return err
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return errors.New("want an RFC 3339 instant (2026-12-01T00:00:00Z) or a duration before now (24h)")
-	}
-	f.abs = &t
+	f.s = s
 	return nil
 }
 
 // at returns the instant, relative to now; the zero time when unset.
 func (f *instantFlag) at(now time.Time) time.Time {
-	switch {
-	case f.abs != nil:
-		return *f.abs
-	case f.ago != 0:
-		return now.Add(-f.ago)
+	if f.s == "" {
+		return time.Time{}
 	}
-	return time.Time{}
+	t, _ := when.Parse(f.s, now, when.Past) // checked by Set
+	return t
 }

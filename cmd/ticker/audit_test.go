@@ -142,3 +142,30 @@ func TestAuditStrict(t *testing.T) {
 		}
 	}
 }
+
+// TestInstantFlag: ticker audit's --from and --to read as when.Parse reads an instant in the past, against the
+// audit's now; unset is the zero time (everything retained, or now).
+func TestInstantFlag(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"", time.Time{}},
+		{"0s", now},
+		{"now", now},
+		{"24h", now.Add(-24 * time.Hour)},
+		{"2026-12-01T00:00:00Z", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		var f instantFlag
+		if tc.in != "" {
+			if err := f.Set(tc.in); err != nil {
+				t.Fatalf("Set(%q): %v", tc.in, err)
+			}
+		}
+		if got := f.at(now); !got.Equal(tc.want) || f.String() != tc.in {
+			t.Errorf("%q: at %v (String %q), want %v", tc.in, got, f.String(), tc.want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/cli"
+	"github.com/tickgroup/tickgroup/internal/when"
 )
 
 const backfillUsage = `Usage: ticker schedule backfill NAME --from T --to T [--dry-run] [--reprocess none|failed|all] [--max-running N]
@@ -21,10 +22,11 @@ const backfillUsage = `Usage: ticker schedule backfill NAME --from T --to T [--d
 
 Run the past slots of schedule NAME in [--from, --to) again: every slot of the range by the schedule's
 definition and zone, before the schedule was created too (not before its start or after its end). T is an
-RFC 3339 instant or a duration before now (90m). The schedule's leader emits one tick per slot and shard, in slot
-order, at most --max-running slots without an outcome at once; each tick is marked (TICK_BACKFILL=1,
-Tick.Backfill) and its ID ends with ~backfill-ID. A leader killed midway loses and doubles no slot. The runs of
-a schedule's shard never overlap, backfill or not, and a backfill runs whether or not the schedule is paused.
+RFC 3339 instant, now, or a duration before now (90m). The schedule's leader emits one tick per slot and
+shard, in slot order, at most --max-running slots without an outcome at once; each tick is marked
+(TICK_BACKFILL=1, Tick.Backfill) and its ID ends with ~backfill-ID. A leader killed midway loses and doubles no
+slot. The runs of a schedule's shard never overlap, backfill or not, and a backfill runs whether or not the
+schedule is paused.
 
 --reprocess decides from the slots' last outcomes (the results topic): none runs only the slots that never ran
 (no outcome), failed also those whose last outcome is not ok, all every slot. --dry-run prints every slot of
@@ -40,8 +42,8 @@ type backfillFlags struct {
 }
 
 func (b *backfillFlags) register(fs *flag.FlagSet, reason *string, dryRun, asJSON *bool) {
-	fs.StringVar(&b.from, "from", "", "first instant of the range (RFC 3339, or a duration before now such as 24h)")
-	fs.StringVar(&b.to, "to", "", "end of the range, excluded (RFC 3339, or a duration before now; at most now)")
+	fs.StringVar(&b.from, "from", "", "first instant of the range (RFC 3339, now, or a duration before now such as 24h)")
+	fs.StringVar(&b.to, "to", "", "end of the range, excluded (RFC 3339, now, or a duration before now; at most now)")
 	fs.StringVar(&b.reprocess, "reprocess", "none", "which slots run: none (only those that never ran), failed (also those whose last outcome is not ok) or all")
 	fs.IntVar(&b.maxRunning, "max-running", 1, "slots of the backfill emitted without an outcome at once (1-100)")
 	fs.BoolVar(&b.list, "list", false, "list the backfills and their progress")
@@ -68,17 +70,11 @@ func (b *backfillFlags) check(positional []string) (string, error) {
 	return positional[0], nil
 }
 
-// parseInstant reads --from and --to: an RFC 3339 instant, or a positive duration before now.
+// parseInstant reads --from or --to (when.Parse: RFC 3339, now, or a duration before now).
 func parseInstant(flagName, s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, cli.Usagef("schedule backfill: --%s %s: a duration before now must not be negative", flagName, s)
-		}
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
+	t, err := when.Parse(s, now, when.Past)
 	if err != nil {
-		return time.Time{}, cli.Usagef("schedule backfill: --%s %s: want an RFC 3339 instant (2026-12-01T00:00:00Z) or a duration before now (24h)", flagName, s)
+		return time.Time{}, cli.Usagef("schedule backfill: --%s %s: %v", flagName, s, err)
 	}
 	return t, nil
 }

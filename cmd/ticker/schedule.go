@@ -14,6 +14,7 @@ import (
 	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/when"
 )
 
 const scheduleUsage = `Usage: ticker schedule SUBCOMMAND [NAME] [flags]
@@ -198,8 +199,12 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 
 	var untilAt time.Time
 	if until != "" {
-		if untilAt, err = parseUntil(until, time.Now()); err != nil {
-			return cli.Usagef("schedule pause: --until %s", err)
+		// Whole seconds: the end shows as RFC 3339.
+		if untilAt, err = when.Parse(until, time.Now().Truncate(time.Second), when.Future); err != nil {
+			return cli.Usagef("schedule pause: --until %s: %v", until, err)
+		}
+		if !untilAt.After(time.Now()) {
+			return cli.Usagef("schedule pause: --until %s: the pause would end at once; want an instant after now", until)
 		}
 	}
 	client, err := tickgroup.NewSchedules(common.PublicKafka())
@@ -331,21 +336,6 @@ func apply(ctx context.Context, client *tickgroup.Schedules, specs []tickgroup.S
 	}
 	fmt.Fprintf(stdout, "%d change(s) written\n", len(changes))
 	return nil
-}
-
-// parseUntil reads --until: an RFC 3339 instant, or a positive duration from now.
-func parseUntil(s string, now time.Time) (time.Time, error) {
-	if d, err := time.ParseDuration(s); err == nil {
-		if d <= 0 {
-			return time.Time{}, fmt.Errorf("%s: a duration must be positive", s)
-		}
-		return now.Add(d).Truncate(time.Second), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%s: want an RFC 3339 instant (2026-12-24T08:00:00Z) or a duration from now (2h)", s)
-	}
-	return t, nil
 }
 
 // pauseText is what list shows of a pause: its end and its reason ("-" when not paused).

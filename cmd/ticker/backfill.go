@@ -45,7 +45,7 @@ func (b *backfillFlags) register(fs *flag.FlagSet, reason *string, dryRun, asJSO
 	fs.StringVar(&b.from, "from", "", "first instant of the range (RFC 3339, now, or a duration before now such as 24h)")
 	fs.StringVar(&b.to, "to", "", "end of the range, excluded (RFC 3339, now, or a duration before now; at most now)")
 	fs.StringVar(&b.reprocess, "reprocess", "none", "which slots run: none (only those that never ran), failed (also those whose last outcome is not ok) or all")
-	fs.IntVar(&b.maxRunning, "max-running", 1, "slots of the backfill emitted without an outcome at once (1-100)")
+	fs.IntVar(&b.maxRunning, "max-running", 1, fmt.Sprintf("slots of the backfill emitted without an outcome at once (1-%d)", tickgroup.MaxBackfillRunning))
 	fs.BoolVar(&b.list, "list", false, "list the backfills and their progress")
 	fs.StringVar(&b.cancel, "cancel", "", "stop backfill ID: no more of its slots are emitted")
 	fs.StringVar(reason, "reason", "", "why (kept in the change log and with the backfill)")
@@ -99,8 +99,8 @@ func (b *backfillFlags) run(ctx context.Context, client *tickgroup.Schedules, na
 	if err != nil {
 		return err
 	}
-	if b.maxRunning < 1 || b.maxRunning > 100 {
-		return cli.Usagef("schedule backfill: --max-running %d: want 1 to 100", b.maxRunning)
+	if b.maxRunning < 1 || b.maxRunning > tickgroup.MaxBackfillRunning {
+		return cli.Usagef("schedule backfill: --max-running %d: want 1 to %d", b.maxRunning, tickgroup.MaxBackfillRunning)
 	}
 	switch tickgroup.Reprocess(b.reprocess) {
 	case tickgroup.ReprocessNone, tickgroup.ReprocessFailed, tickgroup.ReprocessAll:

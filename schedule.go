@@ -94,16 +94,7 @@ func (s Schedule) Next(after time.Time, n int) ([]time.Time, error) {
 
 // Zone is the time zone s's slots are read in: TZ for a cron schedule, UTC otherwise (and for an unknown TZ,
 // which Validate refuses).
-func (s Schedule) Zone() *time.Location {
-	if s.Cron == "" || s.TZ == "" {
-		return time.UTC
-	}
-	loc, err := time.LoadLocation(s.TZ)
-	if err != nil {
-		return time.UTC
-	}
-	return loc
-}
+func (s Schedule) Zone() *time.Location { return s.spec().Location() }
 
 // spec is s as package schedule takes it.
 func (s Schedule) spec() schedule.Spec {

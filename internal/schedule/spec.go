@@ -388,6 +388,20 @@ func (s Spec) compile(write bool) (*Schedule, error) {
 	return sch, nil
 }
 
+// Location is the zone s's slots are read in: TZ for a cron schedule, UTC otherwise, and UTC for a TZ that
+// Validate refuses (an unknown zone, or "Local"). The one rule for every reader that shows a slot in the
+// schedule's zone (tickgroup.Schedule.Zone, ticker status, the console).
+func (s Spec) Location() *time.Location {
+	if s.Cron == "" || s.TZ == "" {
+		return time.UTC
+	}
+	loc, err := loadZone(s.TZ)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
 // loadZone loads an IANA zone. "Local" is refused: it is whatever the host says, so replicas could disagree.
 func loadZone(name string) (*time.Location, error) {
 	if name == "Local" {

@@ -186,3 +186,24 @@ func TestDotNamesRefusedOnWrite(t *testing.T) {
 		t.Errorf("ValidateNew of two problems = %v, want both, joined", err)
 	}
 }
+
+// TestLocation: a cron schedule's slots are read in its TZ; every other schedule's, and one whose TZ Validate
+// refuses, in UTC.
+func TestLocation(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Cron: "0 2 * * *", TZ: "Europe/Paris"}, "Europe/Paris"},
+		{Spec{Cron: "0 2 * * *"}, "UTC"},
+		{Spec{Every: Duration(time.Minute)}, "UTC"},
+		{Spec{Every: Duration(time.Minute), TZ: "Europe/Paris"}, "UTC"}, // refused by Validate: an interval has no zone
+		{Spec{Cron: "0 2 * * *", TZ: "Local"}, "UTC"},
+		{Spec{Cron: "0 2 * * *", TZ: "Mars/Olympus"}, "UTC"},
+	} {
+		if got := tc.spec.Location().String(); got != tc.want {
+			t.Errorf("%+v: Location %s, want %s", tc.spec, got, tc.want)
+		}
+	}
+}

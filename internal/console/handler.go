@@ -14,6 +14,7 @@ import (
 	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/status"
 	"github.com/tickgroup/tickgroup/internal/store"
+	"github.com/tickgroup/tickgroup/internal/when"
 )
 
 // maxForm bounds a form's body.
@@ -243,12 +244,7 @@ func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, pr Princi
 	}
 	now := time.Now()
 	spec := e.Spec()
-	loc := time.UTC
-	if spec.Cron != "" && spec.TZ != "" {
-		if l, err := time.LoadLocation(spec.TZ); err == nil {
-			loc = l
-		}
-	}
+	loc := spec.Location()
 	p := schedulePage{Name: name, Definition: spec.Describe(), Zone: loc.String(), Pool: cmp.Or(spec.Pool, "default"), Payload: spec.Payload,
 		URL: c.cfg.Prefix + schedulePath(name), Version: e.Version, UpdatedAt: e.UpdatedAt, Leader: sc.Leader, Paused: sc.Paused, ShowOutput: c.cfg.ShowOutput}
 	p.State, p.StateClass, p.Reason = stateText(sc, now)
@@ -362,27 +358,18 @@ func (c *Console) backfill(w http.ResponseWriter, r *http.Request, p Principal, 
 	return "", errAnswered
 }
 
-// parseWhen reads an instant: RFC 3339, "now", or a positive duration (ahead of now when future, else before).
+// parseWhen reads an instant as when.Parse does (RFC 3339, "now", or a duration that is not negative: ahead of
+// now when future, else before), in whole seconds: the preview's hidden fields (RFC 3339) carry the same range.
 func parseWhen(s string, now time.Time, future bool) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	now = now.Truncate(time.Second) // whole seconds: the preview's hidden fields (RFC 3339) carry the same range
-	if s == "now" {
-		return now, nil
+	dir := when.Past
+	if future {
+		dir = when.Future
 	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, fmt.Errorf("%q: a duration must not be negative", s)
-		}
-		if future {
-			return now.Add(d).Truncate(time.Second), nil
-		}
-		return now.Add(-d).Truncate(time.Second), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
+	t, err := when.Parse(s, now.Truncate(time.Second), dir)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%q: want an RFC 3339 instant (2026-12-01T00:00:00Z), now, or a duration (2h)", truncate(s, 64))
+		return time.Time{}, fmt.Errorf("%q: %w", truncate(strings.TrimSpace(s), 64), err)
 	}
-	return t, nil
+	return t.Truncate(time.Second), nil
 }
 
 func truncate(s string, n int) string {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/audit"
 	"github.com/tickgroup/tickgroup/internal/cli"
-	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/when"
 )
 
@@ -238,7 +237,7 @@ func describeVersion(v audit.VersionReport) string {
 	if s.Shards > 1 {
 		d += fmt.Sprintf(", %d shards", s.Shards)
 	}
-	d += ", catchup " + cmp.Or(s.Catchup, schedule.DefaultCatchup)
+	d += ", catchup " + s.CatchupPolicy()
 	if s.Paused {
 		d += ", paused"
 	}

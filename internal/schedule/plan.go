@@ -116,12 +116,7 @@ func emitted(dst []time.Time, start int) []time.Time {
 }
 
 // Catchup returns the schedule's catch-up policy: the Spec's, or DefaultCatchup when it has none.
-func (s *Schedule) Catchup() string {
-	if s.catchup == 0 {
-		return DefaultCatchup
-	}
-	return catchups[s.catchup]
-}
+func (s *Schedule) Catchup() string { return catchupPolicy(catchups[s.catchup]) }
 
 // CatchupMax returns how many missed slots catch-up all emits at most: the Spec's, or DefaultCatchupMax.
 func (s *Schedule) CatchupMax() int { return s.catchupMax() }

@@ -388,6 +388,17 @@ func (s Spec) compile(write bool) (*Schedule, error) {
 	return sch, nil
 }
 
+// CatchupPolicy is the catch-up policy the leader applies to s: Catchup, or DefaultCatchup when s has none.
+func (s Spec) CatchupPolicy() string { return catchupPolicy(s.Catchup) }
+
+// catchupPolicy is a catch-up policy as written, "" read as DefaultCatchup.
+func catchupPolicy(written string) string {
+	if written == "" {
+		return DefaultCatchup
+	}
+	return written
+}
+
 // Location is the zone s's slots are read in: TZ for a cron schedule, UTC otherwise, and UTC for a TZ that
 // Validate refuses (an unknown zone, or "Local"). The one rule for every reader that shows a slot in the
 // schedule's zone (tickgroup.Schedule.Zone, ticker status, the console).

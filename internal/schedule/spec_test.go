@@ -207,3 +207,22 @@ func TestLocation(t *testing.T) {
 		}
 	}
 }
+
+// TestCatchupPolicy: a Spec without a policy, and its compiled Schedule, read as DefaultCatchup.
+func TestCatchupPolicy(t *testing.T) {
+	t.Parallel()
+	for _, c := range []string{"", CatchupSkip, CatchupLatest, CatchupAll} {
+		s := Spec{Name: "s", Every: Duration(time.Minute), Catchup: c}
+		want := c
+		if c == "" {
+			want = DefaultCatchup
+		}
+		sch, err := s.Compile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.CatchupPolicy() != want || sch.Catchup() != want {
+			t.Errorf("catchup %q: Spec.CatchupPolicy %q, Schedule.Catchup %q; want %q", c, s.CatchupPolicy(), sch.Catchup(), want)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -81,8 +80,7 @@ type Ticker struct {
 // NewTicker checks cfg and returns a ticker replica. It opens no connection: Run does.
 func NewTicker(cfg TickerConfig) (*Ticker, error) {
 	if cfg.Instance == "" {
-		host, _ := os.Hostname()
-		cfg.Instance = fmt.Sprintf("%s-%d", host, os.Getpid())
+		cfg.Instance = kafka.InstanceName("ticker")
 	}
 	cfg.SessionTimeout = cmp.Or(cfg.SessionTimeout, 6*time.Second)
 	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, time.Second)

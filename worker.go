@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -111,8 +110,7 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.ID == "" {
-		host, _ := os.Hostname()
-		cfg.ID = fmt.Sprintf("%s-%d", host, os.Getpid())
+		cfg.ID = kafka.InstanceName("worker")
 	}
 	wc := worker.Config{
 		Kafka:          cfg.Kafka.internal(),

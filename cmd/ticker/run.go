@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"time"
 
@@ -152,8 +151,7 @@ func runTicker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&poolRetry, "pool-retry", 30*time.Second, "while leading, how long to wait before trying again to make a worker pool's topics ready when that failed (its schedules wait meanwhile, then catch up)")
 	fs.BoolVar(&profiles, "pprof", false, "also serve the Go runtime profiles (net/http/pprof) under /debug/pprof/ on the admin address")
 	fs.DurationVar(&maxClockSkew, "max-clock-skew", clock.DefaultMaxSkew, "largest offset of this host's clock from the broker's (measured every 10s on <ns>.clock) at which this replica may lead; beyond it, it leaves the election until the clock is back")
-	host, _ := os.Hostname()
-	fs.StringVar(&instance, "instance", fmt.Sprintf("%s-%d", host, os.Getpid()), "name of this replica in logs and in the group (client ID)")
+	fs.StringVar(&instance, "instance", kafka.InstanceName("ticker"), "name of this replica in logs and in the group (client ID)")
 	fs.StringVar(&instanceID, "instance-id", "", "static group membership: a replica restarted with the same ID within the session timeout takes its leadership back at once (no rebalance); never give two running replicas the same ID (the older one is fenced and exits 1); off by default")
 	fs.Usage = cli.Usage(fs, `Usage: ticker run [flags]
 

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/command"
+	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/webhook"
 	"github.com/tickgroup/tickgroup/internal/worker"
 )
@@ -128,8 +127,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	if f.workerID == "" {
-		host, _ := os.Hostname()
-		f.workerID = fmt.Sprintf("%s-%d", cmp.Or(host, "worker"), os.Getpid())
+		f.workerID = kafka.InstanceName("worker")
 	}
 	if f.common.Kafka.ClientID == "" {
 		// The client ID shows in `ticker status` (which worker owns which partition) and in broker logs.

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -118,8 +116,7 @@ const (
 
 func (c Config) withDefaults() Config {
 	if c.WorkerID == "" {
-		host, _ := os.Hostname()
-		c.WorkerID = cmp.Or(host, "worker") + "-" + strconv.Itoa(os.Getpid())
+		c.WorkerID = kafka.InstanceName("worker")
 	}
 	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
 	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)

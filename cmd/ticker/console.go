@@ -17,7 +17,6 @@ import (
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/console"
-	"github.com/tickgroup/tickgroup/internal/status"
 )
 
 const consoleUsage = `Usage: ticker console [--listen ADDR] [--allowed-host H] [--actions --token-file F | --auth-file F] [--auth-read] [flags]
@@ -70,7 +69,7 @@ func runConsole(ctx context.Context, args []string, getenv func(string) string, 
 	fs.Int64Var(&detail, "detail-records", 50_000, "a schedule's page reads at most this many of the newest records of each work and results partition its ticks use")
 	fs.StringVar(&prefix, "prefix", "", "serve the pages under this path (e.g. /console, behind a proxy that keeps it)")
 	fs.DurationVar(&grace, "grace", 30*time.Second, "a tick not emitted, or without an outcome, this long after its instant counts as missed")
-	fs.Int64Var(&maxRecords, "max-records", status.DefaultMaxRecords, "as ticker status --max-records: beyond this many retained records, only the last day's are read for the runs")
+	fs.Int64Var(&maxRecords, "max-records", console.DefaultMaxRecords, "the runs of every schedule are read from at most this many records, the newest of each partition (memory grows with it)")
 	fs.Usage = cli.Usage(fs, consoleUsage)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err

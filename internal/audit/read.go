@@ -62,7 +62,7 @@ func ReadRecent(ctx context.Context, opts []kgo.Opt, names kafka.Names, since ti
 			return nil, err
 		}
 		c.WorkPartitions, c.WorkFrom = len(parts), r.workCoverage(parts)
-		if parts, err = readTopic(ctx, opts, n.Results, r.result, span{since: since, max: maxPerPartition}); err != nil {
+		if parts, err = readTopic(ctx, opts, n.Results, r.result, span{since: resultsSince(parts, since), max: maxPerPartition}); err != nil {
 			return nil, err
 		}
 		c.ResultsPartitions, c.ResultsFrom = len(parts), coverage(parts)
@@ -318,6 +318,26 @@ func gapIn(gaps []gap, from, to int64) bool {
 		}
 	}
 	return false
+}
+
+// resultsMargin is how long before its tick's first record read a ledger entry of a tick read may be stamped:
+// a worker's claim of its partition, renewed each lease, or an outcome of a clock that runs behind.
+const resultsMargin = time.Minute
+
+// resultsSince is where the results partitions of work partitions parts are read from: since, or when the bound
+// cut a work partition, a margin before the oldest first record read of the cut ones. A results record holds a
+// batch of ledger entries, so a bound on its records would not bound what the read holds; the ticks read do.
+func resultsSince(parts map[int32]*partitionRead, since time.Time) time.Time {
+	var oldest time.Time
+	for _, pr := range parts {
+		if pr.cut && !pr.firstTS.IsZero() && (oldest.IsZero() || pr.firstTS.Before(oldest)) {
+			oldest = pr.firstTS
+		}
+	}
+	if oldest.IsZero() {
+		return since
+	}
+	return later(since, oldest.Add(-resultsMargin))
 }
 
 // workCoverage is coverage of a work topic's partitions: one the bound cut covers from a lead after its first

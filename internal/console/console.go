@@ -50,7 +50,8 @@ type Config struct {
 	Namespace string
 	// Refresh is how often the namespace is read again (default 15s); the pages refresh as often.
 	Refresh time.Duration
-	// MaxRecords is status.Options.MaxRecords (0: its default).
+	// MaxRecords is status.Options.MaxRecords for the refresher's read of every schedule's runs (default
+	// DefaultMaxRecords): it bounds the console's memory (docs/benchmarks.md).
 	MaxRecords int64
 	// DetailRecords bounds a schedule page's read of its runs: at most this many of the newest records of each
 	// work and results partition its ticks use (default 50,000).
@@ -72,6 +73,10 @@ type Config struct {
 	// Registerer takes the console's metrics (nil: none).
 	Registerer prometheus.Registerer
 }
+
+// DefaultMaxRecords is Config.MaxRecords's default: about 0.9 GB of memory at 100,000 every-minute schedules,
+// whatever the topics retain.
+const DefaultMaxRecords = 100_000
 
 // ErrActionsWithoutAuth is returned by New for actions without authentication.
 var ErrActionsWithoutAuth = errors.New("console: --actions needs authentication (--token-file or --auth-file)")
@@ -123,6 +128,7 @@ func New(cfg Config, opts []kgo.Opt) (*Console, error) {
 	cfg.Refresh = cmp.Or(cfg.Refresh, 15*time.Second)
 	cfg.Grace = cmp.Or(cfg.Grace, 30*time.Second)
 	cfg.DetailRecords = cmp.Or(cfg.DetailRecords, 50_000)
+	cfg.MaxRecords = cmp.Or(cfg.MaxRecords, DefaultMaxRecords)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -228,7 +234,8 @@ func (c *Console) read(ctx context.Context) {
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, max(2*c.cfg.Refresh, time.Minute))
 	defer cancel()
-	rep, err := status.Collect(rctx, c.opts, c.cfg.Names, c.cfg.Namespace, status.Options{Window: 24 * time.Hour, Grace: c.cfg.Grace, MaxRecords: c.cfg.MaxRecords})
+	rep, err := status.Collect(rctx, c.opts, c.cfg.Names, c.cfg.Namespace, status.Options{Window: 24 * time.Hour, Grace: c.cfg.Grace, MaxRecords: c.cfg.MaxRecords,
+		Timeline: chartSpan})
 	took := time.Since(start)
 	c.metrics.reads.WithLabelValues(result(err)).Inc()
 	c.metrics.readSeconds.Observe(took.Seconds())

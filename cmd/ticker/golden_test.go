@@ -174,6 +174,10 @@ func TestGoldenReads(t *testing.T) {
 		{"log-json", []string{"schedule", "log", "nightly", "--json"}},
 		{"", []string{"schedule", "delete", "report", "--reason", "gone"}},
 		{"list-after-delete", []string{"schedule", "list"}},
+		{"backfill-cancel-unknown", []string{"schedule", "backfill", "--cancel", "20200101t000000-00000000", "--reason", "stop"}},
+		{"apply", []string{"schedule", "apply", "-f", file, "--prune", "--reason", "sync"}},
+		{"apply-again", []string{"schedule", "apply", "-f", file}},
+		{"list-after-apply", []string{"schedule", "list"}},
 	}
 	m := newMasker(t)
 	for _, s := range steps {

@@ -32,42 +32,72 @@ schedule is paused.
 (no outcome), failed also those whose last outcome is not ok, all every slot. --dry-run prints every slot of
 the range, one per line (RFC 3339), with its last outcome and whether it would run, and writes nothing.`
 
-// backfillFlags are the flags of ticker schedule backfill.
-type backfillFlags struct {
-	from, to   string
-	reprocess  string
-	maxRunning int
-	list       bool
-	cancel     string
+// backfillCommand is ticker schedule backfill: a backfill of schedule NAME over [--from, --to), or --list, or
+// --cancel ID.
+type backfillCommand struct {
+	name           string
+	from, to       string
+	fromAt, toAt   time.Time
+	reprocess      string
+	maxRunning     int
+	list           bool
+	cancel         string
+	reason         string
+	dryRun, asJSON bool
 }
 
-func (b *backfillFlags) register(fs *flag.FlagSet, reason *string, dryRun, asJSON *bool) {
+func (b *backfillCommand) flags(fs *flag.FlagSet) string {
 	fs.StringVar(&b.from, "from", "", "first instant of the range (RFC 3339, now, or a duration before now such as 24h)")
 	fs.StringVar(&b.to, "to", "", "end of the range, excluded (RFC 3339, now, or a duration before now; at most now)")
 	fs.StringVar(&b.reprocess, "reprocess", "none", "which slots run: none (only those that never ran), failed (also those whose last outcome is not ok) or all")
 	fs.IntVar(&b.maxRunning, "max-running", 1, fmt.Sprintf("slots of the backfill emitted without an outcome at once (1-%d)", tickgroup.MaxBackfillRunning))
 	fs.BoolVar(&b.list, "list", false, "list the backfills and their progress")
 	fs.StringVar(&b.cancel, "cancel", "", "stop backfill ID: no more of its slots are emitted")
-	fs.StringVar(reason, "reason", "", "why (kept in the change log and with the backfill)")
-	fs.BoolVar(dryRun, "dry-run", false, "print every slot of the range and whether it would run, without writing anything")
-	fs.BoolVar(asJSON, "json", false, "print JSON")
+	fs.StringVar(&b.reason, "reason", "", "why (kept in the change log and with the backfill)")
+	fs.BoolVar(&b.dryRun, "dry-run", false, "print every slot of the range and whether it would run, without writing anything")
+	fs.BoolVar(&b.asJSON, "json", false, "print JSON")
+	return backfillUsage
 }
 
-// check returns the schedule's name from the positional arguments, as the mode (run, --list, --cancel) needs.
-func (b *backfillFlags) check(positional []string) (string, error) {
+// check takes the schedule's name as the mode (request, --list, --cancel) needs it, and checks a request's range
+// and options.
+func (b *backfillCommand) check(positional []string) error {
 	switch {
 	case b.list && b.cancel != "":
-		return "", cli.Usagef("schedule backfill: --list and --cancel exclude each other")
+		return cli.Usagef("schedule backfill: --list and --cancel exclude each other")
 	case (b.list || b.cancel != "") && len(positional) > 0:
-		return "", cli.Usagef("schedule backfill: unexpected argument %q with --list or --cancel", positional[0])
+		return cli.Usagef("schedule backfill: unexpected argument %q with --list or --cancel", positional[0])
 	case b.list || b.cancel != "":
-		return "", nil
+		return nil
 	case len(positional) != 1:
-		return "", cli.Usagef("schedule backfill: exactly one schedule NAME is required")
+		return cli.Usagef("schedule backfill: exactly one schedule NAME is required")
 	case b.from == "" || b.to == "":
-		return "", cli.Usagef("schedule backfill: --from and --to are required")
+		return cli.Usagef("schedule backfill: --from and --to are required")
 	}
-	return positional[0], nil
+	b.name = positional[0]
+	now := time.Now()
+	var err error
+	if b.fromAt, err = parseInstant("from", b.from, now); err != nil {
+		return err
+	}
+	if b.toAt, err = parseInstant("to", b.to, now); err != nil {
+		return err
+	}
+	if b.maxRunning < 1 || b.maxRunning > tickgroup.MaxBackfillRunning {
+		return cli.Usagef("schedule backfill: --max-running %d: want 1 to %d", b.maxRunning, tickgroup.MaxBackfillRunning)
+	}
+	switch tickgroup.Reprocess(b.reprocess) {
+	case tickgroup.ReprocessNone, tickgroup.ReprocessFailed, tickgroup.ReprocessAll:
+	default:
+		return cli.Usagef("schedule backfill: --reprocess %q: want none, failed or all", b.reprocess)
+	}
+	if !b.fromAt.Before(b.toAt) {
+		return cli.Usagef("schedule backfill: --from %s is not before --to %s", b.fromAt.Format(time.RFC3339), b.toAt.Format(time.RFC3339))
+	}
+	if b.toAt.After(now) {
+		return cli.Usagef("schedule backfill: --to %s is in the future: a backfill runs past slots only", b.toAt.Format(time.RFC3339))
+	}
+	return nil
 }
 
 // parseInstant reads --from or --to (when.Parse: RFC 3339, now, or a duration before now).
@@ -79,10 +109,11 @@ func parseInstant(flagName, s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
-func (b *backfillFlags) run(ctx context.Context, client *tickgroup.Schedules, name string, dryRun, asJSON bool, stdout io.Writer, opts []tickgroup.ChangeOption) error {
+func (b *backfillCommand) run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error {
+	opts := []tickgroup.ChangeOption{tickgroup.Reason(b.reason)}
 	switch {
 	case b.list:
-		return listBackfills(ctx, client, asJSON, stdout)
+		return listBackfills(ctx, client, b.asJSON, stdout)
 	case b.cancel != "":
 		if err := client.CancelBackfill(ctx, b.cancel, opts...); err != nil {
 			return err
@@ -90,32 +121,10 @@ func (b *backfillFlags) run(ctx context.Context, client *tickgroup.Schedules, na
 		fmt.Fprintf(stdout, "backfill %s cancelled: no more of its slots are emitted\n", b.cancel)
 		return nil
 	}
-	now := time.Now()
-	from, err := parseInstant("from", b.from, now)
-	if err != nil {
-		return err
-	}
-	to, err := parseInstant("to", b.to, now)
-	if err != nil {
-		return err
-	}
-	if b.maxRunning < 1 || b.maxRunning > tickgroup.MaxBackfillRunning {
-		return cli.Usagef("schedule backfill: --max-running %d: want 1 to %d", b.maxRunning, tickgroup.MaxBackfillRunning)
-	}
-	switch tickgroup.Reprocess(b.reprocess) {
-	case tickgroup.ReprocessNone, tickgroup.ReprocessFailed, tickgroup.ReprocessAll:
-	default:
-		return cli.Usagef("schedule backfill: --reprocess %q: want none, failed or all", b.reprocess)
-	}
-	if !from.Before(to) {
-		return cli.Usagef("schedule backfill: --from %s is not before --to %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
-	}
-	if to.After(now) {
-		return cli.Usagef("schedule backfill: --to %s is in the future: a backfill runs past slots only", to.Format(time.RFC3339))
-	}
-	plan, err := client.Backfill(ctx, name, from, to, tickgroup.BackfillOptions{Reprocess: tickgroup.Reprocess(b.reprocess), MaxRunning: b.maxRunning, DryRun: dryRun}, opts...)
+	o := tickgroup.BackfillOptions{Reprocess: tickgroup.Reprocess(b.reprocess), MaxRunning: b.maxRunning, DryRun: b.dryRun}
+	plan, err := client.Backfill(ctx, b.name, b.fromAt, b.toAt, o, opts...)
 	if errors.Is(err, tickgroup.ErrNothingToBackfill) {
-		if asJSON {
+		if b.asJSON {
 			return printJSON(stdout, plan)
 		}
 		fmt.Fprintf(stdout, "nothing to backfill: none of the %d slot(s) of the range is to run with --reprocess %s\n", len(plan.Slots), b.reprocess)
@@ -124,24 +133,29 @@ func (b *backfillFlags) run(ctx context.Context, client *tickgroup.Schedules, na
 	if err != nil {
 		return err
 	}
-	if asJSON {
+	if b.asJSON {
 		return printJSON(stdout, plan)
 	}
-	runs := len(plan.Runs())
-	if dryRun {
-		for _, s := range plan.Slots {
-			what := "skip"
-			if s.Run {
-				what = "run"
-			}
-			fmt.Fprintf(stdout, "%s\t%s\t%s\n", s.Slot.Format(time.RFC3339), what, orNone(s.Status))
-		}
-		fmt.Fprintf(stdout, "dry run: %d of %d slot(s) would run (--reprocess %s); nothing written\n", runs, len(plan.Slots), b.reprocess)
-		return nil
-	}
-	fmt.Fprintf(stdout, "backfill %s requested: %d of %d slot(s) of %s run (--reprocess %s); follow it with ticker schedule backfill --list\n",
-		plan.ID, runs, len(plan.Slots), name, b.reprocess)
+	printPlan(stdout, plan, b.dryRun)
 	return nil
+}
+
+// printPlan prints a backfill requested, or with dryRun every slot of its range and whether it would run.
+func printPlan(w io.Writer, plan tickgroup.Backfill, dryRun bool) {
+	runs := len(plan.Runs())
+	if !dryRun {
+		fmt.Fprintf(w, "backfill %s requested: %d of %d slot(s) of %s run (--reprocess %s); follow it with ticker schedule backfill --list\n",
+			plan.ID, runs, len(plan.Slots), plan.Schedule, plan.Reprocess)
+		return
+	}
+	for _, s := range plan.Slots {
+		what := "skip"
+		if s.Run {
+			what = "run"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", s.Slot.Format(time.RFC3339), what, orNone(s.Status))
+	}
+	fmt.Fprintf(w, "dry run: %d of %d slot(s) would run (--reprocess %s); nothing written\n", runs, len(plan.Slots), plan.Reprocess)
 }
 
 func orNone(s string) string {

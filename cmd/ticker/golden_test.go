@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,12 +28,15 @@ var written sync.Map
 // The golden files pin what the commands print, so that a refactor of cmd/ticker shows any change of its help,
 // usage errors or output as a diff of testdata/golden (go test ./cmd/ticker -update rewrites them).
 
-// helpCases are every command and subcommand of the dispatch (run, schedule's subcommands), with the spellings
-// of help that print the same text sharing a file.
-var helpCases = []struct {
+// helpCase is a command line that prints a help, and the golden file that holds it.
+type helpCase struct {
 	file string
 	args []string
-}{
+}
+
+// helpCases are every command and subcommand of the dispatch (run, schedule's subcommands), with the spellings
+// of help that print the same text sharing a file.
+var helpCases = []helpCase{
 	{"help", []string{"--help"}},
 	{"help", []string{"help"}},
 	{"help", []string{"-h"}},
@@ -75,6 +79,16 @@ func TestGoldenHelp(t *testing.T) {
 		}
 		out := strings.ReplaceAll(stdout.String(), fmt.Sprintf("%q", instance), `"<hostname>-<pid>"`)
 		checkGolden(t, name, filepath.Join("help", tc.file), out)
+	}
+}
+
+// TestGoldenHelpCoversEverySubcommand: a subcommand added to ticker schedule's table gets a golden help file.
+func TestGoldenHelpCoversEverySubcommand(t *testing.T) {
+	t.Parallel()
+	for _, c := range scheduleCommands {
+		if !slices.ContainsFunc(helpCases, func(h helpCase) bool { return len(h.args) > 1 && h.args[0] == "schedule" && h.args[1] == c.name }) {
+			t.Errorf("ticker schedule %s has no case in helpCases", c.name)
+		}
 	}
 }
 

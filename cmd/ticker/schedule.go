@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -40,103 +42,60 @@ pause takes --until T (RFC 3339, or a duration from now such as 2h): the pause e
 
 Run 'ticker schedule SUBCOMMAND --help' for its flags.`
 
+// scheduleCommand is one subcommand of ticker schedule. Each parses and checks its own flags and arguments,
+// before any connection, then runs on a Schedules client that runSchedule opens.
+type scheduleCommand interface {
+	// flags registers the subcommand's own flags on fs and returns the head of its usage.
+	flags(fs *flag.FlagSet) string
+	// check takes the positional arguments once the flags are parsed, and checks them with the flags' values: a
+	// mistake is a cli.UsageError.
+	check(positional []string) error
+	// run does the work, printing on stdout.
+	run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error
+}
+
+// scheduleCommands are the subcommands, in the order the usage lists them.
+var scheduleCommands = []struct {
+	name string
+	new  func() scheduleCommand
+}{
+	{"put", func() scheduleCommand { return &putCommand{target: target{sub: "put"}} }},
+	{"get", func() scheduleCommand { return &getCommand{target: target{sub: "get"}} }},
+	{"list", func() scheduleCommand { return &listCommand{} }},
+	{"delete", func() scheduleCommand { return &deleteCommand{target: target{sub: "delete"}} }},
+	{"pause", func() scheduleCommand { return &pauseCommand{target: target{sub: "pause"}} }},
+	{"resume", func() scheduleCommand { return &resumeCommand{target: target{sub: "resume"}} }},
+	{"trigger", func() scheduleCommand { return &triggerCommand{target: target{sub: "trigger"}} }},
+	{"backfill", func() scheduleCommand { return &backfillCommand{} }},
+	{"apply", func() scheduleCommand { return &applyCommand{} }},
+	{"log", func() scheduleCommand { return &logCommand{} }},
+}
+
 func runSchedule(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	names := make([]string, len(scheduleCommands))
+	for i, c := range scheduleCommands {
+		names[i] = c.name
+	}
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, scheduleUsage)
-		return cli.Usagef("schedule: a subcommand is required (put, get, list, delete, pause, resume, trigger, backfill, apply, log)")
+		return cli.Usagef("schedule: a subcommand is required (%s)", strings.Join(names, ", "))
 	}
 	sub, args := args[0], args[1:]
 	if isHelp(sub) {
 		fmt.Fprintln(stdout, scheduleUsage)
 		return nil
 	}
+	i := slices.Index(names, sub)
+	if i < 0 {
+		fmt.Fprintln(stderr, scheduleUsage)
+		return cli.Usagef("schedule: unknown subcommand %q (%s)", sub, strings.Join(names, ", "))
+	}
+	cmd := scheduleCommands[i].new()
 	fs := flag.NewFlagSet("ticker schedule "+sub, flag.ContinueOnError)
 	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	var common cli.Common
 	common.Register(fs, "")
-	var (
-		spec       tickgroup.Schedule
-		catchup    string
-		overlap    string
-		every      cli.Duration
-		offset     cli.Duration
-		jitter     cli.Duration
-		deadline   cli.Duration
-		timeout    cli.Duration
-		start, end cli.Time
-		file       string
-		next       int
-		reason     string
-		until      string
-		since      cli.Duration
-		prune      bool
-		dryRun     bool
-		asJSON     bool
-		bf         backfillFlags
-	)
-	needName := true
-	head := ""
-	switch sub {
-	case "put":
-		fs.Var(&every, "every", "interval between slots (Go duration, at least 1s); slots are aligned to the Unix epoch + --offset")
-		fs.Var(&offset, "offset", "with --every: shift of the slots from epoch alignment")
-		fs.StringVar(&spec.Cron, "cron", "", "cron expression: 5 fields, or 6 with leading seconds; @hourly, @daily, ... macros")
-		fs.StringVar(&spec.TZ, "tz", "", "IANA time zone of --cron (default UTC), e.g. Europe/Berlin")
-		fs.Var(&jitter, "jitter", "delay each slot's emission by a deterministic amount in [0, jitter)")
-		fs.IntVar(&spec.Shards, "shards", 1, "ticks per slot, shard 0..N-1, spread over distinct work partitions")
-		fs.StringVar(&spec.Payload, "payload", "", "opaque string carried by every tick (TICK_PAYLOAD, stdin of --exec)")
-		fs.StringVar(&catchup, "catchup", string(tickgroup.DefaultCatchup), "slots that fell due while no leader ran (failover, outage): all (emit each, up to --catchup-max), latest (only the newest) or skip (none)")
-		fs.IntVar(&spec.CatchupMax, "catchup-max", 0, fmt.Sprintf("with --catchup all: emit at most this many missed slots, the newest (0: %d)", schedule.DefaultCatchupMax))
-		fs.Var(&deadline, "deadline", "workers skip a tick that would start later than slot + deadline (0: never)")
-		fs.StringVar(&overlap, "overlap", "", "a tick whose successor is already due when it could start: queue (run it anyway) or skip (skipped_overlap; the newest due tick runs); default: skip when the run before it outlasted the period, queue otherwise")
-		fs.Var(&timeout, "timeout", fmt.Sprintf("bound on one attempt of a tick, at most %s (0: the worker's --timeout, default none)", schedule.MaxTimeout))
-		fs.IntVar(&spec.MaxAttempts, "max-attempts", 0, "attempts per tick before the dead-letter topic (0: the worker's --max-attempts, default 3)")
-		fs.StringVar(&spec.Pool, "pool", "", "the worker pool that runs the ticks (worker run --pool NAME; default: the default pool)")
-		fs.Var(&start, "start", "no slot before this instant (RFC 3339)")
-		fs.Var(&end, "end", "no slot after this instant (RFC 3339)")
-		fs.BoolVar(&spec.Paused, "paused", false, "create the schedule paused")
-		fs.BoolVar(&spec.Metrics, "metrics", false, "export per-schedule metric series for this schedule")
-		fs.StringVar(&reason, "reason", "", "why (kept in the change log; with --paused, shown with the schedule)")
-		fs.BoolVar(&dryRun, "dry-run", false, "print whether the schedule would be created or replaced, and its next 5 slots, without writing it")
-		head = "Usage: ticker schedule put NAME (--every D [--offset D] | --cron EXPR [--tz ZONE]) [flags]\n\nCreate or replace a schedule. It is validated first; an invalid one is refused (exit status 2) and nothing is written."
-	case "get":
-		fs.IntVar(&next, "next", 5, "list this many of its next slots (\"next\": UTC and the schedule's zone; none while paused)")
-		head = "Usage: ticker schedule get NAME [--next N]\n\nPrint a schedule as JSON, with its next slots."
-	case "list":
-		needName = false
-		fs.BoolVar(&asJSON, "json", false, "print JSON")
-		head = "Usage: ticker schedule list [--json]\n\nList the schedules."
-	case "delete", "resume":
-		fs.StringVar(&reason, "reason", "", "why (kept in the change log)")
-		head = "Usage: ticker schedule " + sub + " NAME [--reason TEXT]"
-	case "pause":
-		fs.StringVar(&reason, "reason", "", "why: shown with the schedule while it is paused, and kept in the change log")
-		fs.StringVar(&until, "until", "", "end the pause then (RFC 3339, or a duration from now such as 2h), as a resume would: the first slot at or after it runs")
-		head = "Usage: ticker schedule pause NAME [--reason TEXT] [--until T]\n\nStop emitting the schedule's slots: ticks emitted ahead of the pause are cancelled, and slots passed while\npaused are never caught up."
-	case "trigger":
-		fs.StringVar(&reason, "reason", "", "why (kept in the change log)")
-		head = "Usage: ticker schedule trigger NAME [--reason TEXT]"
-	case "backfill":
-		needName = false
-		bf.register(fs, &reason, &dryRun, &asJSON)
-		head = backfillUsage
-	case "log":
-		needName = false
-		fs.Var(&since, "since", "only the changes of the last D (0: every change the topic retains)")
-		fs.BoolVar(&asJSON, "json", false, "print JSON")
-		head = "Usage: ticker schedule log [NAME] [--since D] [--json]\n\nList the changes of every schedule, or of NAME, oldest first: when, the operation, who (Kafka principal where\nknown, OS user and host, a Go caller's name), why, and the definition written. Each is checked against the\nschedules topic: one it contradicts is counted and not shown; one whose schedule record compaction removed\nsince is marked unconfirmed (*)."
-	case "apply":
-		needName = false
-		fs.StringVar(&file, "f", "", "YAML file: a list of schedules (or a mapping with key schedules)")
-		fs.BoolVar(&prune, "prune", false, "delete schedules the file does not list")
-		fs.StringVar(&reason, "reason", "", "why (kept in the change log for every change written)")
-		fs.BoolVar(&dryRun, "dry-run", false, "print the changes, with the next 5 slots of each new or changed schedule, without writing them")
-		head = "Usage: ticker schedule apply -f FILE [--prune] [--dry-run]\n\nMake the schedules match the file. Every entry is validated first; if any is invalid nothing is written."
-	default:
-		fmt.Fprintln(stderr, scheduleUsage)
-		return cli.Usagef("schedule: unknown subcommand %q (put, get, list, delete, pause, resume, trigger, backfill, apply, log)", sub)
-	}
-	fs.Usage = cli.UsageCommonEnv(fs, head)
+	fs.Usage = cli.UsageCommonEnv(fs, cmd.flags(fs))
 	// Only the connection, logging and admin flags come from TICKGROUP_* variables here: a schedule's own flags
 	// share names with other commands' (--pool, --timeout, --max-attempts of worker run), whose variables on the
 	// host must not shape a schedule.
@@ -144,166 +103,343 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	var name string
-	switch {
-	case needName && len(positional) != 1:
-		return cli.Usagef("schedule %s: exactly one schedule NAME is required", sub)
-	case sub == "backfill":
-		if name, err = bf.check(positional); err != nil {
-			return err
-		}
-	case sub == "log" && len(positional) <= 1:
-		if len(positional) == 1 {
-			name = positional[0]
-		}
-	case !needName && len(positional) != 0:
-		return cli.Usagef("schedule %s: unexpected argument %q", sub, positional[0])
-	case needName:
-		name = positional[0]
+	if err := cmd.check(positional); err != nil {
+		return err
 	}
 	if err := common.Finish(); err != nil {
 		return err
-	}
-
-	if sub == "put" {
-		spec.Name = name
-		spec.Catchup, spec.Overlap = tickgroup.Catchup(catchup), tickgroup.Overlap(overlap)
-		spec.Every = tickgroup.Duration(every)
-		spec.Offset = tickgroup.Duration(offset)
-		spec.Jitter = tickgroup.Duration(jitter)
-		spec.Deadline = tickgroup.Duration(deadline)
-		spec.Timeout = tickgroup.Duration(timeout)
-		spec.Start, spec.End = start.T, end.T
-		if spec.Paused {
-			spec.PauseReason = reason
-		}
-		if err := spec.Validate(); err != nil {
-			return cli.UsageError{Err: err}
-		}
-	}
-	var specs []tickgroup.Schedule
-	if sub == "apply" {
-		if file == "" {
-			return cli.Usagef("schedule apply: -f FILE is required")
-		}
-		f, err := os.Open(file)
-		if err != nil {
-			return cli.Usagef("schedule apply: %v", err)
-		}
-		specs, err = tickgroup.ParseSchedules(f)
-		f.Close()
-		if err != nil {
-			return cli.Usagef("schedule apply: %s: %v", file, err)
-		}
-	}
-
-	var untilAt time.Time
-	if until != "" {
-		// Whole seconds: the end shows as RFC 3339.
-		if untilAt, err = when.Parse(until, time.Now().Truncate(time.Second), when.Future); err != nil {
-			return cli.Usagef("schedule pause: --until %s: %v", until, err)
-		}
-		if !untilAt.After(time.Now()) {
-			return cli.Usagef("schedule pause: --until %s: the pause would end at once; want an instant after now", until)
-		}
 	}
 	client, err := tickgroup.NewSchedules(common.PublicKafka())
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
 	defer client.Close()
-	changeOpts := []tickgroup.ChangeOption{tickgroup.Reason(reason)}
+	return cmd.run(ctx, client, stdout)
+}
 
-	switch sub {
-	case "put":
-		if dryRun {
-			return apply(ctx, client, []tickgroup.Schedule{spec}, false, true, stdout, nil)
-		}
-		if err := client.Put(ctx, spec, changeOpts...); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "schedule %s written\n", name)
-	case "get":
-		if next < 0 {
-			return cli.Usagef("schedule get: --next %d: want 0 or more", next)
-		}
-		e, err := client.Get(ctx, name)
-		if err != nil {
-			return err
-		}
-		m := entryJSON(e)
-		slots := []map[string]string{}
-		if !e.Schedule.Paused || e.Schedule.PausedUntil != nil { // a pause with an end runs from it
-			upcoming, err := e.Schedule.Next(time.Now(), next)
-			if err != nil {
-				return err
-			}
-			for _, t := range upcoming {
-				slots = append(slots, map[string]string{"slot": t.Format(time.RFC3339), "local": t.In(e.Schedule.Zone()).Format(time.RFC3339)})
-			}
-		}
-		m["next"] = slots
-		return printJSON(stdout, m)
-	case "list":
-		entries, err := client.List(ctx)
-		if err != nil {
-			return err
-		}
-		if asJSON {
-			out := make([]any, 0, len(entries))
-			for _, e := range entries {
-				out = append(out, entryJSON(e))
-			}
-			return printJSON(stdout, out)
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSCHEDULE\tSHARDS\tCATCHUP\tPAUSED\tVERSION\tUPDATED\tPAUSE")
-		for _, e := range entries {
-			s := e.Schedule
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\t%s\t%s\n", s.Name, s.Describe(), max(s.Shards, 1), e.Catchup, s.Paused, e.Version, e.UpdatedAt.Format(time.RFC3339), pauseText(s))
-		}
-		return tw.Flush()
-	case "delete":
-		if err := client.Delete(ctx, name, changeOpts...); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "schedule %s deleted\n", name)
-	case "pause":
-		if !untilAt.IsZero() {
-			changeOpts = append(changeOpts, tickgroup.Until(untilAt))
-		}
-		if err := client.Pause(ctx, name, changeOpts...); err != nil {
-			return err
-		}
-		if untilAt.IsZero() {
-			fmt.Fprintf(stdout, "schedule %s paused\n", name)
-		} else {
-			fmt.Fprintf(stdout, "schedule %s paused until %s\n", name, untilAt.UTC().Format(time.RFC3339))
-		}
-	case "resume":
-		if err := client.Resume(ctx, name, changeOpts...); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "schedule %s resumed\n", name)
-	case "log":
-		var from time.Time
-		if since > 0 {
-			from = time.Now().Add(-time.Duration(since))
-		}
-		return printLog(ctx, client, name, from, asJSON, stdout)
-	case "trigger":
-		ids, err := client.Trigger(ctx, name, changeOpts...)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			fmt.Fprintf(stdout, "triggered %s\n", id)
-		}
-	case "backfill":
-		return bf.run(ctx, client, name, dryRun, asJSON, stdout, changeOpts)
-	case "apply":
-		return apply(ctx, client, specs, prune, dryRun, stdout, changeOpts)
+// target is the schedule a subcommand acts on, by its NAME argument, and --reason, why.
+type target struct {
+	sub    string // the subcommand, for its errors
+	name   string
+	reason string
+}
+
+// reasonFlag registers --reason, described by usage.
+func (t *target) reasonFlag(fs *flag.FlagSet, usage string) {
+	fs.StringVar(&t.reason, "reason", "", usage)
+}
+
+// check takes exactly one NAME.
+func (t *target) check(positional []string) error {
+	if len(positional) != 1 {
+		return cli.Usagef("schedule %s: exactly one schedule NAME is required", t.sub)
 	}
+	t.name = positional[0]
+	return nil
+}
+
+// changeOpts are the options of the change the subcommand makes.
+func (t *target) changeOpts() []tickgroup.ChangeOption {
+	return []tickgroup.ChangeOption{tickgroup.Reason(t.reason)}
+}
+
+// noArguments refuses positional arguments to the subcommand sub.
+func noArguments(sub string, positional []string) error {
+	if len(positional) > 0 {
+		return cli.Usagef("schedule %s: unexpected argument %q", sub, positional[0])
+	}
+	return nil
+}
+
+type deleteCommand struct{ target }
+
+func (c *deleteCommand) flags(fs *flag.FlagSet) string {
+	c.reasonFlag(fs, "why (kept in the change log)")
+	return "Usage: ticker schedule delete NAME [--reason TEXT]"
+}
+
+func (c *deleteCommand) run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error {
+	if err := client.Delete(ctx, c.name, c.changeOpts()...); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "schedule %s deleted\n", c.name)
+	return nil
+}
+
+type resumeCommand struct{ target }
+
+func (c *resumeCommand) flags(fs *flag.FlagSet) string {
+	c.reasonFlag(fs, "why (kept in the change log)")
+	return "Usage: ticker schedule resume NAME [--reason TEXT]"
+}
+
+func (c *resumeCommand) run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error {
+	if err := client.Resume(ctx, c.name, c.changeOpts()...); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "schedule %s resumed\n", c.name)
+	return nil
+}
+
+type triggerCommand struct{ target }
+
+func (c *triggerCommand) flags(fs *flag.FlagSet) string {
+	c.reasonFlag(fs, "why (kept in the change log)")
+	return "Usage: ticker schedule trigger NAME [--reason TEXT]"
+}
+
+func (c *triggerCommand) run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error {
+	ids, err := client.Trigger(ctx, c.name, c.changeOpts()...)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		fmt.Fprintf(stdout, "triggered %s\n", id)
+	}
+	return nil
+}
+
+type pauseCommand struct {
+	target
+	until   string
+	untilAt time.Time // zero: until resumed
+}
+
+func (c *pauseCommand) flags(fs *flag.FlagSet) string {
+	c.reasonFlag(fs, "why: shown with the schedule while it is paused, and kept in the change log")
+	fs.StringVar(&c.until, "until", "", "end the pause then (RFC 3339, or a duration from now such as 2h), as a resume would: the first slot at or after it runs")
+	return "Usage: ticker schedule pause NAME [--reason TEXT] [--until T]\n\nStop emitting the schedule's slots: ticks emitted ahead of the pause are cancelled, and slots passed while\npaused are never caught up."
+}
+
+func (c *pauseCommand) check(positional []string) error {
+	if err := c.target.check(positional); err != nil || c.until == "" {
+		return err
+	}
+	// Whole seconds: the end shows as RFC 3339.
+	at, err := when.Parse(c.until, time.Now().Truncate(time.Second), when.Future)
+	if err != nil {
+		return cli.Usagef("schedule pause: --until %s: %v", c.until, err)
+	}
+	if !at.After(time.Now()) {
+		return cli.Usagef("schedule pause: --until %s: the pause would end at once; want an instant after now", c.until)
+	}
+	c.untilAt = at
+	return nil
+}
+
+func (c *pauseCommand) run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error {
+	opts := c.changeOpts()
+	if !c.untilAt.IsZero() {
+		opts = append(opts, tickgroup.Until(c.untilAt))
+	}
+	if err := client.Pause(ctx, c.name, opts...); err != nil {
+		return err
+	}
+	if c.untilAt.IsZero() {
+		fmt.Fprintf(stdout, "schedule %s paused\n", c.name)
+	} else {
+		fmt.Fprintf(stdout, "schedule %s paused until %s\n", c.name, c.untilAt.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+type getCommand struct {
+	target
+	next int
+}
+
+func (c *getCommand) flags(fs *flag.FlagSet) string {
+	fs.IntVar(&c.next, "next", 5, "list this many of its next slots (\"next\": UTC and the schedule's zone; none while paused)")
+	return "Usage: ticker schedule get NAME [--next N]\n\nPrint a schedule as JSON, with its next slots."
+}
+
+func (c *getCommand) check(positional []string) error {
+	if err := c.target.check(positional); err != nil {
+		return err
+	}
+	if c.next < 0 {
+		return cli.Usagef("schedule get: --next %d: want 0 or more", c.next)
+	}
+	return nil
+}
+
+func (c *getCommand) run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error {
+	e, err := client.Get(ctx, c.name)
+	if err != nil {
+		return err
+	}
+	m := entryJSON(e)
+	slots := []map[string]string{}
+	if !e.Schedule.Paused || e.Schedule.PausedUntil != nil { // a pause with an end runs from it
+		upcoming, err := e.Schedule.Next(time.Now(), c.next)
+		if err != nil {
+			return err
+		}
+		for _, t := range upcoming {
+			slots = append(slots, map[string]string{"slot": t.Format(time.RFC3339), "local": t.In(e.Schedule.Zone()).Format(time.RFC3339)})
+		}
+	}
+	m["next"] = slots
+	return printJSON(stdout, m)
+}
+
+type listCommand struct{ asJSON bool }
+
+func (c *listCommand) flags(fs *flag.FlagSet) string {
+	fs.BoolVar(&c.asJSON, "json", false, "print JSON")
+	return "Usage: ticker schedule list [--json]\n\nList the schedules."
+}
+
+func (c *listCommand) check(positional []string) error { return noArguments("list", positional) }
+
+func (c *listCommand) run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error {
+	entries, err := client.List(ctx)
+	if err != nil {
+		return err
+	}
+	if c.asJSON {
+		out := make([]any, 0, len(entries))
+		for _, e := range entries {
+			out = append(out, entryJSON(e))
+		}
+		return printJSON(stdout, out)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSCHEDULE\tSHARDS\tCATCHUP\tPAUSED\tVERSION\tUPDATED\tPAUSE")
+	for _, e := range entries {
+		s := e.Schedule
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%d\t%s\t%s\n", s.Name, s.Describe(), max(s.Shards, 1), e.Catchup, s.Paused, e.Version, e.UpdatedAt.Format(time.RFC3339), pauseText(s))
+	}
+	return tw.Flush()
+}
+
+type logCommand struct {
+	name   string // "": every schedule
+	since  cli.Duration
+	asJSON bool
+}
+
+func (c *logCommand) flags(fs *flag.FlagSet) string {
+	fs.Var(&c.since, "since", "only the changes of the last D (0: every change the topic retains)")
+	fs.BoolVar(&c.asJSON, "json", false, "print JSON")
+	return "Usage: ticker schedule log [NAME] [--since D] [--json]\n\nList the changes of every schedule, or of NAME, oldest first: when, the operation, who (Kafka principal where\nknown, OS user and host, a Go caller's name), why, and the definition written. Each is checked against the\nschedules topic: one it contradicts is counted and not shown; one whose schedule record compaction removed\nsince is marked unconfirmed (*)."
+}
+
+func (c *logCommand) check(positional []string) error {
+	if len(positional) == 1 {
+		c.name = positional[0]
+		return nil
+	}
+	return noArguments("log", positional)
+}
+
+func (c *logCommand) run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error {
+	var from time.Time
+	if c.since > 0 {
+		from = time.Now().Add(-time.Duration(c.since))
+	}
+	return printLog(ctx, client, c.name, from, c.asJSON, stdout)
+}
+
+type applyCommand struct {
+	file          string
+	prune, dryRun bool
+	reason        string
+	specs         []tickgroup.Schedule
+}
+
+func (c *applyCommand) flags(fs *flag.FlagSet) string {
+	fs.StringVar(&c.file, "f", "", "YAML file: a list of schedules (or a mapping with key schedules)")
+	fs.BoolVar(&c.prune, "prune", false, "delete schedules the file does not list")
+	fs.StringVar(&c.reason, "reason", "", "why (kept in the change log for every change written)")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "print the changes, with the next 5 slots of each new or changed schedule, without writing them")
+	return "Usage: ticker schedule apply -f FILE [--prune] [--dry-run]\n\nMake the schedules match the file. Every entry is validated first; if any is invalid nothing is written."
+}
+
+// check reads and validates the file: an invalid entry is bad usage, and nothing is written.
+func (c *applyCommand) check(positional []string) error {
+	if err := noArguments("apply", positional); err != nil {
+		return err
+	}
+	if c.file == "" {
+		return cli.Usagef("schedule apply: -f FILE is required")
+	}
+	f, err := os.Open(c.file)
+	if err != nil {
+		return cli.Usagef("schedule apply: %v", err)
+	}
+	defer f.Close()
+	if c.specs, err = tickgroup.ParseSchedules(f); err != nil {
+		return cli.Usagef("schedule apply: %s: %v", c.file, err)
+	}
+	return nil
+}
+
+func (c *applyCommand) run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error {
+	return apply(ctx, client, c.specs, c.prune, c.dryRun, stdout, []tickgroup.ChangeOption{tickgroup.Reason(c.reason)})
+}
+
+type putCommand struct {
+	target
+	spec                                     tickgroup.Schedule
+	catchup, overlap                         string
+	every, offset, jitter, deadline, timeout cli.Duration
+	start, end                               cli.Time
+	dryRun                                   bool
+}
+
+func (c *putCommand) flags(fs *flag.FlagSet) string {
+	fs.Var(&c.every, "every", "interval between slots (Go duration, at least 1s); slots are aligned to the Unix epoch + --offset")
+	fs.Var(&c.offset, "offset", "with --every: shift of the slots from epoch alignment")
+	fs.StringVar(&c.spec.Cron, "cron", "", "cron expression: 5 fields, or 6 with leading seconds; @hourly, @daily, ... macros")
+	fs.StringVar(&c.spec.TZ, "tz", "", "IANA time zone of --cron (default UTC), e.g. Europe/Berlin")
+	fs.Var(&c.jitter, "jitter", "delay each slot's emission by a deterministic amount in [0, jitter)")
+	fs.IntVar(&c.spec.Shards, "shards", 1, "ticks per slot, shard 0..N-1, spread over distinct work partitions")
+	fs.StringVar(&c.spec.Payload, "payload", "", "opaque string carried by every tick (TICK_PAYLOAD, stdin of --exec)")
+	fs.StringVar(&c.catchup, "catchup", string(tickgroup.DefaultCatchup), "slots that fell due while no leader ran (failover, outage): all (emit each, up to --catchup-max), latest (only the newest) or skip (none)")
+	fs.IntVar(&c.spec.CatchupMax, "catchup-max", 0, fmt.Sprintf("with --catchup all: emit at most this many missed slots, the newest (0: %d)", schedule.DefaultCatchupMax))
+	fs.Var(&c.deadline, "deadline", "workers skip a tick that would start later than slot + deadline (0: never)")
+	fs.StringVar(&c.overlap, "overlap", "", "a tick whose successor is already due when it could start: queue (run it anyway) or skip (skipped_overlap; the newest due tick runs); default: skip when the run before it outlasted the period, queue otherwise")
+	fs.Var(&c.timeout, "timeout", fmt.Sprintf("bound on one attempt of a tick, at most %s (0: the worker's --timeout, default none)", schedule.MaxTimeout))
+	fs.IntVar(&c.spec.MaxAttempts, "max-attempts", 0, "attempts per tick before the dead-letter topic (0: the worker's --max-attempts, default 3)")
+	fs.StringVar(&c.spec.Pool, "pool", "", "the worker pool that runs the ticks (worker run --pool NAME; default: the default pool)")
+	fs.Var(&c.start, "start", "no slot before this instant (RFC 3339)")
+	fs.Var(&c.end, "end", "no slot after this instant (RFC 3339)")
+	fs.BoolVar(&c.spec.Paused, "paused", false, "create the schedule paused")
+	fs.BoolVar(&c.spec.Metrics, "metrics", false, "export per-schedule metric series for this schedule")
+	c.reasonFlag(fs, "why (kept in the change log; with --paused, shown with the schedule)")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "print whether the schedule would be created or replaced, and its next 5 slots, without writing it")
+	return "Usage: ticker schedule put NAME (--every D [--offset D] | --cron EXPR [--tz ZONE]) [flags]\n\nCreate or replace a schedule. It is validated first; an invalid one is refused (exit status 2) and nothing is written."
+}
+
+// check builds the schedule from the flags and validates it: an invalid one is bad usage, and nothing is written.
+func (c *putCommand) check(positional []string) error {
+	if err := c.target.check(positional); err != nil {
+		return err
+	}
+	s := &c.spec
+	s.Name = c.name
+	s.Catchup, s.Overlap = tickgroup.Catchup(c.catchup), tickgroup.Overlap(c.overlap)
+	s.Every, s.Offset, s.Jitter = tickgroup.Duration(c.every), tickgroup.Duration(c.offset), tickgroup.Duration(c.jitter)
+	s.Deadline, s.Timeout = tickgroup.Duration(c.deadline), tickgroup.Duration(c.timeout)
+	s.Start, s.End = c.start.T, c.end.T
+	if s.Paused {
+		s.PauseReason = c.reason
+	}
+	if err := s.Validate(); err != nil {
+		return cli.UsageError{Err: err}
+	}
+	return nil
+}
+
+func (c *putCommand) run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error {
+	if c.dryRun {
+		return apply(ctx, client, []tickgroup.Schedule{c.spec}, false, true, stdout, nil)
+	}
+	if err := client.Put(ctx, c.spec, c.changeOpts()...); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "schedule %s written\n", c.name)
 	return nil
 }
 

@@ -106,7 +106,8 @@ type fleet struct {
 	Clocks                           []clockRow
 	Schedules, Paused, Missing, Late int
 	Errors                           []string
-	Scope                            string // the viewer's schedule-name prefix: the counts are of its schedules
+	Scope                            string      // the viewer's schedule-name prefix: the counts are of its schedules
+	Charts                           []poolChart // each pool's last hours
 }
 
 type condition struct{ Level, Text string }
@@ -143,7 +144,7 @@ func (c *Console) fleetPage(w http.ResponseWriter, r *http.Request, pr Principal
 		return
 	}
 	rep := s.rep
-	f := fleet{Replicas: rep.Replicas, LeaderCount: max(rep.LeaderCount, 1), Errors: rep.Errors, Scope: pr.Prefix}
+	f := fleet{Replicas: rep.Replicas, LeaderCount: max(rep.LeaderCount, 1), Errors: rep.Errors, Scope: pr.Prefix, Charts: charts(rep.Timeline)}
 	for _, b := range rep.Backfills {
 		if pr.Sees(b.Schedule) {
 			f.Backfills = append(f.Backfills, b)

@@ -26,9 +26,10 @@ type detail struct {
 	runs      []run
 	changes   []tickgroup.ChangeRecord
 	backfills []tickgroup.BackfillStatus
-	truncated bool // the bound on the records read cut the day short
-	forged    int  // change-log records the schedules topic contradicts, not shown
-	invalid   int  // change-log records that did not decode
+	grid      *grid // the slots of the day
+	truncated bool  // the bound on the records read cut the day short
+	forged    int   // change-log records the schedules topic contradicts, not shown
+	invalid   int   // change-log records that did not decode
 	err       error
 }
 
@@ -50,6 +51,9 @@ type run struct {
 	Problems  []string
 	ErrorText string
 	Output    string // the last attempt's output, when the worker records it
+	// Selected: of the slot a grid cell's link asked for (the first one is the link's Anchor); Short: only what
+	// the grid keeps of it is known.
+	Selected, Anchor, Short bool
 }
 
 // detailKeep is how long a schedule's detail is kept: longer than the page's own refresh, so that an open page
@@ -214,8 +218,9 @@ func (c *Console) readDetail(ctx context.Context, e store.Entry, name string) *d
 		}
 		return a.Shard - b.Shard
 	})
+	d.grid = gridOf(d.runs, from, now, e.Schedule)
 	if len(d.runs) > detailRuns {
-		d.runs = d.runs[:detailRuns]
+		d.runs = slices.Clone(d.runs[:detailRuns]) // not the day's array: the detail is kept
 	}
 	if c.cfg.Schedules != nil {
 		var st tickgroup.ChangeLogStats

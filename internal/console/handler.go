@@ -216,6 +216,8 @@ type schedulePage struct {
 	Missed1h, Missed1d                                               string
 	Next                                                             []nextSlot
 	Runs                                                             []run
+	Grid                                                             *gridView
+	SlotNote                                                         string // about the runs of the slot a grid cell's link asked for
 	Backfills                                                        []tickgroup.BackfillStatus
 	Changes                                                          []tickgroup.ChangeRecord
 	DetailError                                                      string
@@ -242,6 +244,11 @@ func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, pr Princi
 		c.fail(w, r, http.StatusNotFound, "There is no such schedule in namespace "+c.cfg.Namespace+" (as of the last read).")
 		return
 	}
+	sel, bad := slotParam(r)
+	if bad != "" {
+		c.fail(w, r, http.StatusBadRequest, bad)
+		return
+	}
 	now := time.Now()
 	spec := e.Spec()
 	loc := spec.Location()
@@ -266,7 +273,9 @@ func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, pr Princi
 	case err != nil:
 		return // the client has gone
 	default:
-		p.Runs, p.Backfills, p.Changes, p.Truncated, p.Forged, p.Invalid = d.runs, d.backfills, d.changes, d.truncated, d.forged, d.invalid
+		p.Backfills, p.Changes, p.Truncated, p.Forged, p.Invalid = d.backfills, d.changes, d.truncated, d.forged, d.invalid
+		p.Runs, p.SlotNote = runsOf(d, sel)
+		p.Grid = c.gridView(d.grid, name, sel, sc.MissedSlots)
 		if d.err != nil {
 			p.DetailError = d.err.Error()
 		}

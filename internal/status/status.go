@@ -395,12 +395,7 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 
 // upcoming fills info's zone and next slots: o.Upcoming after o.Now, none while the schedule is paused.
 func upcoming(info *Schedule, e store.Entry, o Options) {
-	zone := time.UTC
-	if s := e.Spec(); s.Cron != "" && s.TZ != "" {
-		if loc, err := time.LoadLocation(s.TZ); err == nil {
-			zone = loc // the schedule compiled with it, so it loads
-		}
-	}
+	zone := e.Spec().Location()
 	info.Zone = zone.String()
 	if e.Schedule.Paused() {
 		return // until it is resumed

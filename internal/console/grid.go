@@ -20,7 +20,7 @@ import (
 // aligned on the hour) and at most maxCellRuns runs kept for a cell.
 const (
 	maxSlotCells = 1440
-	maxCellRuns  = 8
+	maxCellRuns  = 4
 )
 
 // cellState is what happened to a slot, by how much it needs attention: a minute's cell takes its worst slot's.
@@ -136,6 +136,9 @@ func slotsOf(runs []run, from time.Time) []slotRuns {
 		}
 		out = append(out, slotRuns{at: r.Slot, runs: []run{r}})
 	}
+	for _, sl := range out {
+		slices.Reverse(sl.runs) // by shard again
+	}
 	return out
 }
 
@@ -150,12 +153,15 @@ func (sl slotRuns) worst() (cellState, run) {
 	return st, w
 }
 
-// cell is the slot's cell in a grid of slots.
+// cell is the slot's cell in a grid of slots: its first maxCellRuns runs, the worst among them.
 func (sl slotRuns) cell() cell {
-	st, _ := sl.worst()
+	st, w := sl.worst()
 	c := cell{At: sl.at, Slot: sl.at, State: st}
 	for _, r := range sl.runs[:min(len(sl.runs), maxCellRuns)] {
 		c.Runs = append(c.Runs, compactRun(r))
+	}
+	if !slices.ContainsFunc(c.Runs, func(r cellRun) bool { return r.ID == w.ID }) {
+		c.Runs[len(c.Runs)-1] = compactRun(w)
 	}
 	return c
 }

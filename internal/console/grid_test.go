@@ -108,7 +108,27 @@ func TestGridOfSlots(t *testing.T) {
 			break
 		}
 	}
+	// A slot of 6 shards, the last one failed: its cell keeps 4 runs, the failed one among them.
+	for i, r := range runs {
+		if r.Slot.Equal(hm(2, 7, 0, 0)) {
+			var shards []run
+			for k := range 6 {
+				x := r
+				x.Shard, x.ID = k, r.ID+"#"+strconv.Itoa(k)
+				if k == 5 {
+					x.State, x.Outcome = "failed", "failed"
+				}
+				shards = append(shards, x)
+			}
+			runs = append(runs[:i], append(shards, runs[i+1:]...)...)
+			break
+		}
+	}
 	g := gridOf(runs, gridNow.Add(-detailHistory), gridNow, s)
+	if c := g.Cells[7+int(hm(2, 7, 0, 0).Sub(hm(1, 10, 35, 0))/(5*time.Minute))]; c.State != stateFailed || len(c.Runs) != maxCellRuns ||
+		c.Runs[maxCellRuns-1].Outcome != "failed" {
+		t.Errorf("a slot of 6 shards, one failed: %v, runs %+v", c.State, c.Runs)
+	}
 	if g.Minutes || g.Cols != 12 || g.Row != time.Hour {
 		t.Fatalf("grid of a 5m schedule: minutes %v, %d columns, rows of %s; want slots, 12, 1h", g.Minutes, g.Cols, g.Row)
 	}

@@ -395,6 +395,18 @@ func (b *backfiller) outcome(o bfOutcome) {
 	}
 }
 
+// stepTxn is what one step writes in its transaction, and what the term takes as done once it commits.
+type stepTxn struct {
+	now      time.Time
+	recs     []*kgo.Record
+	progress []backfill.Progress // set in the fold once committed
+	ended    []string            // the backfills that end with the transaction
+	forget   []string            // ended backfills kept long enough: their records are deleted
+	emitted  int                 // backfill ticks
+	// deadLettered counts the invalid records the transaction dead-letters.
+	deadLettered int
+}
+
 // step moves every backfill of the term's schedules forward: it starts the ones not started, ends the ones done,
 // cancelled, refused or of a deleted schedule, and emits the next slots of the others, all in one transaction
 // with their progress. Leader 0 also dead-letters the invalid records, once.
@@ -403,132 +415,184 @@ func (b *backfiller) step(ctx context.Context) error {
 	if b.fold == nil {
 		return nil
 	}
-	t, d := b.t, b.t.d
-	now := d.cfg.Now()
-	var (
-		recs     []*kgo.Record
-		ended    []string
-		progress []backfill.Progress
-		emitted  int
-	)
-	var forget []string
+	t := b.t
+	txn := &stepTxn{now: t.d.cfg.Now()}
 	for _, bf := range b.fold.Sorted() {
-		req := &bf.Request
-		if !t.owned(req.Schedule) {
+		if !t.owned(bf.Request.Schedule) {
 			continue
 		}
 		if bf.Ended() {
-			if now.Sub(bf.Progress.At) > backfillKeep {
-				forget = append(forget, req.ID)
-				for _, k := range [][2]string{{d.cfg.Names.Backfills, req.ID}, {d.cfg.Names.Backfills, backfill.CancelKey(req.ID)}, {d.cfg.Names.BackfillProgress, req.ID}} {
-					recs = append(recs, &kgo.Record{Topic: k[0], Partition: 0, Key: []byte(k[1])})
-				}
-			}
+			b.deleteExpired(txn, bf)
 			continue
 		}
-		e, known := t.pl.entry(req.Schedule)
-		run := b.runs[req.ID]
-		if run == nil {
-			if !known && now.Sub(req.CreatedAt) < deletedAfter {
-				b.waiting = true // its schedule may not be read yet
-				continue
-			}
-			run = b.begin(bf, e, known, now)
-		}
-		run.b = bf
-		end := ""
-		switch {
-		case bf.Rewritten || bf.RequestHash != run.hash:
-			end = backfill.EndRefused // written again under its ID with other content: not the request it ran
-		case req.Slots[len(req.Slots)-1].After(now.Add(deletedAfter)):
-			end = backfill.EndRefused // a slot still to come (a request that lies about its creation): not a backfill
-		case !known:
-			end = backfill.EndDeleted
-		case bf.Cancel != nil:
-			end = backfill.EndCancelled
-		}
-		before, outcomes := run.next, len(run.left)
-		if end == "" {
-			pool, ready := t.pools[run.pool]
-			if !ready {
-				if !run.waitPool {
-					t.logger.Warn("backfill waits for its pool", "backfill", req.ID, "pool", run.pool)
-					run.waitPool = true
-				}
-				b.waiting = true
-				continue
-			}
-			run.waitPool = false
-			if run.stop == nil {
-				b.followRun(run, pool)
-			}
-			src := tick.Source{Schedule: req.Schedule, Shards: run.shards, Payload: e.Schedule.Payload(), Version: e.Version,
-				LeaderEpoch: int64(t.t.epoch), Metrics: e.Schedule.Metrics(), Timeout: e.Schedule.Timeout(), MaxAttempts: e.Schedule.MaxAttempts()}
-			for len(run.left) < req.MaxRunning && run.next < len(req.Slots) {
-				if len(recs) >= maxStepTicks {
-					b.more = true
-					break
-				}
-				for _, tk := range src.Backfill(req.Slots[run.next], now, req.ID) {
-					v, err := tick.Encode(tk)
-					if err != nil {
-						return err
-					}
-					recs = append(recs, &kgo.Record{Topic: pool.work, Partition: tk.Partition(pool.partitions), Key: []byte(tk.ID), Value: v})
-					run.pending[tk.ID] = run.next
-					run.left[run.next]++
-					emitted++
-				}
-				run.emitted[run.next] = now
-				run.next++
-			}
-			if run.next == len(req.Slots) && len(run.left) == 0 {
-				end = backfill.EndDone
-			}
-		}
-		if end == "" && run.next == before && bf.Progress != nil && len(bf.Progress.Running) == outcomes && outcomes == len(run.left) {
-			continue // nothing changed since the progress committed last
-		}
-		p := backfill.Progress{ID: req.ID, Request: bf.RequestHash, Next: run.next, Running: run.running(), Shards: run.shards, Pool: run.pool,
-			Since: run.oldest(), Ended: end, At: now}
-		progress = append(progress, p)
-		recs = append(recs, &kgo.Record{Topic: d.cfg.Names.BackfillProgress, Partition: 0, Key: []byte(req.ID), Value: backfill.EncodeProgress(p)})
-		if end != "" {
-			ended = append(ended, req.ID)
-			t.logger.Info("backfill ended", "backfill", req.ID, "schedule", req.Schedule, "ended", end, "slots", len(req.Slots), "emitted", run.next)
+		if err := b.advance(txn, bf); err != nil {
+			return err
 		}
 	}
-	var deadLettered int
 	if t.k == 0 {
-		for key, r := range b.bad {
-			// Dead-lettered once for the fleet: the same transaction restates the valid record the key held (the
-			// same bytes: the same request), or deletes the key, so no later read finds the invalid one newest.
-			recs = append(recs, store.DeadLetter(r, d.cfg.Names.DLQ, errors.New("invalid backfill record")),
-				&kgo.Record{Topic: d.cfg.Names.Backfills, Partition: 0, Key: []byte(key), Value: b.fold.Valid(key)})
-			deadLettered++
-		}
+		b.deadLetterInvalid(txn)
 	}
-	if len(recs) == 0 {
+	if len(txn.recs) == 0 {
 		return nil
 	}
-	if err := d.commit(ctx, t.p, recs); err != nil {
+	if err := t.d.commit(ctx, t.p, txn.recs); err != nil {
 		return fmt.Errorf("committing backfill progress: %w", err)
 	}
-	for _, p := range progress {
-		b.fold.SetProgress(p)
+	b.committed(txn)
+	return nil
+}
+
+// deleteExpired adds to txn the deletion of ended backfill bf's records once it has been kept backfillKeep.
+func (b *backfiller) deleteExpired(txn *stepTxn, bf *backfill.Backfill) {
+	if txn.now.Sub(bf.Progress.At) <= backfillKeep {
+		return
 	}
-	for _, id := range forget {
-		b.fold.Forget(id)
+	names, id := b.t.d.cfg.Names, bf.Request.ID
+	txn.forget = append(txn.forget, id)
+	for _, k := range [][2]string{{names.Backfills, id}, {names.Backfills, backfill.CancelKey(id)}, {names.BackfillProgress, id}} {
+		txn.recs = append(txn.recs, &kgo.Record{Topic: k[0], Partition: 0, Key: []byte(k[1])})
 	}
-	if deadLettered > 0 {
-		t.logger.Warn("invalid backfill records dead-lettered", "records", deadLettered)
-		clear(b.bad)
+}
+
+// advance adds to txn backfill bf's next slots and its progress, or its end, beginning its run if it has none.
+func (b *backfiller) advance(txn *stepTxn, bf *backfill.Backfill) error {
+	req, now := &bf.Request, txn.now
+	e, known := b.t.pl.entry(req.Schedule)
+	run := b.runs[req.ID]
+	if run == nil {
+		if !known && now.Sub(req.CreatedAt) < deletedAfter {
+			b.waiting = true // its schedule may not be read yet
+			return nil
+		}
+		run = b.begin(bf, e, known, now)
 	}
-	d.metrics.backfillTicks.Add(float64(emitted))
-	for _, id := range ended {
-		b.end(id)
+	run.b = bf
+	end := endReason(bf, run, known, now)
+	before, outcomes := run.next, len(run.left)
+	if end == "" {
+		pool, ready := b.readyPool(run)
+		if !ready {
+			return nil
+		}
+		if err := b.emitSlots(txn, run, e, pool); err != nil {
+			return err
+		}
+		if run.next == len(req.Slots) && len(run.left) == 0 {
+			end = backfill.EndDone
+		}
+	}
+	if end == "" && run.next == before && bf.Progress != nil && len(bf.Progress.Running) == outcomes && outcomes == len(run.left) {
+		return nil // nothing changed since the progress committed last
+	}
+	b.writeProgress(txn, run, end)
+	return nil
+}
+
+// endReason says why backfill bf ends before its next slots ("": it does not). known says its schedule exists.
+func endReason(bf *backfill.Backfill, run *bfRun, known bool, now time.Time) string {
+	req := &bf.Request
+	switch {
+	case bf.Rewritten || bf.RequestHash != run.hash:
+		return backfill.EndRefused // written again under its ID with other content: not the request it ran
+	case req.Slots[len(req.Slots)-1].After(now.Add(deletedAfter)):
+		return backfill.EndRefused // a slot still to come (a request that lies about its creation): not a backfill
+	case !known:
+		return backfill.EndDeleted
+	case bf.Cancel != nil:
+		return backfill.EndCancelled
+	}
+	return ""
+}
+
+// readyPool returns run's pool if it is ready, starting the follower of run's outcomes if none runs yet; when it
+// is not, the backfill waits (logged once) and the term steps again within backfillRetry.
+func (b *backfiller) readyPool(run *bfRun) (poolTopic, bool) {
+	pool, ready := b.t.pools[run.pool]
+	if !ready {
+		if !run.waitPool {
+			b.t.logger.Warn("backfill waits for its pool", "backfill", run.b.Request.ID, "pool", run.pool)
+			run.waitPool = true
+		}
+		b.waiting = true
+		return pool, false
+	}
+	run.waitPool = false
+	if run.stop == nil {
+		b.followRun(run, pool)
+	}
+	return pool, true
+}
+
+// emitSlots adds to txn the ticks of run's next slots, of schedule e, on pool's work topic: as many slots as keep
+// at most MaxRunning without an outcome, and no more once txn holds maxStepTicks records (then b.more is set).
+func (b *backfiller) emitSlots(txn *stepTxn, run *bfRun, e store.Entry, pool poolTopic) error {
+	req := &run.b.Request
+	src := tick.Source{Schedule: req.Schedule, Shards: run.shards, Payload: e.Schedule.Payload(), Version: e.Version,
+		LeaderEpoch: int64(b.t.t.epoch), Metrics: e.Schedule.Metrics(), Timeout: e.Schedule.Timeout(), MaxAttempts: e.Schedule.MaxAttempts()}
+	for len(run.left) < req.MaxRunning && run.next < len(req.Slots) {
+		if len(txn.recs) >= maxStepTicks {
+			b.more = true
+			break
+		}
+		for _, tk := range src.Backfill(req.Slots[run.next], txn.now, req.ID) {
+			v, err := tick.Encode(tk)
+			if err != nil {
+				return err
+			}
+			txn.recs = append(txn.recs, &kgo.Record{Topic: pool.work, Partition: tk.Partition(pool.partitions), Key: []byte(tk.ID), Value: v})
+			run.pending[tk.ID] = run.next
+			run.left[run.next]++
+			txn.emitted++
+		}
+		run.emitted[run.next] = txn.now
+		run.next++
 	}
 	return nil
+}
+
+// writeProgress adds to txn run's progress record, ended with end unless it is "".
+func (b *backfiller) writeProgress(txn *stepTxn, run *bfRun, end string) {
+	bf := run.b
+	req := &bf.Request
+	p := backfill.Progress{ID: req.ID, Request: bf.RequestHash, Next: run.next, Running: run.running(), Shards: run.shards, Pool: run.pool,
+		Since: run.oldest(), Ended: end, At: txn.now}
+	txn.progress = append(txn.progress, p)
+	txn.recs = append(txn.recs, &kgo.Record{Topic: b.t.d.cfg.Names.BackfillProgress, Partition: 0, Key: []byte(req.ID), Value: backfill.EncodeProgress(p)})
+	if end != "" {
+		txn.ended = append(txn.ended, req.ID)
+		b.t.logger.Info("backfill ended", "backfill", req.ID, "schedule", req.Schedule, "ended", end, "slots", len(req.Slots), "emitted", run.next)
+	}
+}
+
+// deadLetterInvalid adds to txn the dead-lettering of every invalid record (leader 0 only).
+func (b *backfiller) deadLetterInvalid(txn *stepTxn) {
+	names := b.t.d.cfg.Names
+	for key, r := range b.bad {
+		// Dead-lettered once for the fleet: the same transaction restates the valid record the key held (the
+		// same bytes: the same request), or deletes the key, so no later read finds the invalid one newest.
+		txn.recs = append(txn.recs, store.DeadLetter(r, names.DLQ, errors.New("invalid backfill record")),
+			&kgo.Record{Topic: names.Backfills, Partition: 0, Key: []byte(key), Value: b.fold.Valid(key)})
+		txn.deadLettered++
+	}
+}
+
+// committed takes txn as done once its transaction committed: the fold holds its progress, forgets the deleted
+// backfills, and the ended ones stop.
+func (b *backfiller) committed(txn *stepTxn) {
+	for _, p := range txn.progress {
+		b.fold.SetProgress(p)
+	}
+	for _, id := range txn.forget {
+		b.fold.Forget(id)
+	}
+	if txn.deadLettered > 0 {
+		b.t.logger.Warn("invalid backfill records dead-lettered", "records", txn.deadLettered)
+		clear(b.bad)
+	}
+	b.t.d.metrics.backfillTicks.Add(float64(txn.emitted))
+	for _, id := range txn.ended {
+		b.end(id)
+	}
 }
 
 // wake returns how soon the term's loop must step again (false: only on an event).

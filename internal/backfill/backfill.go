@@ -1,25 +1,3 @@
-// Package backfill runs a schedule's past slots again, on request: `ticker schedule backfill` and
-// Schedules.Backfill.
-//
-// A backfill is three kinds of record, on two compacted topics of one partition each (each key keeps its
-// newest record):
-//
-//   - the request, on <ns>.backfills keyed by the backfill's ID, written by the client: the schedule, the range,
-//     and the exact list of slots to run (the client decides them, --reprocess included, so that a dry run
-//     lists exactly what runs);
-//   - its cancellation, on <ns>.backfills keyed ID.cancel, written by the client: the leader emits no more of
-//     its slots;
-//   - its progress, on <ns>.backfills.progress keyed by the ID, written only by the leader of the schedule, in
-//     the same transaction as the ticks it emits: how many of the slots are emitted, which of those have no
-//     outcome yet, and whether the backfill has ended. Only the ticker role may write that topic (operators
-//     may write requests, so a progress record on their topic could be forged, and compaction would then drop
-//     the genuine one), and a progress record not written in a transaction is ignored too.
-//
-// A new leader reads the committed progress after fencing every earlier one, so it goes on from exactly the slot
-// the last committed transaction reached: no slot of a backfill is emitted twice or skipped, whatever happens to
-// the leaders. The leader keeps at most MaxRunning slots emitted without an outcome, reading the outcomes the
-// workers write to the results topic; a tick whose outcome is lost to the results topic's retention holds its
-// place until the backfill is cancelled.
 package backfill
 
 import (

@@ -35,4 +35,8 @@
 // after them. A pause or a deletion with slots ahead writes a cancel record (tick.Cancel) to every work
 // partition, in a transaction of the term, so that workers do not start the ticks emitted for slots after it
 // (`ticker schedule` writes one too, right after the change). Cancels only ever take ticks away.
+//
+// Backfills. The term also runs a backfill.Runner over the schedules it owns: the term's loop hands it the
+// records and outcomes it reads and makes it step, and it commits through the term's producer (backfillTerm), so
+// a backfill's ticks and progress are fenced with the term.
 package dispatch

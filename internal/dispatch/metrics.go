@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tickgroup/tickgroup/internal/backfill"
 	"github.com/tickgroup/tickgroup/internal/store"
 )
 
@@ -28,10 +29,8 @@ type metrics struct {
 	stateRefused      *prometheus.CounterVec
 	stateRecovered    prometheus.Counter
 	schedulesRepaired prometheus.Counter
-	// Backfills: ticks emitted, records refused, backfills this replica's terms are working through.
-	backfillTicks   prometheus.Counter
-	backfillInvalid prometheus.Counter
-	backfillsActive prometheus.Gauge
+	// backfill is the backfill runners' (ticks emitted, records refused, backfills being worked through).
+	backfill *backfill.Metrics
 	// lastSlot exists only for schedules that opt in (spec.Metrics): a fleet may hold a million schedules.
 	lastSlot *prometheus.GaugeVec
 	optMu    sync.Mutex
@@ -106,18 +105,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_invalid_state_records_total",
 			Help: "Records of the ticker topic that could not be decoded and were skipped.",
 		}),
-		backfillTicks: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tickgroup_backfill_ticks_emitted_total",
-			Help: "Backfill ticks committed to the work topic by this replica's leader terms (one per slot and shard of a backfill).",
-		}),
-		backfillInvalid: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tickgroup_backfill_invalid_records_total",
-			Help: "Records of the backfill topics that were not valid (or, on the progress topic, not a leader's) and were skipped; leader 0 dead-letters an invalid request once.",
-		}),
-		backfillsActive: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "tickgroup_backfills_active",
-			Help: "Backfills this replica's leader terms are working through.",
-		}),
+		backfill: backfill.NewMetrics(),
 		lastSlot: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tickgroup_schedule_last_slot_timestamp_seconds",
 			Help: "Last slot emitted, for schedules with metrics: true only.",
@@ -138,8 +126,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.emitted, m.emitLag, m.emittedLate, m.cancels, m.missed, m.fenced, m.transactions, m.txnDuration, m.invalidState, m.lastSlot, m.nextDue, m.period,
-			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired, m.parked, m.poolDown,
-			m.backfillTicks, m.backfillInvalid, m.backfillsActive)
+			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired, m.parked, m.poolDown)
+		reg.MustRegister(m.backfill.Collectors()...)
 	}
 	m.stateRefused.WithLabelValues("future")
 	return m

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/backfill"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leader"
 	"github.com/tickgroup/tickgroup/internal/schedule"
@@ -47,7 +48,7 @@ type leaderTerm struct {
 	// repaired keeps the schedule records leader 0 has restated (repairSchedules).
 	repaired map[int64]bool
 	// bf works through the backfills of the term's schedules.
-	bf *backfiller
+	bf *backfill.Runner
 	// closers undo what the term set up, last first.
 	closers []func()
 	// pending is what recover found to cancel and tombstone, for settle; states is how many states it read.
@@ -267,9 +268,10 @@ func (t *leaderTerm) repair(ctx context.Context) error {
 func (t *leaderTerm) run(ctx context.Context) error {
 	d, pl := t.d, t.pl
 	e := &emitter{t: t, topics: recordTopics{work: d.cfg.Names.Work, ticker: d.cfg.Names.Ticker, pools: t.pools}}
-	t.bf = newBackfiller(t)
-	t.bf.start(ctx)
-	t.closers = append(t.closers, t.bf.stop)
+	t.bf = backfill.NewRunner(backfill.Config{Names: d.cfg.Names, Now: d.cfg.Now, Opts: d.opts, Admin: t.adm, Logger: t.logger,
+		Epoch: int64(t.t.epoch), DeadLetter: t.k == 0, Metrics: d.metrics.backfill}, backfillTerm{t})
+	t.bf.Start(ctx)
+	t.closers = append(t.closers, t.bf.Stop)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -295,7 +297,7 @@ func (t *leaderTerm) run(ctx context.Context) error {
 		if at, ok := pl.nextGrave(); ok {
 			wait = min(wait, max(at.Sub(d.cfg.Now()), 0))
 		}
-		if at, ok := t.bf.wake(); ok {
+		if at, ok := t.bf.Wake(); ok {
 			wait = min(wait, at)
 		}
 		timer.Reset(wait)
@@ -305,7 +307,7 @@ func (t *leaderTerm) run(ctx context.Context) error {
 			return nil
 		case <-timer.C:
 			// A pool back (retryDown), a schedule read at last: the backfills waiting for them go on.
-			if err := t.bf.step(ctx); err != nil {
+			if err := t.bf.Step(ctx); err != nil {
 				return err
 			}
 		case <-d.view.Changed():
@@ -314,23 +316,40 @@ func (t *leaderTerm) run(ctx context.Context) error {
 			if err := t.applyChanges(ctx); err != nil {
 				return err
 			}
-			if err := t.bf.step(ctx); err != nil {
+			if err := t.bf.Step(ctx); err != nil {
 				return err
 			}
-		case ev := <-t.bf.events:
-			t.bf.event(ev)
-			if err := t.bf.step(ctx); err != nil {
+		case ev := <-t.bf.Events():
+			t.bf.TakeEvent(ev)
+			if err := t.bf.Step(ctx); err != nil {
 				return err
 			}
-		case err := <-t.bf.fatal:
+		case err := <-t.bf.Fatal():
 			return err
-		case o := <-t.bf.outs:
-			t.bf.outcomes(o)
-			if err := t.bf.step(ctx); err != nil {
+		case o := <-t.bf.Outcomes():
+			t.bf.TakeOutcomes(o)
+			if err := t.bf.Step(ctx); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// backfillTerm is what the term's backfill runner needs of it (backfill.Term); the runner calls it on the term's
+// loop only.
+type backfillTerm struct{ t *leaderTerm }
+
+func (b backfillTerm) Owns(schedule string) bool { return b.t.owned(schedule) }
+
+func (b backfillTerm) Schedule(name string) (store.Entry, bool) { return b.t.pl.entry(name) }
+
+func (b backfillTerm) Pool(name string) (backfill.Pool, bool) {
+	pt, ok := b.t.pools[name]
+	return backfill.Pool{Work: pt.work, Partitions: pt.partitions}, ok
+}
+
+func (b backfillTerm) Commit(ctx context.Context, recs []*kgo.Record) error {
+	return b.t.d.commit(ctx, b.t.p, recs)
 }
 
 // emitter writes the due slots, one transaction at a time, each transaction's records planned and encoded while

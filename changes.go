@@ -16,13 +16,13 @@ import (
 	"github.com/tickgroup/tickgroup/internal/store"
 )
 
-// A ChangeOption qualifies a change of Schedules (Put, Pause, Resume, Delete, Apply, Write): why it is made, by
-// whom, and for a pause until when. Every change is recorded in the namespace's change log (ChangeLog) with them.
+// A ChangeOption qualifies a change of Schedules (Put, Pause, Resume, Delete, Trigger, Apply, Write, Backfill,
+// CancelBackfill): why it is made and by whom. Every change is recorded in the namespace's change log (ChangeLog)
+// with them.
 type ChangeOption func(*changeOpts)
 
 type changeOpts struct {
 	reason, by string
-	until      time.Time
 }
 
 // Reason says why the change is made: it is kept in the change log, and a pause keeps it as its PauseReason
@@ -32,10 +32,6 @@ func Reason(text string) ChangeOption { return func(o *changeOpts) { o.reason = 
 // By names who makes the change (a deploy job, a service), beside the operating-system user, the host and the
 // Kafka principal, which the change log records by itself.
 func By(name string) ChangeOption { return func(o *changeOpts) { o.by = name } }
-
-// Until ends a pause at t (Schedule.PausedUntil): the first slot at or after t runs. For Pause only; t must be in
-// the future.
-func Until(t time.Time) ChangeOption { return func(o *changeOpts) { o.until = t } }
 
 func options(opts []ChangeOption) changeOpts {
 	var o changeOpts
@@ -47,7 +43,7 @@ func options(opts []ChangeOption) changeOpts {
 
 // ErrInvalidChange is matched (errors.Is) by the error of a change that was refused before anything was written:
 // its schedule, or what its ChangeOptions say (a Reason longer than 1,024 bytes or not printable text, a By
-// longer than 256 bytes or not printable, an Until in the past), breaks a rule of the schedules topic or of the
+// longer than 256 bytes or not printable, a pause's end in the past), breaks a rule of the schedules topic or of the
 // change log. The error names the field, as in "reason: 1,200 bytes, at most 1,024". A caller that takes changes
 // from its users, a web console say, can answer it as bad input: nothing of the change took effect.
 var ErrInvalidChange = errors.New("invalid change")

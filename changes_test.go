@@ -34,7 +34,7 @@ func TestChangeLogRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	until := time.Now().Add(time.Hour).Truncate(time.Second)
-	if err := s.Pause(ctx, "scan", tickgroup.Reason("orders DB maintenance (OPS-7)"), tickgroup.Until(until)); err != nil {
+	if err := s.Pause(ctx, "scan", until, tickgroup.Reason("orders DB maintenance (OPS-7)")); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Get(ctx, "scan")
@@ -48,7 +48,7 @@ func TestChangeLogRoundTrip(t *testing.T) {
 	if err != nil || len(next) != 2 || next[0].Before(until) {
 		t.Errorf("Next of a pause until %v: %v, %v (want the slots from its end)", until, next, err)
 	}
-	if err := s.Pause(ctx, "scan", tickgroup.Until(time.Now().Add(-time.Minute))); err == nil {
+	if err := s.Pause(ctx, "scan", time.Now().Add(-time.Minute)); err == nil {
 		t.Error("a pause until a past instant was accepted")
 	}
 	if err := s.Resume(ctx, "scan", tickgroup.Reason("maintenance done")); err != nil {
@@ -192,7 +192,7 @@ func TestInvalidChangeWritesNothing(t *testing.T) {
 	} {
 		changes := map[string]func() error{
 			"Put":    func() error { return s.Put(ctx, scan, bad.opt) },
-			"Pause":  func() error { return s.Pause(ctx, "scan", bad.opt) },
+			"Pause":  func() error { return s.Pause(ctx, "scan", time.Time{}, bad.opt) },
 			"Resume": func() error { return s.Resume(ctx, "idle", bad.opt) },
 			"Delete": func() error { return s.Delete(ctx, "scan", bad.opt) },
 			"Trigger": func() error {
@@ -279,7 +279,7 @@ func TestDotNamesRefusedOnWrite(t *testing.T) {
 	if got, err := s.Get(ctx, ".."); err != nil || got.Schedule.Name != ".." {
 		t.Fatalf("Get(..) = %+v, %v; want the record read", got, err)
 	}
-	if err := s.Pause(ctx, "..", tickgroup.Reason("to be renamed")); err != nil {
+	if err := s.Pause(ctx, "..", time.Time{}, tickgroup.Reason("to be renamed")); err != nil {
 		t.Errorf("Pause(..) = %v", err)
 	}
 	if err := s.Delete(ctx, ".."); err != nil {
@@ -305,7 +305,7 @@ func TestChangeLogClaimWrittenAhead(t *testing.T) {
 	if err := s.Put(ctx, tickgroup.Schedule{Name: "scan", Every: tickgroup.Duration(time.Minute)}, tickgroup.Reason("first version")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Pause(ctx, "scan"); err != nil {
+	if err := s.Pause(ctx, "scan", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...))
@@ -390,7 +390,7 @@ func TestChangeLogOfOneSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, name := range []string{"s03", "s05", "s03", "s11"} {
-		if err := s.Pause(ctx, name, tickgroup.Reason(fmt.Sprint("pause ", i))); err != nil {
+		if err := s.Pause(ctx, name, time.Time{}, tickgroup.Reason(fmt.Sprint("pause ", i))); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Resume(ctx, name, tickgroup.By("ops")); err != nil {

@@ -86,7 +86,8 @@ func ExampleSchedules() {
 	if err != nil {
 		panic(err)
 	}
-	if err := s.Pause(ctx, "nightly-report"); err != nil {
+	// Paused for two hours (the zero time: until Resume).
+	if err := s.Pause(ctx, "nightly-report", time.Now().Add(2*time.Hour), tickgroup.Reason("orders DB maintenance")); err != nil {
 		panic(err)
 	}
 	got, err := s.Get(ctx, "nightly-report")

@@ -225,18 +225,18 @@ func (s *Schedules) Next(ctx context.Context, name string, n int) ([]time.Time, 
 	return e.Schedule.Upcoming(time.Now(), n), nil
 }
 
-// Pause stops the emission of name's slots; slots passed while it is paused are never caught up. With
-// Until(t), the pause ends at t as a resume then would (the first slot at or after t runs); with Reason, the
-// schedule shows why it is paused.
-func (s *Schedules) Pause(ctx context.Context, name string, opts ...ChangeOption) error {
+// Pause stops the emission of name's slots; slots passed while it is paused are never caught up. A non-zero
+// until ends the pause then, as a resume then would (the first slot at or after until runs): it must be in the
+// future. The zero time pauses it until Resume. With Reason, the schedule shows why it is paused.
+func (s *Schedules) Pause(ctx context.Context, name string, until time.Time, opts ...ChangeOption) error {
 	o := options(opts)
 	if err := o.check(); err != nil {
 		return err
 	}
-	if !o.until.IsZero() && !o.until.After(time.Now()) {
-		return invalid(fmt.Errorf("pausing %s until %s: %w", name, o.until.Format(time.RFC3339), errPast))
+	if !until.IsZero() && !until.After(time.Now()) {
+		return invalid(fmt.Errorf("pausing %s until %s: %w", name, until.Format(time.RFC3339), errPast))
 	}
-	return s.setPaused(ctx, name, true, o, changelog.OpPause)
+	return s.setPaused(ctx, name, true, until, o, changelog.OpPause)
 }
 
 // Resume lets name's slots be emitted again, from the first one after the resumption; the pause's end and
@@ -246,10 +246,11 @@ func (s *Schedules) Resume(ctx context.Context, name string, opts ...ChangeOptio
 	if err := o.check(); err != nil {
 		return err
 	}
-	return s.setPaused(ctx, name, false, o, changelog.OpResume)
+	return s.setPaused(ctx, name, false, time.Time{}, o, changelog.OpResume)
 }
 
-func (s *Schedules) setPaused(ctx context.Context, name string, paused bool, o changeOpts, op string) error {
+// setPaused writes name paused (until until, when not zero) or resumed, as change op.
+func (s *Schedules) setPaused(ctx context.Context, name string, paused bool, until time.Time, o changeOpts, op string) error {
 	if err := s.ensureTopic(ctx); err != nil {
 		return err
 	}
@@ -265,8 +266,8 @@ func (s *Schedules) setPaused(ctx context.Context, name string, paused bool, o c
 	spec.Paused, spec.PausedUntil, spec.PauseReason = paused, nil, ""
 	if paused {
 		spec.PauseReason = o.reason
-		if !o.until.IsZero() {
-			u := o.until.UTC()
+		if !until.IsZero() {
+			u := until.UTC()
 			spec.PausedUntil = &u
 		}
 	}

@@ -228,11 +228,7 @@ func (c *pauseCommand) check(positional []string) error {
 }
 
 func (c *pauseCommand) run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error {
-	opts := c.changeOpts()
-	if !c.untilAt.IsZero() {
-		opts = append(opts, tickgroup.Until(c.untilAt))
-	}
-	if err := client.Pause(ctx, c.name, opts...); err != nil {
+	if err := client.Pause(ctx, c.name, c.untilAt, c.changeOpts()...); err != nil {
 		return err
 	}
 	if c.untilAt.IsZero() {

@@ -285,13 +285,10 @@ func (c *Console) bulkConfirm(w http.ResponseWriter, r *http.Request, p Principa
 		now[st.Schedule.Name] = st.Schedule
 	}
 	opts := []tickgroup.ChangeOption{tickgroup.Reason(req.reason), tickgroup.By("console:" + p.Name)}
-	if !req.until.IsZero() {
-		opts = append(opts, tickgroup.Until(req.until))
-	}
 	v := c.bulkView(p, req, time.Now())
 	code := http.StatusOK
 	for _, n := range req.names {
-		it := c.bulkWrite(r.Context(), req.action, n, now, opts, log)
+		it := c.bulkWrite(r.Context(), req.action, n, now, req.until, opts, log)
 		switch it.Outcome {
 		case "ok":
 			v.Changes++
@@ -305,10 +302,10 @@ func (c *Console) bulkConfirm(w http.ResponseWriter, r *http.Request, p Principa
 	c.render(w, r, code, "bulk-result", view{Title: "Bulk " + req.action, Page: "schedules", User: p.Name, Data: v})
 }
 
-// bulkWrite takes action on schedule name, whose state now is in current, and logs and counts it. It writes
-// on a context of its own: a client that hangs up half-way does not leave the rest of its confirmed list
-// undone.
-func (c *Console) bulkWrite(ctx context.Context, action, name string, current map[string]tickgroup.Schedule, opts []tickgroup.ChangeOption, log *slog.Logger) bulkItem {
+// bulkWrite takes action on schedule name, whose state now is in current, and logs and counts it; a pause ends
+// at until (zero: when resumed). It writes on a context of its own: a client that hangs up half-way does not
+// leave the rest of its confirmed list undone.
+func (c *Console) bulkWrite(ctx context.Context, action, name string, current map[string]tickgroup.Schedule, until time.Time, opts []tickgroup.ChangeOption, log *slog.Logger) bulkItem {
 	log = log.With("schedule", name)
 	sc, ok := current[name]
 	if !ok {
@@ -326,7 +323,7 @@ func (c *Console) bulkWrite(ctx context.Context, action, name string, current ma
 	var err error
 	switch action {
 	case "pause":
-		err = c.cfg.Schedules.Pause(ctx, name, opts...)
+		err = c.cfg.Schedules.Pause(ctx, name, until, opts...)
 	case "resume":
 		err = c.cfg.Schedules.Resume(ctx, name, opts...)
 	case "trigger":

@@ -188,14 +188,14 @@ func (c *Console) pause(_ http.ResponseWriter, r *http.Request, _ Principal, nam
 	if strings.TrimSpace(r.PostFormValue("reason")) == "" {
 		return "", badInput{"A pause needs a reason."}
 	}
+	var until time.Time // zero: until resumed
 	if u := strings.TrimSpace(r.PostFormValue("until")); u != "" {
-		until, err := parseWhen(u, time.Now(), true)
-		if err != nil {
+		var err error
+		if until, err = parseWhen(u, time.Now(), true); err != nil {
 			return "", badInput{"Until: " + err.Error()}
 		}
-		opts = append(opts, tickgroup.Until(until))
 	}
-	return schedulePath(name), c.cfg.Schedules.Pause(r.Context(), name, opts...)
+	return schedulePath(name), c.cfg.Schedules.Pause(r.Context(), name, until, opts...)
 }
 
 func (c *Console) resume(_ http.ResponseWriter, r *http.Request, _ Principal, name string, opts []tickgroup.ChangeOption) (string, error) {

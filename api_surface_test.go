@@ -95,6 +95,48 @@ func TestAPINamesNoInternalType(t *testing.T) {
 	}
 }
 
+// TestAPIKindsAreTyped: no exported struct field that says what kind of thing it is (Op, Status, State, Kind) is a
+// plain string: its values are a type's constants, which go doc lists with the type.
+func TestAPIKindsAreTyped(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{"Op": true, "Status": true, "State": true, "Kind": true}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			s, ok := n.(*ast.TypeSpec)
+			if !ok || !s.Name.IsExported() {
+				return true
+			}
+			st, ok := s.Type.(*ast.StructType)
+			if !ok {
+				return false
+			}
+			for _, fld := range st.Fields.List {
+				id, ok := fld.Type.(*ast.Ident)
+				if !ok || id.Name != "string" {
+					continue
+				}
+				for _, n := range fld.Names {
+					if kinds[n.Name] {
+						t.Errorf("%s: %s.%s is a plain string: give it a type with constants", fset.Position(n.Pos()), s.Name.Name, n.Name)
+					}
+				}
+			}
+			return false
+		})
+	}
+}
+
 func exportedRecv(fl *ast.FieldList) bool {
 	typ := fl.List[0].Type
 	if st, ok := typ.(*ast.StarExpr); ok {

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tickgroup/tickgroup/internal/backfill"
+	"github.com/tickgroup/tickgroup/internal/changelog"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/schedule"
@@ -161,13 +162,16 @@ func TestConversionsCarryEveryField(t *testing.T) {
 		t.Error("fromOutcome shares Slot with its source")
 	}
 
+	// A Change's Op is a word, package store's a sign (TestChangeOpsRoundTrip): the other fields are carried.
 	ch := filled[store.Change](t)
-	check("fromChange", ch, fromChange(ch))
+	ch.Op = store.OpReplace
+	check("fromChange", ch, fromChange(ch), "Op")
 	if back := fromChange(ch).internal(); !reflect.DeepEqual(back, ch) {
 		t.Errorf("fromChange(c).internal() = %+v, want %+v", back, ch)
 	}
 	c := filled[Change](t)
-	check("Change.internal", c.internal(), c)
+	c.Op = ChangeReplace
+	check("Change.internal", c.internal(), c, "Op")
 }
 
 // TestScheduleRecordFormat: a Schedule reads and writes exactly the JSON and YAML of the record format.
@@ -278,9 +282,21 @@ func TestConstantsAreTheInternalOnes(t *testing.T) {
 		{string(StatusSkippedOverlap), ledger.StatusSkippedOverlap},
 		{string(StatusInterrupted), ledger.StatusInterrupted},
 		{string(StatusCancelled), ledger.StatusCancelled},
-		{string(ChangeCreate), string(store.OpCreate)},
-		{string(ChangeReplace), string(store.OpReplace)},
-		{string(ChangeDelete), string(store.OpDelete)},
+		{ChangeCreate.Symbol(), string(store.OpCreate)},
+		{ChangeReplace.Symbol(), string(store.OpReplace)},
+		{ChangeDelete.Symbol(), string(store.OpDelete)},
+		{string(ChangeLogPut), changelog.OpPut},
+		{string(ChangeLogPause), changelog.OpPause},
+		{string(ChangeLogResume), changelog.OpResume},
+		{string(ChangeLogDelete), changelog.OpDelete},
+		{string(ChangeLogApply), changelog.OpApply},
+		{string(ChangeLogTrigger), changelog.OpTrigger},
+		{string(ChangeLogBackfill), changelog.OpBackfill},
+		{string(ChangeLogBackfillCancel), changelog.OpBackfillCancel},
+		{string(BackfillDone), backfill.EndDone},
+		{string(BackfillCancelled), backfill.EndCancelled},
+		{string(BackfillScheduleDeleted), backfill.EndDeleted},
+		{string(BackfillRefused), backfill.EndRefused},
 	} {
 		if c.got != c.want {
 			t.Errorf("constant %q, want %q", c.got, c.want)
@@ -440,5 +456,61 @@ func TestMaxBackfillSlotsIsTheLeaders(t *testing.T) {
 func TestExportedBoundsAreTheInternalOnes(t *testing.T) {
 	if MaxBackfillRunning != backfill.MaxRunning || MaxBackfillSlots != backfill.MaxSlots {
 		t.Errorf("MaxBackfillRunning %d, MaxBackfillSlots %d; internal/backfill has %d and %d", MaxBackfillRunning, MaxBackfillSlots, backfill.MaxRunning, backfill.MaxSlots)
+	}
+}
+
+// TestChangeOpsRoundTrip: every ChangeOp goes to package store and back as itself, and every op of package store
+// has a ChangeOp.
+func TestChangeOpsRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, op := range []ChangeOp{ChangeCreate, ChangeReplace, ChangeDelete} {
+		c := Change{Op: op, Name: "scan"}
+		if got := fromChange(c.internal()).Op; got != op {
+			t.Errorf("%s: back from package store as %q", op, got)
+		}
+	}
+	for _, op := range []store.Op{store.OpCreate, store.OpReplace, store.OpDelete} {
+		if got := fromChange(store.Change{Op: op}).Op; got.Symbol() != string(op) {
+			t.Errorf("store op %s: ChangeOp %q", op, got)
+		}
+	}
+	if got := ChangeOp("+").Symbol(); got != "?" {
+		t.Errorf(`ChangeOp("+").Symbol() = %q, want "?"`, got)
+	}
+}
+
+// TestBackfillStatesAreTheInternalOnes: every state package backfill gives a backfill is a BackfillState
+// constant, and only the ones a leader still works on are not Ended.
+func TestBackfillStatesAreTheInternalOnes(t *testing.T) {
+	t.Parallel()
+	known := map[BackfillState]bool{BackfillPending: false, BackfillRunning: false, BackfillCancelling: false,
+		BackfillDone: true, BackfillCancelled: true, BackfillScheduleDeleted: true, BackfillRefused: true, BackfillRewritten: true}
+	cases := map[string]backfill.Backfill{
+		"pending":    {},
+		"running":    {Progress: &backfill.Progress{}},
+		"cancelling": {Progress: &backfill.Progress{}, Cancel: &backfill.Cancel{}},
+		"rewritten":  {Rewritten: true},
+	}
+	for _, end := range []string{backfill.EndDone, backfill.EndCancelled, backfill.EndDeleted, backfill.EndRefused} {
+		cases["ended "+end] = backfill.Backfill{Progress: &backfill.Progress{Ended: end}}
+	}
+	for name, b := range cases {
+		st := BackfillState(b.State())
+		ended, ok := known[st]
+		switch {
+		case !ok:
+			t.Errorf("%s: state %q is no BackfillState constant", name, st)
+		case st.Ended() != ended:
+			t.Errorf("%s: %q.Ended() = %v, want %v", name, st, st.Ended(), ended)
+		}
+	}
+}
+
+// TestStatusMissingIsTheInternalOne: a slot whose shards have outcomes and none has StatusMissing.
+func TestStatusMissingIsTheInternalOne(t *testing.T) {
+	t.Parallel()
+	outs := backfill.Outcomes{aTime.UnixNano(): {0: string(StatusOK)}}
+	if got := Status(outs.Status(aTime, 2)); got != StatusMissing {
+		t.Errorf("the status of a slot with one outcome of two shards = %q, want %q", got, StatusMissing)
 	}
 }

@@ -63,12 +63,17 @@ type Backfill struct {
 // BackfillSlot is one slot of a backfill's range.
 type BackfillSlot struct {
 	Slot time.Time
-	// Status is what the slot's last outcomes say: "ok", another status, "missing" (some shards have none) or
-	// "" (none).
-	Status string
+	// Status is what the slot's last outcomes say, one for each shard: StatusOK when every shard's is ok, else
+	// the Status of a shard whose outcome is not ok, StatusMissing when some shards have none, "" when none
+	// has (the slot never ran, or its outcomes are older than the results topic keeps).
+	Status Status
 	// Run says whether the backfill runs the slot.
 	Run bool
 }
+
+// StatusMissing is a BackfillSlot's Status when some of the slot's shards have an outcome and others have none.
+// No Outcome has it.
+const StatusMissing Status = "missing"
 
 // Runs returns the slots b runs.
 func (b Backfill) Runs() []time.Time {
@@ -139,7 +144,7 @@ func (s *Schedules) Backfill(ctx context.Context, name string, from, to time.Tim
 	for _, slot := range slots {
 		st := outs.Status(slot, e.Schedule.Shards())
 		r := re.Run(st)
-		plan.Slots = append(plan.Slots, BackfillSlot{Slot: slot, Status: st, Run: r})
+		plan.Slots = append(plan.Slots, BackfillSlot{Slot: slot, Status: Status(st), Run: r})
 		if r {
 			run = append(run, slot)
 		}
@@ -222,14 +227,41 @@ type BackfillStatus struct {
 	// Emitted counts the slots the leader has emitted (Slots[:Emitted]); Running those of them without an
 	// outcome yet.
 	Emitted, Running int
-	// State is "pending" (no leader has taken it yet), "running", "cancelling", or why it ended: "done",
-	// "cancelled", "schedule deleted", or "refused..." (a request rewritten under an ID in use).
-	State     string
+	// State is where it stands: one of the BackfillState constants.
+	State     BackfillState
 	CreatedAt time.Time
 	By        string
 	Reason    string
 	// UpdatedAt is when the leader last committed its progress (zero: never).
 	UpdatedAt time.Time
+}
+
+// BackfillState is where a backfill stands (BackfillStatus.State): waiting, running, or why it ended.
+type BackfillState string
+
+// The states of a backfill.
+const (
+	BackfillPending    BackfillState = "pending"    // no leader has taken it up yet
+	BackfillRunning    BackfillState = "running"    // its leader emits its slots
+	BackfillCancelling BackfillState = "cancelling" // cancelled (CancelBackfill), its leader has not ended it yet
+	// The ends: every slot ran, it was cancelled, its schedule was deleted, or the leader refused it (the
+	// request was written again under its ID with other content, or names a slot still to come).
+	BackfillDone            BackfillState = "done"
+	BackfillCancelled       BackfillState = "cancelled"
+	BackfillScheduleDeleted BackfillState = "schedule deleted"
+	BackfillRefused         BackfillState = "refused"
+	// BackfillRewritten is refused too: its request was written again under an ID in use, with another content
+	// than the one its leader's progress is of.
+	BackfillRewritten BackfillState = "refused: request rewritten under an ID in use"
+)
+
+// Ended reports whether a backfill in state st has ended: none of its slots is emitted any more.
+func (st BackfillState) Ended() bool {
+	switch st {
+	case BackfillPending, BackfillRunning, BackfillCancelling:
+		return false
+	}
+	return true
 }
 
 // Backfills returns every backfill the topics hold, oldest first (ended ones too).
@@ -246,7 +278,7 @@ func (s *Schedules) Backfills(ctx context.Context) ([]BackfillStatus, error) {
 	for _, b := range f.Sorted() {
 		r := b.Request
 		st := BackfillStatus{ID: r.ID, Schedule: r.Schedule, From: r.From, To: r.To, Reprocess: Reprocess(r.Reprocess), Slots: r.Slots,
-			Skipped: r.Skipped, MaxRunning: r.MaxRunning, State: b.State(), CreatedAt: r.CreatedAt, By: r.By, Reason: r.Reason}
+			Skipped: r.Skipped, MaxRunning: r.MaxRunning, State: BackfillState(b.State()), CreatedAt: r.CreatedAt, By: r.By, Reason: r.Reason}
 		if p := b.Progress; p != nil {
 			st.Emitted, st.Running, st.UpdatedAt = p.Next, len(p.Running), p.At
 		}
@@ -276,7 +308,7 @@ func (s *Schedules) CancelBackfill(ctx context.Context, id string, opts ...Chang
 	switch {
 	case b == nil:
 		return fmt.Errorf("backfill %s: %w", id, ErrNotFound)
-	case b.State != "pending" && b.State != "running" && b.State != "cancelling":
+	case b.State.Ended():
 		return fmt.Errorf("backfill %s has ended (%s)", id, b.State)
 	}
 	now := time.Now().UTC()

@@ -71,10 +71,28 @@ func (o changeOpts) check() error {
 	return invalid(changelog.CheckText("by", o.by, changelog.MaxWho))
 }
 
+// ChangeLogOp is what a change-log record's change did (ChangeRecord.Op), as `ticker schedule log` prints it.
+type ChangeLogOp string
+
+// The operations the change log records, one for each method of Schedules that makes a change.
+const (
+	ChangeLogPut    ChangeLogOp = "put"    // Put
+	ChangeLogPause  ChangeLogOp = "pause"  // Pause
+	ChangeLogResume ChangeLogOp = "resume" // Resume
+	ChangeLogDelete ChangeLogOp = "delete" // Delete
+	// ChangeLogApply is a put or a delete of Apply or Write, one record for each schedule written.
+	ChangeLogApply   ChangeLogOp = "apply"
+	ChangeLogTrigger ChangeLogOp = "trigger" // Trigger
+	// ChangeLogBackfill and ChangeLogBackfillCancel are a backfill's request (Backfill) and its cancellation
+	// (CancelBackfill): their records are on the backfills topic, not on the schedules topic.
+	ChangeLogBackfill       ChangeLogOp = "backfill"
+	ChangeLogBackfillCancel ChangeLogOp = "backfill_cancel"
+)
+
 // ChangeRecord is one change of one schedule, as the change log (<ns>.changes) records it.
 type ChangeRecord struct {
-	// Op is put, pause, resume, delete, apply, trigger, backfill or backfill_cancel.
-	Op       string
+	// Op is what the change did: one of the ChangeLogOp constants.
+	Op       ChangeLogOp
 	Schedule string
 	// At is when the writer made the change (its clock), LoggedAt when the broker took the record.
 	At, LoggedAt time.Time
@@ -88,9 +106,9 @@ type ChangeRecord struct {
 	// Version is the schedules-topic record the change wrote (the schedule's version); for a backfill's
 	// change, the offset of its record on the backfills topic.
 	Version int64
-	// Backfill is the backfill's ID, for the ops backfill and backfill_cancel (Before and After are nil);
-	// Trigger the ID of a trigger's (first) tick, for op trigger (never confirmed: its record is on the work
-	// topic).
+	// Backfill is the backfill's ID, for ChangeLogBackfill and ChangeLogBackfillCancel (Before and After are
+	// nil); Trigger the ID of a trigger's (first) tick, for ChangeLogTrigger (never confirmed: its record is on
+	// the work topic).
 	Backfill, Trigger string
 	// Confirmed reports that the schedules topic still holds that record, as the change says; false when
 	// compaction has removed it since (the change cannot be checked any more). A change the schedules topic
@@ -144,7 +162,7 @@ func (s *Schedules) ChangeLog(ctx context.Context, name string, since time.Time)
 	}
 	out := make([]ChangeRecord, 0, len(entries))
 	for _, e := range entries {
-		r := ChangeRecord{Op: e.Op, Schedule: e.Schedule, At: e.At, LoggedAt: e.Time, Reason: e.Reason, Version: e.Offset,
+		r := ChangeRecord{Op: ChangeLogOp(e.Op), Schedule: e.Schedule, At: e.At, LoggedAt: e.Time, Reason: e.Reason, Version: e.Offset,
 			By:        ChangeAuthor{Principal: e.By.Principal, User: e.By.User, Host: e.By.Host, Name: e.By.Name},
 			Confirmed: e.Status == changelog.Confirmed}
 		if changelog.IsBackfill(e.Op) {

@@ -91,7 +91,7 @@ func TestChangeLogRoundTrip(t *testing.T) {
 	}
 	var ops []string
 	for _, r := range log {
-		ops = append(ops, r.Op+":"+r.Reason)
+		ops = append(ops, string(r.Op)+":"+r.Reason)
 		if !r.Confirmed || r.By.Host == "" || r.By.User == "" || r.At.IsZero() || r.LoggedAt.IsZero() {
 			t.Errorf("record %+v: not confirmed or without its author and times", r)
 		}
@@ -461,7 +461,7 @@ func TestChangeLogOfOneSchedule(t *testing.T) {
 			}
 		}
 	}
-	if got := of("s03"); len(got) != 8 || !got[6].Confirmed || got[6].Op != "backfill" || got[7].Op != "delete" {
+	if got := of("s03"); len(got) != 8 || !got[6].Confirmed || got[6].Op != tickgroup.ChangeLogBackfill || got[7].Op != tickgroup.ChangeLogDelete {
 		t.Errorf("the changes of s03: %+v", got)
 	}
 }

@@ -105,14 +105,14 @@ func ExampleSchedules() {
 		panic(err)
 	}
 	for _, c := range changes {
-		fmt.Println(c.Op, c.Name)
+		fmt.Println(c.Op.Symbol(), c.Op, c.Name)
 	}
 	_, err = s.Get(ctx, "no-such-schedule")
 	fmt.Println(errors.Is(err, tickgroup.ErrNotFound))
 	// Output:
 	// nightly-report: cron "0 2 * * *" Europe/Paris, paused true, catch-up latest
-	// ~ nightly-report
-	// + scan-orders
+	// ~ replace nightly-report
+	// + create scan-orders
 	// true
 }
 

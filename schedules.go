@@ -45,15 +45,27 @@ type Stored struct {
 	Catchup Catchup
 }
 
-// ChangeOp is the kind of a Change, written as `ticker schedule apply` prints it.
+// ChangeOp is the kind of a Change.
 type ChangeOp string
 
 // The kinds of change.
 const (
-	ChangeCreate  ChangeOp = "+" // a schedule the namespace does not have
-	ChangeReplace ChangeOp = "~" // a schedule whose definition differs
-	ChangeDelete  ChangeOp = "-" // a schedule the wanted list does not name (Plan and Apply with prune)
+	ChangeCreate  ChangeOp = "create"  // a schedule the namespace does not have
+	ChangeReplace ChangeOp = "replace" // a schedule whose definition differs
+	ChangeDelete  ChangeOp = "delete"  // a schedule the wanted list does not name (Plan and Apply with prune)
 )
+
+// changeOpSymbols are the ops as a diff writes them, as package store takes them too.
+var changeOpSymbols = map[ChangeOp]store.Op{ChangeCreate: store.OpCreate, ChangeReplace: store.OpReplace, ChangeDelete: store.OpDelete}
+
+// Symbol is op as a diff writes it, as `ticker schedule apply` prints it: "+" for ChangeCreate, "~" for
+// ChangeReplace, "-" for ChangeDelete ("?" for any other value).
+func (op ChangeOp) Symbol() string {
+	if s, ok := changeOpSymbols[op]; ok {
+		return string(s)
+	}
+	return "?"
+}
 
 // Change is one write of Plan, Apply and Write.
 type Change struct {
@@ -68,7 +80,7 @@ type Change struct {
 
 // internal is c as package store takes it.
 func (c Change) internal() store.Change {
-	return store.Change{Op: store.Op(c.Op), Name: c.Name, Spec: c.Schedule.spec()}
+	return store.Change{Op: changeOpSymbols[c.Op], Name: c.Name, Spec: c.Schedule.spec()}
 }
 
 // check reports what makes c no change to write: a definition of another schedule, or one the rules refuse. A
@@ -82,16 +94,22 @@ func (c Change) check() error {
 		return c.Schedule.Validate()
 	case ChangeDelete:
 		if !schedule.ValidName(c.Name) {
-			return fmt.Errorf("change - %s: no schedule can have that name", errlimit.Quote(c.Name))
+			return fmt.Errorf("change %s %s: no schedule can have that name", c.Op, errlimit.Quote(c.Name))
 		}
 		return nil
 	}
-	return fmt.Errorf("change %s of %s: want op +, ~ or -", errlimit.Quote(string(c.Op)), errlimit.Quote(c.Name))
+	return fmt.Errorf("change %s of %s: want op create, replace or delete", errlimit.Quote(string(c.Op)), errlimit.Quote(c.Name))
 }
 
 // fromChange is the Change of c.
 func fromChange(c store.Change) Change {
-	return Change{Op: ChangeOp(c.Op), Name: c.Name, Schedule: fromSpec(c.Spec)}
+	var op ChangeOp
+	for o, sym := range changeOpSymbols {
+		if sym == c.Op {
+			op = o
+		}
+	}
+	return Change{Op: op, Name: c.Name, Schedule: fromSpec(c.Spec)}
 }
 
 // NewSchedules returns a client of k's namespace. Close it when done.

@@ -158,11 +158,12 @@ func printPlan(w io.Writer, plan tickgroup.Backfill, dryRun bool) {
 	fmt.Fprintf(w, "dry run: %d of %d slot(s) would run (--reprocess %s); nothing written\n", runs, len(plan.Slots), plan.Reprocess)
 }
 
-func orNone(s string) string {
+// orNone is what a dry run prints of a slot's status: "no-outcome" when it has none.
+func orNone(s tickgroup.Status) string {
 	if s == "" {
 		return "no-outcome"
 	}
-	return s
+	return string(s)
 }
 
 // listBackfills prints every backfill with its progress.

@@ -450,7 +450,7 @@ func apply(ctx context.Context, client *tickgroup.Schedules, specs []tickgroup.S
 		return nil
 	}
 	for _, c := range changes {
-		fmt.Fprintf(stdout, "%s %s", c.Op, c.Name)
+		fmt.Fprintf(stdout, "%s %s", c.Op.Symbol(), c.Name)
 		if c.Op != tickgroup.ChangeDelete {
 			fmt.Fprintf(stdout, "  %s", c.Schedule.Describe())
 		}
@@ -515,7 +515,7 @@ func printLog(ctx context.Context, client *tickgroup.Schedules, name string, fro
 			Forged  int      `json:"forged_records"`
 		}{Changes: []record{}, Invalid: stats.Invalid, Forged: stats.Forged}
 		for _, r := range log {
-			out.Changes = append(out.Changes, record{Op: r.Op, Schedule: r.Schedule, At: r.At, LoggedAt: r.LoggedAt,
+			out.Changes = append(out.Changes, record{Op: string(r.Op), Schedule: r.Schedule, At: r.At, LoggedAt: r.LoggedAt,
 				By:     map[string]string{"principal": r.By.Principal, "user": r.By.User, "host": r.By.Host, "name": r.By.Name},
 				Reason: r.Reason, Before: r.Before, After: r.After, Version: r.Version, Confirmed: r.Confirmed, Backfill: r.Backfill, Trigger: r.Trigger})
 		}

@@ -228,46 +228,123 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	adm := kadm.NewClient(cl)
 
 	// The schedules first: a report on a schedule the namespace does not have ends here.
-	entries, broken, err := store.Load(ctx, opts, names.Schedules)
+	entries, broken, err := loadSchedules(ctx, opts, names, namespace, o)
 	if err != nil {
 		return nil, err
+	}
+	// The runs (audit.Read) take the longest: they are read while the rest is.
+	runs := startRuns(ctx, opts, names, adm, o)
+	defer runs.stop() // an early return: the read is not needed any more
+
+	rep := &Report{Namespace: namespace, At: o.Now, WindowSeconds: o.Window.Seconds(), GraceSeconds: o.Grace.Seconds(), LateSeconds: o.Late.Seconds(),
+		Entries: entries}
+	if err := tickerLeaders(ctx, adm, names, rep); err != nil {
+		return nil, err
+	}
+	state, err := leaderstate.Read(ctx, opts, names.Ticker, nil)
+	if err != nil {
+		return nil, err
+	}
+	leaderEpochs(rep, state)
+	brokenKeys(rep, broken)
+	scheduleInfos(rep, entries, state, o)
+	if err := poolsLag(ctx, opts, adm, names, rep); err != nil {
+		return nil, err
+	}
+	// What the schedules' ticks did, last: a read that is refused or outlasts ctx leaves the rest of the report.
+	if err := runs.report(entries, rep, o); err != nil {
+		return nil, err
+	}
+	if err := backfills(ctx, opts, adm, names, rep, o); err != nil {
+		return nil, err
+	}
+	if err := clocks(ctx, opts, adm, names, rep); err != nil {
+		return nil, err
+	}
+	if o.Late > 0 {
+		rep.Schedules = slices.DeleteFunc(rep.Schedules, func(s Schedule) bool { return !s.Late(o.Late) })
+	}
+	return rep, nil
+}
+
+// loadSchedules reads the schedules topic: every schedule and broken key, or only o.Schedule's (an error wrapping
+// ErrUnknownSchedule when the namespace does not have it).
+func loadSchedules(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace string, o Options) (map[string]store.Entry, []store.Broken, error) {
+	entries, broken, err := store.Load(ctx, opts, names.Schedules)
+	if err != nil {
+		return nil, nil, err
 	}
 	if o.Schedule != "" {
 		e, ok := entries[o.Schedule]
 		if !ok {
-			return nil, fmt.Errorf("schedule %q: %w in namespace %s (ticker schedule list lists them)", o.Schedule, ErrUnknownSchedule, namespace)
+			return nil, nil, fmt.Errorf("schedule %q: %w in namespace %s (ticker schedule list lists them)", o.Schedule, ErrUnknownSchedule, namespace)
 		}
 		entries = map[string]store.Entry{o.Schedule: e}
 		broken = slices.DeleteFunc(broken, func(b store.Broken) bool { return b.Name != o.Schedule })
 	}
+	return entries, broken, nil
+}
 
-	// The runs (audit.Read) take the longest: they are read while the rest is.
-	var (
-		runs     *audit.Log
-		runsErr  error
-		runsRead sync.WaitGroup
-	)
-	runsCtx, stopRuns := context.WithCancel(ctx)
-	var runsSince time.Time
-	runsRead.Go(func() {
-		runs, runsSince, runsErr = readRuns(runsCtx, opts, names, adm, o.MaxRecords, o.Now.Add(-o.Window-readLead))
+// runsRead is the read of the runs (readRuns) that Collect starts first and takes last.
+type runsRead struct {
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+	log    *audit.Log
+	since  time.Time
+	err    error
+}
+
+// startRuns starts reading the runs of o's window.
+func startRuns(ctx context.Context, opts []kgo.Opt, names kafka.Names, adm *kadm.Client, o Options) *runsRead {
+	r := &runsRead{}
+	ctx, r.cancel = context.WithCancel(ctx)
+	r.wg.Go(func() {
+		r.log, r.since, r.err = readRuns(ctx, opts, names, adm, o.MaxRecords, o.Now.Add(-o.Window-readLead))
 	})
-	defer func() {
-		stopRuns() // an early return: the read is not needed any more
-		runsRead.Wait()
-	}()
+	return r
+}
 
-	rep := &Report{Namespace: namespace, At: o.Now, WindowSeconds: o.Window.Seconds(), GraceSeconds: o.Grace.Seconds(), LateSeconds: o.Late.Seconds(),
-		Entries: entries}
+// stop ends the read, if it still runs, and waits for it.
+func (r *runsRead) stop() {
+	r.cancel()
+	r.wg.Wait()
+}
 
-	// A group that never existed is no error: the report then says there is no leader.
+// report waits for the runs and adds what they did to rep; a refused read is an error (no partial report), any
+// other failure is named in rep.Errors.
+func (r *runsRead) report(entries map[string]store.Entry, rep *Report, o Options) error {
+	r.wg.Wait()
+	if !r.since.IsZero() {
+		since := r.since
+		rep.RunsSince = &since
+	}
+	rep.RunsCut = r.log != nil && r.log.Truncated
+	if kafka.Denied(r.err) {
+		// As for the lag: a refusal is no partial report, the principal lacks a permission and the error says which.
+		return r.err
+	}
+	if r.err != nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("reading the runs: %v", r.err))
+	} else {
+		runFacts(r.log, entries, rep, o)
+		if o.Timeline > 0 {
+			rep.Timeline = timeline(r.log, entries, rep, o)
+		}
+	}
+	r.log = nil // the largest part of the report's memory
+	return nil
+}
+
+// tickerLeaders fills rep's replicas and leaders from the ticker group's assignment, and the leader count. A
+// group that never existed is no error: the report then says there is no leader.
+func tickerLeaders(ctx context.Context, adm *kadm.Client, names kafka.Names, rep *Report) error {
 	groups, err := adm.DescribeGroups(ctx, names.TickerGroup)
 	if g, ok := groups[names.TickerGroup]; ok && kafka.Denied(g.Err) {
 		err = g.Err
 	}
 	if kafka.Denied(err) {
 		// A refusal is no partial report: the principal lacks a permission, and the error says which.
-		return nil, kafka.NeedACL(err, "Describe", "group", names.TickerGroup)
+		return kafka.NeedACL(err, "Describe", "group", names.TickerGroup)
 	}
 	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("describing the ticker group %s: %v", names.TickerGroup, err))
@@ -291,14 +368,12 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 		}
 	}
 	sort.Slice(rep.Leaders, func(i, j int) bool { return rep.Leaders[i].Partition < rep.Leaders[j].Partition })
-	if rep.LeaderCount, err = kafka.Leaders(ctx, adm, names.Ticker); err != nil {
-		return nil, err
-	}
+	rep.LeaderCount, err = kafka.Leaders(ctx, adm, names.Ticker)
+	return err
+}
 
-	state, err := leaderstate.Read(ctx, opts, names.Ticker, nil)
-	if err != nil {
-		return nil, err
-	}
+// leaderEpochs sets each leader's producer and epoch, from the newest state it wrote, and rep.Leader (leader 0).
+func leaderEpochs(rep *Report, state map[string]leaderstate.State) {
 	newest := map[int32]leaderstate.State{} // by leader: its newest state names its producer and epoch
 	for name, s := range state {
 		k := kafka.LeaderOf(name, rep.LeaderCount)
@@ -315,7 +390,10 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 			rep.Leader = &l
 		}
 	}
+}
 
+// brokenKeys adds the schedules-topic keys waiting for the leader's repair.
+func brokenKeys(rep *Report, broken []store.Broken) {
 	for _, b := range broken {
 		x := Broken{Name: b.Name, Offset: b.Record.Offset, HasValid: b.Last != nil}
 		if b.Invalid != nil {
@@ -323,6 +401,11 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 		}
 		rep.Broken = append(rep.Broken, x)
 	}
+}
+
+// scheduleInfos adds each schedule, by name: its definition, leader, last slot (state) and next slot, and with
+// o.Schedule its zone and next slots.
+func scheduleInfos(rep *Report, entries map[string]store.Entry, state map[string]leaderstate.State, o Options) {
 	for _, e := range store.Sorted(entries) {
 		s := e.Spec()
 		info := Schedule{Name: s.Name, Pool: cmp.Or(e.Schedule.Pool(), kafka.DefaultPool), Schedule: s.Describe(), Paused: s.Paused, Version: e.Version,
@@ -345,7 +428,11 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 		}
 		rep.Schedules = append(rep.Schedules, info)
 	}
+}
 
+// poolsLag adds the lag of every pool the schedules name, the default pool first, and the default pool's as
+// rep.Work.
+func poolsLag(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, names kafka.Names, rep *Report) error {
 	pools := []string{""}
 	for _, x := range rep.Schedules {
 		if x.Pool != kafka.DefaultPool && !slices.Contains(pools, x.Pool) {
@@ -356,41 +443,12 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	for _, pool := range pools {
 		pl, err := poolLag(ctx, opts, adm, names.Pool(pool), rep)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rep.Pools = append(rep.Pools, pl)
 	}
 	rep.Work, rep.WorkLag = rep.Pools[0].Lag, rep.Pools[0].LagSum
-
-	// What the schedules' ticks did, last: a read that is refused or outlasts ctx leaves the rest of the report.
-	runsRead.Wait()
-	if !runsSince.IsZero() {
-		rep.RunsSince = &runsSince
-	}
-	rep.RunsCut = runs != nil && runs.Truncated
-	if kafka.Denied(runsErr) {
-		// As for the lag: a refusal is no partial report, the principal lacks a permission and the error says which.
-		return nil, runsErr
-	}
-	if runsErr != nil {
-		rep.Errors = append(rep.Errors, fmt.Sprintf("reading the runs: %v", runsErr))
-	} else {
-		runFacts(runs, entries, rep, o)
-		if o.Timeline > 0 {
-			rep.Timeline = timeline(runs, entries, rep, o)
-		}
-	}
-	runs = nil // the largest part of the report's memory
-	if err := backfills(ctx, opts, adm, names, rep, o); err != nil {
-		return nil, err
-	}
-	if err := clocks(ctx, opts, adm, names, rep); err != nil {
-		return nil, err
-	}
-	if o.Late > 0 {
-		rep.Schedules = slices.DeleteFunc(rep.Schedules, func(s Schedule) bool { return !s.Late(o.Late) })
-	}
-	return rep, nil
+	return nil
 }
 
 // upcoming fills info's zone and next slots: o.Upcoming after o.Now, none while the schedule is paused.

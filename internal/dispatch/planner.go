@@ -138,28 +138,11 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 		heap:   dueQueue{cur: make(dueHeap, 0, n), next: make(dueHeap, 0, n)}, // next: the first slot re-arms every schedule
 		bulk:   true,
 	}
-	type named struct {
-		name string
-		it   *item
-	}
 	const chunkLen = 4096
-	chunks := make(chan []named, 4)
-	filled := make(chan struct{})
-	go func() {
-		defer close(filled)
-		for c := range chunks {
-			for _, x := range c {
-				p.items[x.name] = x.it
-			}
-		}
-	}()
-	// Items come from slabs of slabLen rather than one allocation of n: one block for every schedule is fresh
-	// memory, each of its pages faulted in on first write during a cold start, while blocks this size can take
-	// the pages the schedules' load has just freed. More than n schedules take their own.
-	const slabLen = 1024
-	var slab []item
-	left := n
-	chunk := make([]named, 0, chunkLen)
+	chunks := make(chan []namedItem, 4)
+	filled := fillItems(p.items, chunks)
+	slab := itemSlab{left: n}
+	chunk := make([]namedItem, 0, chunkLen)
 	// The schedules are taken in groups: their definitions (and states) are first read one after the other, then
 	// planned. A million definitions do not fit the caches, and reading each just before planning it waited for
 	// one memory load at a time; read in a row, the processor has a group's loads in flight together.
@@ -184,16 +167,7 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 			}
 		}
 		for _, x := range group[:grouped] {
-			if len(slab) == 0 && left > 0 {
-				slab = make([]item, min(slabLen, left))
-				left -= len(slab)
-			}
-			var it *item
-			if len(slab) > 0 {
-				it, slab = &slab[0], slab[1:]
-			} else {
-				it = &item{}
-			}
+			it := slab.take()
 			if x.metered {
 				p.metered = append(p.metered, x.name)
 			}
@@ -208,9 +182,9 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 				}
 			}
 			p.update(it, x.name, x.e, x.last, false)
-			if chunk = append(chunk, named{x.name, it}); len(chunk) == chunkLen {
+			if chunk = append(chunk, namedItem{x.name, it}); len(chunk) == chunkLen {
 				chunks <- chunk
-				chunk = make([]named, 0, chunkLen)
+				chunk = make([]namedItem, 0, chunkLen)
 			}
 		}
 		grouped = 0
@@ -228,6 +202,52 @@ func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[str
 	<-filled
 	p.bulk = false
 	return p
+}
+
+// namedItem is a schedule's item with its name, as newPlannerFrom hands it to fillItems.
+type namedItem struct {
+	name string
+	it   *item
+}
+
+// fillItems starts the goroutine that puts in items every item of chunks, until chunks is closed; the channel
+// it returns is closed then.
+func fillItems(items map[string]*item, chunks <-chan []namedItem) <-chan struct{} {
+	filled := make(chan struct{})
+	go func() {
+		defer close(filled)
+		for c := range chunks {
+			for _, x := range c {
+				items[x.name] = x.it
+			}
+		}
+	}()
+	return filled
+}
+
+// itemSlab hands out the items of left schedules from slabs of itemSlabLen rather than one allocation of them
+// all: one block for every schedule is fresh memory, each of its pages faulted in on first write during a cold
+// start, while blocks this size can take the pages the schedules' load has just freed. More than left schedules
+// take their own.
+type itemSlab struct {
+	slab []item
+	left int
+}
+
+const itemSlabLen = 1024
+
+// take returns the next item.
+func (s *itemSlab) take() *item {
+	if len(s.slab) == 0 && s.left > 0 {
+		s.slab = make([]item, min(itemSlabLen, s.left))
+		s.left -= len(s.slab)
+	}
+	if len(s.slab) == 0 {
+		return &item{}
+	}
+	it := &s.slab[0]
+	s.slab = s.slab[1:]
+	return it
 }
 
 // withoutState yields the schedules that have no entry in state: the state the planner was built from, or that
@@ -565,19 +585,7 @@ type batch struct {
 // and states carry (emitted_at); stamp is the records' timestamp, when the batch is made: without one, the
 // client reads the clock for every record.
 func appendRecords(b *batch, ems []emission, names recordTopics, partitions int, t term, now, stamp time.Time) []*kgo.Record {
-	n, size := 0, 0
-	for i := range ems {
-		em := &ems[i]
-		k := len(em.slots) * max(em.src.Shards, 1)
-		n += k + 1
-		size += k*(3*len(em.name())+240+len(em.src.Payload)) + len(em.name()) + 160 // about their sizes
-	}
-	if cap(b.slab) < n {
-		b.slab = make([]kgo.Record, 0, n)
-	}
-	if cap(b.arena) < size {
-		b.arena = make([]byte, 0, size)
-	}
+	b.reserve(ems)
 	// The slab is not grown past n, and the arena only by reallocation: every record, key and value taken from
 	// them stays as it was written until the batch is reused.
 	recs, slab, arena := b.recs[:0], b.slab[:0], b.arena[:0]
@@ -646,6 +654,24 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 	}
 	b.touched += touched
 	return recs
+}
+
+// reserve makes room in b's slab and arena for the records of ems (about their sizes), so that appendRecords
+// does not grow the slab and grows the arena only by reallocation.
+func (b *batch) reserve(ems []emission) {
+	n, size := 0, 0
+	for i := range ems {
+		em := &ems[i]
+		k := len(em.slots) * max(em.src.Shards, 1)
+		n += k + 1
+		size += k*(3*len(em.name())+240+len(em.src.Payload)) + len(em.name()) + 160 // about their sizes
+	}
+	if cap(b.slab) < n {
+		b.slab = make([]kgo.Record, 0, n)
+	}
+	if cap(b.arena) < size {
+		b.arena = make([]byte, 0, size)
+	}
 }
 
 // recordTopics are where appendRecords writes: the default pool's work topic, the ticker topic, and the other

@@ -17,14 +17,6 @@ import (
 	"github.com/tickgroup/tickgroup/internal/when"
 )
 
-// runAuditing runs `ticker audit` and `ticker history` (command is args[0] of the dispatch).
-func runAuditing(ctx context.Context, command string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if command == "history" {
-		return runHistory(ctx, args, getenv, stdout, stderr)
-	}
-	return runAudit(ctx, args, getenv, stdout, stderr)
-}
-
 // errAuditFailed makes `ticker audit` exit 1 when a slot is missing, doubled or ran twice (with --strict: or re-ran
 // at all).
 var errAuditFailed = errors.New("audit failed")

@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tickgroup/tickgroup"
@@ -55,38 +57,49 @@ connection and logging variables.
 
 Exit status: 0 on success or a clean stop, 1 on an error, 2 on bad usage or an invalid schedule.`
 
+// commands are ticker's commands by every spelling, looked up by run.
+var commands = map[string]func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error{
+	"run":       typed("run", true, flagsFirst, func() command { return &runCommand{} }),
+	"init":      runInit,
+	"schedule":  runSchedule,
+	"schedules": runSchedule,
+	"status":    runStatus,
+	"console":   runConsole,
+	"history":   runHistory,
+	"audit":     runAudit,
+	"version":   runVersion,
+	"--version": runVersion,
+	"help":      runHelp,
+	"-h":        runHelp,
+	"-help":     runHelp,
+	"--help":    runHelp,
+}
+
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
 		return cli.Usagef("a command is required")
 	}
-	switch args[0] {
-	case "run":
-		return runTicker(ctx, args[1:], getenv, stdout, stderr)
-	case "init":
-		return runInit(ctx, args[1:], getenv, stdout, stderr)
-	case "schedule", "schedules":
-		return runSchedule(ctx, args[1:], getenv, stdout, stderr)
-	case "status":
-		return runStatus(ctx, args[1:], getenv, stdout, stderr)
-	case "console":
-		return runConsole(ctx, args[1:], getenv, stdout, stderr)
-	case "history", "audit":
-		return runAuditing(ctx, args[0], args[1:], getenv, stdout, stderr)
-	case "version", "--version":
-		if len(args) > 1 && isHelp(args[1]) {
-			fmt.Fprintln(stdout, "Usage: ticker version\n\nPrint the version of this build.")
-			return nil
-		}
-		fmt.Fprintln(stdout, "ticker", admin.Version)
-		return nil
-	case "help", "-h", "-help", "--help":
-		fmt.Fprintln(stdout, usage)
-		return nil
-	default:
+	cmd, ok := commands[args[0]]
+	if !ok {
 		fmt.Fprintln(stderr, usage)
 		return cli.Usagef("unknown command %q", args[0])
 	}
+	return cmd(ctx, args[1:], getenv, stdout, stderr)
+}
+
+func runVersion(_ context.Context, args []string, _ func(string) string, stdout, _ io.Writer) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, "Usage: ticker version\n\nPrint the version of this build.")
+		return nil
+	}
+	fmt.Fprintln(stdout, "ticker", admin.Version)
+	return nil
+}
+
+func runHelp(_ context.Context, _ []string, _ func(string) string, stdout, _ io.Writer) error {
+	fmt.Fprintln(stdout, usage)
+	return nil
 }
 
 func isHelp(arg string) bool {
@@ -95,6 +108,53 @@ func isHelp(arg string) bool {
 		return true
 	}
 	return false
+}
+
+// command is one of ticker's commands (but schedule, which has its own table of subcommands). Each parses and
+// checks its own flags and arguments, before any connection, then runs.
+type command interface {
+	// flags registers the command's flags on fs, the common ones included, and returns the head of its usage.
+	flags(fs *flag.FlagSet) string
+	// check takes the positional arguments once the flags are parsed, and checks them with the flags' values: a
+	// mistake is a cli.UsageError.
+	check(positional []string) error
+	// run does the work: its output on stdout, its logs on stderr.
+	run(ctx context.Context, stdout, stderr io.Writer) error
+}
+
+// parser parses args into fs, the flags not given from getenv, and returns the positional arguments.
+type parser func(fs *flag.FlagSet, args []string, getenv func(string) string) ([]string, error)
+
+// flagsFirst is the flag package's order: the flags, then the arguments (the first argument ends the flags).
+func flagsFirst(fs *flag.FlagSet, args []string, getenv func(string) string) ([]string, error) {
+	if err := cli.Parse(fs, args, getenv); err != nil {
+		return nil, err
+	}
+	return fs.Args(), nil
+}
+
+// typed runs the command that newCommand makes, as ticker NAME: parse reads its command line; with ownEnv every
+// one of its flags may come from a TICKGROUP_* variable, else only the connection and logging ones (a variable
+// meant for another command on the host, such as a worker's TICKGROUP_TIMEOUT, must not reach it).
+func typed(name string, ownEnv bool, parse parser, newCommand func() command) func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+		cmd := newCommand()
+		fs := flag.NewFlagSet("ticker "+name, flag.ContinueOnError)
+		fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
+		usage, env := cli.UsageCommonEnv, cli.CommonEnv(getenv)
+		if ownEnv {
+			usage, env = cli.Usage, getenv
+		}
+		fs.Usage = usage(fs, cmd.flags(fs))
+		positional, err := parse(fs, args, env)
+		if err != nil {
+			return err
+		}
+		if err := cmd.check(positional); err != nil {
+			return err
+		}
+		return cmd.run(ctx, stdout, stderr)
+	}
 }
 
 // topicFlags are the settings of topics the command creates when they are missing.
@@ -124,110 +184,122 @@ func (t topicFlags) options() tickgroup.TopicOptions {
 	return tickgroup.TopicOptions{WorkPartitions: int32(t.workPartitions), ReplicationFactor: int16(t.replicationFactor)}
 }
 
-func runTicker(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ticker run", flag.ContinueOnError)
-	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
-	var (
-		common             cli.Common
-		topics             topicFlags
-		sessionTimeout     time.Duration
-		heartbeatInterval  time.Duration
-		transactionTimeout time.Duration
-		lagInterval        time.Duration
-		lead               time.Duration
-		instance           string
-		instanceID         string
-		profiles           bool
-		maxClockSkew       time.Duration
-		poolRetry          time.Duration
-	)
-	common.Register(fs, "127.0.0.1:9090")
-	topics.register(fs)
-	fs.DurationVar(&sessionTimeout, "session-timeout", 6*time.Second, "how long the group waits for a silent replica before another leads (crash failover time; within the broker's group.min/max.session.timeout.ms)")
-	fs.DurationVar(&heartbeatInterval, "heartbeat-interval", time.Second, "group heartbeat interval (a graceful handoff takes about one)")
-	fs.DurationVar(&transactionTimeout, "transaction-timeout", 10*time.Second, "how long the broker keeps a dead leader's open transaction before aborting it")
-	fs.DurationVar(&lead, "lead", dispatch.DefaultLead, fmt.Sprintf("commit each slot's ticks this long before the slot is due; workers hold them and start each on its instant, so a leader failover shorter than this delays no slot (0: emit when due; at most %s)", dispatch.MaxLead))
-	fs.DurationVar(&lagInterval, "work-lag-interval", 15*time.Second, "while leading, how often to measure the workers' lag on the work topic (tickgroup_work_lag_*)")
-	fs.DurationVar(&poolRetry, "pool-retry", 30*time.Second, "while leading, how long to wait before trying again to make a worker pool's topics ready when that failed (its schedules wait meanwhile, then catch up)")
-	fs.BoolVar(&profiles, "pprof", false, "also serve the Go runtime profiles (net/http/pprof) under /debug/pprof/ on the admin address")
-	fs.DurationVar(&maxClockSkew, "max-clock-skew", clock.DefaultMaxSkew, "largest offset of this host's clock from the broker's (measured every 10s on <ns>.clock) at which this replica may lead; beyond it, it leaves the election until the clock is back")
-	fs.StringVar(&instance, "instance", kafka.InstanceName("ticker"), "name of this replica in logs and in the group (client ID)")
-	fs.StringVar(&instanceID, "instance-id", "", "static group membership: a replica restarted with the same ID within the session timeout takes its leadership back at once (no rebalance); never give two running replicas the same ID (the older one is fenced and exits 1); off by default")
-	fs.Usage = cli.Usage(fs, `Usage: ticker run [flags]
+const runUsage = `Usage: ticker run [flags]
 
 Join the ticker group; while this replica owns a partition of <ns>.ticker it leads that partition's schedules
 (one partition per leader: ticker init --leaders): it fences earlier leaders of the partition, reads the last
 emitted slot of each of its schedules and emits every slot as tick records on <ns>.work, each slot exactly once,
 --lead before it is due (workers start each tick on its instant). Runs until SIGINT or SIGTERM, then hands
-leadership over and exits 0.`)
-	if err := cli.Parse(fs, args, getenv); err != nil {
+leadership over and exits 0.`
+
+// runCommand is ticker run: a replica of the fleet, until a signal.
+type runCommand struct {
+	common             cli.Common
+	topics             topicFlags
+	sessionTimeout     time.Duration
+	heartbeatInterval  time.Duration
+	transactionTimeout time.Duration
+	lagInterval        time.Duration
+	lead               time.Duration
+	instance           string
+	instanceID         string
+	profiles           bool
+	maxClockSkew       time.Duration
+	poolRetry          time.Duration
+}
+
+func (c *runCommand) flags(fs *flag.FlagSet) string {
+	c.common.Register(fs, "127.0.0.1:9090")
+	c.topics.register(fs)
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", 6*time.Second, "how long the group waits for a silent replica before another leads (crash failover time; within the broker's group.min/max.session.timeout.ms)")
+	fs.DurationVar(&c.heartbeatInterval, "heartbeat-interval", time.Second, "group heartbeat interval (a graceful handoff takes about one)")
+	fs.DurationVar(&c.transactionTimeout, "transaction-timeout", 10*time.Second, "how long the broker keeps a dead leader's open transaction before aborting it")
+	fs.DurationVar(&c.lead, "lead", dispatch.DefaultLead, fmt.Sprintf("commit each slot's ticks this long before the slot is due; workers hold them and start each on its instant, so a leader failover shorter than this delays no slot (0: emit when due; at most %s)", dispatch.MaxLead))
+	fs.DurationVar(&c.lagInterval, "work-lag-interval", 15*time.Second, "while leading, how often to measure the workers' lag on the work topic (tickgroup_work_lag_*)")
+	fs.DurationVar(&c.poolRetry, "pool-retry", 30*time.Second, "while leading, how long to wait before trying again to make a worker pool's topics ready when that failed (its schedules wait meanwhile, then catch up)")
+	fs.BoolVar(&c.profiles, "pprof", false, "also serve the Go runtime profiles (net/http/pprof) under /debug/pprof/ on the admin address")
+	fs.DurationVar(&c.maxClockSkew, "max-clock-skew", clock.DefaultMaxSkew, "largest offset of this host's clock from the broker's (measured every 10s on <ns>.clock) at which this replica may lead; beyond it, it leaves the election until the clock is back")
+	fs.StringVar(&c.instance, "instance", kafka.InstanceName("ticker"), "name of this replica in logs and in the group (client ID)")
+	fs.StringVar(&c.instanceID, "instance-id", "", "static group membership: a replica restarted with the same ID within the session timeout takes its leadership back at once (no rebalance); never give two running replicas the same ID (the older one is fenced and exits 1); off by default")
+	return runUsage
+}
+
+func (c *runCommand) check(positional []string) error {
+	if len(positional) > 0 {
+		return cli.Usagef("ticker run: unexpected argument %q", positional[0])
+	}
+	if err := c.common.Finish(); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return cli.Usagef("ticker run: unexpected argument %q", fs.Arg(0))
-	}
-	if err := common.Finish(); err != nil {
-		return err
-	}
-	if err := topics.check(); err != nil {
+	if err := c.topics.check(); err != nil {
 		return err
 	}
 	for _, d := range []struct {
 		flag  string
 		value time.Duration
-	}{{"--session-timeout", sessionTimeout}, {"--heartbeat-interval", heartbeatInterval}, {"--transaction-timeout", transactionTimeout},
-		{"--work-lag-interval", lagInterval}, {"--max-clock-skew", maxClockSkew}, {"--pool-retry", poolRetry}} {
+	}{{"--session-timeout", c.sessionTimeout}, {"--heartbeat-interval", c.heartbeatInterval}, {"--transaction-timeout", c.transactionTimeout},
+		{"--work-lag-interval", c.lagInterval}, {"--max-clock-skew", c.maxClockSkew}, {"--pool-retry", c.poolRetry}} {
 		if d.value <= 0 {
 			return cli.Usagef("%s %s: want a positive duration", d.flag, d.value)
 		}
 	}
-	if lead < 0 || lead > dispatch.MaxLead {
-		return cli.Usagef("--lead %s: want a duration between 0 and %s", lead, dispatch.MaxLead)
+	if c.lead < 0 || c.lead > dispatch.MaxLead {
+		return cli.Usagef("--lead %s: want a duration between 0 and %s", c.lead, dispatch.MaxLead)
 	}
-	logger := common.Logger(stderr).With("instance", instance)
+	return nil
+}
+
+func (c *runCommand) run(ctx context.Context, _, stderr io.Writer) error {
+	logger := c.common.Logger(stderr).With("instance", c.instance)
 	logger.Debug(cli.SignalsHandled) // main handles them since before run; this is the log's first line
 	reg := admin.NewRegistry("ticker")
-	if lead == 0 {
-		lead = -1 // the flag's 0 means emit when due; the config's 0 means the default
-	}
-	t, err := tickgroup.NewTicker(tickgroup.TickerConfig{
-		Kafka:              common.PublicKafka(),
-		Instance:           instance,
-		InstanceID:         instanceID,
-		SessionTimeout:     sessionTimeout,
-		HeartbeatInterval:  heartbeatInterval,
-		TransactionTimeout: transactionTimeout,
-		Lead:               lead,
-		WorkLagInterval:    lagInterval,
-		MaxClockSkew:       maxClockSkew,
-		PoolRetry:          poolRetry,
-		WorkPartitions:     topics.workPartitions,
-		ReplicationFactor:  topics.replicationFactor,
-		Logger:             logger,
-		Registerer:         reg,
-	})
+	t, err := tickgroup.NewTicker(c.tickerConfig(logger, reg))
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	if common.MetricsAddr != "" {
-		srv, err := admin.NewServer(common.MetricsAddr, reg, t, logger)
+	if c.common.MetricsAddr != "" {
+		srv, err := admin.NewServer(c.common.MetricsAddr, reg, t, logger)
 		if err != nil {
 			return err
 		}
-		if profiles {
+		if c.profiles {
 			srv.ServeProfiles()
 		}
 		g.Go(func() error { return srv.Run(gctx) })
 	}
 	g.Go(func() error { return t.Run(gctx) })
-	logger.Info("ticker starting", "version", admin.Version, "namespace", common.Kafka.Namespace, "brokers", strings.Join(common.Kafka.Brokers, ","))
+	logger.Info("ticker starting", "version", admin.Version, "namespace", c.common.Kafka.Namespace, "brokers", strings.Join(c.common.Kafka.Brokers, ","))
 	err = g.Wait()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	logger.Info("ticker stopped")
 	return nil
+}
+
+// tickerConfig is the library's config from the flags.
+func (c *runCommand) tickerConfig(logger *slog.Logger, reg *prometheus.Registry) tickgroup.TickerConfig {
+	lead := c.lead
+	if lead == 0 {
+		lead = -1 // the flag's 0 means emit when due; the config's 0 means the default
+	}
+	return tickgroup.TickerConfig{
+		Kafka:              c.common.PublicKafka(),
+		Instance:           c.instance,
+		InstanceID:         c.instanceID,
+		SessionTimeout:     c.sessionTimeout,
+		HeartbeatInterval:  c.heartbeatInterval,
+		TransactionTimeout: c.transactionTimeout,
+		Lead:               lead,
+		WorkLagInterval:    c.lagInterval,
+		MaxClockSkew:       c.maxClockSkew,
+		PoolRetry:          c.poolRetry,
+		WorkPartitions:     c.topics.workPartitions,
+		ReplicationFactor:  c.topics.replicationFactor,
+		Logger:             logger,
+		Registerer:         reg,
+	}
 }
 
 func runInit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

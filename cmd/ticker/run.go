@@ -59,8 +59,10 @@ Exit status: 0 on success or a clean stop, 1 on an error, 2 on bad usage or an i
 
 // commands are ticker's commands by every spelling, looked up by run.
 var commands = map[string]func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error{
-	"run":       typed("run", true, flagsFirst, func() command { return &runCommand{} }),
-	"init":      runInit,
+	"run": typed("run", true, flagsFirst, func() command { return &runCommand{} }),
+	// Only the connection and logging flags of init come from TICKGROUP_* variables: a worker's TICKGROUP_POOL
+	// on the host must not create a pool's topics.
+	"init":      typed("init", false, flagsFirst, func() command { return &initCommand{} }),
 	"schedule":  runSchedule,
 	"schedules": runSchedule,
 	"status":    runStatus,
@@ -302,55 +304,57 @@ func (c *runCommand) tickerConfig(logger *slog.Logger, reg *prometheus.Registry)
 	}
 }
 
-func runInit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ticker init", flag.ContinueOnError)
-	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
-	var (
-		common  cli.Common
-		topics  topicFlags
-		leaders int
-		pools   string
-	)
-	common.Register(fs, "")
-	topics.register(fs)
-	fs.StringVar(&pools, "pool", "", "comma-separated worker pools whose topics to create too (<ns>.pool.NAME.work, .results, .dlq)")
-	fs.IntVar(&leaders, "leaders", 1, fmt.Sprintf("number of leaders (1-%d): partitions of <ns>.ticker; each leads the schedules that hash to it. Fixed once the namespace exists", kafka.MaxLeaders))
-	fs.Usage = cli.UsageCommonEnv(fs, `Usage: ticker init [flags]
+const initUsage = `Usage: ticker init [flags]
 
 Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq, .clock, .changes, .backfills,
 .backfills.progress) where missing, <ns>.ticker with one partition per leader, and check that an existing <ns>.ticker has --leaders partitions; with --pool, also
 the topics of those worker pools. 'ticker run' and 'worker run' create missing topics at start-up too (with one
-leader), and the leader creates a pool's topics when a schedule first names it, where it may.`)
-	// Only the connection and logging flags come from TICKGROUP_* variables: a worker's TICKGROUP_POOL on the host
-	// must not create a pool's topics.
-	if err := cli.Parse(fs, args, cli.CommonEnv(getenv)); err != nil {
+leader), and the leader creates a pool's topics when a schedule first names it, where it may.`
+
+// initCommand is ticker init: the namespace's topics, and those of the pools named.
+type initCommand struct {
+	common  cli.Common
+	topics  topicFlags
+	leaders int
+	pools   string
+}
+
+func (c *initCommand) flags(fs *flag.FlagSet) string {
+	c.common.Register(fs, "")
+	c.topics.register(fs)
+	fs.StringVar(&c.pools, "pool", "", "comma-separated worker pools whose topics to create too (<ns>.pool.NAME.work, .results, .dlq)")
+	fs.IntVar(&c.leaders, "leaders", 1, fmt.Sprintf("number of leaders (1-%d): partitions of <ns>.ticker; each leads the schedules that hash to it. Fixed once the namespace exists", kafka.MaxLeaders))
+	return initUsage
+}
+
+// check ignores positional arguments, as ticker init always has.
+func (c *initCommand) check([]string) error {
+	if err := c.common.Finish(); err != nil {
 		return err
 	}
-	if err := common.Finish(); err != nil {
-		return err
-	}
-	logger := common.Logger(stderr)
-	if _, err := common.Kafka.Opts(nil); err != nil {
+	if _, err := c.common.Kafka.Opts(nil); err != nil {
 		return cli.UsageError{Err: err}
 	}
-	if leaders < 1 || leaders > kafka.MaxLeaders {
-		return cli.Usagef("--leaders %d: want 1 to %d", leaders, kafka.MaxLeaders)
+	if c.leaders < 1 || c.leaders > kafka.MaxLeaders {
+		return cli.Usagef("--leaders %d: want 1 to %d", c.leaders, kafka.MaxLeaders)
 	}
-	if err := topics.check(); err != nil {
+	return c.topics.check()
+}
+
+func (c *initCommand) run(ctx context.Context, _, stderr io.Writer) error {
+	logger := c.common.Logger(stderr)
+	names := c.common.Kafka.Names()
+	o := c.topics.options()
+	o.Leaders = int32(c.leaders)
+	if err := tickgroup.EnsureTopics(ctx, c.common.PublicKafka(), o); err != nil {
 		return err
 	}
-	names := common.Kafka.Names()
-	o := topics.options()
-	o.Leaders = int32(leaders)
-	if err := tickgroup.EnsureTopics(ctx, common.PublicKafka(), o); err != nil {
-		return err
-	}
-	logger.Info("topics ready", "leaders", leaders, "ticker", names.Ticker, "schedules", names.Schedules, "work", names.Work, "results", names.Results, "dlq", names.DLQ, "clock", names.Clock)
-	for _, pool := range strings.Split(pools, ",") {
+	logger.Info("topics ready", "leaders", c.leaders, "ticker", names.Ticker, "schedules", names.Schedules, "work", names.Work, "results", names.Results, "dlq", names.DLQ, "clock", names.Clock)
+	for _, pool := range strings.Split(c.pools, ",") {
 		if pool = strings.TrimSpace(pool); pool == "" {
 			continue
 		}
-		if err := tickgroup.EnsurePoolTopics(ctx, common.PublicKafka(), pool, topics.options()); err != nil {
+		if err := tickgroup.EnsurePoolTopics(ctx, c.common.PublicKafka(), pool, c.topics.options()); err != nil {
 			return err
 		}
 		n := names.Pool(pool)

@@ -65,7 +65,9 @@ var commands = map[string]func(ctx context.Context, args []string, getenv func(s
 	"init":      typed("init", false, flagsFirst, func() command { return &initCommand{} }),
 	"schedule":  runSchedule,
 	"schedules": runSchedule,
-	"status":    runStatus,
+	// status's NAME may come before, between or after the flags. Only the connection and logging flags come from
+	// TICKGROUP_* variables (a worker's TICKGROUP_GRACE or TICKGROUP_TIMEOUT on the host must not reach them).
+	"status":    typed("status", false, cli.ParseInterspersed, func() command { return &statusCommand{} }),
 	"console":   runConsole,
 	"history":   runHistory,
 	"audit":     runAudit,

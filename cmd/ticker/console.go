@@ -39,109 +39,121 @@ token bound to its user and the hour; every action is logged, and goes to the ch
 included, are open to whoever reaches --listen. The console answers only requests for localhost, the --listen
 host and the --allowed-host names (421 otherwise), and refuses forms posted from another site.`
 
-func runConsole(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ticker console", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	var (
-		common     cli.Common
-		listen     string
-		refresh    time.Duration
-		actions    bool
-		authRead   bool
-		tokenFile  string
-		authFile   string
-		maxRecords int64
-		grace      time.Duration
-		allowed    stringList
-		showOutput bool
-		prefix     string
-		detail     int64
-	)
-	common.Register(fs, "127.0.0.1:9103")
-	fs.StringVar(&listen, "listen", "127.0.0.1:8080", "address of the pages (host:port)")
-	fs.DurationVar(&refresh, "refresh", 15*time.Second, "read the namespace again this often (the pages refresh as often)")
-	fs.BoolVar(&actions, "actions", false, "allow trigger, pause, resume and backfill (needs --token-file or --auth-file)")
-	fs.BoolVar(&authRead, "auth-read", false, "put every page behind the authentication too")
-	fs.StringVar(&tokenFile, "token-file", "", "file holding the bearer token (its first line; at least 16 characters)")
-	fs.StringVar(&authFile, "auth-file", "", "file of users, one name:bcrypt-hash[:role[:prefix]] a line (cost 10 or more)")
-	fs.Var(&allowed, "allowed-host", "a host name the pages are reached under, besides localhost and the --listen host (repeatable, or comma-separated; * for any)")
-	fs.BoolVar(&showOutput, "show-output", false, "show the output tail workers record (worker run --record-output) on schedule pages: it may hold secrets")
-	fs.Int64Var(&detail, "detail-records", 50_000, "a schedule's page reads at most this many of the newest records of each work and results partition its ticks use")
-	fs.StringVar(&prefix, "prefix", "", "serve the pages under this path (e.g. /console, behind a proxy that keeps it)")
-	fs.DurationVar(&grace, "grace", 30*time.Second, "a tick not emitted, or without an outcome, this long after its instant counts as missed")
-	fs.Int64Var(&maxRecords, "max-records", console.DefaultMaxRecords, "the runs of every schedule are read from at most this many records, the newest of each partition (memory grows with it)")
-	fs.Usage = cli.Usage(fs, consoleUsage)
-	if err := cli.Parse(fs, args, getenv); err != nil {
-		return err
+// consoleCommand is ticker console: the web pages, until a signal.
+type consoleCommand struct {
+	common     cli.Common
+	listen     string
+	refresh    time.Duration
+	actions    bool
+	authRead   bool
+	tokenFile  string
+	authFile   string
+	maxRecords int64
+	grace      time.Duration
+	allowed    stringList
+	showOutput bool
+	prefix     string
+	detail     int64
+	auth       *console.Auth // from --token-file and --auth-file; nil without either
+}
+
+func (c *consoleCommand) flags(fs *flag.FlagSet) string {
+	c.common.Register(fs, "127.0.0.1:9103")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "address of the pages (host:port)")
+	fs.DurationVar(&c.refresh, "refresh", 15*time.Second, "read the namespace again this often (the pages refresh as often)")
+	fs.BoolVar(&c.actions, "actions", false, "allow trigger, pause, resume and backfill (needs --token-file or --auth-file)")
+	fs.BoolVar(&c.authRead, "auth-read", false, "put every page behind the authentication too")
+	fs.StringVar(&c.tokenFile, "token-file", "", "file holding the bearer token (its first line; at least 16 characters)")
+	fs.StringVar(&c.authFile, "auth-file", "", "file of users, one name:bcrypt-hash[:role[:prefix]] a line (cost 10 or more)")
+	fs.Var(&c.allowed, "allowed-host", "a host name the pages are reached under, besides localhost and the --listen host (repeatable, or comma-separated; * for any)")
+	fs.BoolVar(&c.showOutput, "show-output", false, "show the output tail workers record (worker run --record-output) on schedule pages: it may hold secrets")
+	fs.Int64Var(&c.detail, "detail-records", 50_000, "a schedule's page reads at most this many of the newest records of each work and results partition its ticks use")
+	fs.StringVar(&c.prefix, "prefix", "", "serve the pages under this path (e.g. /console, behind a proxy that keeps it)")
+	fs.DurationVar(&c.grace, "grace", 30*time.Second, "a tick not emitted, or without an outcome, this long after its instant counts as missed")
+	fs.Int64Var(&c.maxRecords, "max-records", console.DefaultMaxRecords, "the runs of every schedule are read from at most this many records, the newest of each partition (memory grows with it)")
+	return consoleUsage
+}
+
+func (c *consoleCommand) check(positional []string) error {
+	if len(positional) > 0 {
+		return cli.Usagef("ticker console: unexpected argument %q", positional[0])
 	}
-	if fs.NArg() > 0 {
-		return cli.Usagef("ticker console: unexpected argument %q", fs.Arg(0))
-	}
-	if refresh < time.Second || grace <= 0 || detail < 1 {
+	if c.refresh < time.Second || c.grace <= 0 || c.detail < 1 {
 		return cli.Usagef("ticker console: --refresh must be at least 1s, and --grace and --detail-records positive")
 	}
-	if err := common.Finish(); err != nil {
+	if err := c.common.Finish(); err != nil {
 		return err
 	}
-	var auth *console.Auth
-	if tokenFile != "" || authFile != "" {
-		var (
-			token console.Token
-			users map[string]console.User
-			err   error
-		)
-		if tokenFile != "" {
-			if token, err = console.ReadToken(tokenFile); err != nil {
-				return cli.UsageError{Err: err}
-			}
-		}
-		if authFile != "" {
-			f, err := os.Open(authFile)
-			if err != nil {
-				return cli.UsageError{Err: fmt.Errorf("console: auth file: %w", err)}
-			}
-			users, err = console.ReadUsers(f)
-			f.Close()
-			if err != nil {
-				return cli.UsageError{Err: err}
-			}
-		}
-		if auth, err = console.NewAuth(token, users); err != nil {
-			return cli.UsageError{Err: err}
-		}
+	if c.tokenFile == "" && c.authFile == "" {
+		return nil
 	}
-	logger := common.Logger(stderr)
-	opts, err := common.Kafka.Opts(nil)
+	auth, err := readAuth(c.tokenFile, c.authFile)
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
-	client, err := tickgroup.NewSchedules(common.PublicKafka())
+	c.auth = auth
+	return nil
+}
+
+// readAuth reads the bearer token in tokenFile and the users in authFile, each when named.
+func readAuth(tokenFile, authFile string) (*console.Auth, error) {
+	var (
+		token console.Token
+		users map[string]console.User
+		err   error
+	)
+	if tokenFile != "" {
+		if token, err = console.ReadToken(tokenFile); err != nil {
+			return nil, err
+		}
+	}
+	if authFile != "" {
+		f, err := os.Open(authFile)
+		if err != nil {
+			return nil, fmt.Errorf("console: auth file: %w", err)
+		}
+		users, err = console.ReadUsers(f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return console.NewAuth(token, users)
+}
+
+func (c *consoleCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
+	logger := c.common.Logger(stderr)
+	opts, err := c.common.Kafka.Opts(nil)
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+	client, err := tickgroup.NewSchedules(c.common.PublicKafka())
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
 	defer client.Close()
 	reg := admin.NewRegistry("ticker-console")
-	c, err := console.New(console.Config{Prefix: prefix, AllowedHosts: allowed, Names: common.Kafka.Names(), Namespace: common.Kafka.Namespace,
-		Refresh: refresh, MaxRecords: maxRecords, Grace: grace, Actions: actions, Auth: auth, AuthRead: authRead, ShowOutput: showOutput,
-		DetailRecords: detail, Schedules: client, Logger: logger, Registerer: reg}, opts)
+	con, err := console.New(console.Config{Prefix: c.prefix, AllowedHosts: c.allowed, Names: c.common.Kafka.Names(), Namespace: c.common.Kafka.Namespace,
+		Refresh: c.refresh, MaxRecords: c.maxRecords, Grace: c.grace, Actions: c.actions, Auth: c.auth, AuthRead: c.authRead, ShowOutput: c.showOutput,
+		DetailRecords: c.detail, Schedules: client, Logger: logger, Registerer: reg}, opts)
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}
-	ln, err := net.Listen("tcp", listen)
+	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
-		return fmt.Errorf("console: listening on %s: %w", listen, err)
+		return fmt.Errorf("console: listening on %s: %w", c.listen, err)
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	if common.MetricsAddr != "" {
-		srv, err := admin.NewServer(common.MetricsAddr, reg, c, logger)
+	if c.common.MetricsAddr != "" {
+		srv, err := admin.NewServer(c.common.MetricsAddr, reg, con, logger)
 		if err != nil {
 			return err
 		}
 		g.Go(func() error { return srv.Run(gctx) })
 	}
-	g.Go(func() error { return c.Run(gctx) })
-	g.Go(func() error { return c.Serve(gctx, ln) })
-	fmt.Fprintf(stdout, "console on http://%s%s/\n", ln.Addr(), prefix)
+	g.Go(func() error { return con.Run(gctx) })
+	g.Go(func() error { return con.Serve(gctx, ln) })
+	fmt.Fprintf(stdout, "console on http://%s%s/\n", ln.Addr(), c.prefix)
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}

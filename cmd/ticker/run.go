@@ -68,7 +68,7 @@ var commands = map[string]func(ctx context.Context, args []string, getenv func(s
 	// status's NAME may come before, between or after the flags. Only the connection and logging flags come from
 	// TICKGROUP_* variables (a worker's TICKGROUP_GRACE or TICKGROUP_TIMEOUT on the host must not reach them).
 	"status":    typed("status", false, cli.ParseInterspersed, func() command { return &statusCommand{} }),
-	"console":   runConsole,
+	"console":   typed("console", true, flagsFirst, func() command { return &consoleCommand{} }),
 	"history":   runHistory,
 	"audit":     runAudit,
 	"version":   runVersion,

@@ -21,29 +21,7 @@ import (
 // at all).
 var errAuditFailed = errors.New("audit failed")
 
-func runAudit(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ticker audit", flag.ContinueOnError)
-	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
-	var (
-		common     cli.Common
-		from, to   instantFlag
-		name       string
-		grace      time.Duration
-		leadWindow time.Duration
-		timeout    time.Duration
-		asJSON     bool
-		strict     bool
-	)
-	common.Register(fs, "")
-	fs.Var(&from, "from", "first slot to audit: RFC 3339, now, or a duration before now such as 24h (default: everything retained)")
-	fs.Var(&to, "to", "last slot to audit: RFC 3339, now, or a duration before now (default: now)")
-	fs.StringVar(&name, "schedule", "", "audit only this schedule")
-	fs.DurationVar(&grace, "grace", 5*time.Minute, "a tick not emitted or without an outcome this long after its due time is missing (before: pending)")
-	fs.DurationVar(&leadWindow, "lead", audit.DefaultLead, "the tickers' --lead: slots due this long after a change may run under the version before it (0: emitted when due)")
-	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "give up reading the topics after this long")
-	fs.BoolVar(&asJSON, "json", false, "print JSON (for scripts)")
-	fs.BoolVar(&strict, "strict", false, "also fail (exit 1) on any tick that ran more than once: marked re-runs and retries after failures too")
-	fs.Usage = cli.UsageCommonEnv(fs, `Usage: ticker audit [--from T] [--to T] [--schedule NAME] [--strict] [--json]
+const auditUsage = `Usage: ticker audit [--from T] [--to T] [--schedule NAME] [--strict] [--json]
 
 Derive from each schedule's retained definitions (versions, pauses, start/end, catch-up policy) the slots that
 should exist in the range, and compare them with the ticks emitted (<ns>.work, read_committed) and executed
@@ -62,33 +40,60 @@ A tick that ran more than once (re-run) is, by its later runs in the execution l
                  same worker's next attempt)
 
 Exit status 1 when a tick is missing, doubled (emitted twice) or ran twice; with --strict also when any tick
-re-ran (marked re-runs and retries included); 0 otherwise.`)
-	// Only the connection and logging flags come from TICKGROUP_* variables: --grace and --timeout share their
-	// names with worker run's, whose variables on the host must not change what the audit counts.
-	if err := cli.Parse(fs, args, cli.CommonEnv(getenv)); err != nil {
-		return err
+re-ran (marked re-runs and retries included); 0 otherwise.`
+
+// auditCommand is ticker audit: the slots that should exist against the ticks emitted and executed.
+type auditCommand struct {
+	common     cli.Common
+	from, to   instantFlag
+	name       string
+	grace      time.Duration
+	leadWindow time.Duration
+	timeout    time.Duration
+	asJSON     bool
+	strict     bool
+	options    audit.Options // from the flags, against the instant of the check
+}
+
+func (c *auditCommand) flags(fs *flag.FlagSet) string {
+	c.common.Register(fs, "")
+	fs.Var(&c.from, "from", "first slot to audit: RFC 3339, now, or a duration before now such as 24h (default: everything retained)")
+	fs.Var(&c.to, "to", "last slot to audit: RFC 3339, now, or a duration before now (default: now)")
+	fs.StringVar(&c.name, "schedule", "", "audit only this schedule")
+	fs.DurationVar(&c.grace, "grace", 5*time.Minute, "a tick not emitted or without an outcome this long after its due time is missing (before: pending)")
+	fs.DurationVar(&c.leadWindow, "lead", audit.DefaultLead, "the tickers' --lead: slots due this long after a change may run under the version before it (0: emitted when due)")
+	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "give up reading the topics after this long")
+	fs.BoolVar(&c.asJSON, "json", false, "print JSON (for scripts)")
+	fs.BoolVar(&c.strict, "strict", false, "also fail (exit 1) on any tick that ran more than once: marked re-runs and retries after failures too")
+	return auditUsage
+}
+
+func (c *auditCommand) check(positional []string) error {
+	if len(positional) > 0 {
+		return cli.Usagef("ticker audit: unexpected argument %q", positional[0])
 	}
-	if fs.NArg() > 0 {
-		return cli.Usagef("ticker audit: unexpected argument %q", fs.Arg(0))
-	}
-	if err := common.Finish(); err != nil {
+	if err := c.common.Finish(); err != nil {
 		return err
 	}
 	now := time.Now()
-	o := audit.Options{From: from.at(now), To: to.at(now), Now: now, Grace: grace, Lead: cmp.Or(leadWindow, -1), Schedule: name, Strict: strict}
-	if !o.From.IsZero() && !o.To.IsZero() && o.To.Before(o.From) {
+	c.options = audit.Options{From: c.from.at(now), To: c.to.at(now), Now: now, Grace: c.grace, Lead: cmp.Or(c.leadWindow, -1), Schedule: c.name, Strict: c.strict}
+	if !c.options.From.IsZero() && !c.options.To.IsZero() && c.options.To.Before(c.options.From) {
 		return cli.Usagef("ticker audit: --to is before --from")
 	}
-	rep, err := readReport(ctx, common, timeout, o)
+	return nil
+}
+
+func (c *auditCommand) run(ctx context.Context, stdout, _ io.Writer) error {
+	rep, err := readReport(ctx, c.common, c.timeout, c.options)
 	if err != nil {
 		return err
 	}
-	if asJSON {
+	if c.asJSON {
 		if err := printJSON(stdout, rep); err != nil {
 			return err
 		}
 	} else {
-		printAudit(stdout, common.Kafka.Namespace, rep)
+		printAudit(stdout, c.common.Kafka.Namespace, rep)
 	}
 	if !rep.OK {
 		return fmt.Errorf("%w: %s", errAuditFailed, auditSummary(rep))

@@ -67,10 +67,12 @@ var commands = map[string]func(ctx context.Context, args []string, getenv func(s
 	"schedules": runSchedule,
 	// status's NAME may come before, between or after the flags. Only the connection and logging flags come from
 	// TICKGROUP_* variables (a worker's TICKGROUP_GRACE or TICKGROUP_TIMEOUT on the host must not reach them).
-	"status":    typed("status", false, cli.ParseInterspersed, func() command { return &statusCommand{} }),
-	"console":   typed("console", true, flagsFirst, func() command { return &consoleCommand{} }),
-	"history":   runHistory,
-	"audit":     runAudit,
+	"status":  typed("status", false, cli.ParseInterspersed, func() command { return &statusCommand{} }),
+	"console": typed("console", true, flagsFirst, func() command { return &consoleCommand{} }),
+	"history": runHistory,
+	// Only the connection and logging flags of audit and history come from TICKGROUP_* variables: --grace and
+	// --timeout share their names with worker run's, whose variables on the host must not change what is counted.
+	"audit":     typed("audit", false, flagsFirst, func() command { return &auditCommand{} }),
 	"version":   runVersion,
 	"--version": runVersion,
 	"help":      runHelp,

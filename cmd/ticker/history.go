@@ -14,62 +14,72 @@ import (
 	"github.com/tickgroup/tickgroup/internal/cli"
 )
 
-func runHistory(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ticker history", flag.ContinueOnError)
-	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
-	var (
-		common     cli.Common
-		since      time.Duration
-		grace      time.Duration
-		leadWindow time.Duration
-		timeout    time.Duration
-		asJSON     bool
-	)
-	common.Register(fs, "")
-	fs.DurationVar(&since, "since", time.Hour, "show the slots of this long before now")
-	fs.DurationVar(&grace, "grace", 5*time.Minute, "a tick not emitted or without an outcome this long after its due time is missing")
-	fs.DurationVar(&leadWindow, "lead", audit.DefaultLead, "the tickers' --lead: slots due this long after a change may run under the version before it (0: emitted when due)")
-	fs.DurationVar(&timeout, "timeout", 2*time.Minute, "give up reading the topics after this long")
-	fs.BoolVar(&asJSON, "json", false, "print JSON (for scripts)")
-	fs.Usage = cli.UsageCommonEnv(fs, `Usage: ticker history NAME [--since D] [--json]
+const historyUsage = `Usage: ticker history NAME [--since D] [--json]
 
 Show each slot of schedule NAME in the last --since: when its ticks were emitted and, for each execution, the
 worker, attempt, outcome and duration, from the execution ledger in <ns>.results. Started entries may have
 been compacted away once an outcome exists; what is retained is shown. Expected slots that were never emitted
-are shown too (missing, pending or passed over by catch-up).`)
-	// NAME may come before, between or after the flags. Only the connection and logging flags come from
-	// TICKGROUP_* variables (a worker's TICKGROUP_GRACE or TICKGROUP_TIMEOUT on the host must not reach them).
+are shown too (missing, pending or passed over by catch-up).`
+
+// historyCommand is ticker history NAME: each slot of one schedule and its executions.
+type historyCommand struct {
+	common     cli.Common
+	since      time.Duration
+	grace      time.Duration
+	leadWindow time.Duration
+	timeout    time.Duration
+	asJSON     bool
+	name       string
+}
+
+func (c *historyCommand) flags(fs *flag.FlagSet) string {
+	c.common.Register(fs, "")
+	fs.DurationVar(&c.since, "since", time.Hour, "show the slots of this long before now")
+	fs.DurationVar(&c.grace, "grace", 5*time.Minute, "a tick not emitted or without an outcome this long after its due time is missing")
+	fs.DurationVar(&c.leadWindow, "lead", audit.DefaultLead, "the tickers' --lead: slots due this long after a change may run under the version before it (0: emitted when due)")
+	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "give up reading the topics after this long")
+	fs.BoolVar(&c.asJSON, "json", false, "print JSON (for scripts)")
+	return historyUsage
+}
+
+// parseAround parses the flags before, between and after the arguments, the flag package's way each time: it
+// takes the first argument left, and parses what follows it.
+func parseAround(fs *flag.FlagSet, args []string, getenv func(string) string) ([]string, error) {
 	var positional []string
 	for rest := args; ; {
-		if err := cli.Parse(fs, rest, cli.CommonEnv(getenv)); err != nil {
-			return err
+		if err := cli.Parse(fs, rest, getenv); err != nil {
+			return nil, err
 		}
 		if fs.NArg() == 0 {
-			break
+			return positional, nil
 		}
 		positional, rest = append(positional, fs.Arg(0)), fs.Args()[1:]
 	}
+}
+
+func (c *historyCommand) check(positional []string) error {
 	if len(positional) != 1 {
 		return cli.Usagef("ticker history: exactly one schedule NAME is required")
 	}
-	name := positional[0]
-	if since <= 0 {
+	c.name = positional[0]
+	if c.since <= 0 {
 		return cli.Usagef("ticker history: --since must be positive")
 	}
-	if err := common.Finish(); err != nil {
-		return err
-	}
+	return c.common.Finish()
+}
+
+func (c *historyCommand) run(ctx context.Context, stdout, _ io.Writer) error {
 	now := time.Now()
-	from := now.Add(-since)
-	rep, err := readReport(ctx, common, timeout, audit.Options{From: from, Now: now, Grace: grace, Lead: cmp.Or(leadWindow, -1), Schedule: name, AllTicks: true})
+	from := now.Add(-c.since)
+	rep, err := readReport(ctx, c.common, c.timeout, audit.Options{From: from, Now: now, Grace: c.grace, Lead: cmp.Or(c.leadWindow, -1), Schedule: c.name, AllTicks: true})
 	if err != nil {
 		return err
 	}
-	h, found := audit.HistoryOf(rep, name, from)
+	h, found := audit.HistoryOf(rep, c.name, from)
 	if !found {
-		return fmt.Errorf("schedule %q: no definition and no ticks in the namespace's topics", name)
+		return fmt.Errorf("schedule %q: no definition and no ticks in the namespace's topics", c.name)
 	}
-	if asJSON {
+	if c.asJSON {
 		return printJSON(stdout, h)
 	}
 	printHistory(stdout, h)

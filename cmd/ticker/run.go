@@ -57,21 +57,18 @@ connection and logging variables.
 
 Exit status: 0 on success or a clean stop, 1 on an error, 2 on bad usage or an invalid schedule.`
 
-// commands are ticker's commands by every spelling, looked up by run.
+// commands are ticker's commands by every spelling, looked up by run. The typed ones say how their command line
+// is read: init, status, audit and history take only the connection and logging flags from TICKGROUP_* variables
+// (a worker's TICKGROUP_POOL, TICKGROUP_GRACE or TICKGROUP_TIMEOUT on the host must not create a pool's topics
+// or change what is read or counted); status and history take NAME before, between or after the flags.
 var commands = map[string]func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error{
-	"run": typed("run", true, flagsFirst, func() command { return &runCommand{} }),
-	// Only the connection and logging flags of init come from TICKGROUP_* variables: a worker's TICKGROUP_POOL
-	// on the host must not create a pool's topics.
+	"run":       typed("run", true, flagsFirst, func() command { return &runCommand{} }),
 	"init":      typed("init", false, flagsFirst, func() command { return &initCommand{} }),
 	"schedule":  runSchedule,
 	"schedules": runSchedule,
-	// status's NAME may come before, between or after the flags. Only the connection and logging flags come from
-	// TICKGROUP_* variables (a worker's TICKGROUP_GRACE or TICKGROUP_TIMEOUT on the host must not reach them).
-	"status":  typed("status", false, cli.ParseInterspersed, func() command { return &statusCommand{} }),
-	"console": typed("console", true, flagsFirst, func() command { return &consoleCommand{} }),
-	"history": runHistory,
-	// Only the connection and logging flags of audit and history come from TICKGROUP_* variables: --grace and
-	// --timeout share their names with worker run's, whose variables on the host must not change what is counted.
+	"status":    typed("status", false, cli.ParseInterspersed, func() command { return &statusCommand{} }),
+	"console":   typed("console", true, flagsFirst, func() command { return &consoleCommand{} }),
+	"history":   typed("history", false, parseAround, func() command { return &historyCommand{} }),
 	"audit":     typed("audit", false, flagsFirst, func() command { return &auditCommand{} }),
 	"version":   runVersion,
 	"--version": runVersion,

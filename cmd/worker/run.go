@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tickgroup/tickgroup"
@@ -45,7 +47,72 @@ partitions move on; their new owners wait only for the ticks still running here)
 within --grace.
 Exit status: 0 clean stop, 1 error, 2 bad usage.`
 
-type runFlags struct {
+// commands are worker's commands by every spelling, looked up by run.
+var commands = map[string]func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error{
+	"run":       typed("run", func() subcommand { return &runCommand{} }),
+	"version":   runVersion,
+	"--version": runVersion,
+	"help":      runHelp,
+	"-h":        runHelp,
+	"-help":     runHelp,
+	"--help":    runHelp,
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usageHead)
+		return cli.Usagef("a subcommand is required: worker run (or worker version)")
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintln(stderr, usageHead)
+		return cli.Usagef("unknown subcommand %q: want run or version", args[0])
+	}
+	return cmd(ctx, args[1:], getenv, stdout, stderr)
+}
+
+func runVersion(_ context.Context, _ []string, _ func(string) string, stdout, _ io.Writer) error {
+	fmt.Fprintln(stdout, "worker", admin.Version)
+	return nil
+}
+
+func runHelp(_ context.Context, _ []string, _ func(string) string, stdout, _ io.Writer) error {
+	fmt.Fprintln(stdout, usageHead)
+	return nil
+}
+
+// subcommand is one of worker's subcommands, a type as ticker's commands are (not named command, the package
+// of --exec): it parses and checks its own flags and arguments, before any connection, then runs.
+type subcommand interface {
+	// flags registers the command's flags on fs, the common ones included, and returns the head of its usage.
+	flags(fs *flag.FlagSet) string
+	// check takes the positional arguments once the flags are parsed, and checks them with the flags' values: a
+	// mistake is a cli.UsageError.
+	check(positional []string) error
+	// run does the work: its logs on stderr.
+	run(ctx context.Context, stdout, stderr io.Writer) error
+}
+
+// typed runs the command that newCommand makes, as worker NAME: its flags first, then its arguments, every flag
+// also from its TICKGROUP_* variable.
+func typed(name string, newCommand func() subcommand) func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+		cmd := newCommand()
+		fs := flag.NewFlagSet("worker "+name, flag.ContinueOnError)
+		fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
+		fs.Usage = cli.Usage(fs, cmd.flags(fs))
+		if err := cli.Parse(fs, args, getenv); err != nil {
+			return err
+		}
+		if err := cmd.check(fs.Args()); err != nil {
+			return err
+		}
+		return cmd.run(ctx, stdout, stderr)
+	}
+}
+
+// runCommand is worker run: a worker of the pool, until a signal.
+type runCommand struct {
 	common         cli.Common
 	exec           string
 	execEnv        string
@@ -70,30 +137,7 @@ type runFlags struct {
 	maxClockSkew   time.Duration
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, usageHead)
-		return cli.Usagef("a subcommand is required: worker run (or worker version)")
-	}
-	switch args[0] {
-	case "run":
-		return runWorker(ctx, args[1:], getenv, stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintln(stdout, "worker", admin.Version)
-		return nil
-	case "help", "-h", "-help", "--help":
-		fmt.Fprintln(stdout, usageHead)
-		return nil
-	default:
-		fmt.Fprintln(stderr, usageHead)
-		return cli.Usagef("unknown subcommand %q: want run or version", args[0])
-	}
-}
-
-func runWorker(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var f runFlags
-	fs := flag.NewFlagSet("worker run", flag.ContinueOnError)
-	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
+func (f *runCommand) flags(fs *flag.FlagSet) string {
 	f.common.Register(fs, "127.0.0.1:9102")
 	fs.StringVar(&f.exec, "exec", "", "program and arguments to run per tick, split like a shell would, without a shell")
 	fs.StringVar(&f.execEnv, "exec-env", "", "comma-separated variables the --exec program may see, a trailing * matches a prefix (AWS_*); TICKGROUP_* never passes (default: all but TICKGROUP_*)")
@@ -116,12 +160,12 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&f.lease, "lease", worker.DefaultLease, "how long a handler may run on without this worker renewing its run in the ledger (every lease/5); a run found unfinished elsewhere is waited for until its last renewal plus this (plus --max-clock-skew); at most 10m")
 	fs.DurationVar(&f.maxClockSkew, "max-clock-skew", worker.DefaultMaxClockSkew, "clock difference between hosts that the lease rule tolerates; this worker measures its clock against the broker's every 10s (on <ns>.clock) and warns while it is off by more (it keeps working)")
 	fs.StringVar(&f.instanceID, "instance-id", "", "static group membership: a worker restarted with the same ID within the session timeout takes its partitions back at once (no rebalance); never give two running workers the same ID (the older one is fenced and exits 1); off by default")
-	fs.Usage = cli.Usage(fs, usageHead)
-	if err := cli.Parse(fs, args, getenv); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return cli.Usagef("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	return usageHead
+}
+
+func (f *runCommand) check(positional []string) error {
+	if len(positional) > 0 {
+		return cli.Usagef("unexpected arguments: %s", strings.Join(positional, " "))
 	}
 	if err := f.common.Finish(); err != nil {
 		return err
@@ -159,10 +203,43 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 	if f.backoff <= 0 || f.maxBackoff < f.backoff || f.timeout < 0 || f.grace < 0 || f.killGrace <= 0 {
 		return cli.Usagef("--backoff and --kill-grace must be positive, --max-backoff at least --backoff, --timeout and --grace not negative")
 	}
+	return nil
+}
+
+func (f *runCommand) run(ctx context.Context, _, stderr io.Writer) error {
 	logger := f.common.Logger(stderr)
 	logger.Debug(cli.SignalsHandled) // main handles them since before run; this is the log's first line
+	handler, closeHandler, err := f.handler(logger)
+	if err != nil {
+		return err
+	}
+	// After the worker has stopped: whatever program still runs (beyond --grace) is killed.
+	defer closeHandler()
 
-	var handler tickgroup.Handler
+	// Handlers run as this process's user: close its environment (the SASL password) and memory to them.
+	if !command.Harden() {
+		logger.Warn("could not make the worker process non-dumpable: a handler running as its user may read its environment (/proc/<pid>/environ)")
+	}
+	reg := admin.NewRegistry("worker")
+	w, err := tickgroup.NewWorker(f.workerConfig(logger, reg), handler)
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	if f.common.MetricsAddr != "" {
+		srv, err := admin.NewServer(f.common.MetricsAddr, reg, w, logger)
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return srv.Run(gctx) })
+	}
+	g.Go(func() error { return w.Run(gctx) })
+	return g.Wait()
+}
+
+// handler is the handler of --exec or --http (nil for --forward), and what stops it once the worker has stopped.
+func (f *runCommand) handler(logger *slog.Logger) (tickgroup.Handler, func(), error) {
 	switch {
 	case f.exec != "":
 		h, err := command.New(command.Config{
@@ -172,29 +249,27 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 			EnvAllow:    splitList(f.execEnv),
 		}, logger)
 		if err != nil {
-			return cli.UsageError{Err: fmt.Errorf("--exec: %w", err)}
+			return nil, nil, cli.UsageError{Err: fmt.Errorf("--exec: %w", err)}
 		}
-		// After the worker has stopped: whatever program still runs (beyond --grace) is killed.
-		defer func() {
+		stop := func() {
 			if err := h.Close(); err != nil {
 				logger.Warn("stopping the exec supervisor", "error", err)
 			}
-		}()
-		handler = h.Handle
+		}
+		return h.Handle, stop, nil
 	case f.http != "":
 		h, err := webhook.New(f.http, nil, logger)
 		if err != nil {
-			return cli.UsageError{Err: fmt.Errorf("--http: %w", err)}
+			return nil, nil, cli.UsageError{Err: fmt.Errorf("--http: %w", err)}
 		}
-		handler = h.Handle
+		return h.Handle, func() {}, nil
 	}
+	return nil, func() {}, nil
+}
 
-	// Handlers run as this process's user: close its environment (the SASL password) and memory to them.
-	if !command.Harden() {
-		logger.Warn("could not make the worker process non-dumpable: a handler running as its user may read its environment (/proc/<pid>/environ)")
-	}
-	reg := admin.NewRegistry("worker")
-	w, err := tickgroup.NewWorker(tickgroup.WorkerConfig{
+// workerConfig is the library's config from the flags.
+func (f *runCommand) workerConfig(logger *slog.Logger, reg *prometheus.Registry) tickgroup.WorkerConfig {
+	return tickgroup.WorkerConfig{
 		Kafka:           f.common.PublicKafka(),
 		ID:              f.workerID,
 		Concurrency:     f.concurrency,
@@ -214,21 +289,7 @@ func runWorker(ctx context.Context, args []string, getenv func(string) string, s
 		MaxClockSkew:    f.maxClockSkew,
 		Logger:          logger,
 		Registerer:      reg,
-	}, handler)
-	if err != nil {
-		return cli.UsageError{Err: err}
 	}
-
-	g, gctx := errgroup.WithContext(ctx)
-	if f.common.MetricsAddr != "" {
-		srv, err := admin.NewServer(f.common.MetricsAddr, reg, w, logger)
-		if err != nil {
-			return err
-		}
-		g.Go(func() error { return srv.Run(gctx) })
-	}
-	g.Go(func() error { return w.Run(gctx) })
-	return g.Wait()
 }
 
 // noneIfZero maps a flag's 0, none, to the config's none (a negative duration); the config's 0 is its default.

@@ -155,39 +155,17 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 	w := l.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	k := &l.keys
-	k.scan++ // a new scan: no key is blocked or elsewhere yet
+	l.keys.scan++ // a new scan: no key is blocked or elsewhere yet
 	l.waitsOnLedger = false
-	var wait time.Duration
 	// Records before l.open are all handled (their outcomes may be in flight, or a slow record ahead of them
 	// keeps them from being committed).
 	for l.open < len(l.queue) && l.queue[l.open].handled {
 		l.open++
 	}
+	var wait time.Duration
 	if l.jumps > 0 {
-		// A manual trigger runs out of offset order: a former owner may still run one while the key's earlier
-		// held ticks wait here, or run the key's scheduled tick while a trigger of the key waits here. Either
-		// way the key waits for that run first. (Without triggers, the key's first tick is the one that may
-		// run elsewhere, and the scan below checks it.)
-		// The heads hold one scheduled tick per key (its first) and every trigger.
-		for _, c := range l.heads {
-			if c.err != nil {
-				continue
-			}
-			if until := l.formerRunUntil(c); now.Before(until) {
-				k.block(c.kid)
-				k.elsewhere(c.kid)
-				l.waitsOnLedger = true
-				if wait == 0 || until.Sub(now) < wait {
-					wait = until.Sub(now)
-				}
-			}
-		}
+		wait = l.blockKeysRunningElsewhere(now)
 	}
-	// covered counts the keys that cannot start a record now: those running one (each is a key of l.keys:
-	// its running record is not handled), and those seen waiting for a run elsewhere. Without triggers, the
-	// scan ends when it covers every key: what lies further is of those keys.
-	covered := k.busy
 	// The scan looks at the heads only (the later ticks of a key would each be found blocked), and they change
 	// once it is over.
 	picked := len(out)
@@ -196,6 +174,43 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 			l.unwaitLocked(c)
 		}
 	}()
+	out, wait = l.scanHeads(now, out, limit, wait)
+	return out, wait
+}
+
+// blockKeysRunningElsewhere is pick's first pass when triggers are queued: it blocks, and marks as running
+// elsewhere, each key whose head a former owner may still run, and returns how long until the first such run's
+// lease ends (0: none). A manual trigger runs out of offset order: a former owner may still run one while the
+// key's earlier held ticks wait here, or run the key's scheduled tick while a trigger of the key waits here.
+// Either way the key waits for that run first. (Without triggers, the key's first tick is the one that may run
+// elsewhere, and scanHeads checks it.) The heads hold one scheduled tick per key (its first) and every trigger.
+// The caller holds w.mu.
+func (l *lane) blockKeysRunningElsewhere(now time.Time) time.Duration {
+	k := &l.keys
+	var wait time.Duration
+	for _, c := range l.heads {
+		if c.err != nil {
+			continue
+		}
+		if until := l.formerRunUntil(c); now.Before(until) {
+			k.block(c.kid)
+			k.elsewhere(c.kid)
+			l.waitsOnLedger = true
+			wait = sooner(wait, until.Sub(now))
+		}
+	}
+	return wait
+}
+
+// scanHeads is pick's main pass: it appends to out the heads that may start now (at most limit), starting each,
+// and returns out with the wait, lowered to the first held head's if that is sooner. The caller holds w.mu.
+func (l *lane) scanHeads(now time.Time, out []*item, limit int, wait time.Duration) ([]*item, time.Duration) {
+	w := l.w
+	k := &l.keys
+	// covered counts the keys that cannot start a record now: those running one (each is a key of l.keys:
+	// its running record is not handled), and those seen waiting for a run elsewhere. Without triggers, the
+	// scan ends when it covers every key: what lies further is of those keys.
+	covered := k.busy
 	for _, c := range l.heads {
 		if len(out) >= limit {
 			break
@@ -226,9 +241,7 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 				// Another worker's run of this tick may still be alive (it outlived a rebalance, or its
 				// worker died): the key waits for its outcome or the end of its lease; other keys go on.
 				l.waitsOnLedger = true
-				if wait == 0 || until.Sub(now) < wait {
-					wait = until.Sub(now)
-				}
+				wait = sooner(wait, until.Sub(now))
 				if covered++; l.jumps == 0 && covered >= k.queued {
 					break
 				}
@@ -240,14 +253,20 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 			}
 			continue
 		}
-		if wait == 0 || due.Sub(now) < wait {
-			wait = due.Sub(now)
-		}
+		wait = sooner(wait, due.Sub(now))
 		if l.jumps == 0 {
 			break
 		}
 	}
 	return out, wait
+}
+
+// sooner returns d when wait is 0 (nothing to wait for yet) or d is shorter, else wait.
+func sooner(wait, d time.Duration) time.Duration {
+	if wait == 0 || d < wait {
+		return d
+	}
+	return wait
 }
 
 // heads are the records a lane's pick looks at, in queue order: the first waiting scheduled tick of each key

@@ -130,6 +130,33 @@ func printAudit(w io.Writer, namespace string, rep *audit.Report) {
 	fmt.Fprintf(w, "namespace  %s\n", namespace)
 	fmt.Fprintf(w, "range      %s .. %s (grace %s; counts are ticks: slot x shard)\n\n",
 		fmtAuditTime(rep.From), rep.To.Format(time.RFC3339), time.Duration(rep.GraceSeconds*float64(time.Second)))
+	printAuditCounts(w, rep)
+	notes := append([]string(nil), rep.Notes...)
+	for _, s := range rep.Schedules {
+		notes = append(notes, scheduleNotes(s)...)
+	}
+	printProblemTicks(w, rep.Schedules)
+	printTriggers(w, rep.Triggers)
+	if b := rep.BackfillTotals; len(rep.Backfills) > 0 {
+		fmt.Fprintf(w, "\nBACKFILLS (past slots run again on request, apart from the schedules' slots): %d ticks, %d executed, %d doubled, %d ran twice, %d marked re-runs, %d retried\n",
+			len(rep.Backfills), b.Executed, b.Doubled, b.RanTwice, b.MarkedReRun, b.Retried)
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "\nNOTES")
+		for _, n := range notes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+	}
+	fmt.Fprintln(w)
+	result := "OK"
+	if !rep.OK {
+		result = "FAIL"
+	}
+	fmt.Fprintf(w, "result: %s (%s)\n", result, auditSummary(rep))
+}
+
+// printAuditCounts prints the table of counts, a row per schedule and their total.
+func printAuditCounts(w io.Writer, rep *audit.Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCHEDULE\tEXPECTED\tEMITTED\tEXECUTED\tMISSING\tDOUBLED\tRAN TWICE\tMARKED RE-RUN\tRE-RUN\tINTERRUPTED\tPASSED OVER\tPENDING\tUNEXPECTED")
 	row := func(name string, c audit.Counts) {
@@ -141,28 +168,37 @@ func printAudit(w io.Writer, namespace string, rep *audit.Report) {
 	}
 	row("TOTAL", rep.Totals)
 	_ = tw.Flush()
+}
 
-	notes := append([]string(nil), rep.Notes...)
+// scheduleNotes are the notes of one schedule: the report's, its re-runs and its outcomes other than ok.
+func scheduleNotes(s audit.ScheduleReport) []string {
+	var notes []string
+	for _, n := range s.Notes {
+		notes = append(notes, s.Name+": "+n)
+	}
+	if s.RanTwice > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d ticks ran again without their handler being told (not marked interrupted, not a retry)", s.Name, s.RanTwice))
+	}
+	if s.MarkedReRun > 0 {
+		notes = append(notes, fmt.Sprintf("%s: %d ticks ran again after an interruption, marked (TICK_INTERRUPTED=1): not a failure without --strict", s.Name, s.MarkedReRun))
+	}
+	var notOK []string
+	for _, st := range sortedKeys(s.Outcomes) {
+		if st != "ok" {
+			notOK = append(notOK, fmt.Sprintf("%d %s", s.Outcomes[st], st))
+		}
+	}
+	if len(notOK) > 0 {
+		notes = append(notes, fmt.Sprintf("%s: outcomes other than ok: %s", s.Name, strings.Join(notOK, ", ")))
+	}
+	return notes
+}
+
+// printProblemTicks lists the ticks with problems and the slots passed over, at most maxProblemRows a schedule,
+// under one heading when there is any.
+func printProblemTicks(w io.Writer, schedules []audit.ScheduleReport) {
 	first := true
-	for _, s := range rep.Schedules {
-		for _, n := range s.Notes {
-			notes = append(notes, s.Name+": "+n)
-		}
-		if s.RanTwice > 0 {
-			notes = append(notes, fmt.Sprintf("%s: %d ticks ran again without their handler being told (not marked interrupted, not a retry)", s.Name, s.RanTwice))
-		}
-		if s.MarkedReRun > 0 {
-			notes = append(notes, fmt.Sprintf("%s: %d ticks ran again after an interruption, marked (TICK_INTERRUPTED=1): not a failure without --strict", s.Name, s.MarkedReRun))
-		}
-		var notOK []string
-		for _, st := range sortedKeys(s.Outcomes) {
-			if st != "ok" {
-				notOK = append(notOK, fmt.Sprintf("%d %s", s.Outcomes[st], st))
-			}
-		}
-		if len(notOK) > 0 {
-			notes = append(notes, fmt.Sprintf("%s: outcomes other than ok: %s", s.Name, strings.Join(notOK, ", ")))
-		}
+	for _, s := range schedules {
 		shown := 0
 		for _, t := range s.Ticks {
 			if len(t.Problems) == 0 && t.State != audit.StatePassedOver {
@@ -180,32 +216,20 @@ func printAudit(w io.Writer, namespace string, rep *audit.Report) {
 			fmt.Fprintf(w, "  %-48s %-12s %s\n", t.ID, t.State, strings.Join(t.Problems, ","))
 		}
 	}
+}
 
-	if len(rep.Triggers) > 0 {
-		fmt.Fprintln(w, "\nMANUAL TRIGGERS (never expected)")
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tEMITTED\tSTATE\tPROBLEMS")
-		for _, t := range rep.Triggers {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.ID, len(t.Emissions), t.State, cmp.Or(strings.Join(t.Problems, ","), "-"))
-		}
-		_ = tw.Flush()
+// printTriggers lists the manual triggers, when there is any.
+func printTriggers(w io.Writer, triggers []audit.TickReport) {
+	if len(triggers) == 0 {
+		return
 	}
-	if b := rep.BackfillTotals; len(rep.Backfills) > 0 {
-		fmt.Fprintf(w, "\nBACKFILLS (past slots run again on request, apart from the schedules' slots): %d ticks, %d executed, %d doubled, %d ran twice, %d marked re-runs, %d retried\n",
-			len(rep.Backfills), b.Executed, b.Doubled, b.RanTwice, b.MarkedReRun, b.Retried)
+	fmt.Fprintln(w, "\nMANUAL TRIGGERS (never expected)")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tEMITTED\tSTATE\tPROBLEMS")
+	for _, t := range triggers {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.ID, len(t.Emissions), t.State, cmp.Or(strings.Join(t.Problems, ","), "-"))
 	}
-	if len(notes) > 0 {
-		fmt.Fprintln(w, "\nNOTES")
-		for _, n := range notes {
-			fmt.Fprintf(w, "  %s\n", n)
-		}
-	}
-	fmt.Fprintln(w)
-	result := "OK"
-	if !rep.OK {
-		result = "FAIL"
-	}
-	fmt.Fprintf(w, "result: %s (%s)\n", result, auditSummary(rep))
+	_ = tw.Flush()
 }
 
 func sortedKeys(m map[string]int) []string {

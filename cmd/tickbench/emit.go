@@ -37,20 +37,113 @@ func init() {
 }
 
 func runEmitBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o, err := parseEmitOptions(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	ns, err := newBenchNamespaceLeaders(ctx, o.brokers, "tickbench-emit", o.parts, o.leaders, false)
+	if err != nil {
+		return err
+	}
+	defer ns.close()
+	b, err := measureBaseline(ctx, o, ns, stdout)
+	if err != nil {
+		return err
+	}
+	defer b.seen.stop()
+
+	// The schedules.
+	if err := loadSchedules(ctx, ns.opts, ns.names.Schedules, o.n, o.every, o.spread); err != nil {
+		return err
+	}
+
+	// The ticker.
+	bin, cleanup, err := tickerBinary(ctx, o.tickerBin)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	extra := o.tickerArgs()
+	leaderProc, err := startTicker(bin, o.brokers, ns.cfg.Namespace, "leader", extra, stderr)
+	if err != nil {
+		return err
+	}
+	defer leaderProc.stop()
+
+	// Tick arrivals, read_committed.
+	ticks, err := consumeArrivals(ctx, ns.opts, ns.names.Work)
+	if err != nil {
+		return err
+	}
+	defer ticks.stop()
+
+	r := &emitRun{o: o, ns: ns, base: b, bin: bin, extra: extra, leader: leaderProc, ticks: ticks,
+		baselines: []baselineRun{{at: b.at, rate: b.rate}}, stdout: stdout, stderr: stderr}
+	defer r.stopStandby()
+	if err := r.watch(ctx); err != nil {
+		return err
+	}
+	r.sample()
+	if err := r.finalBaseline(ctx); err != nil {
+		return err
+	}
+	ticks.stop()
+	final := leaderProc.scrape()
+	if leaderProc.killed && r.standby != nil {
+		final = r.standby.scrape() // the counters of the term that finished the run
+	}
+	if o.profileDir != "" && !leaderProc.killed {
+		saveProfile(leaderProc.addr, filepath.Join(o.profileDir, "heap-end.pb.gz"))
+	}
+	r.report(final)
+	return nil
+}
+
+// emitOptions are tickbench emit's flags.
+type emitOptions struct {
+	brokers    string
+	n          int
+	every      time.Duration
+	spread     bool
+	rounds     int
+	parts      int
+	tickerBin  string
+	takeover   bool
+	lead       time.Duration
+	leaders    int
+	profileDir string
+}
+
+// parseEmitOptions parses and checks tickbench emit's flags.
+func parseEmitOptions(args []string, getenv func(string) string, stderr io.Writer) (emitOptions, error) {
+	var o emitOptions
 	fs := flag.NewFlagSet("tickbench emit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	brokers := fs.String("brokers", "127.0.0.1:9092", "Kafka seed brokers, comma-separated")
-	n := fs.Int("schedules", 100_000, "schedules to load")
-	every := fs.Duration("every", time.Minute, "interval of every schedule")
-	spread := fs.Bool("spread", false, "spread the schedules' offsets over the interval instead of aligning them all on one slot")
-	rounds := fs.Int("rounds", 2, "slots to measure per schedule")
-	parts := fs.Int("partitions", 12, "partitions of the work topic")
-	tickerBin := fs.String("ticker", "", "path of the ticker binary (default: go build ./cmd/ticker into a temp dir)")
-	takeover := fs.Bool("takeover", false, "run a standby ticker beside the leader and SIGKILL the leader halfway through the run; report the takeover time, the state rebuild, the lag around it and every slot missing or doubled")
-	lead := fs.Duration("lead", -1, "the tickers' --lead (default: theirs)")
-	leaders := fs.Int("leaders", 1, "leaders of the namespace (ticker init --leaders): the one ticker process leads them all; the lag is also reported per leader")
-	profileDir := fs.String("profile-dir", "", "write the leader's heap profiles to this directory: heap-peak.pb.gz whenever its RSS reaches a new peak (at most every 2s), heap-end.pb.gz at the end")
-	fs.Usage = cli.Usage(fs, `Usage: tickbench emit [flags]
+	fs.StringVar(&o.brokers, "brokers", "127.0.0.1:9092", "Kafka seed brokers, comma-separated")
+	fs.IntVar(&o.n, "schedules", 100_000, "schedules to load")
+	fs.DurationVar(&o.every, "every", time.Minute, "interval of every schedule")
+	fs.BoolVar(&o.spread, "spread", false, "spread the schedules' offsets over the interval instead of aligning them all on one slot")
+	fs.IntVar(&o.rounds, "rounds", 2, "slots to measure per schedule")
+	fs.IntVar(&o.parts, "partitions", 12, "partitions of the work topic")
+	fs.StringVar(&o.tickerBin, "ticker", "", "path of the ticker binary (default: go build ./cmd/ticker into a temp dir)")
+	fs.BoolVar(&o.takeover, "takeover", false, "run a standby ticker beside the leader and SIGKILL the leader halfway through the run; report the takeover time, the state rebuild, the lag around it and every slot missing or doubled")
+	fs.DurationVar(&o.lead, "lead", -1, "the tickers' --lead (default: theirs)")
+	fs.IntVar(&o.leaders, "leaders", 1, "leaders of the namespace (ticker init --leaders): the one ticker process leads them all; the lag is also reported per leader")
+	fs.StringVar(&o.profileDir, "profile-dir", "", "write the leader's heap profiles to this directory: heap-peak.pb.gz whenever its RSS reaches a new peak (at most every 2s), heap-end.pb.gz at the end")
+	fs.Usage = cli.Usage(fs, emitUsage)
+	if err := cli.Parse(fs, args, getenv); err != nil {
+		return o, err
+	}
+	if o.n < 1 || o.rounds < 1 || o.every < time.Second {
+		return o, cli.Usagef("--schedules and --rounds must be at least 1, --every at least 1s")
+	}
+	if o.leaders < 1 || o.leaders > kafka.MaxLeaders {
+		return o, cli.Usagef("--leaders %d: want 1 to %d", o.leaders, kafka.MaxLeaders)
+	}
+	return o, nil
+}
+
+const emitUsage = `Usage: tickbench emit [flags]
 
 Loads --schedules interval schedules into a fresh namespace, measures raw transactional produce throughput of
 records of the same shape (baseline: a tick and a state record per schedule; producing and committing only,
@@ -66,175 +159,189 @@ machine's speed drifts over the minutes of a run.
 
 With --takeover a standby ticker starts beside the leader once the leader emits, and the leader gets SIGKILL
 halfway through the run: the report adds the takeover time, both terms' start phases (from their logs), the
-lag of the slots around the kill, the slots missing or doubled, and the standby's memory.`)
-	if err := cli.Parse(fs, args, getenv); err != nil {
-		return err
-	}
-	if *n < 1 || *rounds < 1 || *every < time.Second {
-		return cli.Usagef("--schedules and --rounds must be at least 1, --every at least 1s")
-	}
-	if *leaders < 1 || *leaders > kafka.MaxLeaders {
-		return cli.Usagef("--leaders %d: want 1 to %d", *leaders, kafka.MaxLeaders)
-	}
-	ns, err := newBenchNamespaceLeaders(ctx, *brokers, "tickbench-emit", *parts, *leaders, false)
-	if err != nil {
-		return err
-	}
-	defer ns.close()
-	kcfg, names, base, adm := ns.cfg, ns.names, ns.opts, ns.adm
-	rawTopic, rawStates := names.Work+".raw", names.Ticker+".raw"
-	if _, err := adm.CreateTopic(ctx, int32(*parts), -1, nil, rawTopic); err != nil {
-		return err
-	}
-	if _, err := adm.CreateTopic(ctx, 1, -1, nil, rawStates); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "namespace %s: %d schedules every %v (%s), %d work partitions\n", kcfg.Namespace, *n, *every, map[bool]string{true: "offsets spread", false: "all on one slot"}[*spread], *parts)
+lag of the slots around the kill, the slots missing or doubled, and the standby's memory.`
 
-	// Baseline: the records the leader writes per slot, a tick to a work partition and a state record to a
-	// one-partition topic per schedule, transactionally, 10,000 records per transaction. The benchmark's
-	// consumer reads the ticks as it reads the leader's, so the baseline is also given as the consumer sees it:
-	// the leader's figures are taken with that consumer on the same cores.
-	// A warm-up first (see warmUp).
-	rawSeen, err := consumeArrivals(ctx, base, rawTopic)
-	if err != nil {
-		return err
-	}
-	defer rawSeen.stop()
-	if _, err := fillBaseline(ctx, base, rawTopic, rawStates, warmUp, *parts); err != nil {
-		return fmt.Errorf("baseline warm-up: %w", err)
-	}
-	if err := rawSeen.await(ctx, warmUp, time.Minute); err != nil {
-		return fmt.Errorf("baseline warm-up: %w", err)
-	}
-	took, err := fillBaseline(ctx, base, rawTopic, rawStates, *n, *parts)
-	if err != nil {
-		return fmt.Errorf("baseline: %w", err)
-	}
-	rawRate, rawAt := float64(2**n)/took.Seconds(), time.Now()
-	if err := rawSeen.await(ctx, warmUp+*n, time.Minute); err != nil {
-		return fmt.Errorf("baseline: %w", err)
-	}
-	seenSpan := rawSeen.span(warmUp)
-	// Records: the ticks' span covers their states as well. Like a leader's slot rate below, it counts the first
-	// transaction's records in a span that starts when they become visible (0.5 % at a million schedules).
-	seenRate := float64(2**n) / seenSpan.Seconds()
-	fmt.Fprintf(stdout, "baseline: raw transactional produce of %d records, a tick and a state per schedule, in %.2fs (producing and committing only; the records built before the clock starts): %.0f records/s; as the benchmark's consumer saw the ticks (first to last visible, the measure of a leader's slot below): %.2fs, %.0f records/s\n",
-		2**n, took.Seconds(), rawRate, seenSpan.Seconds(), seenRate)
-
-	// The schedules.
-	if err := loadSchedules(ctx, base, names.Schedules, *n, *every, *spread); err != nil {
-		return err
-	}
-
-	// The ticker.
-	bin := *tickerBin
-	if bin == "" {
-		dir, err := os.MkdirTemp("", "tickbench")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		bin = filepath.Join(dir, "ticker")
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ticker").CombinedOutput(); err != nil {
-			return fmt.Errorf("building the ticker: %w\n%s", err, out)
-		}
-	}
+// tickerArgs are the flags the benchmark passes to each ticker it starts.
+func (o emitOptions) tickerArgs() []string {
 	extra := []string{}
-	if *lead >= 0 {
-		extra = append(extra, "--lead", lead.String())
+	if o.lead >= 0 {
+		extra = append(extra, "--lead", o.lead.String())
 	}
-	if *profileDir != "" {
+	if o.profileDir != "" {
 		extra = append(extra, "--pprof")
 	}
-	leaderProc, err := startTicker(bin, *brokers, kcfg.Namespace, "leader", extra, stderr)
-	if err != nil {
-		return err
-	}
-	defer leaderProc.stop()
+	return extra
+}
 
-	// Tick arrivals, read_committed.
-	ticks, err := consumeArrivals(ctx, base, names.Work)
-	if err != nil {
-		return err
+// tickerBinary returns bin, or when it is empty a ticker built into a temporary directory that cleanup removes.
+func tickerBinary(ctx context.Context, bin string) (_ string, cleanup func(), _ error) {
+	if bin != "" {
+		return bin, func() {}, nil
 	}
-	defer ticks.stop()
-	count := ticks.count
+	dir, err := os.MkdirTemp("", "tickbench")
+	if err != nil {
+		return "", nil, err
+	}
+	bin = filepath.Join(dir, "ticker")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/ticker").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("building the ticker: %w\n%s", err, out)
+	}
+	return bin, func() { os.RemoveAll(dir) }, nil
+}
 
-	// Peak memory of each process, sampled every 250 ms; the standby's takeover comes halfway through the run.
-	var standby *tickerProc
-	var killedAt time.Time
-	var standbyRSS, takeoverRSS float64
-	sample := func() {
-		leaderProc.sample(*profileDir)
-		if standby != nil {
-			rss := standby.sample("")
-			if killedAt.IsZero() {
-				standbyRSS = max(standbyRSS, rss)
-			} else {
-				takeoverRSS = max(takeoverRSS, rss)
-			}
+// rawBaseline is the first measurement of the raw baseline, and the topics and consumer it used.
+type rawBaseline struct {
+	topic, states string           // the raw tick and state topics
+	seen          *arrivalConsumer // the raw ticks as the benchmark's consumer sees them
+	took          time.Duration    // producing and committing the records
+	rate          float64          // records/s, producing and committing only
+	at            time.Time        // when it ended
+	seenRate      float64          // records/s as the consumer saw them
+}
+
+// measureBaseline creates the raw topics beside ns and measures the first raw baseline, after a warm-up.
+//
+// Baseline: the records the leader writes per slot, a tick to a work partition and a state record to a
+// one-partition topic per schedule, transactionally, 10,000 records per transaction. The benchmark's consumer
+// reads the ticks as it reads the leader's, so the baseline is also given as the consumer sees it: the leader's
+// figures are taken with that consumer on the same cores. A warm-up first (see warmUp).
+func measureBaseline(ctx context.Context, o emitOptions, ns *benchNamespace, stdout io.Writer) (_ *rawBaseline, err error) {
+	b := &rawBaseline{topic: ns.names.Work + ".raw", states: ns.names.Ticker + ".raw"}
+	if _, err := ns.adm.CreateTopic(ctx, int32(o.parts), -1, nil, b.topic); err != nil {
+		return nil, err
+	}
+	if _, err := ns.adm.CreateTopic(ctx, 1, -1, nil, b.states); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stdout, "namespace %s: %d schedules every %v (%s), %d work partitions\n", ns.cfg.Namespace, o.n, o.every, map[bool]string{true: "offsets spread", false: "all on one slot"}[o.spread], o.parts)
+
+	if b.seen, err = consumeArrivals(ctx, ns.opts, b.topic); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			b.seen.stop()
 		}
+	}()
+	if _, err := fillBaseline(ctx, ns.opts, b.topic, b.states, warmUp, o.parts); err != nil {
+		return nil, fmt.Errorf("baseline warm-up: %w", err)
 	}
+	if err := b.seen.await(ctx, warmUp, time.Minute); err != nil {
+		return nil, fmt.Errorf("baseline warm-up: %w", err)
+	}
+	if b.took, err = fillBaseline(ctx, ns.opts, b.topic, b.states, o.n, o.parts); err != nil {
+		return nil, fmt.Errorf("baseline: %w", err)
+	}
+	b.rate, b.at = float64(2*o.n)/b.took.Seconds(), time.Now()
+	if err := b.seen.await(ctx, warmUp+o.n, time.Minute); err != nil {
+		return nil, fmt.Errorf("baseline: %w", err)
+	}
+	seenSpan := b.seen.span(warmUp)
+	// Records: the ticks' span covers their states as well. Like a leader's slot rate below, it counts the first
+	// transaction's records in a span that starts when they become visible (0.5 % at a million schedules).
+	b.seenRate = float64(2*o.n) / seenSpan.Seconds()
+	fmt.Fprintf(stdout, "baseline: raw transactional produce of %d records, a tick and a state per schedule, in %.2fs (producing and committing only; the records built before the clock starts): %.0f records/s; as the benchmark's consumer saw the ticks (first to last visible, the measure of a leader's slot below): %.2fs, %.0f records/s\n",
+		2*o.n, b.took.Seconds(), b.rate, seenSpan.Seconds(), b.seenRate)
+	return b, nil
+}
+
+// emitRun is one run of tickbench emit from the leader's start: its tickers, the ticks seen, and the peak memory
+// of each process, sampled every 250 ms; the standby's takeover comes halfway through the run.
+type emitRun struct {
+	o      emitOptions
+	ns     *benchNamespace
+	base   *rawBaseline
+	bin    string
+	extra  []string
+	leader *tickerProc
+	ticks  *arrivalConsumer
+
+	standby                 *tickerProc
+	killedAt                time.Time
+	standbyRSS, takeoverRSS float64
 	// On one slot, the baseline is measured again while the leader waits after each slot (and once after the
 	// last): the machine's speed drifts over the minutes of a run, and each slot is then compared with the
 	// baselines measured either side of it (the raw consumer stays on, as during the first).
-	baselines := []baselineRun{{at: rawAt, rate: rawRate}}
-	leadTime := dispatch.DefaultLead
-	if *lead >= 0 {
-		leadTime = *lead
+	baselines []baselineRun
+
+	stdout, stderr io.Writer
+}
+
+// stopStandby stops the standby ticker, if one was started.
+func (r *emitRun) stopStandby() {
+	if r.standby != nil {
+		r.standby.stop()
 	}
-	rebaseline := func() error {
-		took, err := fillBaseline(ctx, base, rawTopic, rawStates, *n, *parts)
-		if err != nil {
-			return fmt.Errorf("baseline again: %w", err)
+}
+
+// sample records the peak memory of each ticker process.
+func (r *emitRun) sample() {
+	r.leader.sample(r.o.profileDir)
+	if r.standby != nil {
+		rss := r.standby.sample("")
+		if r.killedAt.IsZero() {
+			r.standbyRSS = max(r.standbyRSS, rss)
+		} else {
+			r.takeoverRSS = max(r.takeoverRSS, rss)
 		}
-		baselines = append(baselines, baselineRun{at: time.Now(), rate: float64(2**n) / took.Seconds()})
-		return nil
 	}
-	// Whether the next slot's emission is far enough off for a baseline: the schedules' slots are multiples of
-	// every in Unix time, emitted lead ahead.
-	roomFor := func() bool {
-		e := int64(max(*every/time.Second, 1))
-		next := time.Unix((time.Now().Add(leadTime).Unix()/e+1)*e, 0).Add(-leadTime)
-		return time.Until(next) >= 2*took+3*time.Second
+}
+
+// again reports whether the baseline is measured again between slots (all schedules on one slot, no takeover).
+func (r *emitRun) again() bool { return !r.o.spread && !r.o.takeover }
+
+// rebaseline measures the raw baseline again.
+func (r *emitRun) rebaseline(ctx context.Context) error {
+	took, err := fillBaseline(ctx, r.ns.opts, r.base.topic, r.base.states, r.o.n, r.o.parts)
+	if err != nil {
+		return fmt.Errorf("baseline again: %w", err)
 	}
-	// idle: the leader has emitted nothing for 3 s (its slot is done).
-	idle := func() bool { return time.Since(ticks.lastSeen()) >= 3*time.Second }
-	again := !*spread && !*takeover
+	r.baselines = append(r.baselines, baselineRun{at: time.Now(), rate: float64(2*r.o.n) / took.Seconds()})
+	return nil
+}
+
+// roomFor reports whether the next slot's emission is far enough off for a baseline: the schedules' slots are
+// multiples of every in Unix time, emitted lead ahead.
+func (r *emitRun) roomFor() bool {
+	leadTime := dispatch.DefaultLead
+	if r.o.lead >= 0 {
+		leadTime = r.o.lead
+	}
+	e := int64(max(r.o.every/time.Second, 1))
+	next := time.Unix((time.Now().Add(leadTime).Unix()/e+1)*e, 0).Add(-leadTime)
+	return time.Until(next) >= 2*r.base.took+3*time.Second
+}
+
+// idle reports whether the leader has emitted nothing for 3 s (its slot is done).
+func (r *emitRun) idle() bool { return time.Since(r.ticks.lastSeen()) >= 3*time.Second }
+
+// watch waits for every tick of the run, sampling memory every 250 ms, measuring the baseline again between
+// slots, and with --takeover starting the standby and killing the leader halfway.
+func (r *emitRun) watch(ctx context.Context) error {
 	seenAtBaseline := 0
-	want := *n * *rounds
-	deadline := time.Now().Add(time.Duration(*rounds+1)**every + 3*time.Minute)
+	want := r.o.n * r.o.rounds
+	deadline := time.Now().Add(time.Duration(r.o.rounds+1)*r.o.every + 3*time.Minute)
 	for {
-		sample()
-		got := count()
-		if again && got > seenAtBaseline && got < want && idle() {
+		r.sample()
+		got := r.ticks.count()
+		if r.again() && got > seenAtBaseline && got < want && r.idle() {
 			// The leader has waited 3 s since its last tick.
-			if roomFor() {
-				if err := rebaseline(); err != nil {
+			if r.roomFor() {
+				if err := r.rebaseline(ctx); err != nil {
 					return err
 				}
 			}
 			seenAtBaseline = got
 		}
 		if got >= want {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("only %d of %d ticks after the deadline", got, want)
 		}
-		if *takeover && standby == nil && got > 0 {
-			// The first leader emits: start the standby beside it.
-			if standby, err = startTicker(bin, *brokers, kcfg.Namespace, "standby", extra, stderr); err != nil {
-				return err
-			}
-			defer standby.stop()
-		}
-		if standby != nil && killedAt.IsZero() && got >= want/2 && standby.ready() {
-			killedAt = time.Now()
-			leaderProc.kill()
-			fmt.Fprintf(stdout, "takeover: SIGKILL to the leader at %s (%d of %d ticks seen); standby peak RSS so far %.0f MiB\n",
-				killedAt.Format("15:04:05.000"), got, want, standbyRSS/(1<<20))
+		if err := r.takeover(got, want); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -242,34 +349,72 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	sample()
-	if again {
-		// Once the leader has been quiet for 3 s after its last slot (for at most an interval: with a short one
-		// it may not be), and if its next slot leaves room.
-		limit := time.Now().Add(*every + 10*time.Second)
-		for !idle() && time.Now().Before(limit) {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-		if idle() && roomFor() {
-			if err := rebaseline(); err != nil {
-				return err
-			}
-		}
-	}
-	ticks.stop()
-	final := leaderProc.scrape()
-	if leaderProc.killed && standby != nil {
-		final = standby.scrape() // the counters of the term that finished the run
-	}
-	if *profileDir != "" && !leaderProc.killed {
-		saveProfile(leaderProc.addr, filepath.Join(*profileDir, "heap-end.pb.gz"))
-	}
+}
 
-	arrivals := ticks.list
+// takeover, with --takeover, starts the standby beside the leader once the leader emits, and kills the leader
+// once half of the want ticks are seen and the standby is ready.
+func (r *emitRun) takeover(got, want int) error {
+	if r.o.takeover && r.standby == nil && got > 0 {
+		// The first leader emits: start the standby beside it.
+		standby, err := startTicker(r.bin, r.o.brokers, r.ns.cfg.Namespace, "standby", r.extra, r.stderr)
+		if err != nil {
+			return err
+		}
+		r.standby = standby
+	}
+	if r.standby != nil && r.killedAt.IsZero() && got >= want/2 && r.standby.ready() {
+		r.killedAt = time.Now()
+		r.leader.kill()
+		fmt.Fprintf(r.stdout, "takeover: SIGKILL to the leader at %s (%d of %d ticks seen); standby peak RSS so far %.0f MiB\n",
+			r.killedAt.Format("15:04:05.000"), got, want, r.standbyRSS/(1<<20))
+	}
+	return nil
+}
+
+// finalBaseline measures the baseline once more after the last slot, when it is measured between slots: once the
+// leader has been quiet for 3 s after its last slot (for at most an interval: with a short one it may not be),
+// and if its next slot leaves room.
+func (r *emitRun) finalBaseline(ctx context.Context) error {
+	if !r.again() {
+		return nil
+	}
+	limit := time.Now().Add(r.o.every + 10*time.Second)
+	for !r.idle() && time.Now().Before(limit) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if r.idle() && r.roomFor() {
+		return r.rebaseline(ctx)
+	}
+	return nil
+}
+
+// report prints the run's emission lag, its slots against the baselines, the leader's memory and, with
+// --takeover, the takeover; final are the counters of the last leader.
+func (r *emitRun) report(final admin.Samples) {
+	stdout := r.stdout
+	arrivals := r.ticks.list
+	bySlot := r.reportLag(arrivals)
+	if !r.o.spread {
+		r.reportSlots(bySlot)
+	}
+	fmt.Fprintf(stdout, "leader memory: peak RSS %.0f MiB (%.0f B a schedule), peak Go heap in use %.0f MiB; transactions committed %.0f, ticks emitted %.0f (the last leader's counters)\n",
+		r.leader.peakRSS/(1<<20), r.leader.peakRSS/float64(r.o.n), r.leader.peakHeap/(1<<20), final[`tickgroup_transactions_total{result="committed"}`], final["tickgroup_ticks_emitted_total"])
+	if ts := r.leader.termStart(); ts != "" {
+		fmt.Fprintf(stdout, "leader term start: %s\n", ts)
+	}
+	if r.standby != nil {
+		reportTakeover(stdout, arrivals, r.killedAt, r.standby, r.standbyRSS, r.takeoverRSS, r.o.every)
+	}
+}
+
+// reportLag prints the emission lag of the run's ticks: of all, from the leader's start, after the first
+// interval, and per leader; it returns the times each slot's ticks were seen, by slot.
+func (r *emitRun) reportLag(arrivals []arrival) map[int64][]int64 {
+	stdout := r.stdout
 	lags := make([]time.Duration, 0, len(arrivals))
 	bySlot := map[int64][]int64{}
 	late := 0
@@ -288,27 +433,27 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 	// any leader existed; they are counted apart.
 	var sinceStart []time.Duration
 	for _, a := range arrivals {
-		if a.slot*int64(time.Second) >= leaderProc.started.UnixNano() {
+		if a.slot*int64(time.Second) >= r.leader.started.UnixNano() {
 			sinceStart = append(sinceStart, a.lag())
 		}
 	}
 	firstSeen := slices.MinFunc(arrivals, func(a, b arrival) int { return cmp.Compare(a.seen, b.seen) }).seen
 	fmt.Fprintf(stdout, "emission lag from the leader's process start (its cold start included): %s over %d ticks; %d ticks of slots due before it started, while the schedules were written, not counted here; first tick visible %v after the process start\n",
-		quantiles(sinceStart), len(sinceStart), len(arrivals)-len(sinceStart), time.Duration(firstSeen-leaderProc.started.UnixNano()).Round(time.Millisecond))
+		quantiles(sinceStart), len(sinceStart), len(arrivals)-len(sinceStart), time.Duration(firstSeen-r.leader.started.UnixNano()).Round(time.Millisecond))
 	// The same without the start-up: the slots from one interval after the first slot on.
 	firstSlot := slices.Min(slices.Collect(maps.Keys(bySlot)))
 	var steady []time.Duration
 	for _, a := range arrivals {
-		if a.slot >= firstSlot+int64(*every/time.Second) {
+		if a.slot >= firstSlot+int64(r.o.every/time.Second) {
 			steady = append(steady, a.lag())
 		}
 	}
 	fmt.Fprintf(stdout, "emission lag after the first interval (start-up excluded): %s over %d ticks\n", quantiles(steady), len(steady))
-	if *leaders > 1 {
-		per := make([][]time.Duration, *leaders)
+	if r.o.leaders > 1 {
+		per := make([][]time.Duration, r.o.leaders)
 		for _, a := range arrivals {
 			if a.sched >= 0 {
-				k := kafka.LeaderOf(fmt.Sprintf("load-%07d", a.sched), *leaders)
+				k := kafka.LeaderOf(fmt.Sprintf("load-%07d", a.sched), r.o.leaders)
 				per[k] = append(per[k], a.lag())
 			}
 		}
@@ -316,50 +461,46 @@ lag of the slots around the kill, the slots missing or doubled, and the standby'
 			fmt.Fprintf(stdout, "leader %d: %d ticks, emission lag %s\n", k, len(ls), quantiles(ls))
 		}
 	}
-	if !*spread {
-		slots := slices.Sorted(maps.Keys(bySlot))
-		var slotRates []float64 // records/s of the whole slots
-		for _, s := range slots {
-			seen := bySlot[s]
-			first, last := time.Unix(0, slices.Min(seen)), time.Unix(0, slices.Max(seen))
-			span := max(last.Sub(first), time.Millisecond)
-			// A tick and its state record per schedule (a ticker built with -tags tickgroup_unsafe_nostate writes the
-			// ticks alone: the records/s are then twice what it wrote, and ticks/s is its figure).
-			ticks := float64(len(seen)) / span.Seconds()
-			rate := 2 * ticks
-			fmt.Fprintf(stdout, "slot %s: %d ticks, first visible %v and last %v after the slot: %.0f ticks/s (%.2f of the raw baseline's records/s), %.0f records/s (%.2f; %.2f of the baseline as its consumer saw it)",
-				time.Unix(s, 0).UTC().Format(time.TimeOnly), len(seen), first.Sub(time.Unix(s, 0)).Round(time.Millisecond),
-				last.Sub(time.Unix(s, 0)).Round(time.Millisecond), ticks, ticks/rawRate, rate, rate/rawRate, rate/seenRate)
-			if before, after, ok := around(baselines, first, last); ok {
-				mean := (before.rate + after.rate) / 2
-				fmt.Fprintf(stdout, "; against the baselines either side of it (%s %.0f and %s %.0f records/s, mean %.0f): %.2f in records, %.2f in ticks",
-					before.at.Format(time.TimeOnly), before.rate, after.at.Format(time.TimeOnly), after.rate, mean, rate/mean, ticks/mean)
-			}
-			fmt.Fprintln(stdout)
-			if len(seen) == *n {
-				slotRates = append(slotRates, rate)
-			}
+	return bySlot
+}
+
+// reportSlots prints, with all schedules on one slot, each slot's throughput against the baselines, and the
+// median of the whole slots against the median of the baselines.
+func (r *emitRun) reportSlots(bySlot map[int64][]int64) {
+	stdout, rawRate := r.stdout, r.base.rate
+	slots := slices.Sorted(maps.Keys(bySlot))
+	var slotRates []float64 // records/s of the whole slots
+	for _, s := range slots {
+		seen := bySlot[s]
+		first, last := time.Unix(0, slices.Min(seen)), time.Unix(0, slices.Max(seen))
+		span := max(last.Sub(first), time.Millisecond)
+		// A tick and its state record per schedule (a ticker built with -tags tickgroup_unsafe_nostate writes the
+		// ticks alone: the records/s are then twice what it wrote, and ticks/s is its figure).
+		ticks := float64(len(seen)) / span.Seconds()
+		rate := 2 * ticks
+		fmt.Fprintf(stdout, "slot %s: %d ticks, first visible %v and last %v after the slot: %.0f ticks/s (%.2f of the raw baseline's records/s), %.0f records/s (%.2f; %.2f of the baseline as its consumer saw it)",
+			time.Unix(s, 0).UTC().Format(time.TimeOnly), len(seen), first.Sub(time.Unix(s, 0)).Round(time.Millisecond),
+			last.Sub(time.Unix(s, 0)).Round(time.Millisecond), ticks, ticks/rawRate, rate, rate/rawRate, rate/r.base.seenRate)
+		if before, after, ok := around(r.baselines, first, last); ok {
+			mean := (before.rate + after.rate) / 2
+			fmt.Fprintf(stdout, "; against the baselines either side of it (%s %.0f and %s %.0f records/s, mean %.0f): %.2f in records, %.2f in ticks",
+				before.at.Format(time.TimeOnly), before.rate, after.at.Format(time.TimeOnly), after.rate, mean, rate/mean, ticks/mean)
 		}
-		if len(baselines) > 1 && len(slotRates) > 0 {
-			// The machine's speed drifts: the median of the slots against the median of the baselines of the run
-			// pairs no slot with one baseline.
-			var baseRates []float64
-			for _, b := range baselines {
-				baseRates = append(baseRates, b.rate)
-			}
-			fmt.Fprintf(stdout, "over the run: median of %d whole slots %.0f records/s, median of %d baselines %.0f records/s: %.2f in records, %.2f in ticks\n",
-				len(slotRates), median(slotRates), len(baseRates), median(baseRates), median(slotRates)/median(baseRates), median(slotRates)/2/median(baseRates))
+		fmt.Fprintln(stdout)
+		if len(seen) == r.o.n {
+			slotRates = append(slotRates, rate)
 		}
 	}
-	fmt.Fprintf(stdout, "leader memory: peak RSS %.0f MiB (%.0f B a schedule), peak Go heap in use %.0f MiB; transactions committed %.0f, ticks emitted %.0f (the last leader's counters)\n",
-		leaderProc.peakRSS/(1<<20), leaderProc.peakRSS/float64(*n), leaderProc.peakHeap/(1<<20), final[`tickgroup_transactions_total{result="committed"}`], final["tickgroup_ticks_emitted_total"])
-	if ts := leaderProc.termStart(); ts != "" {
-		fmt.Fprintf(stdout, "leader term start: %s\n", ts)
+	if len(r.baselines) > 1 && len(slotRates) > 0 {
+		// The machine's speed drifts: the median of the slots against the median of the baselines of the run
+		// pairs no slot with one baseline.
+		var baseRates []float64
+		for _, b := range r.baselines {
+			baseRates = append(baseRates, b.rate)
+		}
+		fmt.Fprintf(stdout, "over the run: median of %d whole slots %.0f records/s, median of %d baselines %.0f records/s: %.2f in records, %.2f in ticks\n",
+			len(slotRates), median(slotRates), len(baseRates), median(baseRates), median(slotRates)/median(baseRates), median(slotRates)/2/median(baseRates))
 	}
-	if standby != nil {
-		reportTakeover(stdout, arrivals, killedAt, standby, standbyRSS, takeoverRSS, *every)
-	}
-	return nil
 }
 
 // median is the median of xs (which it sorts).

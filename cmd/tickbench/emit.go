@@ -539,7 +539,7 @@ const benchPayload = "x"
 // warmUp is the number of schedules of the baseline's warm-up, written (and read by the consumer) before the
 // baseline is timed: a topic created a moment ago takes a while to appear in metadata, and a broker started a
 // moment ago runs its produce path interpreted until the JVM has compiled it (the first baseline after a start
-// ran at a fifth of the next ones': 151,693 records/s, and the leader then at 2.5 times that).
+// runs far slower than the next ones: docs/benchmarks.md, "Figures behind code comments").
 const warmUp = 50_000
 
 // fillBaseline writes what a leader writes for one slot of n schedules, n ticks to topic's partitions and n

@@ -26,7 +26,8 @@ import (
 // same name cannot emit one of them a second time. A slot is therefore emitted at most once, under one version.
 //
 // It holds one item per schedule, in one map, and the heap refers to items by pointer: a million schedules cost
-// one map slot, one item and one heap entry each (about 130 bytes), where four maps keyed by name cost 340.
+// one map slot, one item and one heap entry each, far less than four maps keyed by name would (docs/benchmarks.md,
+// "Figures behind code comments").
 type planner struct {
 	lead   time.Duration
 	items  map[string]*item
@@ -320,8 +321,8 @@ func (p *planner) base(name string) time.Time {
 
 // optedIn lists the schedules whose definition opts in to per-schedule metrics: the only ones with series of
 // their own (a change or a deletion drops a schedule's series as it happens). A term's end drops those alone,
-// rather than asking the registry to delete two series of each of a million schedules (a quarter second,
-// which a revoked term's handoff waits for).
+// rather than asking the registry to delete two series of each of a million schedules, which a revoked term's
+// handoff would wait for (docs/benchmarks.md, "Figures behind code comments").
 func (p *planner) optedIn() iter.Seq[string] {
 	return func(yield func(string) bool) {
 		for name, it := range p.items {

@@ -146,7 +146,8 @@ func (f *fold) last(name string) *Entry {
 // fold, so that it can run beside the fold (View.Run decodes one fetch while the previous one is folded).
 //
 // It holds the compiled schedule only (its Spec restates the definition exactly): a cold start keeps a fetch's
-// worth of these, and a copy of the Spec in each was 200 bytes of pointers more for the GC to scan.
+// worth of these, and a copy of the Spec in each would add pointers for the GC to scan (docs/benchmarks.md,
+// "Figures behind code comments").
 type decoded struct {
 	sched *schedule.Schedule
 	err   error

@@ -9,8 +9,9 @@ import (
 // decodeFast reads a tick in the form Encode writes: one JSON object of known fields, each at most once. It
 // reports false for anything else (an unknown or differently cased key, a duplicate, null, a fraction, an
 // escape it does not take, trailing data), and Decode then reads it with encoding/json, which gives the same
-// tick for every input accepted here (FuzzDecodeFast). A worker decodes every tick it fetches, and
-// encoding/json's reflection was a seventh of its work per tick.
+// tick for every input accepted here (FuzzDecodeFast). A worker decodes every tick it fetches, so
+// encoding/json's reflection weighs on its work per tick (docs/benchmarks.md, "Figures behind code
+// comments").
 func decodeFast(b []byte) (Tick, bool) {
 	var t Tick
 	d := jsonfast.NewScanner(b)

@@ -8,8 +8,9 @@ import (
 
 // Stamp writes instants in RFC 3339 with nanoseconds, as time.Time.MarshalJSON does, and remembers the last one
 // it formatted: the records a leader writes in one transaction share their emission instant, and those of one
-// slot share the slot, so most instants are copied rather than formatted again (formatting was a tenth of the
-// leader's work per tick). The zero Stamp is ready; a Stamp is not safe for concurrent use.
+// slot share the slot, so most instants are copied rather than formatted again (formatting weighs on the
+// leader's work per tick: docs/benchmarks.md, "Figures behind code comments"). The zero Stamp is ready; a
+// Stamp is not safe for concurrent use.
 type Stamp struct {
 	// The instant kept: its Unix seconds, nanoseconds and zone offset, all that its text depends on. No
 	// time.Time is kept, as its location would make every instant written through a Stamp escape to the heap.

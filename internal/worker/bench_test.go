@@ -31,7 +31,7 @@ func BenchmarkHotPath(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		t, err := tick.Decode(rec.Value)
-		o, dl := w.process(ctx, rec, t, err, nil, noGate{}, time.Time{}, nil)
+		o, dl := w.process(ctx, before{rec: rec, t: t, err: err, now: w.cfg.Now()}, noGate{})
 		if dl != nil || o.Status != StatusOK {
 			b.Fatalf("status %s, %v", o.Status, dl)
 		}

@@ -328,7 +328,11 @@ func (l *lane) handle(it *item) (*result, bool) {
 		return nil, true
 	}
 	newer, cancelled := l.hints(it, w.cfg.Now())
-	o, dl := w.process(l.runCtx, rec, it.t, it.err, prior, l, newer, cancelled)
+	b := before{rec: rec, t: it.t, err: it.err, now: w.cfg.Now(), cancelled: cancelled, newer: newer}
+	if prior != nil {
+		b.attempts, b.interrupted = prior.Attempts, prior.Interrupted()
+	}
+	o, dl := w.process(l.runCtx, b, l)
 	if o.cut {
 		return nil, false
 	}
@@ -601,21 +605,16 @@ type gate interface {
 	retry(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt, cause error, delay time.Duration) bool
 }
 
-// process runs the handler for rec, decoded as t (or not readable: err), given what the ledger knew of it (prior,
-// nil for a tick never started).
+// process runs the handler for b.rec, decoded as b.t (or not readable: b.err), from b.now, given the attempts
+// earlier owners started (b.attempts, b.interrupted), a newer tick its overlap policy skips it for (b.newer: the
+// tick does not start when that one is already due) and a cancellation that applies to it (b.cancelled: it does
+// not run); see before. Attempts are recorded through g.
 // When the record must go to the dead-letter topic it returns the cause as well. When ctx ends first the
 // outcome is meaningless and the caller records nothing.
-//
-// newer is the latest start instant of a later tick of the same schedule and shard already fetched, when its
-// overlap policy skips it for one (zero: none): the tick does not start when such a newer tick is already due. cancelled, when not
-// nil, is a cancellation that applies to the tick: it does not run.
-func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err error, prior *ledger.TickState, g gate, newer time.Time, cancelled *tick.Cancel) (result, error) {
-	start := w.cfg.Now()
-	base, interrupted := 0, false
-	if prior != nil {
-		base, interrupted = prior.Attempts, prior.Interrupted()
-	}
-	o, dl, run := w.decide(before{rec: rec, t: t, err: err, now: start, cancelled: cancelled, attempts: base, interrupted: interrupted, newer: newer})
+func (w *Worker) process(ctx context.Context, b before, g gate) (result, error) {
+	rec, t, start := b.rec, b.t, b.now
+	base, interrupted := b.attempts, b.interrupted
+	o, dl, run := w.decide(b)
 	if !run {
 		if o.Status != StatusDeadLettered { // a dead letter is counted once it is written (deadLetter)
 			w.count(o.Status, 1)
@@ -633,7 +632,7 @@ func (w *Worker) process(ctx context.Context, rec *kgo.Record, t tick.Tick, err 
 			a.Output = func(s string) { o.Output = tailOf(s, n) }
 		}
 		o.Attempts = a.N
-		err = w.attempt(ctx, rec, t, &a, g)
+		err := w.attempt(ctx, rec, t, &a, g)
 		o.Fence = a.Fence
 		if err == nil { // a success is recorded even when ctx ended meanwhile: it must not run again
 			o.Status = StatusOK

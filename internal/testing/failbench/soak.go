@@ -157,32 +157,11 @@ func Soak(ctx context.Context, cfg SoakConfig, logger *slog.Logger) (SoakResult,
 		return res, err
 	}
 
-	from := time.Now().Add(5 * time.Second).Truncate(time.Minute).Add(time.Minute) // whole minutes: every interval has its first slot
-	if time.Until(from) > 50*time.Second {
-		from = from.Add(-30 * time.Second).Truncate(30 * time.Second)
-	}
-	to := from.Add(cfg.Duration - time.Second)
+	from, to := soakWindow(cfg.Duration)
 	res.From, res.To = from, to
-	var scheds []*schedule.Schedule
-	for i := range cfg.Schedules {
-		name, every := fmt.Sprintf("soak-%03d", i), soakIntervals[i%len(soakIntervals)]
-		if i%10 == 9 {
-			// A long job (ExecCommand: 4 s), on an interval that it fits in: every run is expected to run.
-			name, every = fmt.Sprintf("slow-%03d", i), soakIntervals[3+i%(len(soakIntervals)-3)]
-		}
-		spec := schedule.Spec{Name: name, Every: schedule.Duration(every), Catchup: schedule.CatchupAll,
-			Start: &from, End: &to, Overlap: "queue"}
-		if i%3 == 2 {
-			spec.Pool = soakPool
-		}
-		s, err := spec.Compile()
-		if err != nil {
-			return res, err
-		}
-		if _, err := store.Put(ctx, cl, names.Schedules, spec); err != nil {
-			return res, err
-		}
-		scheds = append(scheds, s)
+	scheds, err := writeSoakSchedules(ctx, cl, names.Schedules, cfg.Schedules, from, to)
+	if err != nil {
+		return res, err
 	}
 	logger.Info("soak: schedules written", "namespace", ns, "schedules", cfg.Schedules, "from", from.Format(time.TimeOnly), "to", to.Format(time.TimeOnly), "seed", cfg.Seed)
 
@@ -192,37 +171,9 @@ func Soak(ctx context.Context, cfg SoakConfig, logger *slog.Logger) (SoakResult,
 	sampling.Go(func() { mem.sample(sctx, f, 10*time.Second) })
 	defer func() { stopSampling(); sampling.Wait() }()
 
-	brokerAt := map[int]time.Time{}
-	for i := 1; i <= cfg.BrokerRestarts && len(cfg.BrokerRestart) > 0; i++ {
-		brokerAt[i] = from.Add(cfg.Duration * time.Duration(i) / time.Duration(cfg.BrokerRestarts+1))
-	}
-	end := from.Add(cfg.Duration)
-	restarted := 0
-	for next := from.Add(jitter(rng, cfg.FaultMin, cfg.FaultMax)); next.Before(end.Add(-cfg.FaultMin)); next = next.Add(jitter(rng, cfg.FaultMin, cfg.FaultMax)) {
-		if at, ok := brokerAt[restarted+1]; ok && !at.After(next) {
-			if !sleep(ctx, time.Until(at)) {
-				return res, ctx.Err()
-			}
-			res.Faults = append(res.Faults, restartBroker(ctx, cfg.BrokerRestart, logger))
-			restarted++
-		}
-		if !sleep(ctx, time.Until(next)) {
-			return res, ctx.Err()
-		}
-		fault, err := soakFault(ctx, f, cfg, rng)
-		if err != nil {
-			return res, err
-		}
-		res.Faults = append(res.Faults, fault)
-	}
-	for ; restarted < len(brokerAt); restarted++ {
-		if !sleep(ctx, time.Until(brokerAt[restarted+1])) {
-			return res, ctx.Err()
-		}
-		res.Faults = append(res.Faults, restartBroker(ctx, cfg.BrokerRestart, logger))
-	}
-	if !sleep(ctx, time.Until(end)) {
-		return res, ctx.Err()
+	res.Faults, err = soakFaults(ctx, f, cfg, rng, from, logger)
+	if err != nil {
+		return res, err
 	}
 
 	expected := Expected(scheds)
@@ -244,16 +195,98 @@ func Soak(ctx context.Context, cfg SoakConfig, logger *slog.Logger) (SoakResult,
 	f.stop(15 * time.Second)
 	res.OK = res.Missing == 0 && res.Pending == 0 && res.Doubled == 0 && res.RanTwice == 0 && len(res.Crashes) == 0 && res.Expected > 0
 	if !cfg.Keep {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		pool := names.Pool(soakPool)
-		_, _ = adm.DeleteGroups(cctx, names.TickerGroup, names.WorkerGroup, pool.WorkerGroup)
-		_, _ = adm.DeleteTopics(cctx, names.Ticker, names.Schedules, names.Work, names.Results, names.DLQ, names.Clock, names.Changes,
-			names.Backfills, names.BackfillProgress, pool.Work, pool.Results, pool.DLQ)
+		deleteSoakNamespace(ctx, adm, names)
 	}
 	logger.Info("soak done", "expected", res.Expected, "missing", res.Missing, "pending", res.Pending, "doubled", res.Doubled,
 		"ran_twice", res.RanTwice, "marked_re_run", res.MarkedReRun, "faults", len(res.Faults), "ok", res.OK)
 	return res, nil
+}
+
+// soakWindow returns the soak's slots, from the first whole minute at least 5 s from now (or half-minute, when
+// that is over 50 s off) to d later: whole minutes, so every interval has its first slot.
+func soakWindow(d time.Duration) (from, to time.Time) {
+	from = time.Now().Add(5 * time.Second).Truncate(time.Minute).Add(time.Minute)
+	if time.Until(from) > 50*time.Second {
+		from = from.Add(-30 * time.Second).Truncate(30 * time.Second)
+	}
+	return from, from.Add(d - time.Second)
+}
+
+// writeSoakSchedules writes n schedules from from to to, on the soak's intervals in turn, every tenth a slow job
+// and every third in the second pool, and returns them compiled.
+func writeSoakSchedules(ctx context.Context, cl *kgo.Client, topic string, n int, from, to time.Time) ([]*schedule.Schedule, error) {
+	var scheds []*schedule.Schedule
+	for i := range n {
+		name, every := fmt.Sprintf("soak-%03d", i), soakIntervals[i%len(soakIntervals)]
+		if i%10 == 9 {
+			// A long job (ExecCommand: 4 s), on an interval that it fits in: every run is expected to run.
+			name, every = fmt.Sprintf("slow-%03d", i), soakIntervals[3+i%(len(soakIntervals)-3)]
+		}
+		spec := schedule.Spec{Name: name, Every: schedule.Duration(every), Catchup: schedule.CatchupAll,
+			Start: &from, End: &to, Overlap: "queue"}
+		if i%3 == 2 {
+			spec.Pool = soakPool
+		}
+		s, err := spec.Compile()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := store.Put(ctx, cl, topic, spec); err != nil {
+			return nil, err
+		}
+		scheds = append(scheds, s)
+	}
+	return scheds, nil
+}
+
+// soakFaults injects the soak's faults from from to the end of the run: one fault of a random process every
+// FaultMin-FaultMax, and the broker restarts spread evenly over the run. It returns when the run's time is up,
+// with the faults injected (so far, on an error).
+func soakFaults(ctx context.Context, f *fleet, cfg SoakConfig, rng *rand.Rand, from time.Time, logger *slog.Logger) ([]Fault, error) {
+	var faults []Fault
+	brokerAt := map[int]time.Time{}
+	for i := 1; i <= cfg.BrokerRestarts && len(cfg.BrokerRestart) > 0; i++ {
+		brokerAt[i] = from.Add(cfg.Duration * time.Duration(i) / time.Duration(cfg.BrokerRestarts+1))
+	}
+	end := from.Add(cfg.Duration)
+	restarted := 0
+	for next := from.Add(jitter(rng, cfg.FaultMin, cfg.FaultMax)); next.Before(end.Add(-cfg.FaultMin)); next = next.Add(jitter(rng, cfg.FaultMin, cfg.FaultMax)) {
+		if at, ok := brokerAt[restarted+1]; ok && !at.After(next) {
+			if !sleep(ctx, time.Until(at)) {
+				return faults, ctx.Err()
+			}
+			faults = append(faults, restartBroker(ctx, cfg.BrokerRestart, logger))
+			restarted++
+		}
+		if !sleep(ctx, time.Until(next)) {
+			return faults, ctx.Err()
+		}
+		fault, err := soakFault(ctx, f, cfg, rng)
+		if err != nil {
+			return faults, err
+		}
+		faults = append(faults, fault)
+	}
+	for ; restarted < len(brokerAt); restarted++ {
+		if !sleep(ctx, time.Until(brokerAt[restarted+1])) {
+			return faults, ctx.Err()
+		}
+		faults = append(faults, restartBroker(ctx, cfg.BrokerRestart, logger))
+	}
+	if !sleep(ctx, time.Until(end)) {
+		return faults, ctx.Err()
+	}
+	return faults, nil
+}
+
+// deleteSoakNamespace deletes the soak's groups and topics, both pools', within 30 s, even after ctx ends.
+func deleteSoakNamespace(ctx context.Context, adm *kadm.Client, names kafka.Names) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	pool := names.Pool(soakPool)
+	_, _ = adm.DeleteGroups(cctx, names.TickerGroup, names.WorkerGroup, pool.WorkerGroup)
+	_, _ = adm.DeleteTopics(cctx, names.Ticker, names.Schedules, names.Work, names.Results, names.DLQ, names.Clock, names.Changes,
+		names.Backfills, names.BackfillProgress, pool.Work, pool.Results, pool.DLQ)
 }
 
 func jitter(rng *rand.Rand, lo, hi time.Duration) time.Duration {

@@ -406,38 +406,67 @@ type span struct {
 // partition. Control records are read (a partition's last record below its LSO is often a transaction marker)
 // but not passed to fn.
 func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.Record), sp span) (map[int32]*partitionRead, error) {
+	offs, err := listOffsets(ctx, opts, topic, sp.since)
+	if err != nil {
+		return nil, err
+	}
+	parts, offsets, err := planRead(topic, offs, sp)
+	if err != nil {
+		return nil, err
+	}
+	if len(offsets) == 0 {
+		return parts, nil
+	}
+	if err := fetchPartitions(ctx, opts, topic, parts, offsets, fn); err != nil {
+		return nil, err
+	}
+	return parts, nil
+}
+
+// topicOffsets are a topic's listed offsets: each partition's last stable offset, start, and first offset at or
+// after a span's since (after: empty without one).
+type topicOffsets struct {
+	ends, starts, after kadm.ListedOffsets
+}
+
+// listOffsets lists topic's offsets, with the ACL a refusal needs named.
+func listOffsets(ctx context.Context, opts []kgo.Opt, topic string, since time.Time) (topicOffsets, error) {
+	var o topicOffsets
 	meta, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: client: %w", topic, err)
+		return o, fmt.Errorf("reading %s: client: %w", topic, err)
 	}
 	defer meta.Close()
 	adm := kadm.NewClient(meta)
 	md, err := adm.Metadata(ctx, topic)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", topic, kafka.NeedACL(err, "Read", "topic", topic))
+		return o, fmt.Errorf("reading %s: %w", topic, kafka.NeedACL(err, "Read", "topic", topic))
 	}
 	if td, ok := md.Topics[topic]; ok && td.Err != nil {
 		// A topic this principal may not describe looks missing unless its error is read.
-		return nil, fmt.Errorf("reading %s: %w", topic, kafka.NeedACL(td.Err, "Read", "topic", topic))
+		return o, fmt.Errorf("reading %s: %w", topic, kafka.NeedACL(td.Err, "Read", "topic", topic))
 	}
-	ends, err := adm.ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: listing last stable offsets: %w", topic, kafka.NeedACL(err, "Read", "topic", topic))
+	if o.ends, err = adm.ListCommittedOffsets(ctx, topic); err != nil {
+		return o, fmt.Errorf("reading %s: listing last stable offsets: %w", topic, kafka.NeedACL(err, "Read", "topic", topic))
 	}
-	starts, err := adm.ListStartOffsets(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: listing start offsets: %w", topic, err)
+	if o.starts, err = adm.ListStartOffsets(ctx, topic); err != nil {
+		return o, fmt.Errorf("reading %s: listing start offsets: %w", topic, err)
 	}
-	var after kadm.ListedOffsets
-	if !sp.since.IsZero() {
-		if after, err = adm.ListOffsetsAfterMilli(ctx, sp.since.UnixMilli(), topic); err != nil {
-			return nil, fmt.Errorf("reading %s: listing the offsets at %s: %w", topic, sp.since.Format(time.RFC3339), err)
+	if !since.IsZero() {
+		if o.after, err = adm.ListOffsetsAfterMilli(ctx, since.UnixMilli(), topic); err != nil {
+			return o, fmt.Errorf("reading %s: listing the offsets at %s: %w", topic, since.Format(time.RFC3339), err)
 		}
 	}
+	return o, nil
+}
+
+// planRead decides, from topic's offsets, what of each partition sp reads: the partitions it skips, and where
+// each other one starts (offsets: those with something to read).
+func planRead(topic string, offs topicOffsets, sp span) (map[int32]*partitionRead, map[int32]kgo.Offset, error) {
 	var only map[int32]bool
 	if sp.only != nil {
 		n := 0
-		ends.Each(func(o kadm.ListedOffset) {
+		offs.ends.Each(func(o kadm.ListedOffset) {
 			if o.Topic == topic {
 				n++
 			}
@@ -448,56 +477,60 @@ func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.R
 	offsets := map[int32]kgo.Offset{}
 	now := time.Now()
 	var lerr error
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Topic != topic {
-			return
-		}
-		if sp.only != nil && !only[o.Partition] {
+	offs.ends.Each(func(o kadm.ListedOffset) {
+		switch {
+		case o.Topic != topic:
+		case sp.only != nil && !only[o.Partition]:
 			parts[o.Partition] = &partitionRead{readAt: now, done: true, skipped: true}
-			return
-		}
-		if o.Err != nil {
+		case o.Err != nil:
 			lerr = errors.Join(lerr, fmt.Errorf("reading %s[%d]: last stable offset: %w", topic, o.Partition, kafka.NeedACL(o.Err, "Read", "topic", topic)))
-			return
-		}
-		r := &partitionRead{end: o.Offset, readAt: now}
-		if s, ok := starts.Lookup(topic, o.Partition); ok && s.Err == nil {
-			r.start = s.Offset
-		}
-		if a, ok := after.Lookup(topic, o.Partition); ok && a.Err == nil {
-			// No record at or after since: -1, or the end.
-			if at := a.Offset; at < 0 || at > r.end {
-				a.Offset = r.end
+		default:
+			r := planPartition(topic, o, offs, sp, now)
+			parts[o.Partition] = r
+			if !r.done {
+				offsets[o.Partition] = kgo.NewOffset().At(r.start)
 			}
-			if a.Offset >= r.start {
-				r.start, r.from = a.Offset, sp.since
-			}
-		}
-		if sp.max > 0 && r.end-sp.max > r.start {
-			// The window holds more than max records: the newest max are read, and the partition covers only
-			// from the first of them (coverage).
-			r.start, r.from, r.cut = r.end-sp.max, time.Time{}, true
-		}
-		if r.start > 0 {
-			r.gaps = append(r.gaps, gap{0, r.start})
-		}
-		r.next = r.start
-		r.done = r.start >= r.end
-		parts[o.Partition] = r
-		if !r.done {
-			offsets[o.Partition] = kgo.NewOffset().At(r.start)
 		}
 	})
 	if lerr != nil {
-		return nil, lerr
+		return nil, nil, lerr
 	}
 	if len(parts) == 0 {
-		return nil, fmt.Errorf("reading %s: topic not found", topic)
+		return nil, nil, fmt.Errorf("reading %s: topic not found", topic)
 	}
-	if len(offsets) == 0 {
-		return parts, nil
-	}
+	return parts, offsets, nil
+}
 
+// planPartition is where the read of one partition starts and ends.
+func planPartition(topic string, o kadm.ListedOffset, offs topicOffsets, sp span, now time.Time) *partitionRead {
+	r := &partitionRead{end: o.Offset, readAt: now}
+	if s, ok := offs.starts.Lookup(topic, o.Partition); ok && s.Err == nil {
+		r.start = s.Offset
+	}
+	if a, ok := offs.after.Lookup(topic, o.Partition); ok && a.Err == nil {
+		// No record at or after since: -1, or the end.
+		if at := a.Offset; at < 0 || at > r.end {
+			a.Offset = r.end
+		}
+		if a.Offset >= r.start {
+			r.start, r.from = a.Offset, sp.since
+		}
+	}
+	if sp.max > 0 && r.end-sp.max > r.start {
+		// The window holds more than max records: the newest max are read, and the partition covers only
+		// from the first of them (coverage).
+		r.start, r.from, r.cut = r.end-sp.max, time.Time{}, true
+	}
+	if r.start > 0 {
+		r.gaps = append(r.gaps, gap{0, r.start})
+	}
+	r.next = r.start
+	r.done = r.start >= r.end
+	return r
+}
+
+// fetchPartitions reads parts from offsets to their ends, read_committed, calling fn for every data record.
+func fetchPartitions(ctx context.Context, opts []kgo.Opt, topic string, parts map[int32]*partitionRead, offsets map[int32]kgo.Offset, fn func(*kgo.Record)) error {
 	cl, err := kgo.NewClient(append(opts[:len(opts):len(opts)],
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -505,29 +538,22 @@ func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.R
 		kgo.FetchMaxWait(time.Second),
 	)...)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: client: %w", topic, err)
+		return fmt.Errorf("reading %s: client: %w", topic, err)
 	}
 	defer cl.Close()
-	pending := len(offsets)
-	finish := func(r *partitionRead) {
-		if r.next < r.end {
-			r.gaps = append(r.gaps, gap{r.next, r.end}) // the tail below the end is gone
-		}
-		r.done = true
-		pending--
-	}
+	f := &fetching{parts: parts, pending: len(offsets), fn: fn}
 	// A partition whose last records below its end are gone (aborted, or removed) never delivers the offset the
 	// loop waits for; after idlePolls polls (of up to 2 s) without any record of a pending partition, the rest
 	// count as read.
 	const idlePolls = 5
 	idle := 0
-	for pending > 0 {
+	for f.pending > 0 {
 		// PollFetches returns only once records arrive; a bounded wait lets the loop notice that none will.
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		fetches := cl.PollFetches(pctx)
 		cancel()
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", topic, err)
+			return fmt.Errorf("reading %s: %w", topic, err)
 		}
 		var ferr error
 		fetches.EachError(func(t string, p int32, err error) {
@@ -536,46 +562,71 @@ func readTopic(ctx context.Context, opts []kgo.Opt, topic string, fn func(*kgo.R
 			}
 		})
 		if ferr != nil {
-			return nil, ferr
+			return ferr
 		}
-		progress := false
-		fetches.EachRecord(func(rec *kgo.Record) {
-			r := parts[rec.Partition]
-			if r == nil || r.done {
-				return
-			}
-			progress = true
-			if rec.Offset >= r.end { // written after the read began: everything below the end was delivered
-				finish(r)
-				return
-			}
-			if rec.Offset > r.next {
-				r.gaps = append(r.gaps, gap{r.next, rec.Offset})
-			}
-			r.next = rec.Offset + 1
-			if !rec.Attrs.IsControl() {
-				if r.start > 0 && r.firstTS.IsZero() {
-					r.firstTS = rec.Timestamp.UTC()
-				}
-				fn(rec)
-			}
-			if r.next >= r.end {
-				finish(r)
-			}
-		})
-		if progress {
+		f.progress = false
+		fetches.EachRecord(f.record)
+		if f.progress {
 			idle = 0
 			continue
 		}
 		if idle++; idle >= idlePolls {
-			for _, r := range parts {
-				if !r.done {
-					finish(r)
-				}
-			}
+			f.finishAll()
 		}
 	}
-	return parts, nil
+	return nil
+}
+
+// fetching is the state of fetchPartitions' loop.
+type fetching struct {
+	parts    map[int32]*partitionRead
+	pending  int // partitions not read to their end yet
+	progress bool
+	fn       func(*kgo.Record)
+}
+
+// record takes one fetched record: its partition's gaps and progress, and fn for a data record.
+func (f *fetching) record(rec *kgo.Record) {
+	r := f.parts[rec.Partition]
+	if r == nil || r.done {
+		return
+	}
+	f.progress = true
+	if rec.Offset >= r.end { // written after the read began: everything below the end was delivered
+		f.finish(r)
+		return
+	}
+	if rec.Offset > r.next {
+		r.gaps = append(r.gaps, gap{r.next, rec.Offset})
+	}
+	r.next = rec.Offset + 1
+	if !rec.Attrs.IsControl() {
+		if r.start > 0 && r.firstTS.IsZero() {
+			r.firstTS = rec.Timestamp.UTC()
+		}
+		f.fn(rec)
+	}
+	if r.next >= r.end {
+		f.finish(r)
+	}
+}
+
+// finish ends r's read; what is below its end and was not delivered is gone.
+func (f *fetching) finish(r *partitionRead) {
+	if r.next < r.end {
+		r.gaps = append(r.gaps, gap{r.next, r.end}) // the tail below the end is gone
+	}
+	r.done = true
+	f.pending--
+}
+
+// finishAll ends every partition's read still under way.
+func (f *fetching) finishAll() {
+	for _, r := range f.parts {
+		if !r.done {
+			f.finish(r)
+		}
+	}
 }
 
 // Run reads the namespace's topics (Read) and compares them (Compare).

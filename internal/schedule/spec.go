@@ -259,13 +259,7 @@ func onlyDots(name string) bool { return name != "" && strings.Trim(name, ".") =
 // With write, it checks s as ValidateNew does.
 func (s Spec) compile(write bool) (*Schedule, error) {
 	v := &validator{name: s.Name}
-	switch {
-	case !validName(s.Name):
-		v.fail("name", s.Name, "must be 1 to %d characters of a-z, 0-9, '.', '_' and '-'", MaxNameLen)
-	case write && onlyDots(s.Name):
-		v.fail("name", s.Name, "must not be made only of dots: \".\" and \"..\" cannot be named in a URL path")
-	}
-
+	s.checkName(v, write)
 	// A pause with an end emits from that end on, as a schedule with a later Start would: it is not paused in
 	// the leader's sense (Paused), only Pausing.
 	sch := &Schedule{name: s.Name, payload: s.Payload, jitter: s.Jitter, paused: s.Paused && s.PausedUntil == nil, metrics: s.Metrics}
@@ -275,59 +269,92 @@ func (s Spec) compile(write bool) (*Schedule, error) {
 		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End, deadline: s.Deadline, timeout: s.Timeout, maxAttempts: int32(s.MaxAttempts),
 			pool: s.Pool, pausedUntil: c.PausedUntil, pauseReason: s.PauseReason}
 	}
-	every, offset, jitter := time.Duration(s.Every), time.Duration(s.Offset), time.Duration(s.Jitter)
 	switch {
 	case s.Every != 0 && s.Cron != "":
 		v.fail("cron", s.Cron, "set either every or cron, not both")
 	case s.Every == 0 && s.Cron == "":
 		v.fail("every", "", "one of every or cron is required")
 	case s.Every != 0:
-		switch {
-		case every < MinEvery:
-			v.fail("every", s.Every.String(), "must be at least %s", MinEvery)
-		case every%time.Second != 0:
-			// Slots are identified by RFC 3339 seconds; a fractional interval would give two slots one ID.
-			v.fail("every", s.Every.String(), "must be a whole number of seconds")
-		}
-		switch {
-		case offset < 0 || offset >= every:
-			v.fail("offset", s.Offset.String(), "must be at least 0 and less than every (%s)", s.Every)
-		case offset%time.Second != 0:
-			v.fail("offset", s.Offset.String(), "must be a whole number of seconds")
-		}
-		if s.TZ != "" {
-			// An interval is counted in real seconds from the epoch, so a zone would change nothing; refusing it
-			// stops someone believing "every: 24h, tz: Europe/Berlin" means "daily at Berlin midnight".
-			v.fail("tz", s.TZ, "only applies to cron schedules (every is counted in real time from the Unix epoch)")
-		}
-		if jitter < 0 || jitter >= every {
-			v.fail("jitter", s.Jitter.String(), "must be at least 0 and less than every (%s)", s.Every)
-		}
-		sch.every, sch.offset = int64(every/time.Second), int64(offset/time.Second)
+		s.compileEvery(v, sch)
 	default:
-		if s.Offset != 0 {
-			v.fail("offset", s.Offset.String(), "only applies to every schedules")
-		}
-		loc := time.UTC
-		if s.TZ != "" {
-			var err error
-			loc, err = loadZone(s.TZ)
-			if err != nil {
-				v.fail("tz", s.TZ, "%v", err)
-			}
-		}
-		if jitter < 0 || jitter > MaxCronJitter {
-			v.fail("jitter", s.Jitter.String(), "must be between 0 and %s for cron schedules", MaxCronJitter)
-		}
-		c, err := parseCron(s.Cron, loc)
+		s.compileCron(v, sch)
+	}
+	s.checkRun(v)
+	s.checkPolicies(v)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	sch.shards, sch.catchupCap = int32(s.Shards), int32(s.CatchupMax)
+	sch.catchup = uint8(slices.Index(catchups[:], s.Catchup))
+	sch.overlap = uint8(slices.Index(overlaps[:], s.Overlap))
+	return sch, nil
+}
+
+// checkName checks the name (at write time, the stricter rule too).
+func (s Spec) checkName(v *validator, write bool) {
+	switch {
+	case !validName(s.Name):
+		v.fail("name", s.Name, "must be 1 to %d characters of a-z, 0-9, '.', '_' and '-'", MaxNameLen)
+	case write && onlyDots(s.Name):
+		v.fail("name", s.Name, "must not be made only of dots: \".\" and \"..\" cannot be named in a URL path")
+	}
+}
+
+// compileEvery checks an interval schedule's timing and sets sch's.
+func (s Spec) compileEvery(v *validator, sch *Schedule) {
+	every, offset, jitter := time.Duration(s.Every), time.Duration(s.Offset), time.Duration(s.Jitter)
+	switch {
+	case every < MinEvery:
+		v.fail("every", s.Every.String(), "must be at least %s", MinEvery)
+	case every%time.Second != 0:
+		// Slots are identified by RFC 3339 seconds; a fractional interval would give two slots one ID.
+		v.fail("every", s.Every.String(), "must be a whole number of seconds")
+	}
+	switch {
+	case offset < 0 || offset >= every:
+		v.fail("offset", s.Offset.String(), "must be at least 0 and less than every (%s)", s.Every)
+	case offset%time.Second != 0:
+		v.fail("offset", s.Offset.String(), "must be a whole number of seconds")
+	}
+	if s.TZ != "" {
+		// An interval is counted in real seconds from the epoch, so a zone would change nothing; refusing it
+		// stops someone believing "every: 24h, tz: Europe/Berlin" means "daily at Berlin midnight".
+		v.fail("tz", s.TZ, "only applies to cron schedules (every is counted in real time from the Unix epoch)")
+	}
+	if jitter < 0 || jitter >= every {
+		v.fail("jitter", s.Jitter.String(), "must be at least 0 and less than every (%s)", s.Every)
+	}
+	sch.every, sch.offset = int64(every/time.Second), int64(offset/time.Second)
+}
+
+// compileCron checks a cron schedule's timing and sets sch's.
+func (s Spec) compileCron(v *validator, sch *Schedule) {
+	if s.Offset != 0 {
+		v.fail("offset", s.Offset.String(), "only applies to every schedules")
+	}
+	loc := time.UTC
+	if s.TZ != "" {
+		var err error
+		loc, err = loadZone(s.TZ)
 		if err != nil {
-			v.fail("cron", s.Cron, "%v", err)
-		}
-		if sch.x != nil {
-			sch.x.cron = c
+			v.fail("tz", s.TZ, "%v", err)
 		}
 	}
+	if jitter := time.Duration(s.Jitter); jitter < 0 || jitter > MaxCronJitter {
+		v.fail("jitter", s.Jitter.String(), "must be between 0 and %s for cron schedules", MaxCronJitter)
+	}
+	c, err := parseCron(s.Cron, loc)
+	if err != nil {
+		v.fail("cron", s.Cron, "%v", err)
+	}
+	if sch.x != nil {
+		sch.x.cron = c
+	}
+}
 
+// checkRun checks what a tick carries and how it runs: shards, payload, catch-up, deadline, timeout, pool,
+// attempts (in the order the problems are listed).
+func (s Spec) checkRun(v *validator) {
 	if s.Shards < 0 || s.Shards > MaxShards {
 		v.fail("shards", fmt.Sprint(s.Shards), "must be between 0 and %d (0 means 1)", MaxShards)
 	}
@@ -360,6 +387,10 @@ func (s Spec) compile(write bool) (*Schedule, error) {
 	if s.MaxAttempts < 0 || s.MaxAttempts > MaxMaxAttempts {
 		v.fail("max_attempts", fmt.Sprint(s.MaxAttempts), "must be between 0 and %d (0 means the worker's --max-attempts)", MaxMaxAttempts)
 	}
+}
+
+// checkPolicies checks overlap, the start and end, and the pause.
+func (s Spec) checkPolicies(v *validator) {
 	switch s.Overlap {
 	case "", OverlapQueue, OverlapSkip:
 	default:
@@ -379,13 +410,6 @@ func (s Spec) compile(write bool) (*Schedule, error) {
 	case !Printable(s.PauseReason):
 		v.fail("pause_reason", "", "must be printable UTF-8 text without control characters")
 	}
-	if err := v.err(); err != nil {
-		return nil, err
-	}
-	sch.shards, sch.catchupCap = int32(s.Shards), int32(s.CatchupMax)
-	sch.catchup = uint8(slices.Index(catchups[:], s.Catchup))
-	sch.overlap = uint8(slices.Index(overlaps[:], s.Overlap))
-	return sch, nil
 }
 
 // CatchupPolicy is the catch-up policy the leader applies to s: Catchup, or DefaultCatchup when s has none.

@@ -189,17 +189,62 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 	if e.Offset < f.Floor {
 		return "" // committed past: nothing to keep
 	}
-	if e.Offset >= f.Limit {
+	if r := f.checkEntry(e); r != "" {
+		return r
+	}
+	s := f.Tick(e.Offset, e.ID)
+	if r := f.checkWriter(e, s); r != "" {
+		return r
+	}
+	if s == nil {
+		var r Refusal
+		if s, r = f.newTick(e, at); r != "" {
+			return r
+		}
+	}
+	if s.Outcome != nil {
+		return RefusedDone
+	}
+	switch e.Kind {
+	case KindStarted:
+		f.applyStarted(s, e, ts)
+	case KindRenewed:
+		s.Retrying = false // the run is alive: a retry of its attempt was not its runner's
+		if ts.After(s.ProofAt) {
+			s.ProofAt = ts
+		}
+		if e.LeaseMS > 0 {
+			s.StartedLease = time.Duration(e.LeaseMS) * time.Millisecond
+		}
+	case KindReleased:
+		s.applyReleased(e)
+	case KindOutcome:
+		e := e
+		s.Outcome, s.Started, s.Released, s.Retrying = &e, false, false, false
+		s.Attempts = max(s.Attempts, e.Attempts)
+	}
+	return ""
+}
+
+// checkEntry refuses an entry of a tick past the partition's limit, with a lease out of bounds, or of a writer
+// that was disowned.
+func (f *Fold) checkEntry(e Entry) Refusal {
+	switch {
+	case e.Offset >= f.Limit:
 		return RefusedOffset
-	}
-	if e.LeaseMS < 0 || e.LeaseMS > MaxLease.Milliseconds() {
+	case e.LeaseMS < 0 || e.LeaseMS > MaxLease.Milliseconds():
 		return RefusedLease
-	}
-	if f.disowned[writer{e.Worker, e.Fence}] {
+	case f.disowned[writer{e.Worker, e.Fence}]:
 		return RefusedDisowned
 	}
+	return ""
+}
+
+// checkWriter refuses an entry its writer may not write of tick s (nil: none known yet): a start by another
+// than the partition's owner, a renewal by another than the latest attempt's runner, a retry of an attempt that
+// is not the latest, another entry by neither the owner nor the tick's runner.
+func (f *Fold) checkWriter(e Entry, s *TickState) Refusal {
 	owner := f.isOwner(e)
-	s := f.Tick(e.Offset, e.ID)
 	switch e.Kind {
 	case KindStarted:
 		if !owner {
@@ -217,57 +262,40 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 			return RefusedNotOwner
 		}
 	}
-	if s == nil {
-		var r Refusal
-		if s, r = f.newTick(e, at); r != "" {
-			return r
-		}
-	}
-	if s.Outcome != nil {
-		return RefusedDone
-	}
-	switch e.Kind {
-	case KindStarted:
-		s.SeizedAt, s.SeizedLease = time.Time{}, 0
-		if s.Running() && (s.StartedBy != e.Worker || s.StartedFence != e.Fence) {
-			s.SeizedAt, s.SeizedLease = s.ProofAt, s.StartedLease
-		}
-		s.Started, s.Released, s.Retrying = true, false, false
-		if e.Interrupted {
-			s.mark(e)
-		}
-		s.Attempts = max(s.Attempts, e.Attempt)
-		s.StartedBy, s.StartedFence = e.Worker, e.Fence
-		s.StartedLease = f.OwnerLease
-		if e.LeaseMS > 0 { // the runner's own lease (entries of older builds have none: its claim's counts)
-			s.StartedLease = time.Duration(e.LeaseMS) * time.Millisecond
-		}
-		s.ProofAt = ts
-		f.prove(e.Fence, ts)
-	case KindRenewed:
-		s.Retrying = false // the run is alive: a retry of its attempt was not its runner's
-		if ts.After(s.ProofAt) {
-			s.ProofAt = ts
-		}
-		if e.LeaseMS > 0 {
-			s.StartedLease = time.Duration(e.LeaseMS) * time.Millisecond
-		}
-	case KindReleased:
-		s.Attempts = max(s.Attempts, e.Attempt)
-		if e.Interrupted || !e.Retry {
-			s.mark(e)
-		}
-		if e.Retry { // the attempt failed and its process is gone: nothing runs the tick, nothing was cut off
-			s.Retrying = s.Started // not started: its start is gone from the log (compacted), nothing runs
-			break
-		}
-		s.Started, s.Released = false, true
-	case KindOutcome:
-		e := e
-		s.Outcome, s.Started, s.Released, s.Retrying = &e, false, false, false
-		s.Attempts = max(s.Attempts, e.Attempts)
-	}
 	return ""
+}
+
+// applyStarted folds a start of tick s: an attempt under way, seized from its former runner if one still ran it.
+func (f *Fold) applyStarted(s *TickState, e Entry, ts time.Time) {
+	s.SeizedAt, s.SeizedLease = time.Time{}, 0
+	if s.Running() && (s.StartedBy != e.Worker || s.StartedFence != e.Fence) {
+		s.SeizedAt, s.SeizedLease = s.ProofAt, s.StartedLease
+	}
+	s.Started, s.Released, s.Retrying = true, false, false
+	if e.Interrupted {
+		s.mark(e)
+	}
+	s.Attempts = max(s.Attempts, e.Attempt)
+	s.StartedBy, s.StartedFence = e.Worker, e.Fence
+	s.StartedLease = f.OwnerLease
+	if e.LeaseMS > 0 { // the runner's own lease (entries of older builds have none: its claim's counts)
+		s.StartedLease = time.Duration(e.LeaseMS) * time.Millisecond
+	}
+	s.ProofAt = ts
+	f.prove(e.Fence, ts)
+}
+
+// applyReleased folds a release of tick s: a failed attempt to retry, or a run that ended without an outcome.
+func (s *TickState) applyReleased(e Entry) {
+	s.Attempts = max(s.Attempts, e.Attempt)
+	if e.Interrupted || !e.Retry {
+		s.mark(e)
+	}
+	if e.Retry { // the attempt failed and its process is gone: nothing runs the tick, nothing was cut off
+		s.Retrying = s.Started // not started: its start is gone from the log (compacted), nothing runs
+		return
+	}
+	s.Started, s.Released = false, true
 }
 
 func (f *Fold) claim(e Entry, at int64, ts time.Time) Refusal {

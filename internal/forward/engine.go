@@ -193,117 +193,147 @@ var errNotBegun = errors.New("beginning the transaction")
 //
 // It reports whether the transaction committed; errNotBegun means it never began.
 func (e *Engine) batch(ctx context.Context, sess *kgo.GroupTransactSession, recs []*kgo.Record, fwdParts int, commitAt map[int32]int64) (bool, error) {
-	cfg := &e.cfg
 	if err := sess.Begin(); err != nil {
 		return false, fmt.Errorf("%w: %w", errNotBegun, err)
 	}
-	var (
-		mu      sync.Mutex
-		prodErr error
-		results = map[string]int{}
-		dlq     = map[string]int{}
-	)
-	produce := func(rs ...*kgo.Record) {
-		for _, r := range rs {
-			sess.Produce(context.WithoutCancel(ctx), r, func(_ *kgo.Record, err error) {
-				if err != nil {
-					mu.Lock()
-					prodErr = cmp.Or(prodErr, err)
-					mu.Unlock()
-				}
-			})
-		}
-	}
-	count := func(result, reason string) {
-		results[result]++
-		if reason != "" {
-			dlq[reason]++
-		}
-	}
+	b := &txnBatch{ctx: ctx, sess: sess, results: map[string]int{}, dlq: map[string]int{}}
 	for _, rec := range recs {
-		if cancel.Is(rec) {
-			if _, err := tick.DecodeCancel(rec.Value); err == nil && cancel.Genuine(rec) {
-				continue // remembered when polled; nothing to forward
-			}
-			// Unreadable, or not the leader's (refused when polled): dead-lettered below, as an unreadable tick.
-		}
-		start := cfg.Now()
-		t, err := tick.Decode(rec.Value)
-		if cancel.Is(rec) && !cancel.Genuine(rec) {
-			t, err = tick.Tick{}, cancel.ErrForged // whatever its value holds, it is not forwarded
-		}
-		var c *tick.Cancel
-		if err == nil {
-			c = e.held.Cancelled(t)
-		}
-		forward, out, result, reason := e.host.Decide(rec, t, err, start, c)
-		if !forward {
-			produce(out...)
-			count(result, reason)
-			continue
-		}
-		fwd := &kgo.Record{
-			Topic: cfg.Forward,
-			// The same schedule-and-shard partitioning as the work topic keeps one schedule's ticks in order in
-			// the output too.
-			Partition: tick.Partition(t.Schedule, t.Shard, fwdParts),
-			Key:       rec.Key,
-			Value:     rec.Value,
-			Headers:   rec.Headers,
-		}
-		if size := kafka.RecordSize(fwd); size > MaxCopyBytes {
-			out, result, reason := e.host.Refused(rec, t, start, fmt.Errorf("record of %d bytes is too large to forward", size))
-			produce(out...)
-			count(result, reason)
-			continue
-		}
-		outcome, result := e.host.Forwarded(rec, t, start)
-		produce(fwd, outcome)
-		count(result, "")
+		e.take(b, rec, fwdParts)
 	}
+	committed, err := e.end(ctx, b, commitAt)
+	if err != nil || !committed {
+		if err == nil {
+			e.cfg.Logger.Info("transaction aborted by a rebalance; the records will be consumed again", "records", len(recs))
+		}
+		return false, err
+	}
+	e.host.Committed(b.results, b.dlq)
+	e.cfg.Logger.Debug("forwarded batch", "records", len(recs))
+	return true, nil
+}
 
+// txnBatch is what one transaction of batch produces and counts.
+type txnBatch struct {
+	ctx     context.Context
+	sess    *kgo.GroupTransactSession
+	mu      sync.Mutex
+	prodErr error          // the first produce error: the transaction aborts
+	results map[string]int // by result
+	dlq     map[string]int // by dead-letter reason
+}
+
+// produce produces rs in the transaction.
+func (b *txnBatch) produce(rs ...*kgo.Record) {
+	for _, r := range rs {
+		b.sess.Produce(context.WithoutCancel(b.ctx), r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				b.failed(err)
+			}
+		})
+	}
+}
+
+func (b *txnBatch) failed(err error) {
+	b.mu.Lock()
+	b.prodErr = cmp.Or(b.prodErr, err)
+	b.mu.Unlock()
+}
+
+func (b *txnBatch) count(result, reason string) {
+	b.results[result]++
+	if reason != "" {
+		b.dlq[reason]++
+	}
+}
+
+// take decides one polled record: a genuine cancel is passed over (remembered when polled); a tick is forwarded
+// with its outcome, or refused (too large, unreadable, forged, cancelled) with what the host writes for it.
+func (e *Engine) take(b *txnBatch, rec *kgo.Record, fwdParts int) {
+	cfg := &e.cfg
+	if cancel.Is(rec) {
+		if _, err := tick.DecodeCancel(rec.Value); err == nil && cancel.Genuine(rec) {
+			return // remembered when polled; nothing to forward
+		}
+		// Unreadable, or not the leader's (refused when polled): dead-lettered below, as an unreadable tick.
+	}
+	start := cfg.Now()
+	t, err := tick.Decode(rec.Value)
+	if cancel.Is(rec) && !cancel.Genuine(rec) {
+		t, err = tick.Tick{}, cancel.ErrForged // whatever its value holds, it is not forwarded
+	}
+	var c *tick.Cancel
+	if err == nil {
+		c = e.held.Cancelled(t)
+	}
+	forward, out, result, reason := e.host.Decide(rec, t, err, start, c)
+	if !forward {
+		b.produce(out...)
+		b.count(result, reason)
+		return
+	}
+	fwd := &kgo.Record{
+		Topic: cfg.Forward,
+		// The same schedule-and-shard partitioning as the work topic keeps one schedule's ticks in order in
+		// the output too.
+		Partition: tick.Partition(t.Schedule, t.Shard, fwdParts),
+		Key:       rec.Key,
+		Value:     rec.Value,
+		Headers:   rec.Headers,
+	}
+	if size := kafka.RecordSize(fwd); size > MaxCopyBytes {
+		out, result, reason := e.host.Refused(rec, t, start, fmt.Errorf("record of %d bytes is too large to forward", size))
+		b.produce(out...)
+		b.count(result, reason)
+		return
+	}
+	outcome, result := e.host.Forwarded(rec, t, start)
+	b.produce(fwd, outcome)
+	b.count(result, "")
+}
+
+// end ends b's transaction: committed with the offsets (none past commitAt's) when every record was produced,
+// aborted otherwise. committed is false, with no error, when a rebalance aborted it.
+func (e *Engine) end(ctx context.Context, b *txnBatch, commitAt map[int32]int64) (bool, error) {
 	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	// End flushes first, so every promise above has run when it returns... but the decision to commit must be
 	// made before: flush here and check.
-	if err := sess.Client().Flush(endCtx); err != nil {
-		mu.Lock()
-		prodErr = cmp.Or(prodErr, err)
-		mu.Unlock()
+	if err := b.sess.Client().Flush(endCtx); err != nil {
+		b.failed(err)
 	}
-	mu.Lock()
+	b.mu.Lock()
+	prodErr := b.prodErr
+	b.mu.Unlock()
 	try := kgo.TransactionEndTry(prodErr == nil)
-	mu.Unlock()
 	if len(commitAt) > 0 {
-		endCtx = kgo.PreTxnCommitFnContext(endCtx, func(req *kmsg.TxnOffsetCommitRequest) error {
-			for i := range req.Topics {
-				if req.Topics[i].Topic != cfg.Work {
-					continue
-				}
-				for j := range req.Topics[i].Partitions {
-					pp := &req.Topics[i].Partitions[j]
-					if o, ok := commitAt[pp.Partition]; ok && o < pp.Offset {
-						pp.Offset, pp.LeaderEpoch = o, -1
-					}
-				}
-			}
-			return nil
-		})
+		endCtx = kgo.PreTxnCommitFnContext(endCtx, e.capOffsets(commitAt))
 	}
-	committed, err := sess.End(endCtx, try)
+	committed, err := b.sess.End(endCtx, try)
 	if err != nil {
 		return false, fmt.Errorf("ending transaction: %w", err)
 	}
 	if prodErr != nil {
 		return false, fmt.Errorf("producing: %w (transaction aborted)", prodErr)
 	}
-	if !committed {
-		cfg.Logger.Info("transaction aborted by a rebalance; the records will be consumed again", "records", len(recs))
-		return false, nil
+	return committed, nil
+}
+
+// capOffsets returns the hook that keeps the transaction's offset commit of the work topic at or below commitAt.
+func (e *Engine) capOffsets(commitAt map[int32]int64) func(*kmsg.TxnOffsetCommitRequest) error {
+	return func(req *kmsg.TxnOffsetCommitRequest) error {
+		for i := range req.Topics {
+			if req.Topics[i].Topic != e.cfg.Work {
+				continue
+			}
+			for j := range req.Topics[i].Partitions {
+				pp := &req.Topics[i].Partitions[j]
+				if o, ok := commitAt[pp.Partition]; ok && o < pp.Offset {
+					pp.Offset, pp.LeaderEpoch = o, -1
+				}
+			}
+		}
+		return nil
 	}
-	e.host.Committed(results, dlq)
-	cfg.Logger.Debug("forwarded batch", "records", len(recs))
-	return true, nil
 }
 
 func (e *Engine) assigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {

@@ -89,27 +89,7 @@ func field(d *jsonfast.Scanner, bit uint32, s *Spec, v **int) bool {
 		}
 		return true
 	case fEvery, fOffset, fJitter, fDeadline, fTimeout:
-		raw, ok := d.RawString()
-		if !ok {
-			return false
-		}
-		var x Duration
-		if x.UnmarshalJSON(raw) != nil {
-			return false // encoding/json reports it, in its words
-		}
-		switch bit {
-		case fEvery:
-			s.Every = x
-		case fOffset:
-			s.Offset = x
-		case fJitter:
-			s.Jitter = x
-		case fTimeout:
-			s.Timeout = x
-		default:
-			s.Deadline = x
-		}
-		return true
+		return durationField(d, bit, s)
 	case fStart, fEnd:
 		t, ok := d.Time()
 		if !ok {
@@ -122,6 +102,36 @@ func field(d *jsonfast.Scanner, bit uint32, s *Spec, v **int) bool {
 		}
 		return true
 	}
+	return textField(d, bit, s)
+}
+
+// durationField reads the duration field bit of s.
+func durationField(d *jsonfast.Scanner, bit uint32, s *Spec) bool {
+	raw, ok := d.RawString()
+	if !ok {
+		return false
+	}
+	var x Duration
+	if x.UnmarshalJSON(raw) != nil {
+		return false // encoding/json reports it, in its words
+	}
+	switch bit {
+	case fEvery:
+		s.Every = x
+	case fOffset:
+		s.Offset = x
+	case fJitter:
+		s.Jitter = x
+	case fTimeout:
+		s.Timeout = x
+	default:
+		s.Deadline = x
+	}
+	return true
+}
+
+// textField reads the text field bit of s.
+func textField(d *jsonfast.Scanner, bit uint32, s *Spec) bool {
 	str, ok := d.Text()
 	if !ok {
 		return false

@@ -197,8 +197,8 @@ const (
 	DefaultWindow   = time.Hour
 	DefaultGrace    = 5 * time.Minute
 	DefaultUpcoming = 5
-	// DefaultMaxRecords keeps `ticker status` within about 10 s and 1 GB on the reference machine with 100,000
-	// schedules (docs/benchmarks.md).
+	// DefaultMaxRecords bounds what `ticker status` reads and holds, whatever the topics retain (its time and
+	// memory at 100,000 schedules: docs/benchmarks.md).
 	DefaultMaxRecords = 300_000
 )
 

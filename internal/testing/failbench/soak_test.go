@@ -30,7 +30,16 @@ func TestSoakShort(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	logs := t.TempDir()
+	// The logs outlive a failed run (t.TempDir would delete them): a crash is read from its process's log.
+	logs, err := os.MkdirTemp("", "soak-logs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(logs)
+		}
+	})
 	res, err := Soak(ctx, SoakConfig{Brokers: []string{own.Addr}, Bin: bin, Duration: 3 * time.Minute, Schedules: 60,
 		ExecCommand: `sh -c 'case "$TICK_SCHEDULE" in slow*) sleep 4;; *) sleep 0.05;; esac'`, FaultMin: 10 * time.Second, FaultMax: 25 * time.Second,
 		BrokerRestart: own.RestartCommand, LogDir: logs}, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))

@@ -136,7 +136,7 @@ func (s *Schedules) Backfill(ctx context.Context, name string, from, to time.Tim
 	plan := Backfill{Schedule: name, From: from.UTC(), To: to.UTC(), Reprocess: Reprocess(re), MaxRunning: o.MaxRunning}
 	var outs backfill.Outcomes
 	if len(slots) > 0 { // with all too: the plan shows each slot's last outcome
-		if outs, err = s.outcomes(ctx, e.Schedule.Pool(), name, e.Schedule.Shards(), slots[0]); err != nil {
+		if outs, err = s.outcomes(ctx, e.Schedule.Pool(), name, e.Schedule.Shards(), e.Schedule.Limit(), slots[0]); err != nil {
 			return Backfill{}, err
 		}
 	}
@@ -182,7 +182,7 @@ func (s *Schedules) Backfill(ctx context.Context, name string, from, to time.Tim
 
 // outcomes reads the last outcomes of schedule name's slots from first on (an hour earlier, for the workers'
 // clock skew).
-func (s *Schedules) outcomes(ctx context.Context, pool, name string, shards int, first time.Time) (backfill.Outcomes, error) {
+func (s *Schedules) outcomes(ctx context.Context, pool, name string, shards int, limit string, first time.Time) (backfill.Outcomes, error) {
 	opts, err := s.k.internal().Opts(nil)
 	if err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (s *Schedules) outcomes(ctx context.Context, pool, name string, shards int,
 	if err != nil {
 		return nil, err
 	}
-	return backfill.ReadOutcomes(ctx, opts, adm, n.Results, name, shards, workParts, first.Add(-time.Hour))
+	return backfill.ReadOutcomes(ctx, opts, adm, n.Results, name, shards, limit, workParts, first.Add(-time.Hour))
 }
 
 // ensureBackfillTopics creates the backfill topics where this principal may; otherwise they must exist.

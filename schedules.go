@@ -336,7 +336,7 @@ func (s *Schedules) Trigger(ctx context.Context, name string, opts ...ChangeOpti
 	nonce := make([]byte, 4)
 	_, _ = rand.Read(nonce)
 	src := tick.Source{Schedule: spec.Name, Shards: spec.Shards, Payload: spec.Payload, Version: e.Version, Deadline: time.Duration(spec.Deadline),
-		Metrics: spec.Metrics, Timeout: time.Duration(spec.Timeout), MaxAttempts: spec.MaxAttempts}
+		Metrics: spec.Metrics, Timeout: time.Duration(spec.Timeout), MaxAttempts: spec.MaxAttempts, Limit: spec.Limit, Priority: spec.Priority}
 	var recs []*kgo.Record
 	for _, t := range src.Trigger(time.Now().UTC(), hex.EncodeToString(nonce)) {
 		v, err := tick.Encode(t)

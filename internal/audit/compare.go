@@ -361,8 +361,7 @@ func dataCoverage(l *Log, name string, def *Definition) time.Time {
 	for pool := range pools {
 		c := l.coverage(pool)
 		wp, rp := max(c.WorkPartitions, 1), max(c.ResultsPartitions, 1)
-		for shard := range shards {
-			p := tick.Partition(name, shard, wp)
+		for _, p := range tick.SchedulePartitions(name, shards, limitsOf(def), wp) {
 			from = later(from, c.WorkFrom[p])
 			from = later(from, c.ResultsFrom[p%int32(rp)])
 		}

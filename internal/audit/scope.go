@@ -88,14 +88,15 @@ func readSchedule(ctx context.Context, opts []kgo.Opt, names kafka.Names, s Scop
 		r.l.scheduleGaps = p.gaps // of every key: a version of this one may be in any gap
 	}
 	shards, pools := s.reach(names, r.l.Definitions[name])
+	limits := limitsOf(r.l.Definitions[name])
 	for _, pool := range pools {
 		n := names.Pool(pool)
 		r.pool = n.PoolName
 		var work map[int32]bool
 		parts, err := readTopic(ctx, opts, n.Work, r.scopedWork, span{since: s.Since, max: s.MaxPerPartition, only: func(n int) map[int32]bool {
 			work = map[int32]bool{}
-			for shard := range shards {
-				work[tick.Partition(name, shard, n)] = true
+			for _, p := range tick.SchedulePartitions(name, shards, limits, n) {
+				work[p] = true
 			}
 			return work
 		}})
@@ -145,6 +146,20 @@ func (s Scope) reach(names kafka.Names, d *Definition) (int, []string) {
 	}
 	slices.Sort(pools)
 	return shards, pools
+}
+
+// limitsOf returns the limits the retained versions of d name (their ticks are on those limits' partitions).
+func limitsOf(d *Definition) []string {
+	var out []string
+	if d == nil {
+		return nil
+	}
+	for _, v := range d.Versions {
+		if v.Schedule != nil && v.Schedule.Limit() != "" && !slices.Contains(out, v.Schedule.Limit()) {
+			out = append(out, v.Schedule.Limit())
+		}
+	}
+	return out
 }
 
 // seen is called with every record a read folds or skips (a test's hook).

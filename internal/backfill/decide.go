@@ -53,7 +53,7 @@ func (r Reprocess) Run(status string) bool {
 // ReadOutcomes reads the outcomes of schedule's slots (its scheduled ticks and earlier backfills' ticks, not its
 // triggers) from the partitions of results that its shards' ticks go to, from instant since to the end. The
 // outcomes of one tick keep their order within a partition, so the last one read is the last one written.
-func ReadOutcomes(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, results string, schedule string, shards, workParts int, since time.Time) (Outcomes, error) {
+func ReadOutcomes(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, results string, schedule string, shards int, limit string, workParts int, since time.Time) (Outcomes, error) {
 	resParts, err := kafka.WorkPartitions(ctx, adm, results)
 	if err != nil {
 		return nil, err
@@ -65,8 +65,8 @@ func ReadOutcomes(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, results
 	out := Outcomes{}
 	prefix := []byte(`"` + schedule + "@")
 	seen := map[int32]bool{}
-	for shard := range max(shards, 1) {
-		p := tick.Partition(schedule, shard, workParts) % int32(max(resParts, 1))
+	for _, p := range tick.SchedulePartitions(schedule, shards, []string{limit}, workParts) {
+		p %= int32(max(resParts, 1))
 		if seen[p] {
 			continue
 		}

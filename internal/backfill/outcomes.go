@@ -18,14 +18,7 @@ import (
 func (b *Runner) startOutcomeFollower(run *runState, pool Pool) {
 	req := &run.b.Request
 	results := b.cfg.Names.Pool(run.pool).Results
-	seen := map[int32]bool{}
-	var parts []int32
-	for shard := range run.shards {
-		if p := tick.Partition(req.Schedule, shard, pool.Partitions); !seen[p] {
-			seen[p] = true
-			parts = append(parts, p)
-		}
-	}
+	parts := tick.SchedulePartitions(req.Schedule, run.shards, []string{run.limit}, pool.Partitions)
 	ctx, cancel := context.WithCancel(b.ctx)
 	run.stop = cancel
 	b.wg.Add(1)

@@ -100,6 +100,7 @@ type runState struct {
 	next   int
 	shards int
 	pool   string
+	limit  string // the schedule's limit when the run began: its ticks count against it (on its partition)
 	// pending maps the tick IDs emitted without an outcome to their slot index; left counts them per index, and
 	// emitted says when each index was emitted.
 	pending  map[string]int
@@ -207,7 +208,7 @@ func (b *Runner) beginRun(bf *Backfill, e store.Entry, known bool, now time.Time
 	req := &bf.Request
 	run := &runState{b: bf, hash: bf.RequestHash, pending: map[string]int{}, left: map[int]int{}, emitted: map[int]time.Time{}, shards: 1}
 	if known {
-		run.shards, run.pool = e.Schedule.Shards(), e.Schedule.Pool()
+		run.shards, run.pool, run.limit = e.Schedule.Shards(), e.Schedule.Pool(), e.Schedule.Limit()
 	}
 	since := now
 	if p := bf.Progress; p != nil {

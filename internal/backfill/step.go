@@ -144,7 +144,8 @@ func (b *Runner) readyPool(run *runState) (Pool, bool) {
 func (b *Runner) emitSlots(txn *stepTxn, run *runState, e store.Entry, pool Pool) error {
 	req := &run.b.Request
 	src := tick.Source{Schedule: req.Schedule, Shards: run.shards, Payload: e.Schedule.Payload(), Version: e.Version,
-		LeaderEpoch: b.cfg.Epoch, Metrics: e.Schedule.Metrics(), Timeout: e.Schedule.Timeout(), MaxAttempts: e.Schedule.MaxAttempts()}
+		LeaderEpoch: b.cfg.Epoch, Metrics: e.Schedule.Metrics(), Timeout: e.Schedule.Timeout(), MaxAttempts: e.Schedule.MaxAttempts(),
+		Limit: run.limit, Priority: e.Schedule.Priority()}
 	for len(run.left) < req.MaxRunning && run.next < len(req.Slots) {
 		if len(txn.recs) >= maxStepTicks {
 			b.more = true

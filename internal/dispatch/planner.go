@@ -92,6 +92,8 @@ func newEmission(it *item, slots []time.Time, missed int64) emission {
 			Metrics:     s.Metrics(),
 			Timeout:     s.Timeout(),
 			MaxAttempts: s.MaxAttempts(),
+			Limit:       s.Limit(),
+			Priority:    s.Priority(),
 		},
 		entry:   e,
 		it:      it,
@@ -627,9 +629,13 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 					hash = tick.NameHash(key[:len(name)])
 					em.it.hash = hash
 				}
+				p := tick.PartitionOfHash(hash, shard, parts)
+				if src.Limit != "" {
+					p = tick.LimitPartition(src.Limit, parts) // every tick of a limit meets on one partition
+				}
 				add(kgo.Record{
 					Topic:     work,
-					Partition: tick.PartitionOfHash(hash, shard, parts),
+					Partition: p,
 					Key:       key,
 					Value:     arena[v:len(arena):len(arena)],
 					Timestamp: stamp,

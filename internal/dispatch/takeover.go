@@ -200,8 +200,7 @@ func (d *Dispatcher) newestSlots(ctx context.Context, from map[int32]int64, pl *
 	want := map[int32]map[string]bool{} // work partition -> schedules to look for
 	for _, name := range names {
 		e, _ := pl.entry(name)
-		for shard := range min(e.Schedule.Shards(), partitions) {
-			p := tick.Partition(name, shard, partitions)
+		for _, p := range tick.SchedulePartitions(name, min(e.Schedule.Shards(), partitions), []string{e.Schedule.Limit()}, partitions) {
 			if _, ok := from[p]; !ok {
 				continue
 			}

@@ -46,12 +46,14 @@ const (
 	fTimeout
 	fMaxAttempts
 	fPool
+	fLimit
+	fPriority
 )
 
 var fastFields = map[string]uint32{
 	"v": fV, "name": fName, "every": fEvery, "offset": fOffset, "cron": fCron, "tz": fTZ, "jitter": fJitter,
 	"shards": fShards, "payload": fPayload, "catchup": fCatchup, "catchup_max": fCatchupMax, "deadline": fDeadline,
-	"overlap": fOverlap, "timeout": fTimeout, "max_attempts": fMaxAttempts, "pool": fPool, "start": fStart, "end": fEnd, "paused": fPaused, "metrics": fMetrics,
+	"overlap": fOverlap, "timeout": fTimeout, "max_attempts": fMaxAttempts, "pool": fPool, "limit": fLimit, "priority": fPriority, "start": fStart, "end": fEnd, "paused": fPaused, "metrics": fMetrics,
 }
 
 // field decodes the value of the field bit into s (or v).
@@ -76,6 +78,10 @@ func field(d *jsonfast.Scanner, bit uint32, s *Spec, v **int) bool {
 	case fMaxAttempts:
 		n, ok := d.Int(strconv.IntSize)
 		s.MaxAttempts = int(n)
+		return ok
+	case fPriority:
+		n, ok := d.Int(strconv.IntSize)
+		s.Priority = int(n)
 		return ok
 	case fPaused, fMetrics:
 		x, ok := d.Bool()
@@ -151,6 +157,8 @@ func textField(d *jsonfast.Scanner, bit uint32, s *Spec) bool {
 		s.Overlap = str
 	case fPool:
 		s.Pool = str
+	case fLimit:
+		s.Limit = str
 	}
 	return true
 }

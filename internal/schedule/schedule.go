@@ -38,6 +38,8 @@ type rare struct {
 	start, end   *time.Time
 	pausedUntil  *time.Time // with Spec().Paused: no slot before it (see start)
 	pauseReason  string
+	limit        string
+	priority     int8
 }
 
 // The enumerated fields as written, "" first (the default, kept as written so that Spec restates it as such).
@@ -95,6 +97,7 @@ func (s *Schedule) Spec() Spec {
 		sp.Cron, sp.TZ, sp.Start, sp.End, sp.Deadline = s.x.cronExpr, s.x.tz, s.x.start, s.x.end, s.x.deadline
 		sp.Timeout, sp.MaxAttempts, sp.Pool = s.x.timeout, int(s.x.maxAttempts), s.x.pool
 		sp.PausedUntil, sp.PauseReason = s.x.pausedUntil, s.x.pauseReason
+		sp.Limit, sp.Priority = s.x.limit, int(s.x.priority)
 		sp.Paused = sp.Paused || sp.PausedUntil != nil
 	}
 	return sp.clone()
@@ -124,6 +127,22 @@ func (s *Schedule) Metrics() bool { return s.metrics }
 
 // Payload is Spec().Payload without the copy.
 func (s *Schedule) Payload() string { return s.payload }
+
+// Limit is Spec().Limit without the copy ("": none).
+func (s *Schedule) Limit() string {
+	if s.x == nil {
+		return ""
+	}
+	return s.x.limit
+}
+
+// Priority is Spec().Priority without the copy (0: the default).
+func (s *Schedule) Priority() int {
+	if s.x == nil {
+		return 0
+	}
+	return int(s.x.priority)
+}
 
 // Overlap is Spec().Overlap without the copy.
 func (s *Schedule) Overlap() string { return overlaps[s.overlap] }

@@ -44,6 +44,10 @@ const (
 	DefaultPool = "default"
 	// MaxMaxAttempts is the largest MaxAttempts accepted.
 	MaxMaxAttempts = 100
+	// MinPriority and MaxPriority bound Priority; DefaultPriority is a schedule's without one.
+	MinPriority, MaxPriority, DefaultPriority = 1, 5, 3
+	// MaxLimitLen is the longest limit name.
+	MaxLimitLen = 64
 )
 
 // Catch-up policies: what the leader does with slots whose due time passed while nobody was leading.
@@ -171,6 +175,13 @@ type Spec struct {
 	PauseReason string `json:"pause_reason,omitempty" yaml:"pause_reason,omitempty"`
 	// Metrics opts the schedule into its own metric series. Carried, not interpreted, by this package.
 	Metrics bool `json:"metrics,omitempty" yaml:"metrics,omitempty"`
+	// Limit names the limit (package limit: at most N runs at once, at most R starts per window) the schedule's
+	// ticks count against, across every worker of its pool; empty: none. [a-z0-9_-], 1 to MaxLimitLen. That the
+	// limit exists, in the schedule's pool, is checked when the schedule is written, not by Validate.
+	Limit string `json:"limit,omitempty" yaml:"limit,omitempty"`
+	// Priority orders the ticks waiting for a limit or for a worker's runner: the higher first, then the older
+	// slot. MinPriority to MaxPriority; 0 means DefaultPriority.
+	Priority int `json:"priority,omitempty" yaml:"priority,omitempty"`
 }
 
 // FieldError is one problem with one field of a Spec.
@@ -264,10 +275,10 @@ func (s Spec) compile(write bool) (*Schedule, error) {
 	// the leader's sense (Paused), only Pausing.
 	sch := &Schedule{name: s.Name, payload: s.Payload, jitter: s.Jitter, paused: s.Paused && s.PausedUntil == nil, metrics: s.Metrics}
 	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil || s.Deadline != 0 || s.Timeout != 0 || s.MaxAttempts != 0 || s.Pool != "" ||
-		s.PausedUntil != nil || s.PauseReason != "" {
+		s.PausedUntil != nil || s.PauseReason != "" || s.Limit != "" || s.Priority != 0 {
 		c := s.clone()
 		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End, deadline: s.Deadline, timeout: s.Timeout, maxAttempts: int32(s.MaxAttempts),
-			pool: s.Pool, pausedUntil: c.PausedUntil, pauseReason: s.PauseReason}
+			pool: s.Pool, pausedUntil: c.PausedUntil, pauseReason: s.PauseReason, limit: s.Limit, priority: int8(s.Priority)}
 	}
 	switch {
 	case s.Every != 0 && s.Cron != "":
@@ -387,6 +398,26 @@ func (s Spec) checkRun(v *validator) {
 	if s.MaxAttempts < 0 || s.MaxAttempts > MaxMaxAttempts {
 		v.fail("max_attempts", fmt.Sprint(s.MaxAttempts), "must be between 0 and %d (0 means the worker's --max-attempts)", MaxMaxAttempts)
 	}
+	if s.Limit != "" && !ValidLimit(s.Limit) {
+		v.fail("limit", s.Limit, "must be empty or 1 to %d characters of a-z, 0-9, '_' and '-'", MaxLimitLen)
+	}
+	if s.Priority != 0 && (s.Priority < MinPriority || s.Priority > MaxPriority) {
+		v.fail("priority", fmt.Sprint(s.Priority), "must be between %d and %d (0 means %d)", MinPriority, MaxPriority, DefaultPriority)
+	}
+}
+
+// ValidLimit reports whether name can name a limit: 1 to MaxLimitLen characters of a-z, 0-9, '_' and '-'.
+func ValidLimit(name string) bool {
+	if len(name) == 0 || len(name) > MaxLimitLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkPolicies checks overlap, the start and end, and the pause.

@@ -24,6 +24,9 @@ type Source struct {
 	// them to the worker.
 	Timeout     time.Duration
 	MaxAttempts int
+	// Limit and Priority are the schedule's (Tick.Limit, Tick.Priority).
+	Limit    string
+	Priority int
 }
 
 // AppendSlot appends to dst the ticks of slot, one per shard, emitted at emittedAt. notBefore, when not zero,
@@ -91,14 +94,48 @@ func (s Source) fill(t Tick, base, emittedAt time.Time) (Tick, time.Time) {
 	t.Metrics = s.Metrics
 	t.TimeoutMS = s.Timeout.Milliseconds()
 	t.MaxAttempts = s.MaxAttempts
+	t.Limit, t.Priority = s.Limit, s.Priority
+	if s.Limit != "" {
+		t.V = VersionLimited
+	}
 	if s.Deadline > 0 {
 		return t, base.Add(s.Deadline)
 	}
 	return t, time.Time{}
 }
 
-// Partition is the work-topic partition of t among partitions (see the function Partition).
-func (t Tick) Partition(partitions int) int32 { return Partition(t.Schedule, t.Shard, partitions) }
+// Partition is the work-topic partition of t among partitions: its limit's (LimitPartition) when it has one,
+// else its schedule's and shard's (the function Partition).
+func (t Tick) Partition(partitions int) int32 {
+	if t.Limit != "" {
+		return LimitPartition(t.Limit, partitions)
+	}
+	return Partition(t.Schedule, t.Shard, partitions)
+}
+
+// SchedulePartitions returns the work partitions among partitions that hold the ticks of schedule's shards (of
+// shards) when they count, or counted, against the limits named (empty names are skipped): the schedule's own
+// partitions and each limit's, for a reader of its records across changes of its limit.
+func SchedulePartitions(schedule string, shards int, limits []string, partitions int) []int32 {
+	var out []int32
+	add := func(p int32) {
+		for _, q := range out {
+			if q == p {
+				return
+			}
+		}
+		out = append(out, p)
+	}
+	for shard := range max(shards, 1) {
+		add(Partition(schedule, shard, partitions))
+	}
+	for _, l := range limits {
+		if l != "" {
+			add(LimitPartition(l, partitions))
+		}
+	}
+	return out
+}
 
 // Writer appends the records of scheduled ticks, the leader's hot path: each tick's ID, its record key, and its
 // JSON, the record value. They are the bytes ID and AppendEncode give for the tick AppendSlot builds

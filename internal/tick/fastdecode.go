@@ -39,6 +39,8 @@ const (
 	fLeaderEpoch
 	fEmittedAt
 	fBackfill
+	fLimit
+	fPriority
 )
 
 var fastFields = map[string]uint32{
@@ -46,15 +48,17 @@ var fastFields = map[string]uint32{
 	"payload": fPayload, "deadline": fDeadline, "not_before": fNotBefore, "trigger": fTrigger, "overlap": fOverlap,
 	"metrics": fMetrics, "timeout_ms": fTimeoutMS, "max_attempts": fMaxAttempts,
 	"schedule_version": fScheduleVersion, "leader_epoch": fLeaderEpoch, "emitted_at": fEmittedAt,
-	"backfill": fBackfill,
+	"backfill": fBackfill, "limit": fLimit, "priority": fPriority,
 }
 
 // field reads the value of the field bit into t.
 func field(d *jsonfast.Scanner, bit uint32, t *Tick) bool {
 	switch bit {
-	case fV, fShard, fShards, fMaxAttempts:
+	case fV, fShard, fShards, fMaxAttempts, fPriority:
 		n, ok := d.Int(strconv.IntSize)
 		switch bit {
+		case fPriority:
+			t.Priority = int(n)
 		case fV:
 			t.V = int(n)
 		case fShard:
@@ -108,6 +112,8 @@ func field(d *jsonfast.Scanner, bit uint32, t *Tick) bool {
 		t.Payload = s
 	case fBackfill:
 		t.Backfill = s
+	case fLimit:
+		t.Limit = s
 	default:
 		t.Overlap = s
 	}

@@ -20,8 +20,13 @@ import (
 	"github.com/tickgroup/tickgroup/internal/jsonfast"
 )
 
-// Version is the major version of the tick encoding written by this build.
+// Version is the major version of the tick encoding written by this build for a tick without a limit.
 const Version = 1
+
+// VersionLimited is the major version of a tick that counts against a limit (Tick.Limit). Releases from before
+// limits refuse it as an unknown version (they dead-letter it), so a worker that cannot keep a limit's bound
+// never runs a limited tick: it says so instead of breaking the bound silently.
+const VersionLimited = 2
 
 // Overlap policies (Tick.Overlap).
 const (
@@ -73,8 +78,14 @@ type Tick struct {
 	Metrics bool `json:"metrics,omitempty"`
 	// TimeoutMS bounds one attempt, in milliseconds; MaxAttempts is how many attempts a worker makes before the
 	// dead-letter topic. 0 (absent) leaves each to the worker's flags; workers ignore values out of range.
-	TimeoutMS       int64     `json:"timeout_ms,omitempty"`
-	MaxAttempts     int       `json:"max_attempts,omitempty"`
+	TimeoutMS   int64 `json:"timeout_ms,omitempty"`
+	MaxAttempts int   `json:"max_attempts,omitempty"`
+	// Limit names the limit the tick counts against (at most N runs at once, at most R starts per window, across
+	// the pool's workers); empty: none. A limited tick is written with VersionLimited, and on the limit's
+	// partition (Partition), so that every tick of a limit meets at one owner.
+	Limit string `json:"limit,omitempty"`
+	// Priority orders the ticks waiting for a limit or a runner: the higher first (1 to 5; 0 is the default, 3).
+	Priority        int       `json:"priority,omitempty"`
 	ScheduleVersion int64     `json:"schedule_version"`
 	LeaderEpoch     int64     `json:"leader_epoch"`
 	EmittedAt       time.Time `json:"emitted_at"`
@@ -169,6 +180,13 @@ func PartitionOf(schedule []byte, shard int, partitions int) int32 {
 	return PartitionOfHash(NameHash(schedule), shard, partitions)
 }
 
+// LimitPartition is the work-topic partition of every tick of the limit named limit: crc32(limit) modulo the
+// partition count. All the ticks of one limit, of every schedule and shard naming it, meet on it, so that one
+// owner (the partition's worker, fenced by the ledger) sees every run of the limit.
+func LimitPartition(limit string, partitions int) int32 {
+	return PartitionOfHash(NameHash([]byte(limit)), 0, partitions)
+}
+
 // NameHash is the hash of a schedule's name that Partition takes: crc32 (IEEE).
 func NameHash(schedule []byte) uint32 { return crc32.ChecksumIEEE(schedule) }
 
@@ -180,10 +198,18 @@ func PartitionOfHash(h uint32, shard int, partitions int) int32 {
 	return int32((uint64(h) + uint64(shard)) % uint64(partitions))
 }
 
+// version is the major version a tick is written with.
+func version(t *Tick) int {
+	if t.Limit != "" {
+		return VersionLimited
+	}
+	return Version
+}
+
 // AppendEncode appends the JSON form of t (what Encode returns) to dst.
 func AppendEncode(dst []byte, t Tick) ([]byte, error) {
-	if t.V == 0 {
-		t.V = Version
+	if t.V == 0 || t.Limit != "" {
+		t.V = version(&t)
 	}
 	if b, ok := appendTick(dst, &t, nil, nil); ok {
 		return b, nil
@@ -197,8 +223,8 @@ func AppendEncode(dst []byte, t Tick) ([]byte, error) {
 
 // Encode returns the JSON form of t.
 func Encode(t Tick) ([]byte, error) {
-	if t.V == 0 {
-		t.V = Version
+	if t.V == 0 || t.Limit != "" {
+		t.V = version(&t)
 	}
 	if b, ok := appendTick(make([]byte, 0, 256+len(t.Payload)), &t, nil, nil); ok {
 		return b, nil
@@ -220,7 +246,7 @@ func Decode(b []byte) (Tick, error) {
 			return Tick{}, fmt.Errorf("decoding tick: %w", errlimit.Wrap(err))
 		}
 	}
-	if t.V != Version {
+	if t.V != Version && t.V != VersionLimited {
 		return Tick{}, fmt.Errorf("decoding tick: version %d: %w", t.V, ErrUnknownVersion)
 	}
 	switch {
@@ -299,6 +325,14 @@ func appendTick(b []byte, t *Tick, id []byte, st *stamps) ([]byte, bool) {
 	if t.MaxAttempts != 0 {
 		b = append(b, `,"max_attempts":`...)
 		b = strconv.AppendInt(b, int64(t.MaxAttempts), 10)
+	}
+	if t.Limit != "" {
+		b = append(b, `,"limit":`...)
+		b = jsonfast.AppendString(b, t.Limit)
+	}
+	if t.Priority != 0 {
+		b = append(b, `,"priority":`...)
+		b = strconv.AppendInt(b, int64(t.Priority), 10)
 	}
 	b = append(b, `,"schedule_version":`...)
 	b = strconv.AppendInt(b, t.ScheduleVersion, 10)

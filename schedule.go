@@ -69,6 +69,16 @@ type Schedule struct {
 	PauseReason string `json:"pause_reason,omitempty" yaml:"pause_reason,omitempty"`
 	// Metrics opts the schedule into its own metric series (a schedule label). Defaults to false.
 	Metrics bool `json:"metrics,omitempty" yaml:"metrics,omitempty"`
+	// Limit names the limit (Limit, Schedules.PutLimit) the schedule's ticks count against: at most its
+	// Concurrency runs at once and its Rate starts per Window, across every worker of the schedule's pool. 1 to
+	// 64 characters of a-z, 0-9, '_' and '-'. Validate checks only the name's form; Put, Apply and Write refuse
+	// a schedule naming a limit the namespace does not have, or one of another pool. A worker of a release
+	// before limits dead-letters the ticks of such a schedule rather than run them past the bound. Defaults to
+	// none.
+	Limit string `json:"limit,omitempty" yaml:"limit,omitempty"`
+	// Priority orders the schedule's ticks that wait, for their limit or for a worker's runner: the higher
+	// first, then the older slot. 1 to 5; defaults to 0, which means 3.
+	Priority int `json:"priority,omitempty" yaml:"priority,omitempty"`
 }
 
 // Validate reports every problem with s, each naming the field as the record format spells it (for example
@@ -104,6 +114,7 @@ func (s Schedule) spec() schedule.Spec {
 		CatchupMax: s.CatchupMax, Deadline: schedule.Duration(s.Deadline), Overlap: string(s.Overlap),
 		Timeout: schedule.Duration(s.Timeout), MaxAttempts: s.MaxAttempts, Pool: s.Pool, Start: copyTime(s.Start),
 		End: copyTime(s.End), Paused: s.Paused, Metrics: s.Metrics, PausedUntil: copyTime(s.PausedUntil), PauseReason: s.PauseReason,
+		Limit: s.Limit, Priority: s.Priority,
 	}
 }
 
@@ -115,6 +126,7 @@ func fromSpec(sp schedule.Spec) Schedule {
 		CatchupMax: sp.CatchupMax, Deadline: Duration(sp.Deadline), Overlap: Overlap(sp.Overlap),
 		Timeout: Duration(sp.Timeout), MaxAttempts: sp.MaxAttempts, Pool: sp.Pool, Start: copyTime(sp.Start),
 		End: copyTime(sp.End), Paused: sp.Paused, Metrics: sp.Metrics, PausedUntil: copyTime(sp.PausedUntil), PauseReason: sp.PauseReason,
+		Limit: sp.Limit, Priority: sp.Priority,
 	}
 }
 

@@ -32,5 +32,6 @@ func appendEntry(b []byte, e *Entry) ([]byte, bool) {
 	o.OmitTime(`,"finished_at":`, e.FinishedAt)
 	o.OmitInt(`,"lease_ms":`, e.LeaseMS)
 	o.OmitString(`,"output":`, e.Output)
+	o.OmitString(`,"limit":`, e.Limit)
 	return o.Close()
 }

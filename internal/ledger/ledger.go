@@ -126,6 +126,9 @@ type Entry struct {
 	// Output is the tail of the last attempt's output, in an outcome of a worker that records it
 	// (worker run --record-output); absent otherwise.
 	Output string `json:"output,omitempty"`
+	// Limit, in a started entry, names the limit the tick counts against (tick.Tick.Limit): a new owner of the
+	// partition reads the starts of the limit's last window back from them (ReadLimitStarts).
+	Limit string `json:"limit,omitempty"`
 	// Entries are a batch's entries, in the order they count.
 	Entries []Entry `json:"entries,omitempty"`
 }

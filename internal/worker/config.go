@@ -91,6 +91,12 @@ type Config struct {
 	// between leaves a started entry for a handler that never ran: the tick counts as interrupted. Defaults to
 	// 25ms.
 	PreStart time.Duration
+	// Limits gives the definitions of the pool's limits (internal/limit.View): a lane keeps the bound of each
+	// limit whose ticks it holds (limiter.go). Nil: no limit is known, and limited ticks run unbounded (warned).
+	Limits LimitSource
+	// PriorityAging is how long a tick waits for its limit before its priority counts one higher, so that a
+	// low priority is delayed, never starved (see limiter.go). Defaults to DefaultPriorityAging.
+	PriorityAging time.Duration
 	// Now is the clock used for deadlines and delays. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -106,6 +112,7 @@ const (
 	DefaultLease          = 5 * time.Second
 	DefaultMaxClockSkew   = time.Second
 	DefaultPreStart       = 25 * time.Millisecond
+	DefaultPriorityAging  = 15 * time.Second
 )
 
 // What to do with an interrupted tick (Config.OnInterrupted).
@@ -128,6 +135,7 @@ func (c Config) withDefaults() Config {
 	c.Lease = cmp.Or(c.Lease, DefaultLease)
 	c.MaxClockSkew = cmp.Or(c.MaxClockSkew, DefaultMaxClockSkew)
 	c.PreStart = cmp.Or(c.PreStart, DefaultPreStart)
+	c.PriorityAging = cmp.Or(c.PriorityAging, DefaultPriorityAging)
 	if c.Start == (Start{}) {
 		c.Start = DefaultStart
 	}
@@ -160,6 +168,8 @@ func (c Config) validate() error {
 		return errors.New("max clock skew must not be negative")
 	case c.PreStart < 0 || c.PreStart > time.Second:
 		return fmt.Errorf("pre-start %s: want between 0 and 1s", c.PreStart)
+	case c.PriorityAging < time.Second || c.PriorityAging > time.Hour:
+		return fmt.Errorf("priority aging %s: want between 1s and 1h", c.PriorityAging)
 	case c.MaxBackoff < c.Backoff:
 		return fmt.Errorf("max backoff %s is below backoff %s", c.MaxBackoff, c.Backoff)
 	}

@@ -46,6 +46,9 @@ type Attempt struct {
 	// Output, when not nil, takes the attempt's output (its tail is kept in the outcome record: the worker runs
 	// with Config.RecordOutput). A handler may call it once, with all of its output; a later call replaces it.
 	Output func(string)
+	// again is set on the second and later attempts of one delivery (a retry): its start counts against its
+	// limit's rate on its own (pick admitted the first).
+	again bool
 }
 
 // HandlerFunc adapts a function to Handler.

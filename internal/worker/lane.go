@@ -56,11 +56,12 @@ type lane struct {
 	keys  keyTable
 	// waitsOnLedger: pick left a key waiting for another worker's run of its tick
 	waitsOnLedger bool
-	cancels       cancel.Set      // the cancellations read
-	paused        bool            // fetching paused: the queue is full
-	active        bool            // false once revoked or lost: finished offsets are ignored from then on
-	doneOffset    kgo.EpochOffset // the offset after the last record finished with its outcome written
-	dirty         bool            // doneOffset not committed yet
+	cancels       cancel.Set             // the cancellations read
+	paused        bool                   // fetching paused: the queue is full
+	active        bool                   // false once revoked or lost: finished offsets are ignored from then on
+	doneOffset    kgo.EpochOffset        // the offset after the last record finished with its outcome written
+	dirty         bool                   // doneOffset not committed yet
+	limits        map[string]*limitState // the limits of the ticks the lane holds (limiter.go)
 }
 
 func (w *Worker) newLane(p int32) *lane {
@@ -219,6 +220,7 @@ func (l *lane) unpick(items []*item) {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
 	for _, it := range items {
+		l.releaseLimitLocked(it, false) // no runner took it: nothing started
 		l.giveBackLocked(it)
 	}
 }
@@ -260,6 +262,7 @@ func (l *lane) runItem(it *item) {
 		// records (the run was cut by its lease, or another worker took the tick over), the key is free again:
 		// pick waits for the other run's outcome, release or lease before the tick starts here again.
 		w.mu.Lock()
+		l.releaseLimitLocked(it, true) // it may have started: its start keeps counting for the rate
 		if l.ctx.Err() == nil {
 			l.giveBackLocked(it)
 		}
@@ -399,7 +402,10 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 	w := l.w
 	slot := t.Slot
 	e := ledger.Entry{Kind: ledger.KindStarted, ID: t.ID, Schedule: t.Schedule, Slot: &slot, Partition: rec.Partition,
-		Offset: rec.Offset, Worker: w.cfg.WorkerID, Attempt: a.N, Interrupted: a.Interrupted, LeaseMS: w.cfg.Lease.Milliseconds()}
+		Offset: rec.Offset, Worker: w.cfg.WorkerID, Attempt: a.N, Interrupted: a.Interrupted, LeaseMS: w.cfg.Lease.Milliseconds(), Limit: t.Limit}
+	if a.again && t.Limit != "" && !l.waitRate(ctx, rec.Offset, &t) {
+		return nil, nil, errNotStarted // a retry waits for its limit's rate; the lane or the worker stops first
+	}
 	l.ledger.RaiseLimit(rec.Offset + 1)
 	var until time.Time
 	for try := 1; ; try++ {
@@ -434,6 +440,7 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 			return nil, nil, errNotStarted
 		}
 	}
+	l.limitReleased(rec.Offset, &t)
 	r := l.startRun(ctx, e, until)
 	if seized := l.ledger.SeizedUntil(e); !seized.IsZero() {
 		if wait := time.Until(seized); wait > 0 {
@@ -626,7 +633,7 @@ func (w *Worker) process(ctx context.Context, b before, g gate) (result, error) 
 		w.logger.Info("running an interrupted tick again", "tick_id", t.ID, "partition", rec.Partition, "attempt", base+1)
 	}
 	for attempt := 1; ; attempt++ {
-		a := Attempt{N: base + attempt, Interrupted: interrupted, Worker: w.cfg.WorkerID}
+		a := Attempt{N: base + attempt, Interrupted: interrupted, Worker: w.cfg.WorkerID, again: attempt > 1}
 		if n := w.cfg.RecordOutput; n > 0 {
 			o.Output = ""
 			a.Output = func(s string) { o.Output = tailOf(s, n) }

@@ -36,6 +36,12 @@ type metrics struct {
 	takeover       prometheus.Histogram
 	ledgerBatch    prometheus.Histogram
 	panics         prometheus.Counter
+	// Per limit (label limit), kept by the lane of the limit's partition.
+	limitRunning     *prometheus.GaugeVec
+	limitWaiting     *prometheus.GaugeVec
+	limitOldestWait  *prometheus.GaugeVec
+	limitRateRefused *prometheus.CounterVec
+	limitUnknown     *prometheus.CounterVec
 }
 
 // newMetrics makes the worker's metrics and registers them on reg (nothing is registered when reg is nil).
@@ -114,6 +120,26 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_worker_handler_panics_total",
 			Help: "Attempts whose handler panicked: each is recovered and counts as a failed attempt (retried, then dead-lettered).",
 		}),
+		limitRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickgroup_worker_limit_running",
+			Help: "Runs counted against each limit by the worker that owns the limit's partition: its own, and those a former owner may still have going (by the ledger).",
+		}, []string{"limit"}),
+		limitWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickgroup_worker_limit_waiting",
+			Help: "Ticks due and held for their limit (its runs at once or its rate), by limit.",
+		}, []string{"limit"}),
+		limitOldestWait: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickgroup_worker_limit_oldest_wait_seconds",
+			Help: "How long the longest-waiting schedule of each limit has waited for it (0: none waits).",
+		}, []string{"limit"}),
+		limitRateRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickgroup_worker_limit_rate_refused_total",
+			Help: "Times a due tick was held because its limit's rate had no room in the window, by limit.",
+		}, []string{"limit"}),
+		limitUnknown: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickgroup_worker_limit_unknown_total",
+			Help: "Ticks that named a limit this pool does not have (deleted, of another pool, or forged): they ran without it.",
+		}, []string{"limit"}),
 	}
 	for _, d := range []string{"finished", "rerun", "interrupted"} {
 		m.ledgerSkips.WithLabelValues(d)
@@ -138,7 +164,8 @@ func (m *metrics) register(reg prometheus.Registerer) (unregister func(), err er
 	if reg == nil {
 		return func() {}, nil
 	}
-	cs := []prometheus.Collector{m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.cancelsRefused, m.ledgerSkips, m.takeover, m.ledgerBatch, m.panics}
+	cs := []prometheus.Collector{m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.cancelsRefused, m.ledgerSkips, m.takeover, m.ledgerBatch, m.panics,
+		m.limitRunning, m.limitWaiting, m.limitOldestWait, m.limitRateRefused, m.limitUnknown}
 	unregister = func() {
 		for _, c := range cs {
 			reg.Unregister(c)

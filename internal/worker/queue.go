@@ -54,6 +54,9 @@ type item struct {
 	// and the next tick's): the default overlap policy skips it when a newer tick of the key is due too.
 	began   time.Time
 	overran bool
+	// limitHeld is set once pick held the tick for its limit; holdsLimit while it counts against its limit
+	// (picked, not handled). See limiter.go.
+	limitHeld, holdsLimit bool
 }
 
 // enqueue appends a fetched batch to the lane's queue, remembering cancellations, and wakes the lane. It reports
@@ -174,7 +177,15 @@ func (l *lane) pick(now time.Time, out []*item, limit int) ([]*item, time.Durati
 			l.unwaitLocked(c)
 		}
 	}()
-	out, wait = l.scanHeads(now, out, limit, wait)
+	var cands []*item
+	out, cands, wait = l.scanHeads(now, out, limit, wait)
+	if l.limits != nil || len(cands) > 0 {
+		l.resetHeldLocked()
+		if len(cands) > 0 {
+			out, wait = l.admitLocked(now, cands, out, limit, wait)
+		}
+		l.limitMetricsLocked(now)
+	}
 	return out, wait
 }
 
@@ -203,8 +214,10 @@ func (l *lane) blockKeysRunningElsewhere(now time.Time) time.Duration {
 }
 
 // scanHeads is pick's main pass: it appends to out the heads that may start now (at most limit), starting each,
-// and returns out with the wait, lowered to the first held head's if that is sooner. The caller holds w.mu.
-func (l *lane) scanHeads(now time.Time, out []*item, limit int, wait time.Duration) ([]*item, time.Duration) {
+// and returns out with the wait, lowered to the first held head's if that is sooner. The heads that may start
+// but for their limit it returns as cands, for admitLocked. The caller holds w.mu.
+func (l *lane) scanHeads(now time.Time, out []*item, limit int, wait time.Duration) ([]*item, []*item, time.Duration) {
+	var cands []*item
 	w := l.w
 	k := &l.keys
 	// covered counts the keys that cannot start a record now: those running one (each is a key of l.keys:
@@ -220,7 +233,11 @@ func (l *lane) scanHeads(now time.Time, out []*item, limit int, wait time.Durati
 			continue
 		}
 		if c.jump {
-			if !k.running(c.kid) && !k.isElsewhere(c.kid) {
+			switch {
+			case k.running(c.kid) || k.isElsewhere(c.kid):
+			case c.t.Limit != "":
+				cands = append(cands, c)
+			default:
 				out = append(out, l.startLocked(c))
 			}
 			continue
@@ -247,7 +264,11 @@ func (l *lane) scanHeads(now time.Time, out []*item, limit int, wait time.Durati
 				}
 				continue
 			}
-			out = append(out, l.startLocked(c))
+			if c.t.Limit != "" {
+				cands = append(cands, c) // admitLocked starts it, or holds it for its limit
+			} else {
+				out = append(out, l.startLocked(c))
+			}
 			if covered++; l.jumps == 0 && covered >= k.queued {
 				break // every key with a record queued now runs one
 			}
@@ -258,7 +279,7 @@ func (l *lane) scanHeads(now time.Time, out []*item, limit int, wait time.Durati
 			break
 		}
 	}
-	return out, wait
+	return out, cands, wait
 }
 
 // sooner returns d when wait is 0 (nothing to wait for yet) or d is shorter, else wait.
@@ -365,6 +386,7 @@ func (l *lane) startLocked(it *item) *item {
 // shorter than a second outlasts nothing and the queue is not scanned: a backlog of fast runs costs no scan per
 // run. Called with w.mu held.
 func (l *lane) handledLocked(it *item, now time.Time) {
+	l.releaseLimitLocked(it, true)
 	it.handled, it.running = true, false
 	if it.jump {
 		l.jumps--
@@ -423,6 +445,9 @@ type keyState struct {
 	waiting   []*item // the key's scheduled ticks not started, in queue order (the first is in lane.heads)
 	blocked   uint32  // the scan in which the key was blocked (an earlier tick of it seen, or it waits elsewhere)
 	elsewhere uint32  // the scan in which the key was found running on another worker
+	// limitSince is when the key began waiting for its limit (zero: it does not wait); a tick skipped for a
+	// newer one of the key passes its wait on (limiter.go).
+	limitSince time.Time
 }
 
 // id returns key's number, giving it one when it is new.

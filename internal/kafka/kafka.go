@@ -145,7 +145,9 @@ type Names struct {
 	// Backfills holds the backfill requests and cancellations (written by operators); BackfillProgress their
 	// progress, written by the leaders alone, in their transactions (package backfill).
 	Backfills, BackfillProgress string
-	TickerGroup, WorkerGroup    string
+	// Limits holds the named limits (package limit), written by operators and followed by the workers.
+	Limits                   string
+	TickerGroup, WorkerGroup string
 	// TransactionalID is shared by every ticker replica: a new leader's InitProducerID fences the old one.
 	TransactionalID string
 }
@@ -164,6 +166,7 @@ func (c Config) Names() Names {
 		Changes:          ns + ".changes",
 		Backfills:        ns + ".backfills",
 		BackfillProgress: ns + ".backfills.progress",
+		Limits:           ns + ".limits",
 		TickerGroup:      ns + ".ticker",
 		WorkerGroup:      ns + ".workers",
 		TransactionalID:  ns + ".ticker",

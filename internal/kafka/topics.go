@@ -154,6 +154,10 @@ func (n Names) Specs(o TopicOptions) []TopicSpec {
 		// Backfills: requests (compacted: a request stays while its progress does) and the leaders' progress.
 		{Name: n.Backfills, Partitions: 1, Configs: state},
 		{Name: n.BackfillProgress, Partitions: 1, Configs: state},
+		// Limits: one live record per limit, as the schedules topic holds schedules, stamped by the broker as
+		// it is (the change log tells by it a claim logged before the record it names). WorkerTopics and
+		// TickerTopics leave it out: a namespace made before it runs on, and its workers see no limit.
+		{Name: n.Limits, Partitions: 1, Configs: schedules},
 	}
 }
 

@@ -53,6 +53,10 @@ type WorkerConfig struct {
 	// MaxClockSkew is the clock difference between hosts that the lease rule tolerates; the worker warns while
 	// its host is off the broker's clock by more. Defaults to 1s; a negative value is an error.
 	MaxClockSkew time.Duration
+	// PriorityAging is how long a tick waits for its limit before its priority counts one higher (a priority-1
+	// tick outranks a fresh priority-5 one after four of them), so that a low priority is delayed, never
+	// starved. Defaults to 15s; at least 1s and at most 1h.
+	PriorityAging time.Duration
 	// SkipInterrupted records a tick whose earlier run was cut off as interrupted and never runs it again (at
 	// most once). False, the default, runs it again with Tick.Interrupted set (at least once).
 	SkipInterrupted bool
@@ -125,6 +129,7 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 		InstanceID:     cfg.InstanceID,
 		Lease:          cfg.Lease,
 		MaxClockSkew:   cfg.MaxClockSkew,
+		PriorityAging:  cfg.PriorityAging,
 		Forward:        cfg.Forward,
 		Pool:           cfg.Pool,
 		RecordOutput:   cfg.RecordOutput,

@@ -133,6 +133,7 @@ type runCommand struct {
 	onInterrupt    string
 	recordOutput   int
 	lease          time.Duration
+	priorityAging  time.Duration
 	instanceID     string
 	maxClockSkew   time.Duration
 }
@@ -158,6 +159,7 @@ func (f *runCommand) flags(fs *flag.FlagSet) string {
 	fs.IntVar(&f.recordOutput, "record-output", 0, fmt.Sprintf("keep the last N bytes (at most %d) of an exec handler's output per tick in its outcome record, for ticker history and the console (0: none; output may hold secrets, and every operator reads the results topic)", worker.MaxRecordOutput))
 	fs.StringVar(&f.onInterrupt, "on-interrupted", worker.OnInterruptedRerun, "a tick whose earlier run was cut off (crash, freeze, lost partition, or a lease this worker could not renew): rerun (again, with TICK_INTERRUPTED=1 and the attempt counting on) or skip (never again: at most once; outcome interrupted)")
 	fs.DurationVar(&f.lease, "lease", worker.DefaultLease, "how long a handler may run on without this worker renewing its run in the ledger (every lease/5); a run found unfinished elsewhere is waited for until its last renewal plus this (plus --max-clock-skew); at most 10m")
+	fs.DurationVar(&f.priorityAging, "priority-aging", worker.DefaultPriorityAging, "how long a tick held by its schedule's limit waits before its priority counts one higher: a priority-1 tick outranks a fresh priority-5 one after 4 of these, so a low priority is delayed, never starved (this worker keeps the limits whose partitions it owns)")
 	fs.DurationVar(&f.maxClockSkew, "max-clock-skew", worker.DefaultMaxClockSkew, "clock difference between hosts that the lease rule tolerates; this worker measures its clock against the broker's every 10s (on <ns>.clock) and warns while it is off by more (it keeps working)")
 	fs.StringVar(&f.instanceID, "instance-id", "", "static group membership: a worker restarted with the same ID within the session timeout takes its partitions back at once (no rebalance); never give two running workers the same ID (the older one is fenced and exits 1); off by default")
 	return usageHead
@@ -287,6 +289,7 @@ func (f *runCommand) workerConfig(logger *slog.Logger, reg *prometheus.Registry)
 		Lease:           f.lease,
 		InstanceID:      f.instanceID,
 		MaxClockSkew:    f.maxClockSkew,
+		PriorityAging:   f.priorityAging,
 		Logger:          logger,
 		Registerer:      reg,
 	}

@@ -181,3 +181,24 @@ func (m *metrics) register(reg prometheus.Registerer) (unregister func(), err er
 	}
 	return unregister, nil
 }
+
+// registerAll registers cs on reg (nothing for a nil reg) and returns what unregisters them; when one fails,
+// none stays registered.
+func registerAll(reg prometheus.Registerer, cs []prometheus.Collector) (func(), error) {
+	if reg == nil {
+		return func() {}, nil
+	}
+	for i, c := range cs {
+		if err := reg.Register(c); err != nil {
+			for _, done := range cs[:i] {
+				reg.Unregister(done)
+			}
+			return nil, err
+		}
+	}
+	return func() {
+		for _, c := range cs {
+			reg.Unregister(c)
+		}
+	}, nil
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
+	"github.com/tickgroup/tickgroup/internal/limit"
 )
 
 // Deps are the worker's collaborators.
@@ -57,7 +58,9 @@ type Worker struct {
 	ready      *admin.Readiness
 	m          *metrics
 	names      kafka.Names
-	conn       []kgo.Opt
+	// limitView follows the limits topic while a Run runs (nil when Config.Limits came with the config).
+	limitView *limit.View
+	conn      []kgo.Opt
 
 	cancelWarned atomic.Int64 // when refusedCancels last warned (Unix ns)
 	running      atomic.Bool  // Run is running: a second Run at the same time is refused
@@ -129,6 +132,13 @@ func New(cfg Config, handler Handler, deps Deps) (*Worker, error) {
 	if deps.Readiness != nil {
 		deps.Readiness.Set(ReadinessCondition, false)
 	}
+	names := cfg.Kafka.Names().Pool(cfg.Pool)
+	var view *limit.View
+	if cfg.Limits == nil {
+		// The pool's limits, followed for as long as a Run runs (its metrics registered with the worker's).
+		view = limit.NewView(conn, names.Limits, logger, nil)
+		cfg.Limits = view
+	}
 	return &Worker{
 		cfg:        cfg,
 		handler:    handler,
@@ -137,7 +147,8 @@ func New(cfg Config, handler Handler, deps Deps) (*Worker, error) {
 		ready:      deps.Readiness,
 		m:          newMetrics(nil), // registered by Run, on metricsReg
 		metricsReg: poolRegisterer(deps.Registerer, cfg.Pool),
-		names:      cfg.Kafka.Names().Pool(cfg.Pool),
+		names:      names,
+		limitView:  view,
 		conn:       conn,
 		session:    newSession(),
 	}, nil
@@ -193,6 +204,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("worker: registering its metrics (a worker of pool %s already runs on this registerer?): %w", cmp.Or(w.names.PoolName, kafka.DefaultPool), err)
 	}
 	defer unregister()
+	if w.limitView != nil {
+		unregisterView, err := registerAll(w.metricsReg, w.limitView.Collectors())
+		if err != nil {
+			return fmt.Errorf("worker: registering the limits' metrics: %w", err)
+		}
+		defer unregisterView()
+		defer background(ctx, func(ctx context.Context) { _ = w.limitView.Run(ctx) })()
+	}
 	if w.cl.Load() != nil {
 		w.session = newSession() // a Run before this one: start afresh
 	}

@@ -90,30 +90,9 @@ var yamlFields = func() map[string]int {
 // A file is at most MaxFileBytes and MaxFileEntries: a larger one is refused before it is parsed (YAML trees
 // take many times their text in memory).
 func ParseFile(r io.Reader) ([]Spec, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
+	root, err := ReadYAML(r)
 	if err != nil {
-		return nil, fmt.Errorf("reading schedules: %w", err)
-	}
-	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("reading schedules: the file is larger than %d MiB; split it, or put the schedules with several apply runs (without --prune)", MaxFileBytes>>20)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("parsing schedules: the file is empty")
-		}
-		return nil, fmt.Errorf("parsing schedules: %w", errlimit.Wrap(err))
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, errors.New("parsing schedules: the file holds more than one YAML document; put all schedules in one list")
-	}
-
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
+		return nil, err
 	}
 	prefix := ""
 	switch root.Kind {
@@ -134,7 +113,46 @@ func ParseFile(r io.Reader) ([]Spec, error) {
 	default:
 		return nil, fmt.Errorf("parsing schedules: line %d: want a list of schedules or a mapping with \"schedules\"", root.Line)
 	}
+	return ParseList(root, prefix)
+}
 
+// ReadYAML reads the one YAML document of an apply file, of at most MaxFileBytes, and returns its root node: for
+// a reader of a file with other sections than the schedules (the limits of package limit), which hands the
+// schedules' list to ParseList.
+func ReadYAML(r io.Reader) (*yaml.Node, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading schedules: %w", err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("reading schedules: the file is larger than %d MiB; split it, or put the schedules with several apply runs (without --prune)", MaxFileBytes>>20)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("parsing schedules: the file is empty")
+		}
+		return nil, fmt.Errorf("parsing schedules: %w", errlimit.Wrap(err))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, errors.New("parsing schedules: the file holds more than one YAML document; put all schedules in one list")
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	return root, nil
+}
+
+// ParseList decodes and validates the schedules of root, the list of an apply file under the key prefix ("":
+// the file is the list), as ParseFile describes.
+func ParseList(root *yaml.Node, prefix string) ([]Spec, error) {
+	if root.Kind != yaml.SequenceNode {
+		return nil, fmt.Errorf("parsing schedules: line %d: want a list of schedules", root.Line)
+	}
 	if len(root.Content) > MaxFileEntries {
 		return nil, fmt.Errorf("parsing schedules: %d entries, more than the limit of %d; split the file", len(root.Content), MaxFileEntries)
 	}

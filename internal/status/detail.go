@@ -33,6 +33,12 @@ func PrintSchedule(w io.Writer, rep *Report) {
 		line("state", "%s", state(s, rep.At))
 	}
 	line("pool", "%s", s.Pool)
+	if s.Limit != "" {
+		line("limit", "%s", describeLimit(s.Limit, rep.Limits))
+	}
+	if s.Priority != 0 {
+		line("priority", "%d (1 to 5: the higher starts first among the ticks waiting for a limit or a runner)", s.Priority)
+	}
 	leader := "NONE"
 	for _, l := range rep.Leaders {
 		if l.Partition == s.Leader {

@@ -1,5 +1,6 @@
 // Package status collects what `ticker status` shows, from Kafka alone: who leads, each schedule's last and next
-// slot, its last run and the slots it missed lately, broken schedule records, and the workers' lag.
+// slot, its last run and the slots it missed lately, broken schedule records, the workers' lag, and the named
+// limits with the schedules that name them and their ticks running and waiting.
 //
 // The run facts come from package audit: Read gathers the schedules, work and results topics (read_committed)
 // and Compare derives the slots each definition should have made in the window and says which were missed. The
@@ -50,6 +51,9 @@ type Report struct {
 	Work    []Lag  `json:"work_lag"`
 	WorkLag int64  `json:"work_lag_total"`
 	Pools   []Pool `json:"pools"`
+	// Limits are the namespace's named limits (ticker limit list), and the names schedules give that it does not
+	// define; with Options.Schedule, only that schedule's limit.
+	Limits []Limit `json:"limits"`
 	// Broken lists the schedules-topic keys whose newest record is invalid: the replicas keep the last valid
 	// definition and the leader repairs the key (it restates that definition and dead-letters the record).
 	Broken []Broken `json:"broken_schedule_records,omitempty"`
@@ -138,6 +142,10 @@ type Schedule struct {
 	// cron schedule, UTC otherwise) and its next slots after the report's instant (none while paused).
 	Zone     string     `json:"zone,omitempty"`
 	Upcoming []Upcoming `json:"upcoming,omitempty"`
+	// Limit is the limit the schedule's ticks count against (Report.Limits has it); Priority orders its ticks
+	// waiting for the limit or for a runner (1 to 5, the higher first; 0: the default, 3).
+	Limit    string `json:"limit,omitempty"`
+	Priority int    `json:"priority,omitempty"`
 }
 
 // Upcoming is one of a schedule's next slots, in UTC and in the schedule's zone (RFC 3339 with its offset).
@@ -215,7 +223,8 @@ func (o Options) withDefaults() Options {
 var ErrUnknownSchedule = errors.New("no such schedule")
 
 // Collect reads the report from Kafka: the ticker group (who leads), the leader state, the schedules, their runs
-// (audit.Read: the schedules, work and results topics, read_committed) and the workers' lag. Parts that fail are
+// (audit.Read: the schedules, work and results topics, read_committed), the workers' lag and the limits topic
+// (one partition, one live record per limit: its cost is that of the schedules topic's). Parts that fail are
 // named in Report.Errors; Collect fails only when nothing useful can be read. opts are the connection options
 // (kafka.Config.Opts).
 func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace string, o Options) (*Report, error) {
@@ -228,7 +237,7 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	adm := kadm.NewClient(cl)
 
 	// The schedules first: a report on a schedule the namespace does not have ends here.
-	entries, broken, err := loadSchedules(ctx, opts, names, namespace, o)
+	entries, broken, u, err := loadSchedules(ctx, opts, names, namespace, o)
 	if err != nil {
 		return nil, err
 	}
@@ -251,8 +260,9 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	if err := poolsLag(ctx, opts, adm, names, rep); err != nil {
 		return nil, err
 	}
+	readLimits(ctx, opts, adm, names, u, rep, o)
 	// What the schedules' ticks did, last: a read that is refused or outlasts ctx leaves the rest of the report.
-	if err := runs.report(entries, rep, o); err != nil {
+	if err := runs.report(entries, u, rep, o); err != nil {
 		return nil, err
 	}
 	if err := backfills(ctx, opts, adm, names, rep, o); err != nil {
@@ -268,21 +278,22 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 }
 
 // loadSchedules reads the schedules topic: every schedule and broken key, or only o.Schedule's (an error wrapping
-// ErrUnknownSchedule when the namespace does not have it).
-func loadSchedules(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace string, o Options) (map[string]store.Entry, []store.Broken, error) {
+// ErrUnknownSchedule when the namespace does not have it), and the uses of the limits by every schedule.
+func loadSchedules(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace string, o Options) (map[string]store.Entry, []store.Broken, uses, error) {
 	entries, broken, err := store.Load(ctx, opts, names.Schedules)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, uses{}, err
 	}
+	u := limitUses(entries)
 	if o.Schedule != "" {
 		e, ok := entries[o.Schedule]
 		if !ok {
-			return nil, nil, fmt.Errorf("schedule %q: %w in namespace %s (ticker schedule list lists them)", o.Schedule, ErrUnknownSchedule, namespace)
+			return nil, nil, uses{}, fmt.Errorf("schedule %q: %w in namespace %s (ticker schedule list lists them)", o.Schedule, ErrUnknownSchedule, namespace)
 		}
 		entries = map[string]store.Entry{o.Schedule: e}
 		broken = slices.DeleteFunc(broken, func(b store.Broken) bool { return b.Name != o.Schedule })
 	}
-	return entries, broken, nil
+	return entries, broken, u, nil
 }
 
 // runsRead is the read of the runs (readRuns) that Collect starts first and takes last.
@@ -310,9 +321,9 @@ func (r *runsRead) stop() {
 	r.wg.Wait()
 }
 
-// report waits for the runs and adds what they did to rep; a refused read is an error (no partial report), any
-// other failure is named in rep.Errors.
-func (r *runsRead) report(entries map[string]store.Entry, rep *Report, o Options) error {
+// report waits for the runs and adds what they did to rep, the limits' ticks running and waiting included; a
+// refused read is an error (no partial report), any other failure is named in rep.Errors.
+func (r *runsRead) report(entries map[string]store.Entry, u uses, rep *Report, o Options) error {
 	r.wg.Wait()
 	if !r.since.IsZero() {
 		since := r.since
@@ -327,6 +338,7 @@ func (r *runsRead) report(entries map[string]store.Entry, rep *Report, o Options
 		rep.Errors = append(rep.Errors, fmt.Sprintf("reading the runs: %v", r.err))
 	} else {
 		runFacts(r.log, entries, rep, o)
+		limitRuns(r.log, u, rep, o)
 		if o.Timeline > 0 {
 			rep.Timeline = timeline(r.log, entries, rep, o)
 		}
@@ -419,6 +431,7 @@ func scheduleInfos(rep *Report, entries map[string]store.Entry, state map[string
 			}
 		}
 		info.PausedUntil, info.PauseReason = s.PausedUntil, s.PauseReason
+		info.Limit, info.Priority = s.Limit, s.Priority
 		// A pause with an end is a later start (Schedule.Next knows it): its next slot is the first after the end.
 		if next := e.Schedule.Next(base); !next.IsZero() && !e.Schedule.Paused() {
 			info.NextSlot = &next
@@ -582,10 +595,20 @@ func Print(w io.Writer, rep *Report) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "SCHEDULE\tDEFINITION\tLAST SLOT\tNEXT SLOT\tSTATE\tLEADER\tPOOL\tLAST RUN\tDELAY\tATTEMPTS\tMISSED/%s\n", window(rep))
+	// LIMIT and PRIORITY only when a schedule sets one: a namespace without limits reads as it did before them.
+	limited := slices.ContainsFunc(rep.Schedules, func(s Schedule) bool { return s.Limit != "" || s.Priority != 0 })
+	fmt.Fprintf(tw, "SCHEDULE\tDEFINITION\tLAST SLOT\tNEXT SLOT\tSTATE\tLEADER\tPOOL\tLAST RUN\tDELAY\tATTEMPTS\tMISSED/%s", window(rep))
+	if limited {
+		fmt.Fprint(tw, "\tLIMIT\tPRIORITY")
+	}
+	fmt.Fprintln(tw)
 	for _, s := range rep.Schedules {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Schedule, fmtTime(s.LastSlot), fmtTime(s.NextSlot),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s", s.Name, s.Schedule, fmtTime(s.LastSlot), fmtTime(s.NextSlot),
 			state(s, rep.At), s.Leader, s.Pool, runStatus(s.LastRun), fmtDelay(s.LastRun), attemptsText(s.LastRun), missedText(s.Missed))
+		if limited {
+			fmt.Fprintf(tw, "\t%s\t%s", cmp.Or(s.Limit, "-"), priorityText(s.Priority))
+		}
+		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
 	first := true
@@ -616,6 +639,7 @@ func Print(w io.Writer, rep *Report) {
 		_ = tw.Flush()
 		fmt.Fprintf(w, "total work lag: %d (LAG counts ticks held for their instant; LATE is how late the oldest waiting tick is)\n", pl.LagSum)
 	}
+	printLimits(w, rep)
 	if len(rep.Broken) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "BROKEN SCHEDULE RECORDS (the replicas keep the last valid definition; the leader repairs them)")

@@ -3,7 +3,7 @@
 //
 // The console reads; it never leads or runs ticks. A refresher reads the namespace as `ticker status` does (who
 // leads, each pool's workers and lag, each schedule's last run and missed slots over the last day, the backfills
-// under way) every Config.Refresh, and the pages show the newest read: a page costs no read of its own, whatever
+// under way, the named limits and their ticks running and waiting) every Config.Refresh, and the pages show the newest read: a page costs no read of its own, whatever
 // the number of schedules, except a schedule's own page, which reads that schedule's runs and change log (kept
 // for Config.Refresh). Several consoles may run; each reads on its own.
 //

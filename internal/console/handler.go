@@ -214,17 +214,19 @@ type schedulePage struct {
 	Leader                                                           int32
 	Paused                                                           bool
 	Missed1h, Missed1d                                               string
-	Next                                                             []nextSlot
-	Runs                                                             []run
-	Grid                                                             *gridView
-	SlotNote                                                         string // about the runs of the slot a grid cell's link asked for
-	Backfills                                                        []tickgroup.BackfillStatus
-	Changes                                                          []tickgroup.ChangeRecord
-	DetailError                                                      string
-	Truncated, ShowOutput                                            bool
-	Forged, Invalid                                                  int
-	Acting                                                           bool
-	CSRF                                                             string
+	// Limit is the limit the schedule names, LimitURL its row on the fleet page and LimitText its bounds.
+	Limit, LimitURL, LimitText, Priority string
+	Next                                 []nextSlot
+	Runs                                 []run
+	Grid                                 *gridView
+	SlotNote                             string // about the runs of the slot a grid cell's link asked for
+	Backfills                            []tickgroup.BackfillStatus
+	Changes                              []tickgroup.ChangeRecord
+	DetailError                          string
+	Truncated, ShowOutput                bool
+	Forged, Invalid                      int
+	Acting                               bool
+	CSRF                                 string
 }
 
 type nextSlot struct {
@@ -255,6 +257,10 @@ func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, pr Princi
 	p := schedulePage{Name: name, Definition: spec.Describe(), Zone: loc.String(), Pool: cmp.Or(spec.Pool, "default"), Payload: spec.Payload,
 		URL: c.cfg.Prefix + schedulePath(name), Version: e.Version, UpdatedAt: e.UpdatedAt, Leader: sc.Leader, Paused: sc.Paused, ShowOutput: c.cfg.ShowOutput}
 	p.State, p.StateClass, p.Reason = stateText(sc, now)
+	p.Priority = priorityText(spec.Priority)
+	if spec.Limit != "" {
+		p.Limit, p.LimitURL, p.LimitText = spec.Limit, c.cfg.Prefix+"/#"+limitAnchor(spec.Limit), scheduleLimit(s.rep, spec.Limit)
+	}
 	row := rowOf(sc, s.rep, s.at)
 	p.Missed1h, p.Missed1d = row.Missed1h, row.Missed1d
 	if !e.Schedule.Paused() {

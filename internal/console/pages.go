@@ -102,6 +102,8 @@ type fleet struct {
 	Replicas, LeaderCount            int
 	Leaders                          []leaderRow
 	Pools                            []poolRow
+	Limits                           []limitRow
+	LimitsUnread                     bool // the limits could not be read (Errors says why)
 	Backfills                        []status.Backfill
 	Clocks                           []clockRow
 	Schedules, Paused, Missing, Late int
@@ -175,6 +177,8 @@ func (c *Console) fleetPage(w http.ResponseWriter, r *http.Request, pr Principal
 		}
 		f.Pools = append(f.Pools, row)
 	}
+	limits, conds := limitRows(rep, pr)
+	f.Limits, f.LimitsUnread, f.Conditions = limits, rep.Limits == nil, append(f.Conditions, conds...)
 	for _, s := range rep.Clocks {
 		off := time.Duration(s.OffsetMS * float64(time.Millisecond))
 		row := clockRow{Who: s.Who, Offset: fmt.Sprintf("%+.1f ms", s.OffsetMS), Uncertainty: fmt.Sprintf("%.1f ms", s.UncertaintyMS), At: s.At,

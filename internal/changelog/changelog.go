@@ -10,7 +10,12 @@
 // cannot be written ahead for the next offsets), or that claims an offset an earlier change already claimed, is
 // counted as forged and not shown; one whose schedule record compaction has removed since is shown as
 // unconfirmed. A record that does not decode as a
-// change is counted and skipped. The who and the reason of a confirmed change are as trustworthy as the ACL on
+// change is counted and skipped.
+//
+// A change of a named limit (package limit) is recorded the same way, checked against the limits topic: its
+// record is keyed limit.Key(name), "~limit/NAME", which no schedule's name can be, so that a reader keyed by
+// schedule (ReadSchedule) never takes it for a schedule's, and its ops (limit_put, limit_delete) are ones a
+// reader of an earlier release does not know: it counts the record invalid and does not show it. The who and the reason of a confirmed change are as trustworthy as the ACL on
 // the topic: grant Write on it only to those who may change schedules.
 package changelog
 
@@ -26,6 +31,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tickgroup/tickgroup/internal/errlimit"
+	"github.com/tickgroup/tickgroup/internal/limit"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 )
 
@@ -49,9 +55,14 @@ const (
 	// A manual trigger: its tick is on the work topic (Offset is its record's there, Trigger its ID), which the
 	// change log's reader does not read: a trigger's change is shown unconfirmed.
 	OpTrigger = "trigger"
+	// A limit's put and deletion: their records are on the limits topic (Offset is theirs, Before and After
+	// limit records), and Limit names the limit where Schedule is empty.
+	OpLimitPut    = "limit_put"
+	OpLimitDelete = "limit_delete"
 )
 
-var ops = map[string]bool{OpPut: true, OpPause: true, OpResume: true, OpDelete: true, OpApply: true, OpBackfill: true, OpBackfillCancel: true, OpTrigger: true}
+var ops = map[string]bool{OpPut: true, OpPause: true, OpResume: true, OpDelete: true, OpApply: true, OpBackfill: true, OpBackfillCancel: true, OpTrigger: true,
+	OpLimitPut: true, OpLimitDelete: true}
 
 // BackfillID returns the ID of the backfill whose request or cancellation b is ("" when it is not one).
 func BackfillID(b []byte) string {
@@ -66,6 +77,9 @@ func BackfillID(b []byte) string {
 
 // IsBackfill reports whether op's record is on the backfills topic.
 func IsBackfill(op string) bool { return op == OpBackfill || op == OpBackfillCancel }
+
+// IsLimit reports whether op is a limit's change, whose record is on the limits topic.
+func IsLimit(op string) bool { return op == OpLimitPut || op == OpLimitDelete }
 
 // Limits of a record's free text.
 const (
@@ -149,24 +163,34 @@ func (w Who) String() string {
 	return s
 }
 
-// Change is one change of one schedule.
+// Change is one change of one schedule, or of one limit.
 type Change struct {
 	V        int    `json:"v"`
 	Kind     string `json:"kind"`
 	Op       string `json:"op"`
 	Schedule string `json:"schedule"`
+	// Limit is the limit a limit's change (IsLimit) changed; Schedule is then empty.
+	Limit string `json:"limit,omitempty"`
 	// At is when the writer made the change (its clock); the record's own timestamp is the broker's.
 	At     time.Time `json:"at"`
 	By     Who       `json:"by"`
 	Reason string    `json:"reason,omitempty"`
 	// Before is the schedule record that the change replaced (absent: the schedule did not exist); After the one
-	// it wrote (absent: a deletion), both in the schedules topic's form.
+	// it wrote (absent: a deletion), both in the schedules topic's form; a limit's change has the limits topic's.
 	Before json.RawMessage `json:"before,omitempty"`
 	After  json.RawMessage `json:"after,omitempty"`
-	// Offset is the schedules-topic record the change wrote.
+	// Offset is the schedules-topic record the change wrote (a limit's change: the limits topic's).
 	Offset int64 `json:"schedule_offset"`
 	// Trigger is the ID of a trigger's (first) tick, for op trigger.
 	Trigger string `json:"trigger,omitempty"`
+}
+
+// Key is the key of c's record: its schedule, or limit.Key of its limit.
+func (c Change) Key() string {
+	if IsLimit(c.Op) {
+		return limit.Key(c.Limit)
+	}
+	return c.Schedule
 }
 
 // Encode returns c's record value, checking it as Decode would.
@@ -215,6 +239,12 @@ func (c Change) check() error {
 			return fmt.Errorf("change: %w", err)
 		}
 	}
+	switch {
+	case IsLimit(c.Op):
+		return c.checkLimit()
+	case c.Limit != "":
+		return fmt.Errorf("change: a %s names a limit", c.Op)
+	}
 	if c.Op == OpTrigger {
 		if c.Before != nil || c.After != nil || c.Trigger == "" || len(c.Trigger) > 1024 {
 			return errors.New("change: a trigger names its tick, and writes no definition")
@@ -241,6 +271,42 @@ func (c Change) check() error {
 		return fmt.Errorf("change: a %s without the definition it wrote", c.Op)
 	}
 	return nil
+}
+
+// checkLimit checks a limit's change: a valid limit name and no schedule, the records before and after valid
+// records of that limit, a put that wrote one and a deletion that did not.
+func (c Change) checkLimit() error {
+	switch {
+	case !schedule.ValidLimit(c.Limit):
+		return fmt.Errorf("change: limit %s: no limit can have that name", errlimit.Quote(c.Limit))
+	case c.Schedule != "" || c.Trigger != "":
+		return fmt.Errorf("change: a %s names a schedule or a trigger", c.Op)
+	case c.Op == OpLimitPut && c.After == nil:
+		return errors.New("change: a limit_put without the limit it wrote")
+	case c.Op == OpLimitDelete && c.After != nil:
+		return errors.New("change: a limit_delete with a limit written")
+	}
+	for _, raw := range []json.RawMessage{c.Before, c.After} {
+		if raw == nil {
+			continue
+		}
+		if _, err := limit.Decode(c.Limit, raw); err != nil {
+			return fmt.Errorf("change: %w", err)
+		}
+	}
+	return nil
+}
+
+// DecodeLimit decodes a limit of a limit's change of name (its Before or After); nil for an absent one.
+func DecodeLimit(name string, raw json.RawMessage) *limit.Limit {
+	if raw == nil {
+		return nil
+	}
+	l, err := limit.Decode(name, raw)
+	if err != nil {
+		return nil
+	}
+	return &l
 }
 
 // checkSpec checks that raw, when present, is a valid schedule record of the schedule name.
@@ -298,7 +364,8 @@ const (
 	Forged Status = "forged"
 )
 
-// Verifier checks changes against the schedules topic, in the change log's order.
+// Verifier checks changes against the schedules topic (a backfill's against the backfills topic, a limit's
+// against the limits topic), in the change log's order.
 type Verifier struct {
 	// Records are the schedules topic's retained records by offset; End its end offset.
 	Records map[int64]SchedulesRecord
@@ -307,12 +374,16 @@ type Verifier struct {
 	// -1: the topic could not be read, and those changes are unconfirmed).
 	Backfills    map[int64]SchedulesRecord
 	BackfillsEnd int64
+	// Limits and LimitsEnd are the same of the limits topic, for the limits' changes (LimitsEnd -1: the topic
+	// could not be read, and those changes are unconfirmed).
+	Limits    map[int64]SchedulesRecord
+	LimitsEnd int64
 	// Window, when set, is the oldest log time from which the changes given to Verify are all the change log
 	// holds (ReadSchedule reads only the newest). A change whose record is older than Window is Unconfirmed: an
 	// earlier claim of that record, not read, may have taken it.
-	Window    time.Time
-	claimed   map[int64]bool
-	claimedBf map[int64]bool
+	Window time.Time
+	// The offsets claimed so far, of each topic.
+	claimed, claimedBf, claimedLim map[int64]bool
 }
 
 // Verify returns what the schedules topic says of c, which the change log took at logged (its record's
@@ -321,18 +392,12 @@ type Verifier struct {
 // change logged before the record it claims (ClaimSkew aside) is forged, and leaves the record to the change
 // that claims it next: a claim cannot be written ahead of the change it would hide.
 func (v *Verifier) Verify(c Change, logged time.Time) Status {
-	if v.claimed == nil {
-		v.claimed, v.claimedBf = map[int64]bool{}, map[int64]bool{}
-	}
 	if c.Op == OpTrigger {
 		return Unconfirmed // its record is on the work topic, which the change log's reader does not read
 	}
-	records, end, claimed := v.Records, v.End, v.claimed
-	if IsBackfill(c.Op) {
-		if v.BackfillsEnd < 0 {
-			return Unconfirmed
-		}
-		records, end, claimed = v.Backfills, v.BackfillsEnd, v.claimedBf
+	records, end, claimed := v.topic(c.Op)
+	if end < 0 {
+		return Unconfirmed // a topic that could not be read
 	}
 	if c.Offset >= end || claimed[c.Offset] {
 		return Forged
@@ -354,7 +419,7 @@ func (v *Verifier) Verify(c Change, logged time.Time) Status {
 		if !bytes.Equal(r.Value, c.After) || json.Unmarshal(r.Value, &named) != nil || c.Op == OpBackfill && named.Schedule != c.Schedule {
 			return Forged
 		}
-	} else if string(r.Key) != c.Schedule || !bytes.Equal(r.Value, c.After) && !(r.Value == nil && c.After == nil) {
+	} else if string(r.Key) != v.name(c) || !bytes.Equal(r.Value, c.After) && !(r.Value == nil && c.After == nil) {
 		return Forged
 	}
 	claimed[c.Offset] = true
@@ -362,4 +427,26 @@ func (v *Verifier) Verify(c Change, logged time.Time) Status {
 		return Unconfirmed
 	}
 	return Confirmed
+}
+
+// topic returns the records, the end and the claims of the topic that holds the record of a change of op.
+func (v *Verifier) topic(op string) (map[int64]SchedulesRecord, int64, map[int64]bool) {
+	if v.claimed == nil {
+		v.claimed, v.claimedBf, v.claimedLim = map[int64]bool{}, map[int64]bool{}, map[int64]bool{}
+	}
+	switch {
+	case IsBackfill(op):
+		return v.Backfills, v.BackfillsEnd, v.claimedBf
+	case IsLimit(op):
+		return v.Limits, v.LimitsEnd, v.claimedLim
+	}
+	return v.Records, v.End, v.claimed
+}
+
+// name is the key of the record c wrote on its topic: its schedule's name, or its limit's.
+func (v *Verifier) name(c Change) string {
+	if IsLimit(c.Op) {
+		return c.Limit
+	}
+	return c.Schedule
 }

@@ -80,6 +80,53 @@ func TestVerify(t *testing.T) {
 	}
 }
 
+// TestLimitChanges: a limit's change names its limit and no schedule, carries limit records of that limit, and
+// is checked against the limits topic as a schedule's change is against the schedules topic.
+func TestLimitChanges(t *testing.T) {
+	t.Parallel()
+	db := []byte(`{"v":1,"name":"db","concurrency":4}`)
+	put := Change{Op: OpLimitPut, Limit: "db", At: time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC), After: db, Offset: 2}
+	b, err := Encode(put)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := Decode(b); err != nil || c.Limit != "db" || c.Key() != "~limit/db" || c.Schedule != "" {
+		t.Errorf("Decode(Encode) = %+v, %v", c, err)
+	}
+	for name, bad := range map[string]func(*Change){
+		"a schedule too":         func(c *Change) { c.Schedule = "scan" },
+		"no limit":               func(c *Change) { c.Limit = "" },
+		"a bad limit name":       func(c *Change) { c.Limit = "~limit/db" },
+		"another limit's record": func(c *Change) { c.After = []byte(`{"v":1,"name":"api","concurrency":4}`) },
+		"a schedule's record":    func(c *Change) { c.After = []byte(`{"v":1,"name":"db","every":"1m0s"}`) },
+		"a put writing nothing":  func(c *Change) { c.After = nil },
+		"a delete writing":       func(c *Change) { c.Op = OpLimitDelete },
+		"a schedule op's limit":  func(c *Change) { c.Op, c.Schedule = OpPut, "scan" },
+	} {
+		c := put
+		bad(&c)
+		if _, err := Encode(c); err == nil {
+			t.Errorf("%s: encoded", name)
+		}
+	}
+	v := Verifier{Records: map[int64]SchedulesRecord{2: {Key: []byte("db"), Value: db}}, End: 3,
+		Limits: map[int64]SchedulesRecord{2: {Key: []byte("db"), Value: db}, 1: {Key: []byte("api"), Value: db}}, LimitsEnd: 3}
+	if got := v.Verify(put, time.Time{}); got != Confirmed {
+		t.Errorf("the limit as written: %s", got)
+	}
+	if got := v.Verify(put, time.Time{}); got != Forged {
+		t.Errorf("a second claim: %s", got)
+	}
+	other := put
+	other.Offset = 1
+	if got := v.Verify(other, time.Time{}); got != Forged {
+		t.Errorf("a claim of another limit's record: %s", got)
+	}
+	if got := (&Verifier{LimitsEnd: -1}).Verify(put, time.Time{}); got != Unconfirmed {
+		t.Errorf("an unreadable limits topic: %s", got)
+	}
+}
+
 func TestVerifyBackfill(t *testing.T) {
 	req := []byte(`{"v":1,"id":"b1","schedule":"scan"}`)
 	v := Verifier{Records: map[int64]SchedulesRecord{}, End: 10, Backfills: map[int64]SchedulesRecord{2: {Key: []byte("b1"), Value: req}}, BackfillsEnd: 3}

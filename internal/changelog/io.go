@@ -14,7 +14,8 @@ import (
 	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
-// Write appends cs to the change-log topic, each keyed by its schedule, and waits until the broker has them.
+// Write appends cs to the change-log topic, each keyed by its schedule (a limit's change by limit.Key of its
+// limit: Change.Key), and waits until the broker has them.
 func Write(ctx context.Context, cl *kgo.Client, topic string, cs ...Change) error {
 	recs := make([]*kgo.Record, 0, len(cs))
 	for _, c := range cs {
@@ -22,7 +23,7 @@ func Write(ctx context.Context, cl *kgo.Client, topic string, cs ...Change) erro
 		if err != nil {
 			return err
 		}
-		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(c.Schedule), Value: v})
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(c.Key()), Value: v})
 	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return fmt.Errorf("writing to the change log %s: %w", topic, err)
@@ -30,10 +31,16 @@ func Write(ctx context.Context, cl *kgo.Client, topic string, cs ...Change) erro
 	return nil
 }
 
-// needBackfills reports whether a change of es is a backfill's, to check against the backfills topic.
-func needBackfills(es []Entry) bool {
+// Topics are the topics a reader of the change log reads: the log, and those its changes' records are on.
+type Topics struct {
+	Changes, Schedules, Backfills, Limits string
+}
+
+// need reports whether a change of es is of an op that is accepts (IsBackfill, IsLimit): one to check against
+// the topic of such changes.
+func need(es []Entry, is func(op string) bool) bool {
 	for _, e := range es {
-		if IsBackfill(e.Op) {
+		if is(e.Op) {
 			return true
 		}
 	}
@@ -56,20 +63,20 @@ type Stats struct {
 }
 
 // Read returns the changes of the change-log topic that keep accepts (nil: all), oldest first, each checked
-// against the schedules topic. It reads the whole change log and the whole schedules topic: ReadSchedule reads
-// only what one schedule's changes need. It reads the change log before the schedules topic, so that the
-// schedule record of every change read is below the schedules topic's end.
-func Read(ctx context.Context, opts []kgo.Opt, changes, schedules, backfills string, keep func(Change, time.Time) bool) ([]Entry, Stats, error) {
+// against the topic its record is on. It reads the whole change log and the whole schedules topic (the backfills
+// and limits topics when a change is theirs): ReadSchedule reads only what one schedule's changes need. It reads
+// the change log before the other topics, so that the record of every change read is below their ends.
+func Read(ctx context.Context, opts []kgo.Opt, topics Topics, keep func(Change, time.Time) bool) ([]Entry, Stats, error) {
 	var (
 		all   []Entry
 		stats Stats
 	)
-	_, err := kafka.ReadStable(ctx, opts, changes, 0, func(r *kgo.Record) error {
+	_, err := kafka.ReadStable(ctx, opts, topics.Changes, 0, func(r *kgo.Record) error {
 		if r.Attrs.IsControl() {
 			return nil
 		}
 		c, err := Decode(r.Value)
-		if err != nil || string(r.Key) != c.Schedule {
+		if err != nil || string(r.Key) != c.Key() {
 			stats.Invalid++
 			return nil
 		}
@@ -77,31 +84,26 @@ func Read(ctx context.Context, opts []kgo.Opt, changes, schedules, backfills str
 		return nil
 	})
 	if err != nil {
-		return nil, stats, fmt.Errorf("reading the change log %s: %w", changes, err)
+		return nil, stats, fmt.Errorf("reading the change log %s: %w", topics.Changes, err)
 	}
-	v := Verifier{Records: map[int64]SchedulesRecord{}}
-	v.End, err = kafka.ReadStable(ctx, opts, schedules, 0, func(r *kgo.Record) error {
+	v := Verifier{Records: map[int64]SchedulesRecord{}, Backfills: map[int64]SchedulesRecord{}, Limits: map[int64]SchedulesRecord{}}
+	v.End, err = kafka.ReadStable(ctx, opts, topics.Schedules, 0, func(r *kgo.Record) error {
 		if !r.Attrs.IsControl() {
 			v.Records[r.Offset] = schedulesRecord(r)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, stats, fmt.Errorf("reading %s: %w", schedules, err)
+		return nil, stats, fmt.Errorf("reading %s: %w", topics.Schedules, err)
 	}
-	v.Backfills = map[int64]SchedulesRecord{}
-	if needBackfills(all) {
-		v.BackfillsEnd, err = kafka.ReadStable(ctx, opts, backfills, 0, func(r *kgo.Record) error {
-			if !r.Attrs.IsControl() {
-				v.Backfills[r.Offset] = backfillsRecord(r)
-			}
-			return nil
-		})
-		switch {
-		case kafka.Denied(err):
-			return nil, stats, fmt.Errorf("reading %s: %w", backfills, err)
-		case err != nil:
-			v.BackfillsEnd = -1 // not readable (no such topic): the backfill changes cannot be checked
+	if need(all, IsBackfill) {
+		if v.BackfillsEnd, err = readOther(ctx, opts, topics.Backfills, v.Backfills, backfillsRecord); err != nil {
+			return nil, stats, err
+		}
+	}
+	if need(all, IsLimit) {
+		if v.LimitsEnd, err = readOther(ctx, opts, topics.Limits, v.Limits, schedulesRecord); err != nil {
+			return nil, stats, err
 		}
 	}
 	out := all[:0]
@@ -117,6 +119,25 @@ func Read(ctx context.Context, opts []kgo.Opt, changes, schedules, backfills str
 		}
 	}
 	return out, stats, nil
+}
+
+// readOther reads topic (the backfills or the limits topic) whole into records, each as as makes it, and returns
+// its end: -1 when it cannot be read (no such topic), so that its changes are unconfirmed. A refused
+// permission is an error naming it.
+func readOther(ctx context.Context, opts []kgo.Opt, topic string, records map[int64]SchedulesRecord, as func(*kgo.Record) SchedulesRecord) (int64, error) {
+	end, err := kafka.ReadStable(ctx, opts, topic, 0, func(r *kgo.Record) error {
+		if !r.Attrs.IsControl() {
+			records[r.Offset] = as(r)
+		}
+		return nil
+	})
+	switch {
+	case kafka.Denied(err):
+		return 0, fmt.Errorf("reading %s: %w", topic, err)
+	case err != nil:
+		return -1, nil
+	}
+	return end, nil
 }
 
 // schedulesRecord is r of the schedules topic, as Verify needs it. The topic is made with LogAppendTime (package
@@ -150,8 +171,9 @@ const (
 // Its Stats count the records of name it read. A change is checked against the changes of name read, not
 // against those of the whole log: a change whose record is older than the first change read (when the newest
 // MaxScheduleChanges leave older ones out) cannot be confirmed, and is Unconfirmed.
-func ReadSchedule(ctx context.Context, opts []kgo.Opt, changes, schedules, backfills, name string, since time.Time) ([]Entry, Stats, error) {
+func ReadSchedule(ctx context.Context, opts []kgo.Opt, topics Topics, name string, since time.Time) ([]Entry, Stats, error) {
 	var stats Stats
+	changes, schedules, backfills := topics.Changes, topics.Schedules, topics.Backfills
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, stats, fmt.Errorf("reading the change log %s: client: %w", changes, err)

@@ -68,7 +68,8 @@ func TestReadScheduleReadsLittle(t *testing.T) {
 	}
 	count := &fetchCounter{topic: schedules}
 	opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...), kgo.WithHooks(count)}
-	got, stats, err := ReadSchedule(ctx, opts, changes, schedules, backfills, "scan", time.Now().Add(-time.Minute))
+	topics := Topics{Changes: changes, Schedules: schedules, Backfills: backfills}
+	got, stats, err := ReadSchedule(ctx, opts, topics, "scan", time.Now().Add(-time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestReadScheduleReadsLittle(t *testing.T) {
 	if n := count.n.Load(); n > 600 {
 		t.Errorf("ReadSchedule fetched %d records of the schedules topic for %d changes", n, len(want))
 	}
-	all, _, err := Read(ctx, opts, changes, schedules, backfills, func(c Change, _ time.Time) bool { return c.Schedule == "scan" })
+	all, _, err := Read(ctx, opts, topics, func(c Change, _ time.Time) bool { return c.Schedule == "scan" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +96,74 @@ func TestReadScheduleReadsLittle(t *testing.T) {
 	for i := range all {
 		if all[i].LogOffset != got[i].LogOffset || all[i].Status != got[i].Status {
 			t.Errorf("change %d: Read %+v, ReadSchedule %+v", i, all[i], got[i])
+		}
+	}
+}
+
+// TestReadLimitChanges: a limit's change is keyed limit.Key of its limit and checked against the limits topic:
+// confirmed as written, forged when the topic holds another value at its offset, invalid when keyed as a
+// schedule's; a read of one schedule's changes never sees it; without a limits topic none can be checked, and
+// each is unconfirmed.
+func TestReadLimitChanges(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx := t.Context()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topics := Topics{Changes: "l.changes", Schedules: "l.schedules", Backfills: "l.backfills", Limits: "l.limits"}
+	if _, err := kadm.NewClient(cl).CreateTopics(ctx, 1, 1, nil, topics.Changes, topics.Schedules, topics.Limits); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(topic, key string, value []byte) int64 {
+		t.Helper()
+		r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: value}).First()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Offset
+	}
+	db := []byte(`{"v":1,"name":"db","concurrency":4}`)
+	at := produce(topics.Limits, "db", db)
+	gone := produce(topics.Limits, "db", nil)
+	put := Change{Op: OpLimitPut, Limit: "db", At: time.Now(), After: db, Offset: at}
+	del := Change{Op: OpLimitDelete, Limit: "db", At: time.Now(), Before: db, Offset: gone}
+	forged := Change{Op: OpLimitPut, Limit: "db", At: time.Now(), After: []byte(`{"v":1,"name":"db","concurrency":400}`), Offset: at}
+	if err := Write(ctx, cl, topics.Changes, put, del, forged); err != nil {
+		t.Fatal(err)
+	}
+	asSchedule, _ := Encode(put)
+	produce(topics.Changes, "db", asSchedule) // keyed as a schedule's change
+
+	opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
+	all, stats, err := Read(ctx, opts, topics, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || all[0].Op != OpLimitPut || all[0].Status != Confirmed || all[1].Op != OpLimitDelete || all[1].Status != Confirmed ||
+		stats != (Stats{Invalid: 1, Forged: 1}) {
+		t.Errorf("Read = %+v, %+v; want the put and the delete confirmed, 1 forged, 1 invalid", all, stats)
+	}
+	if l := DecodeLimit("db", all[0].After); l == nil || l.Concurrency != 4 {
+		t.Errorf("the limit written: %+v", l)
+	}
+	if one, _, err := ReadSchedule(ctx, opts, topics, "db", time.Time{}); err != nil || len(one) != 0 {
+		t.Errorf("ReadSchedule(db) = %+v, %v; want no change (no schedule db)", one, err)
+	}
+	topics.Limits = "l.no-such-topic"
+	all, _, err = Read(ctx, opts, topics, nil)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("Read without the limits topic = %+v, %v; want the 3 changes, none checked", all, err)
+	}
+	for _, e := range all {
+		if e.Status != Unconfirmed {
+			t.Errorf("without the limits topic: %s %s", e.Op, e.Status)
 		}
 	}
 }

@@ -180,7 +180,10 @@ func (l *lane) admitLimitLocked(now time.Time, name string, def limit.Limit, st 
 	}
 	ordered := l.orderLocked(now, cs)
 	for i, c := range ordered {
-		if free == 0 || len(out) >= max {
+		if len(out) >= max {
+			break // the pick is full: the rest wait for the next one, not for the limit
+		}
+		if free == 0 {
 			l.holdLocked(st, now, ordered[i:])
 			break
 		}

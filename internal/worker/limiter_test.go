@@ -216,3 +216,28 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 	return nil
 }
+
+// TestLimitFreeKeepsBacklog: a limit that is never reached changes nothing: a backlog of 40 schedules' ticks
+// due in the past (more than one pick starts) all run, none skipped for its successor.
+func TestLimitFreeKeepsBacklog(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := tick.LimitPartition("wide", testParts)
+	past := time.Now().Add(-time.Minute)
+	var ticks []tick.Tick
+	for i := range 3 {
+		for _, tk := range limitedTicks("bk", "wide", 0, 40, past.Add(time.Duration(i)*time.Second)) {
+			tk.Overlap = "" // the default policy
+			tk.ID = tick.ID(tk.Schedule, tk.Slot.Add(time.Duration(i)*time.Second), 0, 1)
+			tk.Slot = tk.Slot.Add(time.Duration(i) * time.Second)
+			ticks = append(ticks, tk)
+		}
+	}
+	b.produce(t, p, ticks...)
+	rec := newRecorder()
+	cfg := b.config("w1")
+	cfg.Concurrency = 4
+	cfg.Limits = fixedLimits{"wide": {Name: "wide", Concurrency: 1000}}
+	b.start(t, cfg, rec.handler(nil), Deps{})
+	waitCalls(t, rec, 120, 30*time.Second)
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/limit"
 	"github.com/tickgroup/tickgroup/internal/tick"
 	"github.com/tickgroup/tickgroup/internal/worker"
 )
@@ -46,6 +47,7 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	workers := fs.Int("workers", 1, "worker instances in this process, in one group")
 	sleep := fs.Duration("handler-sleep", 0, "how long the handler takes (waiting, not computing): 0 is a no-op handler")
 	forward := fs.Bool("forward", false, "forward mode instead of a handler: each tick republished to <ns>.fwd, exactly once, in a transaction with its outcome and offset")
+	limited := fs.Bool("limited", false, "then fill a second fresh namespace with the same ticks, each counting against a limit (one per partition, none reached), and measure the worker library again: the cost of a limit")
 	brokerPID := fs.Int("broker-pid", 0, "the process ID of a broker on this machine (scripts/kafka-dev.sh pid): its CPU per tick over the worker phase is printed too")
 	fs.Usage = cli.Usage(fs, "Usage: tickbench worker [flags]\n\n"+
 		"Writes --ticks ticks into a fresh namespace, then measures (1) raw franz-go consumption (read_committed,\n"+
@@ -78,7 +80,7 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 
 	// Fill, transactionally like the leader, 10,000 ticks per transaction.
 	start := time.Now()
-	if _, err := fill(ctx, base, names.Work, *n, *parts, *schedules); err != nil {
+	if _, err := fill(ctx, base, names.Work, *n, *parts, *schedules, false); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "fill:   %8d ticks in %6.2fs  %9.0f ticks/s\n", *n, time.Since(start).Seconds(), float64(*n)/time.Since(start).Seconds())
@@ -114,7 +116,7 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	}
 	cpu0, allocs0, machine0 := processCPU(), mallocs(), readMachineCPU()
 	broker0, _ := pidCPU(*brokerPID)
-	wd, handled, done, err := runWorkerLib(ctx, kcfg, adm, names, ends, *concurrency, *workers, *sleep, fwd)
+	wd, handled, done, err := runWorkerLib(ctx, kcfg, adm, names, ends, *concurrency, *workers, *sleep, fwd, nil)
 	cpu, allocs, machine := processCPU()-cpu0, mallocs()-allocs0, readMachineCPU()
 	broker1, brokerErr := pidCPU(*brokerPID)
 	stopProfile()
@@ -149,7 +151,73 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	fmt.Fprintf(stdout, "memory: Go heap in use %.1f MiB, heap reserved from the OS %.1f MiB, %s\n", float64(ms.HeapInuse)/(1<<20), float64(ms.HeapSys)/(1<<20), rss())
+	if *limited {
+		return limitedPhase(ctx, stdout, *brokers, *n, *parts, *schedules, *concurrency, *workers, *sleep, *keep, wRate)
+	}
 	return nil
+}
+
+// limitedPhase fills a fresh namespace with n limited ticks (benchLimits: one limit per partition, none
+// reached) and measures the worker library on them, against unlimited, the rate of the same run's first phase.
+func limitedPhase(ctx context.Context, stdout io.Writer, brokers string, n, parts, schedules, concurrency, workers int, sleep time.Duration, keep bool, unlimited float64) error {
+	ns, err := newBenchNamespace(ctx, brokers, "tickbench", parts, keep)
+	if err != nil {
+		return err
+	}
+	defer ns.close()
+	if _, err := fill(ctx, ns.opts, ns.names.Work, n, parts, schedules, true); err != nil {
+		return err
+	}
+	_, ends, _, err := consumeRaw(ctx, ns.opts, ns.names.Work, n)
+	if err != nil {
+		return err
+	}
+	wd, handled, _, err := runWorkerLib(ctx, ns.cfg, ns.adm, ns.names, ends, concurrency, workers, sleep, "", benchLimits(parts))
+	if err != nil {
+		return err
+	}
+	rate := float64(n) / wd.Seconds()
+	fmt.Fprintf(stdout, "limited: %7d ticks in %6.2fs  %9.0f ticks/s  (the same, every tick in a limit of %d at once, one limit per partition; %d handled)\n",
+		n, wd.Seconds(), rate, benchLimitConcurrency, handled)
+	fmt.Fprintf(stdout, "ratio:  limited/unlimited = %.3f\n", rate/unlimited)
+	return nil
+}
+
+// benchLimitConcurrency is the bound of tickbench's limits: more than a worker runs at once, so none is reached
+// and what is measured is the bookkeeping.
+const benchLimitConcurrency = 10_000
+
+// staticLimits is a worker.LimitSource of fixed limits.
+type staticLimits map[string]limit.Limit
+
+func (s staticLimits) Loaded() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+func (s staticLimits) Get(name string) (limit.Limit, bool) {
+	l, ok := s[name]
+	return l, ok
+}
+
+// benchLimitName returns the name of tickbench's limit on work partition p of parts.
+func benchLimitName(p int32, parts int) string {
+	for i := 0; ; i++ {
+		if name := fmt.Sprintf("bench-%d-%d", p, i); tick.LimitPartition(name, parts) == p {
+			return name
+		}
+	}
+}
+
+// benchLimits returns tickbench's limits, one per partition.
+func benchLimits(parts int) staticLimits {
+	out := staticLimits{}
+	for p := range int32(parts) {
+		name := benchLimitName(p, parts)
+		out[name] = limit.Limit{Name: name, Concurrency: benchLimitConcurrency}
+	}
+	return out
 }
 
 // startCPUProfile starts a CPU profile into path (none when path is empty) and returns the function that ends it.
@@ -174,7 +242,13 @@ func startCPUProfile(path string) (func(), error) {
 // fill writes n tick records to topic in transactions of 10,000 and returns the time spent producing and
 // committing them: each transaction's records are built before its clock starts, so the figure is the client's
 // and the broker's, not the encoding's (tickbench emit's raw baseline).
-func fill(ctx context.Context, base []kgo.Opt, topic string, n, parts, schedules int) (time.Duration, error) {
+func fill(ctx context.Context, base []kgo.Opt, topic string, n, parts, schedules int, limited bool) (time.Duration, error) {
+	names := make([]string, parts) // with limited, the limit of each partition's ticks
+	if limited {
+		for p := range int32(parts) {
+			names[p] = benchLimitName(p, parts)
+		}
+	}
 	cl, err := kgo.NewClient(append(base[:len(base):len(base)],
 		kgo.TransactionalID(fmt.Sprintf("tickbench-fill-%d", time.Now().UnixNano())),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -191,11 +265,12 @@ func fill(ctx context.Context, base []kgo.Opt, topic string, n, parts, schedules
 		recs = recs[:0]
 		for end := min(i+10_000, n); i < end; i++ {
 			tk := tick.New(fmt.Sprintf("bench-%04d", i%schedules), slot0.Add(time.Duration(i/schedules)*time.Second), 0, 1)
+			tk.Limit = names[tick.Partition(tk.Schedule, 0, parts)] // the same partition as without the limit
 			v, err := tick.Encode(tk)
 			if err != nil {
 				return 0, err
 			}
-			recs = append(recs, &kgo.Record{Topic: topic, Partition: tick.Partition(tk.Schedule, 0, parts), Key: []byte(tk.ID), Value: v})
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: tk.Partition(parts), Key: []byte(tk.ID), Value: v})
 		}
 		start := time.Now()
 		if err := transact(ctx, cl, recs); err != nil {
@@ -264,7 +339,7 @@ func consumeRaw(ctx context.Context, base []kgo.Opt, topic string, n int) (time.
 
 // runWorkerLib runs the worker library until every partition is committed up to its end and returns the total
 // time, the ticks handled and, per partition, when its commit first reached its end (polled every 100 ms).
-func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, names kafka.Names, ends map[int32]int64, concurrency, workers int, sleep time.Duration, forward string) (time.Duration, int64, map[int32]time.Duration, error) {
+func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, names kafka.Names, ends map[int32]int64, concurrency, workers int, sleep time.Duration, forward string, limits worker.LimitSource) (time.Duration, int64, map[int32]time.Duration, error) {
 	var handled atomic.Int64
 	var h worker.Handler = worker.HandlerFunc(func(ctx context.Context, _ tick.Tick, _ worker.Attempt) error {
 		handled.Add(1)
@@ -284,7 +359,7 @@ func runWorkerLib(ctx context.Context, kcfg kafka.Config, adm *kadm.Client, name
 		if forward != "" {
 			h = nil // forward mode runs no handler
 		}
-		w, err := worker.New(worker.Config{Kafka: kcfg, WorkerID: fmt.Sprintf("tickbench-%d", i), Concurrency: concurrency, Start: worker.StartEarliest, Forward: forward},
+		w, err := worker.New(worker.Config{Kafka: kcfg, WorkerID: fmt.Sprintf("tickbench-%d", i), Concurrency: concurrency, Start: worker.StartEarliest, Forward: forward, Limits: limits},
 			h, worker.Deps{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			return 0, 0, nil, err

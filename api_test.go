@@ -17,6 +17,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/changelog"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
+	"github.com/tickgroup/tickgroup/internal/limit"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
 	"github.com/tickgroup/tickgroup/internal/worker"
@@ -172,6 +173,14 @@ func TestConversionsCarryEveryField(t *testing.T) {
 	c := filled[Change](t)
 	c.Op = ChangeReplace
 	check("Change.internal", c.internal(), c, "Op")
+
+	li := filled[limit.Limit](t)
+	check("fromLimit", li, fromLimit(li), "V") // the record's framing, not the limit's
+	l := filled[Limit](t)
+	check("Limit.internal", l.internal(), l, "V")
+	if back := fromLimit(l.internal()); back != l {
+		t.Errorf("fromLimit(l.internal()) = %+v, want %+v", back, l)
+	}
 }
 
 // TestScheduleRecordFormat: a Schedule reads and writes exactly the JSON and YAML of the record format.
@@ -293,6 +302,8 @@ func TestConstantsAreTheInternalOnes(t *testing.T) {
 		{string(ChangeLogTrigger), changelog.OpTrigger},
 		{string(ChangeLogBackfill), changelog.OpBackfill},
 		{string(ChangeLogBackfillCancel), changelog.OpBackfillCancel},
+		{string(ChangeLogLimitPut), changelog.OpLimitPut},
+		{string(ChangeLogLimitDelete), changelog.OpLimitDelete},
 		{string(BackfillDone), backfill.EndDone},
 		{string(BackfillCancelled), backfill.EndCancelled},
 		{string(BackfillScheduleDeleted), backfill.EndDeleted},

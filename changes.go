@@ -16,8 +16,8 @@ import (
 	"github.com/tickgroup/tickgroup/internal/store"
 )
 
-// A ChangeOption qualifies a change of Schedules (Put, Pause, Resume, Delete, Trigger, Apply, Write, Backfill,
-// CancelBackfill): why it is made and by whom. Every change is recorded in the namespace's change log (ChangeLog)
+// A ChangeOption qualifies a change of Schedules (Put, Pause, Resume, Delete, Trigger, Apply, Write, WriteFile,
+// Backfill, CancelBackfill, PutLimit, DeleteLimit): why it is made and by whom. Every change is recorded in the namespace's change log (ChangeLog)
 // with them.
 type ChangeOption func(*changeOpts)
 
@@ -87,13 +87,20 @@ const (
 	// (CancelBackfill): their records are on the backfills topic, not on the schedules topic.
 	ChangeLogBackfill       ChangeLogOp = "backfill"
 	ChangeLogBackfillCancel ChangeLogOp = "backfill_cancel"
+	// ChangeLogLimitPut and ChangeLogLimitDelete are a limit's put (PutLimit, and WriteFile for the limits of an
+	// apply file) and deletion (DeleteLimit): their records are on the limits topic, and ChangeRecord.Limit names
+	// the limit.
+	ChangeLogLimitPut    ChangeLogOp = "limit_put"
+	ChangeLogLimitDelete ChangeLogOp = "limit_delete"
 )
 
-// ChangeRecord is one change of one schedule, as the change log (<ns>.changes) records it.
+// ChangeRecord is one change of one schedule, or of one limit, as the change log (<ns>.changes) records it.
 type ChangeRecord struct {
 	// Op is what the change did: one of the ChangeLogOp constants.
-	Op       ChangeLogOp
-	Schedule string
+	Op ChangeLogOp
+	// Schedule is the schedule changed; Limit the limit, for ChangeLogLimitPut and ChangeLogLimitDelete (Schedule
+	// is then empty).
+	Schedule, Limit string
 	// At is when the writer made the change (its clock), LoggedAt when the broker took the record.
 	At, LoggedAt time.Time
 	// By is who made it: the Kafka principal where the writer knew it, the operating-system user and host, and
@@ -103,16 +110,18 @@ type ChangeRecord struct {
 	// Before and After are the definitions before and after the change (nil: none, for a creation or a
 	// deletion).
 	Before, After *Schedule
+	// LimitBefore and LimitAfter are those of a limit's change (nil: none, and for a schedule's change).
+	LimitBefore, LimitAfter *Limit
 	// Version is the schedules-topic record the change wrote (the schedule's version); for a backfill's
-	// change, the offset of its record on the backfills topic.
+	// change, the offset of its record on the backfills topic, for a limit's that on the limits topic.
 	Version int64
 	// Backfill is the backfill's ID, for ChangeLogBackfill and ChangeLogBackfillCancel (Before and After are
 	// nil); Trigger the ID of a trigger's (first) tick, for ChangeLogTrigger (never confirmed: its record is on
 	// the work topic).
 	Backfill, Trigger string
-	// Confirmed reports that the schedules topic still holds that record, as the change says; false when
-	// compaction has removed it since (the change cannot be checked any more). A change the schedules topic
-	// contradicts is never returned (ChangeLogStats.Forged).
+	// Confirmed reports that the schedules topic (the backfills or limits topic, for theirs) still holds that
+	// record, as the change says; false when compaction has removed it since (the change cannot be checked any
+	// more). A change the topic contradicts is never returned (ChangeLogStats.Forged).
 	Confirmed bool
 }
 
@@ -134,7 +143,8 @@ type ChangeLogStats struct {
 	Invalid, Forged int
 }
 
-// ChangeLog returns the changes of schedule name ("": every schedule) logged at or after since, oldest first.
+// ChangeLog returns the changes of schedule name ("": every schedule, and every limit) logged at or after since,
+// oldest first.
 //
 // With a name, it is bounded by that schedule's changes, not by the namespace: it reads the change log from an
 // hour before since on, decoding only name's records, keeps at most the newest 1,000 of them, and reads of the
@@ -150,10 +160,11 @@ func (s *Schedules) ChangeLog(ctx context.Context, name string, since time.Time)
 		entries []changelog.Entry
 		st      changelog.Stats
 	)
+	topics := changelog.Topics{Changes: s.names.Changes, Schedules: s.names.Schedules, Backfills: s.names.Backfills, Limits: s.names.Limits}
 	if name != "" {
-		entries, st, err = changelog.ReadSchedule(ctx, opts, s.names.Changes, s.names.Schedules, s.names.Backfills, name, since)
+		entries, st, err = changelog.ReadSchedule(ctx, opts, topics, name, since)
 	} else {
-		entries, st, err = changelog.Read(ctx, opts, s.names.Changes, s.names.Schedules, s.names.Backfills, func(_ changelog.Change, at time.Time) bool {
+		entries, st, err = changelog.Read(ctx, opts, topics, func(_ changelog.Change, at time.Time) bool {
 			return !at.Before(since)
 		})
 	}
@@ -162,24 +173,32 @@ func (s *Schedules) ChangeLog(ctx context.Context, name string, since time.Time)
 	}
 	out := make([]ChangeRecord, 0, len(entries))
 	for _, e := range entries {
-		r := ChangeRecord{Op: ChangeLogOp(e.Op), Schedule: e.Schedule, At: e.At, LoggedAt: e.Time, Reason: e.Reason, Version: e.Offset,
-			By:        ChangeAuthor{Principal: e.By.Principal, User: e.By.User, Host: e.By.Host, Name: e.By.Name},
-			Confirmed: e.Status == changelog.Confirmed}
-		if changelog.IsBackfill(e.Op) {
-			r.Backfill = changelog.BackfillID(e.After)
-		}
-		r.Trigger = e.Trigger
-		if sp := changelog.Spec(e.Before); sp != nil {
-			b := fromSpec(*sp)
-			r.Before = &b
-		}
-		if sp := changelog.Spec(e.After); sp != nil {
-			a := fromSpec(*sp)
-			r.After = &a
-		}
-		out = append(out, r)
+		out = append(out, changeRecord(e))
 	}
 	return out, ChangeLogStats{Invalid: st.Invalid, Forged: st.Forged}, nil
+}
+
+// changeRecord is the ChangeRecord of e.
+func changeRecord(e changelog.Entry) ChangeRecord {
+	r := ChangeRecord{Op: ChangeLogOp(e.Op), Schedule: e.Schedule, Limit: e.Limit, At: e.At, LoggedAt: e.Time, Reason: e.Reason, Version: e.Offset,
+		By:        ChangeAuthor{Principal: e.By.Principal, User: e.By.User, Host: e.By.Host, Name: e.By.Name},
+		Confirmed: e.Status == changelog.Confirmed, Trigger: e.Trigger}
+	switch {
+	case changelog.IsBackfill(e.Op):
+		r.Backfill = changelog.BackfillID(e.After)
+	case changelog.IsLimit(e.Op):
+		r.LimitBefore, r.LimitAfter = publicLimit(changelog.DecodeLimit(e.Limit, e.Before)), publicLimit(changelog.DecodeLimit(e.Limit, e.After))
+		return r
+	}
+	if sp := changelog.Spec(e.Before); sp != nil {
+		b := fromSpec(*sp)
+		r.Before = &b
+	}
+	if sp := changelog.Spec(e.After); sp != nil {
+		a := fromSpec(*sp)
+		r.After = &a
+	}
+	return r
 }
 
 // changeRecords returns the change-log records of writes, made as op: what each replaces (from before, the

@@ -16,6 +16,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/clock"
 	"github.com/tickgroup/tickgroup/internal/leaderstate"
 	"github.com/tickgroup/tickgroup/internal/ledger"
+	"github.com/tickgroup/tickgroup/internal/limit"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -62,6 +63,17 @@ var goldens = []golden{
 			t.Errorf("%+v", tk)
 		}
 	}},
+	// A tick of a schedule that names a limit is major version 2 (tick.VersionLimited). The previous release
+	// (v0.0.0) refuses it as an unknown version, and its worker dead-letters it: by design, a worker that cannot
+	// keep a limit's bound never runs a limited tick past it.
+	{"tick.limited.v0.1.json", func() ([]byte, error) {
+		return tick.Encode(tick.Tick{ID: "sync@2026-12-01T10:00:30Z", Schedule: "sync", Slot: g0, Shards: 1, Limit: "api", Priority: 5, ScheduleVersion: 43,
+			LeaderEpoch: 7, EmittedAt: g0.Add(-10 * time.Second)})
+	}, func(t *testing.T, b []byte) {
+		if tk := mustTick(t, b); tk.V != tick.VersionLimited || tk.Limit != "api" || tk.Priority != 5 {
+			t.Errorf("%+v", tk)
+		}
+	}},
 	// A leader from before emission ahead wrote no not_before: the tick starts at its slot.
 	{"tick.no-not-before.pre.json", nil, func(t *testing.T, b []byte) {
 		if tk := mustTick(t, b); tk.NotBefore != nil || !tk.StartAt().Equal(g0) || tk.Shards != 1 {
@@ -92,6 +104,25 @@ var goldens = []golden{
 		s, err := schedule.Decode(b)
 		if err != nil || s.Name != "nightly" || s.Pool != "reports" || s.PausedUntil == nil || s.PauseReason != "vacuum" || s.Shards != 3 {
 			t.Errorf("%+v %v", s, err)
+		}
+	}},
+	// A schedule that names a limit and a priority: a ticker of the previous release reads it without them (its
+	// ticks unlimited, as that release's workers run every tick).
+	{"schedule.limited.v0.1.json", func() ([]byte, error) {
+		return schedule.Encode(schedule.Spec{Name: "sync", Every: schedule.Duration(time.Minute), Pool: "reports", Limit: "api", Priority: 5})
+	}, func(t *testing.T, b []byte) {
+		s, err := schedule.Decode(b)
+		if err != nil || s.Limit != "api" || s.Priority != 5 || s.Pool != "reports" {
+			t.Errorf("%+v %v", s, err)
+		}
+	}},
+	// A limit, on the limits topic, which the previous release does not know (it reads no such topic).
+	{"limit.v0.1.json", func() ([]byte, error) {
+		return limit.Encode(limit.Limit{Name: "api", Pool: "reports", Concurrency: 5, Rate: 100, Window: schedule.Duration(time.Minute)})
+	}, func(t *testing.T, b []byte) {
+		l, err := limit.Decode("api", b)
+		if err != nil || l.Concurrency != 5 || l.Rate != 100 || l.FormatRate() != "100/1m" || l.PoolName() != "reports" {
+			t.Errorf("%+v %v", l, err)
 		}
 	}},
 	{"state.v0.1.json", func() ([]byte, error) {
@@ -163,6 +194,19 @@ var goldens = []golden{
 			Trigger: "scan@2026-12-01T10:00:30Z~trigger-1a2b3c4d"})
 	}, func(t *testing.T, b []byte) {
 		if c, err := changelog.Decode(b); err != nil || c.Op != changelog.OpTrigger || c.Trigger == "" {
+			t.Errorf("%+v %v", c, err)
+		}
+	}},
+	// A limit's change, keyed ~limit/api on the change log: a reader that does not know its op (limit_put,
+	// limit_delete) counts it invalid and does not show it.
+	{"change.limit-put.v0.1.json", func() ([]byte, error) {
+		before, _ := limit.Encode(limit.Limit{Name: "api", Pool: "reports", Concurrency: 3})
+		after, _ := limit.Encode(limit.Limit{Name: "api", Pool: "reports", Concurrency: 5, Rate: 100, Window: schedule.Duration(time.Minute)})
+		return changelog.Encode(changelog.Change{Op: changelog.OpLimitPut, Limit: "api", At: g0, By: changelog.Who{User: "alice", Host: "h1"}, Reason: "more room",
+			Before: before, After: after, Offset: 3})
+	}, func(t *testing.T, b []byte) {
+		c, err := changelog.Decode(b)
+		if err != nil || c.Op != changelog.OpLimitPut || c.Key() != "~limit/api" || changelog.DecodeLimit(c.Limit, c.After) == nil || changelog.DecodeLimit(c.Limit, c.Before) == nil {
 			t.Errorf("%+v %v", c, err)
 		}
 	}},

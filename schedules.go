@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -128,22 +127,9 @@ func NewSchedules(k KafkaConfig) (*Schedules, error) {
 // Close releases the client.
 func (s *Schedules) Close() { s.cl.Close() }
 
-// ParseSchedules reads an apply file: YAML, a list of schedules or a mapping with key schedules. Every entry is
-// validated; the error lists every problem.
-func ParseSchedules(r io.Reader) ([]Schedule, error) {
-	specs, err := schedule.ParseFile(r)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Schedule, len(specs))
-	for i, sp := range specs {
-		out[i] = fromSpec(sp)
-	}
-	return out, nil
-}
-
 // Put validates sched and writes it, creating the schedules topic if it is missing, and records the change in
-// the change log. Nothing is written when it or opts are invalid (ErrInvalidChange). It reads the schedules topic
+// the change log. Nothing is written when it or opts are invalid, or when it names a limit (Schedule.Limit) the
+// namespace does not have or one of another pool (ErrInvalidChange). It reads the schedules topic
 // to record the definition it replaces: to write many schedules, Apply (or Plan and Write) reads it once for all
 // of them.
 func (s *Schedules) Put(ctx context.Context, sched Schedule, opts ...ChangeOption) error {
@@ -155,6 +141,9 @@ func (s *Schedules) Put(ctx context.Context, sched Schedule, opts ...ChangeOptio
 		return invalid(err)
 	}
 	if err := s.ensureTopic(ctx); err != nil {
+		return err
+	}
+	if err := s.checkLimits(ctx, []schedule.Spec{sched.spec()}); err != nil {
 		return err
 	}
 	if err := s.ensurePools(ctx, sched.Pool); err != nil {
@@ -367,7 +356,8 @@ func (s *Schedules) Trigger(ctx context.Context, name string, opts ...ChangeOpti
 
 // Plan returns the changes that make the namespace's schedules match want (with prune, deleting those want does
 // not list), without writing them (it creates the schedules topic if it is missing). A schedule already as
-// wanted is not rewritten. An invalid schedule of want is an ErrInvalidChange.
+// wanted is not rewritten. An invalid schedule of want, or one naming a limit the namespace does not have or one
+// of another pool, is an ErrInvalidChange (PlanFile plans limits and schedules together).
 func (s *Schedules) Plan(ctx context.Context, want []Schedule, prune bool) ([]Change, error) {
 	specs := make([]schedule.Spec, len(want))
 	for i, sc := range want {
@@ -377,6 +367,9 @@ func (s *Schedules) Plan(ctx context.Context, want []Schedule, prune bool) ([]Ch
 		}
 	}
 	if err := s.ensureTopic(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.checkLimits(ctx, specs); err != nil {
 		return nil, err
 	}
 	current, err := s.load(ctx)
@@ -405,8 +398,8 @@ func (s *Schedules) Apply(ctx context.Context, want []Schedule, prune bool, opts
 // Write writes changes (from Plan) in order and stops at the first error, creating the schedules topic if it is
 // missing, and records each in the change log. It first checks that the topics of every pool the schedules name
 // exist, creating them where this principal may, as Put does: nothing is written for a pool whose ticks would
-// have nowhere to go. Every change and opts are checked first: nothing is written when one is invalid
-// (ErrInvalidChange).
+// have nowhere to go. Every change and opts are checked first: nothing is written when one is invalid, or names
+// a limit the namespace does not have or one of another pool (ErrInvalidChange).
 func (s *Schedules) Write(ctx context.Context, changes []Change, opts ...ChangeOption) error {
 	o := options(opts)
 	if err := o.check(); err != nil {
@@ -428,6 +421,9 @@ func (s *Schedules) Write(ctx context.Context, changes []Change, opts ...ChangeO
 	for i, c := range changes {
 		pools[i], writes[i] = c.Schedule.Pool, c.internal()
 	}
+	if err := s.checkLimits(ctx, written(writes)); err != nil {
+		return err
+	}
 	if err := s.ensurePools(ctx, pools...); err != nil {
 		return err
 	}
@@ -436,6 +432,17 @@ func (s *Schedules) Write(ctx context.Context, changes []Change, opts ...ChangeO
 		return err
 	}
 	return s.write(ctx, changelog.OpApply, o, current, writes)
+}
+
+// written returns the definitions ws write (not their deletions).
+func written(ws []store.Change) []schedule.Spec {
+	out := make([]schedule.Spec, 0, len(ws))
+	for _, w := range ws {
+		if w.Op != store.OpDelete {
+			out = append(out, w.Spec)
+		}
+	}
+	return out
 }
 
 func (s *Schedules) load(ctx context.Context) (map[string]store.Entry, error) {

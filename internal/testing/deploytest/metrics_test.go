@@ -59,6 +59,13 @@ var (
 		"tickgroup_worker_ledger_refused_total": "counter",
 		// Per opted-in schedule (metrics: true).
 		"tickgroup_worker_schedule_start_delay_seconds": "histogram",
+		// Per named limit, from the worker owning the limit's work partition; and the limits topic's refused records.
+		"tickgroup_worker_limit_running":             "gauge",
+		"tickgroup_worker_limit_waiting":             "gauge",
+		"tickgroup_worker_limit_oldest_wait_seconds": "gauge",
+		"tickgroup_worker_limit_rate_refused_total":  "counter",
+		"tickgroup_worker_limit_unknown_total":       "counter",
+		"tickgroup_limit_records_refused_total":      "counter",
 	}
 	// franz-go's kprom plugin, registered under the namespace tickgroup_kafka (always-on families only).
 	kpromMetrics = []string{

@@ -37,7 +37,7 @@ func PrintSchedule(w io.Writer, rep *Report) {
 		line("limit", "%s", describeLimit(s.Limit, rep.Limits))
 	}
 	if s.Priority != 0 {
-		line("priority", "%d (1 to 5: the higher starts first among the ticks waiting for a limit or a runner)", s.Priority)
+		line("priority", "%d (1 to 5: of the ticks waiting for their limit, the higher starts first)", s.Priority)
 	}
 	leader := "NONE"
 	for _, l := range rep.Leaders {

@@ -143,7 +143,7 @@ type Schedule struct {
 	Zone     string     `json:"zone,omitempty"`
 	Upcoming []Upcoming `json:"upcoming,omitempty"`
 	// Limit is the limit the schedule's ticks count against (Report.Limits has it); Priority orders its ticks
-	// waiting for the limit or for a runner (1 to 5, the higher first; 0: the default, 3).
+	// among those waiting for the limit (1 to 5, the higher first; 0: the default, 3).
 	Limit    string `json:"limit,omitempty"`
 	Priority int    `json:"priority,omitempty"`
 }

@@ -57,6 +57,12 @@ var helpCases = []helpCase{
 	{"schedule-backfill", []string{"schedule", "backfill", "--help"}},
 	{"schedule-apply", []string{"schedule", "apply", "--help"}},
 	{"schedule-log", []string{"schedule", "log", "--help"}},
+	{"limit", []string{"limit", "--help"}},
+	{"limit", []string{"limits", "help"}},
+	{"limit-put", []string{"limit", "put", "--help"}},
+	{"limit-get", []string{"limit", "get", "--help"}},
+	{"limit-list", []string{"limit", "list", "--help"}},
+	{"limit-delete", []string{"limit", "delete", "--help"}},
 	{"status", []string{"status", "--help"}},
 	{"console", []string{"console", "--help"}},
 	{"audit", []string{"audit", "--help"}},
@@ -82,12 +88,15 @@ func TestGoldenHelp(t *testing.T) {
 	}
 }
 
-// TestGoldenHelpCoversEverySubcommand: a subcommand added to ticker schedule's table gets a golden help file.
+// TestGoldenHelpCoversEverySubcommand: a subcommand added to ticker schedule's or ticker limit's table gets a
+// golden help file.
 func TestGoldenHelpCoversEverySubcommand(t *testing.T) {
 	t.Parallel()
-	for _, c := range scheduleCommands {
-		if !slices.ContainsFunc(helpCases, func(h helpCase) bool { return len(h.args) > 1 && h.args[0] == "schedule" && h.args[1] == c.name }) {
-			t.Errorf("ticker schedule %s has no case in helpCases", c.name)
+	for group, cmds := range map[string][]subcommand{"schedule": scheduleCommands, "limit": limitCommands} {
+		for _, c := range cmds {
+			if !slices.ContainsFunc(helpCases, func(h helpCase) bool { return len(h.args) > 1 && h.args[0] == group && h.args[1] == c.name }) {
+				t.Errorf("ticker %s %s has no case in helpCases", group, c.name)
+			}
 		}
 	}
 }
@@ -114,6 +123,13 @@ func TestGoldenUsageErrors(t *testing.T) {
 		{"schedule", "backfill", "x", "--from", "2h", "--to", "1h", "--max-running", "101"},
 		{"schedule", "backfill", "x", "--from", "2h", "--to", "1h", "--reprocess", "some"},
 		{"schedule", "backfill", "--list", "--cancel", "x"}, {"schedule", "backfill", "x", "--list"},
+		{"schedule", "put", "x", "--every", "1m", "--priority", "9"}, {"schedule", "put", "x", "--every", "1m", "--limit", "Orders DB"},
+		{"limit"}, {"limit", "frobnicate"}, {"limit", "put"}, {"limit", "put", "a", "b"}, {"limit", "put", "db"},
+		{"limit", "put", "db", "--concurrency", "0"}, {"limit", "put", "db", "--concurrency", "-1"}, {"limit", "put", "db", "--concurrency", "10001"},
+		{"limit", "put", "db", "--rate", "10/"}, {"limit", "put", "db", "--rate", "x/1m"}, {"limit", "put", "db", "--rate", "10/1y"},
+		{"limit", "put", "db", "--rate", "10/0s"}, {"limit", "put", "db", "--rate", "10/2h"}, {"limit", "put", "db", "--rate", "10/1500ms"},
+		{"limit", "put", "DB", "--concurrency", "1"}, {"limit", "put", "db", "--concurrency", "1", "--pool", "a.b"},
+		{"limit", "get"}, {"limit", "list", "x"}, {"limit", "delete"}, {"limit", "delete", "a", "b"},
 		{"status", "a", "b"}, {"status", "--window", "0"}, {"status", "--late", "-1s"}, {"status", "--max-records", "0"},
 		{"console", "extra"}, {"console", "--refresh", "1ms"},
 		{"audit", "extra"}, {"audit", "--from", "yesterday"}, {"audit", "--to", "-1h"},
@@ -130,6 +146,8 @@ func TestGoldenUsageErrors(t *testing.T) {
 			b.WriteString("stderr: the usage (help/help.golden)\n")
 		} else if s == scheduleUsage+"\n" {
 			b.WriteString("stderr: the usage of schedule (help/schedule.golden)\n")
+		} else if s == limitUsage+"\n" {
+			b.WriteString("stderr: the usage of limit (help/limit.golden)\n")
 		} else if s != "" {
 			fmt.Fprintf(&b, "stderr:\n%s", s)
 		}
@@ -164,6 +182,16 @@ func TestGoldenReads(t *testing.T) {
 			"--payload", `{"db":"main"}`, "--start", "2099-01-01T00:00:00Z", "--deadline", "10m", "--max-attempts", "5"}},
 		{"", []string{"schedule", "put", "report", "--every", "1h", "--offset", "15m", "--paused", "--reason", "waiting for Q3"}},
 		{"", []string{"schedule", "put", "archive", "--every", "1h", "--start", "2020-01-01T00:00:00Z", "--end", "2020-01-02T00:00:00Z", "--pool", "batch"}},
+		{"limit-put", []string{"limit", "put", "db", "--concurrency", "4", "--rate", "100/1m", "--reason", "orders DB"}},
+		{"", []string{"limit", "put", "reports", "--concurrency", "2", "--pool", "batch"}},
+		{"put-unknown-limit", []string{"schedule", "put", "sync", "--every", "1m", "--start", "2099-01-01T00:00:00Z", "--limit", "dbx"}},
+		{"put-other-pool-limit", []string{"schedule", "put", "sync", "--every", "1m", "--start", "2099-01-01T00:00:00Z", "--limit", "reports"}},
+		{"", []string{"schedule", "put", "sync", "--every", "1m", "--start", "2099-01-01T00:00:00Z", "--limit", "db", "--priority", "5"}},
+		{"limit-delete-named", []string{"limit", "delete", "db"}},
+		{"limit-move-named", []string{"limit", "put", "db", "--concurrency", "4", "--pool", "batch"}},
+		{"limit-list", []string{"limit", "list"}},
+		{"limit-list-json", []string{"limit", "list", "--json"}},
+		{"limit-get", []string{"limit", "get", "db"}},
 		{"pause-until", []string{"schedule", "pause", "nightly", "--reason", "DB maintenance", "--until", "2099-02-01T00:00:00Z"}},
 		{"", []string{"schedule", "pause", "beat"}},
 		{"resume", []string{"schedule", "resume", "beat", "--reason", "done"}},
@@ -183,6 +211,7 @@ func TestGoldenReads(t *testing.T) {
 		{"audit", []string{"audit"}},
 		{"audit-schedule", []string{"audit", "--schedule", "beat", "--from", "1h", "--to", "0s"}},
 		{"history", []string{"history", "beat"}},
+		{"", []string{"limit", "delete", "reports", "--reason", "unused"}},
 		{"log", []string{"schedule", "log"}},
 		{"log-schedule", []string{"schedule", "log", "beat"}},
 		{"log-json", []string{"schedule", "log", "nightly", "--json"}},

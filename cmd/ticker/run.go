@@ -43,6 +43,10 @@ Commands:
   schedule backfill NAME --from T --to T
                        run the past slots of a range again (--dry-run, --reprocess, --list, --cancel ID)
   schedule log [NAME]  who changed which schedule, when and why
+  limit put NAME       create or replace a named limit (--concurrency N, --rate R/WINDOW, --pool POOL)
+  limit list           list the limits, and how many schedules name each
+  limit get NAME       print a limit as JSON
+  limit delete NAME    delete a limit no schedule names
   console              serve web pages of the fleet and its schedules (--listen; --actions with authentication)
   status               who leads, each schedule's last and next slot, work-topic lag (--json)
   audit                compare the slots that should exist with the ticks emitted and executed: missing,
@@ -52,10 +56,11 @@ Commands:
   version              print the version
 
 Run 'ticker COMMAND --help' for a command's flags. Every flag can also be set with TICKGROUP_<FLAG>, for
-example TICKGROUP_BROKERS=kafka-1:9092,kafka-2:9092; init, schedule, audit and history read only the
+example TICKGROUP_BROKERS=kafka-1:9092,kafka-2:9092; init, schedule, limit, audit and history read only the
 connection and logging variables.
 
-Exit status: 0 on success or a clean stop, 1 on an error, 2 on bad usage or an invalid schedule.`
+Exit status: 0 on success or a clean stop, 1 on an error, 2 on bad usage, an invalid schedule or limit, or a
+change refused before anything was written (a schedule naming a limit it cannot name).`
 
 // commands are ticker's commands by every spelling, looked up by run. The typed ones say how their command line
 // is read: init, status, audit and history take only the connection and logging flags from TICKGROUP_* variables
@@ -66,6 +71,8 @@ var commands = map[string]func(ctx context.Context, args []string, getenv func(s
 	"init":      typed("init", false, flagsFirst, func() command { return &initCommand{} }),
 	"schedule":  runSchedule,
 	"schedules": runSchedule,
+	"limit":     runLimit,
+	"limits":    runLimit,
 	"status":    typed("status", false, cli.ParseInterspersed, func() command { return &statusCommand{} }),
 	"console":   typed("console", true, flagsFirst, func() command { return &consoleCommand{} }),
 	"history":   typed("history", false, parseAround, func() command { return &historyCommand{} }),
@@ -308,7 +315,7 @@ func (c *runCommand) tickerConfig(logger *slog.Logger, reg *prometheus.Registry)
 const initUsage = `Usage: ticker init [flags]
 
 Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq, .clock, .changes, .backfills,
-.backfills.progress) where missing, <ns>.ticker with one partition per leader, and check that an existing <ns>.ticker has --leaders partitions; with --pool, also
+.backfills.progress, .limits) where missing, <ns>.ticker with one partition per leader, and check that an existing <ns>.ticker has --leaders partitions; with --pool, also
 the topics of those worker pools. 'ticker run' and 'worker run' create missing topics at start-up too (with one
 leader), and the leader creates a pool's topics when a schedule first names it, where it may.`
 

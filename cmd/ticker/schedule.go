@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,17 +35,18 @@ Subcommands:
   trigger NAME    emit one tick now, with an ID that can never collide with a scheduled slot
   backfill NAME   run the past slots of a range again (--from T --to T [--dry-run] [--reprocess none|failed|all]
                   [--max-running N]); backfill --list lists the backfills, backfill --cancel ID stops one
-  apply -f FILE   make the schedules match a YAML file (--prune, --dry-run)
+  apply -f FILE   make the schedules (and the limits it defines) match a YAML file (--prune, --dry-run)
   log [NAME]      who changed which schedule, when, why, from what to what (the change log, <ns>.changes)
 
 put, pause, resume, delete, apply, trigger and backfill take --reason TEXT, kept in the change log (and shown with a pause);
 pause takes --until T (RFC 3339, or a duration from now such as 2h): the pause ends then, as a resume would.
+put --limit NAME counts the schedule's runs against a limit of its pool (ticker limit).
 
 Run 'ticker schedule SUBCOMMAND --help' for its flags.`
 
-// scheduleCommand is one subcommand of ticker schedule. Each parses and checks its own flags and arguments,
-// before any connection, then runs on a Schedules client that runSchedule opens.
-type scheduleCommand interface {
+// clientCommand is one subcommand of ticker schedule or ticker limit. Each parses and checks its own flags and
+// arguments, before any connection, then runs on a Schedules client that runGroup opens.
+type clientCommand interface {
 	// flags registers the subcommand's own flags on fs and returns the head of its usage.
 	flags(fs *flag.FlagSet) string
 	// check takes the positional arguments once the flags are parsed, and checks them with the flags' values: a
@@ -54,51 +56,61 @@ type scheduleCommand interface {
 	run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error
 }
 
-// scheduleCommands are the subcommands, in the order the usage lists them.
-var scheduleCommands = []struct {
+// subcommand is a subcommand's name and its constructor.
+type subcommand struct {
 	name string
-	new  func() scheduleCommand
-}{
-	{"put", func() scheduleCommand { return &putCommand{target: target{sub: "put"}} }},
-	{"get", func() scheduleCommand { return &getCommand{target: target{sub: "get"}} }},
-	{"list", func() scheduleCommand { return &listCommand{} }},
-	{"delete", func() scheduleCommand { return &deleteCommand{target: target{sub: "delete"}} }},
-	{"pause", func() scheduleCommand { return &pauseCommand{target: target{sub: "pause"}} }},
-	{"resume", func() scheduleCommand { return &resumeCommand{target: target{sub: "resume"}} }},
-	{"trigger", func() scheduleCommand { return &triggerCommand{target: target{sub: "trigger"}} }},
-	{"backfill", func() scheduleCommand { return &backfillCommand{} }},
-	{"apply", func() scheduleCommand { return &applyCommand{} }},
-	{"log", func() scheduleCommand { return &logCommand{} }},
+	new  func() clientCommand
+}
+
+// scheduleCommands are the subcommands of ticker schedule, in the order the usage lists them.
+var scheduleCommands = []subcommand{
+	{"put", func() clientCommand { return &putCommand{target: target{sub: "put"}} }},
+	{"get", func() clientCommand { return &getCommand{target: target{sub: "get"}} }},
+	{"list", func() clientCommand { return &listCommand{} }},
+	{"delete", func() clientCommand { return &deleteCommand{target: target{sub: "delete"}} }},
+	{"pause", func() clientCommand { return &pauseCommand{target: target{sub: "pause"}} }},
+	{"resume", func() clientCommand { return &resumeCommand{target: target{sub: "resume"}} }},
+	{"trigger", func() clientCommand { return &triggerCommand{target: target{sub: "trigger"}} }},
+	{"backfill", func() clientCommand { return &backfillCommand{} }},
+	{"apply", func() clientCommand { return &applyCommand{} }},
+	{"log", func() clientCommand { return &logCommand{} }},
 }
 
 func runSchedule(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	names := make([]string, len(scheduleCommands))
-	for i, c := range scheduleCommands {
+	return runGroup(ctx, "schedule", scheduleUsage, scheduleCommands, args, getenv, stdout, stderr)
+}
+
+// runGroup runs ticker GROUP SUBCOMMAND: the subcommand of cmds that args name, with its flags, on a Schedules
+// client. A change the client refuses before writing anything (tickgroup.ErrInvalidChange: an invalid
+// definition, a limit a schedule cannot name) is bad input, exit status 2, as an invalid flag is.
+func runGroup(ctx context.Context, group, usage string, cmds []subcommand, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
 		names[i] = c.name
 	}
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, scheduleUsage)
-		return cli.Usagef("schedule: a subcommand is required (%s)", strings.Join(names, ", "))
+		fmt.Fprintln(stderr, usage)
+		return cli.Usagef("%s: a subcommand is required (%s)", group, strings.Join(names, ", "))
 	}
 	sub, args := args[0], args[1:]
 	if isHelp(sub) {
-		fmt.Fprintln(stdout, scheduleUsage)
+		fmt.Fprintln(stdout, usage)
 		return nil
 	}
 	i := slices.Index(names, sub)
 	if i < 0 {
-		fmt.Fprintln(stderr, scheduleUsage)
-		return cli.Usagef("schedule: unknown subcommand %q (%s)", sub, strings.Join(names, ", "))
+		fmt.Fprintln(stderr, usage)
+		return cli.Usagef("%s: unknown subcommand %q (%s)", group, sub, strings.Join(names, ", "))
 	}
-	cmd := scheduleCommands[i].new()
-	fs := flag.NewFlagSet("ticker schedule "+sub, flag.ContinueOnError)
+	cmd := cmds[i].new()
+	fs := flag.NewFlagSet("ticker "+group+" "+sub, flag.ContinueOnError)
 	fs.SetOutput(stdout) // help; errors are returned and printed on stderr by main
 	var common cli.Common
 	common.Register(fs, "")
 	fs.Usage = cli.UsageCommonEnv(fs, cmd.flags(fs))
 	// Only the connection, logging and admin flags come from TICKGROUP_* variables here: a schedule's own flags
-	// share names with other commands' (--pool, --timeout, --max-attempts of worker run), whose variables on the
-	// host must not shape a schedule.
+	// share names with other commands' (--pool, --timeout, --max-attempts, --concurrency of worker run), whose
+	// variables on the host must not shape a schedule or a limit.
 	positional, err := cli.ParseInterspersed(fs, args, cli.CommonEnv(getenv))
 	if err != nil {
 		return err
@@ -114,7 +126,11 @@ func runSchedule(ctx context.Context, args []string, getenv func(string) string,
 		return cli.UsageError{Err: err}
 	}
 	defer client.Close()
-	return cmd.run(ctx, client, stdout)
+	err = cmd.run(ctx, client, stdout)
+	if errors.Is(err, tickgroup.ErrInvalidChange) {
+		return cli.UsageError{Err: err}
+	}
+	return err
 }
 
 // target is the schedule a subcommand acts on, by its NAME argument, and --reason, why.
@@ -341,15 +357,15 @@ type applyCommand struct {
 	file          string
 	prune, dryRun bool
 	reason        string
-	specs         []tickgroup.Schedule
+	defs          tickgroup.ApplyFile
 }
 
 func (c *applyCommand) flags(fs *flag.FlagSet) string {
-	fs.StringVar(&c.file, "f", "", "YAML file: a list of schedules (or a mapping with key schedules)")
-	fs.BoolVar(&c.prune, "prune", false, "delete schedules the file does not list")
+	fs.StringVar(&c.file, "f", "", "YAML file: a list of schedules, or a mapping with keys schedules and limits")
+	fs.BoolVar(&c.prune, "prune", false, "delete schedules the file does not list (never a limit: ticker limit delete does)")
 	fs.StringVar(&c.reason, "reason", "", "why (kept in the change log for every change written)")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the changes, with the next 5 slots of each new or changed schedule, without writing them")
-	return "Usage: ticker schedule apply -f FILE [--prune] [--dry-run]\n\nMake the schedules match the file. Every entry is validated first; if any is invalid nothing is written."
+	return "Usage: ticker schedule apply -f FILE [--prune] [--dry-run]\n\nMake the schedules, and the limits the file defines, match the file: the limits are written first. Every\nentry is validated first, and every schedule's limit checked (it exists once the file is written, in the\nschedule's pool); if any is wrong nothing is written."
 }
 
 // check reads and validates the file: an invalid entry is bad usage, and nothing is written.
@@ -365,14 +381,14 @@ func (c *applyCommand) check(positional []string) error {
 		return cli.Usagef("schedule apply: %v", err)
 	}
 	defer f.Close()
-	if c.specs, err = tickgroup.ParseSchedules(f); err != nil {
+	if c.defs, err = tickgroup.ParseApplyFile(f); err != nil {
 		return cli.Usagef("schedule apply: %s: %v", c.file, err)
 	}
 	return nil
 }
 
 func (c *applyCommand) run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error {
-	return apply(ctx, client, c.specs, c.prune, c.dryRun, stdout, []tickgroup.ChangeOption{tickgroup.Reason(c.reason)})
+	return apply(ctx, client, c.defs, c.prune, c.dryRun, stdout, []tickgroup.ChangeOption{tickgroup.Reason(c.reason)})
 }
 
 type putCommand struct {
@@ -399,6 +415,8 @@ func (c *putCommand) flags(fs *flag.FlagSet) string {
 	fs.Var(&c.timeout, "timeout", fmt.Sprintf("bound on one attempt of a tick, at most %s (0: the worker's --timeout, default none)", schedule.MaxTimeout))
 	fs.IntVar(&c.spec.MaxAttempts, "max-attempts", 0, "attempts per tick before the dead-letter topic (0: the worker's --max-attempts, default 3)")
 	fs.StringVar(&c.spec.Pool, "pool", "", "the worker pool that runs the ticks (worker run --pool NAME; default: the default pool)")
+	fs.StringVar(&c.spec.Limit, "limit", "", "count the runs against this limit, which must exist in the schedule's pool (ticker limit put)")
+	fs.IntVar(&c.spec.Priority, "priority", 0, fmt.Sprintf("order of the ticks waiting for their limit or a runner, %d to %d, the higher first (0: %d)", schedule.MinPriority, schedule.MaxPriority, schedule.DefaultPriority))
 	fs.Var(&c.start, "start", "no slot before this instant (RFC 3339)")
 	fs.Var(&c.end, "end", "no slot after this instant (RFC 3339)")
 	fs.BoolVar(&c.spec.Paused, "paused", false, "create the schedule paused")
@@ -430,7 +448,7 @@ func (c *putCommand) check(positional []string) error {
 
 func (c *putCommand) run(ctx context.Context, client *tickgroup.Schedules, stdout io.Writer) error {
 	if c.dryRun {
-		return apply(ctx, client, []tickgroup.Schedule{c.spec}, false, true, stdout, nil)
+		return apply(ctx, client, tickgroup.ApplyFile{Schedules: []tickgroup.Schedule{c.spec}}, false, true, stdout, nil)
 	}
 	if err := client.Put(ctx, c.spec, c.changeOpts()...); err != nil {
 		return err
@@ -439,17 +457,26 @@ func (c *putCommand) run(ctx context.Context, client *tickgroup.Schedules, stdou
 	return nil
 }
 
-// apply makes the schedules topic match specs, printing the changes.
-func apply(ctx context.Context, client *tickgroup.Schedules, specs []tickgroup.Schedule, prune, dryRun bool, stdout io.Writer, opts []tickgroup.ChangeOption) error {
-	changes, err := client.Plan(ctx, specs, prune)
+// apply makes the limits and schedules of the namespace match defs, printing the changes: the limits first, as
+// they are written.
+func apply(ctx context.Context, client *tickgroup.Schedules, defs tickgroup.ApplyFile, prune, dryRun bool, stdout io.Writer, opts []tickgroup.ChangeOption) error {
+	plan, err := client.PlanFile(ctx, defs, prune)
 	if err != nil {
 		return err
 	}
-	if len(changes) == 0 {
-		fmt.Fprintln(stdout, "schedules up to date")
+	n := len(plan.Limits) + len(plan.Schedules)
+	if n == 0 {
+		if len(defs.Limits) > 0 {
+			fmt.Fprintln(stdout, "limits and schedules up to date")
+		} else {
+			fmt.Fprintln(stdout, "schedules up to date")
+		}
 		return nil
 	}
-	for _, c := range changes {
+	for _, c := range plan.Limits {
+		fmt.Fprintf(stdout, "%s limit %s  %s\n", c.Op.Symbol(), c.Name, c.Limit.Describe())
+	}
+	for _, c := range plan.Schedules {
 		fmt.Fprintf(stdout, "%s %s", c.Op.Symbol(), c.Name)
 		if c.Op != tickgroup.ChangeDelete {
 			fmt.Fprintf(stdout, "  %s", c.Schedule.Describe())
@@ -460,13 +487,13 @@ func apply(ctx context.Context, client *tickgroup.Schedules, specs []tickgroup.S
 		}
 	}
 	if dryRun {
-		fmt.Fprintf(stdout, "dry run: %d change(s) not written\n", len(changes))
+		fmt.Fprintf(stdout, "dry run: %d change(s) not written\n", n)
 		return nil
 	}
-	if err := client.Write(ctx, changes, opts...); err != nil {
+	if err := client.WriteFile(ctx, plan, opts...); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d change(s) written\n", len(changes))
+	fmt.Fprintf(stdout, "%d change(s) written\n", n)
 	return nil
 }
 
@@ -488,54 +515,19 @@ func pauseText(s tickgroup.Schedule) string {
 	return t
 }
 
-// printLog prints the change log of name ("": every schedule) since from.
+// printLog prints the change log of name ("": every schedule, and every limit) since from.
 func printLog(ctx context.Context, client *tickgroup.Schedules, name string, from time.Time, asJSON bool, stdout io.Writer) error {
 	log, stats, err := client.ChangeLog(ctx, name, from)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		type record struct {
-			Op        string              `json:"op"`
-			Schedule  string              `json:"schedule"`
-			At        time.Time           `json:"at"`
-			LoggedAt  time.Time           `json:"logged_at"`
-			By        map[string]string   `json:"by"`
-			Reason    string              `json:"reason,omitempty"`
-			Before    *tickgroup.Schedule `json:"before"`
-			After     *tickgroup.Schedule `json:"after"`
-			Version   int64               `json:"version"`
-			Confirmed bool                `json:"confirmed"`
-			Backfill  string              `json:"backfill,omitempty"`
-			Trigger   string              `json:"trigger,omitempty"`
-		}
-		out := struct {
-			Changes []record `json:"changes"`
-			Invalid int      `json:"invalid_records"`
-			Forged  int      `json:"forged_records"`
-		}{Changes: []record{}, Invalid: stats.Invalid, Forged: stats.Forged}
-		for _, r := range log {
-			out.Changes = append(out.Changes, record{Op: string(r.Op), Schedule: r.Schedule, At: r.At, LoggedAt: r.LoggedAt,
-				By:     map[string]string{"principal": r.By.Principal, "user": r.By.User, "host": r.By.Host, "name": r.By.Name},
-				Reason: r.Reason, Before: r.Before, After: r.After, Version: r.Version, Confirmed: r.Confirmed, Backfill: r.Backfill, Trigger: r.Trigger})
-		}
-		return printJSON(stdout, out)
+		return printLogJSON(stdout, log, stats)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LOGGED (UTC)\tSCHEDULE\tOP\tBY\tREASON\tDEFINITION WRITTEN")
 	unconfirmed := 0
 	for _, r := range log {
-		def := "(deleted)"
-		if r.Backfill != "" {
-			def = "backfill " + r.Backfill
-		} else if r.Trigger != "" {
-			def = "trigger " + r.Trigger
-		} else if r.After != nil {
-			def = r.After.Describe()
-			if r.After.Paused {
-				def += ", paused " + pauseText(*r.After)
-			}
-		}
 		mark := ""
 		if !r.Confirmed {
 			mark, unconfirmed = "*", unconfirmed+1
@@ -544,7 +536,11 @@ func printLog(ctx context.Context, client *tickgroup.Schedules, name string, fro
 		if r.Reason != "" {
 			why = strconv.Quote(r.Reason)
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\n", r.LoggedAt.Format(time.RFC3339), mark, r.Schedule, r.Op, r.By, why, def)
+		what := r.Schedule
+		if r.Limit != "" {
+			what = "limit " + r.Limit
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\n", r.LoggedAt.Format(time.RFC3339), mark, what, r.Op, r.By, why, logWritten(r))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -556,6 +552,58 @@ func printLog(ctx context.Context, client *tickgroup.Schedules, name string, fro
 		fmt.Fprintf(stdout, "not shown: %d record(s) the schedules topic contradicts (forged), %d that are no valid change\n", stats.Forged, stats.Invalid)
 	}
 	return nil
+}
+
+// logWritten is what the log shows a change wrote: the definition, the backfill, the trigger, the limit.
+func logWritten(r tickgroup.ChangeRecord) string {
+	switch {
+	case r.Backfill != "":
+		return "backfill " + r.Backfill
+	case r.Trigger != "":
+		return "trigger " + r.Trigger
+	case r.LimitAfter != nil:
+		return r.LimitAfter.Describe()
+	case r.After != nil:
+		def := r.After.Describe()
+		if r.After.Paused {
+			def += ", paused " + pauseText(*r.After)
+		}
+		return def
+	}
+	return "(deleted)"
+}
+
+// printLogJSON prints the change log as JSON.
+func printLogJSON(stdout io.Writer, log []tickgroup.ChangeRecord, stats tickgroup.ChangeLogStats) error {
+	type record struct {
+		Op          string              `json:"op"`
+		Schedule    string              `json:"schedule,omitempty"`
+		Limit       string              `json:"limit,omitempty"`
+		At          time.Time           `json:"at"`
+		LoggedAt    time.Time           `json:"logged_at"`
+		By          map[string]string   `json:"by"`
+		Reason      string              `json:"reason,omitempty"`
+		Before      *tickgroup.Schedule `json:"before"`
+		After       *tickgroup.Schedule `json:"after"`
+		LimitBefore map[string]any      `json:"limit_before,omitempty"`
+		LimitAfter  map[string]any      `json:"limit_after,omitempty"`
+		Version     int64               `json:"version"`
+		Confirmed   bool                `json:"confirmed"`
+		Backfill    string              `json:"backfill,omitempty"`
+		Trigger     string              `json:"trigger,omitempty"`
+	}
+	out := struct {
+		Changes []record `json:"changes"`
+		Invalid int      `json:"invalid_records"`
+		Forged  int      `json:"forged_records"`
+	}{Changes: []record{}, Invalid: stats.Invalid, Forged: stats.Forged}
+	for _, r := range log {
+		out.Changes = append(out.Changes, record{Op: string(r.Op), Schedule: r.Schedule, Limit: r.Limit, At: r.At, LoggedAt: r.LoggedAt,
+			By:     map[string]string{"principal": r.By.Principal, "user": r.By.User, "host": r.By.Host, "name": r.By.Name},
+			Reason: r.Reason, Before: r.Before, After: r.After, LimitBefore: limitJSON(r.LimitBefore), LimitAfter: limitJSON(r.LimitAfter),
+			Version: r.Version, Confirmed: r.Confirmed, Backfill: r.Backfill, Trigger: r.Trigger})
+	}
+	return printJSON(stdout, out)
 }
 
 // printNext prints the next n slots of sched, in UTC and in its zone, indented under its change.

@@ -140,3 +140,41 @@ func TestScheduleReasonsAndLog(t *testing.T) {
 		t.Errorf("log --json: %+v, %v", js, err)
 	}
 }
+
+// TestApplyWithLimits: an apply file's limits are planned and written before its schedules, which may name
+// them; --dry-run shows both and writes neither; a schedule naming a limit nobody defines fails the whole file
+// (exit status 2) with nothing written. On an in-process kfake broker.
+func TestApplyWithLimits(t *testing.T) {
+	t.Parallel()
+	ticker, _ := onKfake(t, "applylimits")
+	file := t.TempDir() + "/defs.yaml"
+	if err := writeFile(file, "limits:\n  - name: api\n    concurrency: 3\n    rate: 10/1m\nschedules:\n  - name: sync\n    every: 1m\n    limit: api\n    priority: 4\n"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ticker("schedule", "apply", "-f", file, "--dry-run")
+	if err != nil || !strings.HasPrefix(out, "+ limit api  concurrency 3, rate 10/1m\n+ sync  every 1m0s\n") || !strings.Contains(out, "dry run: 2 change(s) not written") {
+		t.Errorf("apply --dry-run: %v\n%s", err, out)
+	}
+	if _, err := ticker("limit", "get", "api"); cli.ExitCode(err) != 1 {
+		t.Errorf("after apply --dry-run, limit get: %v, want not found", err)
+	}
+	if out, err := ticker("schedule", "apply", "-f", file, "--reason", "first"); err != nil || !strings.Contains(out, "2 change(s) written") {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	if out, err := ticker("limit", "list"); err != nil || !strings.Contains(out, "api   default  3            10/1m  1") {
+		t.Errorf("limit list after apply: %v\n%s", err, out)
+	}
+	if out, err := ticker("schedule", "apply", "-f", file); err != nil || out != "limits and schedules up to date\n" {
+		t.Errorf("apply again: %v\n%s", err, out)
+	}
+
+	if err := writeFile(file, "limits:\n  - name: new\n    concurrency: 1\nschedules:\n  - name: typo\n    every: 1m\n    limit: nwe\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ticker("schedule", "apply", "-f", file); cli.ExitCode(err) != 2 || !strings.Contains(err.Error(), `limit "nwe": no such limit`) {
+		t.Errorf("a schedule naming an unknown limit: %v, want exit 2 naming it", err)
+	}
+	if _, err := ticker("limit", "get", "new"); cli.ExitCode(err) != 1 {
+		t.Errorf("the refused file's limit: %v, want not found (nothing written)", err)
+	}
+}

@@ -80,11 +80,11 @@ func (l Limit) Validate() error {
 	case l.Rate < 0 || l.Rate > MaxRate:
 		fail("rate", strconv.Itoa(l.Rate), "must be between 1 and %d starts per window (or 0 for none)", MaxRate)
 	case l.Rate > 0 && (w < MinWindow || w > MaxWindow):
-		fail("window", l.Window.String(), "must be between %s and %s", MinWindow, MaxWindow)
+		fail("window", FormatWindow(w), "must be between %s and %s", FormatWindow(MinWindow), FormatWindow(MaxWindow))
 	case l.Rate > 0 && w%time.Second != 0:
-		fail("window", l.Window.String(), "must be a whole number of seconds")
+		fail("window", FormatWindow(w), "must be a whole number of seconds")
 	case l.Rate == 0 && w != 0:
-		fail("window", l.Window.String(), "is only for a rate")
+		fail("window", FormatWindow(w), "is only for a rate")
 	}
 	if l.Concurrency == 0 && l.Rate == 0 {
 		errs = append(errs, fmt.Errorf("limit %s: sets no bound: give a concurrency, a rate, or both", errlimit.Quote(l.Name)))

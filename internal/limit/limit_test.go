@@ -127,7 +127,7 @@ func TestParseList(t *testing.T) {
 		"- name: db\n  concurrency: 0\n":                               `limits[0] ("db"): line 1: limit "db": sets no bound`,
 		"- name: db\n  rate: 10/\n":                                    `line 2: field "rate": rate "10/"`,
 		"- name: db\n  rate: 10/1m\n  window: 1m\n":                    `the rate already gives it`,
-		"- name: db\n  rate: 10/2h\n":                                  `window "2h0m0s": must be between 1s and 1h0m0s`,
+		"- name: db\n  rate: 10/2h\n":                                  `window "2h": must be between 1s and 1h`,
 		"- name: db\n  concurrency: 1\n- name: db\n  concurrency: 2\n": `limits[1] ("db"): line 3: name "db" is already used by limits[0]`,
 		"- name: db\n  name: db\n  concurrency: 1\n":                   `field "name" is given twice`,
 		"- db\n":     `want a mapping of limit fields`,

@@ -83,8 +83,10 @@ func (v *View) All() []Limit {
 	return Sorted(v.limits)
 }
 
-// Run follows the topic until ctx ends, and then returns nil. It retries every error, with a growing pause: a
-// worker runs on with the limits it has while the topic cannot be read.
+// Run follows the topic until ctx ends, and then returns nil. It retries every error with a growing pause (a
+// worker runs on with the limits it has while the topic cannot be read) but a refused permission, on which it
+// returns an error naming it (kafka.ACLError): asking again does not help until an administrator adds the ACL,
+// and a worker that cannot read its limits must say so rather than hold their ticks for ever.
 func (v *View) Run(ctx context.Context) error {
 	cl, err := kgo.NewClient(append(v.opts[:len(v.opts):len(v.opts)],
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -95,9 +97,9 @@ func (v *View) Run(ctx context.Context) error {
 		return fmt.Errorf("limits: client: %w", err)
 	}
 	defer cl.Close()
-	end, ok := v.waitTopic(ctx, kadm.NewClient(cl))
-	if !ok {
-		return nil
+	end, err := v.waitTopic(ctx, kadm.NewClient(cl))
+	if err != nil {
+		return stopped(ctx, err)
 	}
 	// The client consumes only once the topic exists: a client told to consume a missing topic asks for it
 	// again and again, and logs each time.
@@ -105,16 +107,24 @@ func (v *View) Run(ctx context.Context) error {
 	if end == 0 {
 		v.markLoaded(0)
 	}
-	v.follow(ctx, cl, end)
+	err = v.follow(ctx, cl, end)
 	v.logger.Info("limits view stopped")
-	return nil
+	return stopped(ctx, err)
 }
 
-// waitTopic returns the topic's last stable offset once the topic exists, and false if ctx ended first. While
-// there is no topic the View holds no limit and is loaded (a namespace made before limits has none), and it
-// looks again every MissingRecheck. After any other error (a broker away, a refused permission) it is not
-// loaded: a worker must not take "not read" for "no limit".
-func (v *View) waitTopic(ctx context.Context, adm *kadm.Client) (int64, bool) {
+// stopped is what Run returns for err: nil once ctx has ended, err otherwise (a refused permission).
+func stopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// waitTopic returns the topic's last stable offset once the topic exists; ctx's error if it ended first, and an
+// ACLError for a refused permission. While there is no topic the View holds no limit and is loaded (a namespace
+// made before limits has none), and it looks again every MissingRecheck. After any other error (a broker away)
+// it is not loaded: a worker must not take "not read" for "no limit".
+func (v *View) waitTopic(ctx context.Context, adm *kadm.Client) (int64, error) {
 	var b backoff
 	missing := false
 	for {
@@ -122,9 +132,11 @@ func (v *View) waitTopic(ctx context.Context, adm *kadm.Client) (int64, bool) {
 		pause := v.recheck
 		switch {
 		case err == nil:
-			return end, true
+			return end, nil
 		case ctx.Err() != nil:
-			return 0, false
+			return 0, ctx.Err()
+		case kafka.Denied(err):
+			return 0, fmt.Errorf("reading the limits: %w", kafka.NeedACL(err, "Read", "topic", v.topic))
 		case errors.Is(err, kerr.UnknownTopicOrPartition):
 			if !missing {
 				missing = true
@@ -136,26 +148,30 @@ func (v *View) waitTopic(ctx context.Context, adm *kadm.Client) (int64, bool) {
 			v.logger.Warn("listing the limits topic's end; retrying", "topic", v.topic, "err", err, "pause", pause)
 		}
 		if !sleep(ctx, pause) {
-			return 0, false
+			return 0, ctx.Err()
 		}
 	}
 }
 
-// follow folds the topic's records in until ctx ends; the View is loaded once it has read to end.
-func (v *View) follow(ctx context.Context, cl *kgo.Client, end int64) {
+// follow folds the topic's records in until ctx ends; the View is loaded once it has read to end. It returns
+// ctx's error, or an ACLError for a refused permission.
+func (v *View) follow(ctx context.Context, cl *kgo.Client, end int64) error {
 	var b backoff
 	for {
 		fetches := cl.PollFetches(ctx)
 		if ctx.Err() != nil || fetches.IsClientClosed() {
-			return
+			return ctx.Err()
 		}
 		var ferr error
 		fetches.EachError(func(_ string, _ int32, err error) { ferr = errors.Join(ferr, err) })
-		if ferr != nil {
+		switch {
+		case kafka.Denied(ferr):
+			return fmt.Errorf("reading the limits: %w", kafka.NeedACL(ferr, "Read", "topic", v.topic))
+		case ferr != nil:
 			pause := b.next()
 			v.logger.Warn("fetching the limits; retrying", "topic", v.topic, "err", ferr, "pause", pause)
 			if !sleep(ctx, pause) {
-				return
+				return ctx.Err()
 			}
 			continue
 		}

@@ -17,7 +17,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 )
@@ -225,4 +228,33 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestViewStopsOnARefusal: a principal without Read on the limits topic gets an error naming that permission
+// from Run, at once: asking again does not help, and a worker must not wait for its limits for ever.
+func TestViewStopsOnARefusal(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, limitsTopic), kfake.EnableSASL(), kfake.EnableACLs(),
+		kfake.User("PLAIN", "worker", "secret", kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: "other", Pattern: kmsg.ACLResourcePatternTypeLiteral,
+			Operation: kmsg.ACLOperationRead, Allow: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...), kgo.SASL(plain.Auth{User: "worker", Pass: "secret"}.AsMechanism())}
+	v := NewView(opts, limitsTopic, slog.New(slog.DiscardHandler), nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	err = v.Run(ctx)
+	if !kafka.IsACLError(err) || !strings.Contains(err.Error(), "Read on topic "+limitsTopic) {
+		t.Fatalf("Run without Read on the topic: %v, want an error naming that permission", err)
+	}
+	if ctx.Err() != nil {
+		t.Error("Run waited for its context to end")
+	}
+	select {
+	case <-v.Loaded():
+		t.Error("a View that could not read the topic is loaded")
+	default:
+	}
 }

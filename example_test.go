@@ -181,3 +181,43 @@ func ExampleSchedules_Backfill() {
 	// 2026-03-29T01:00:00Z true
 	// 3 slots requested
 }
+
+// A limit bounds the runs of the schedules that name it across a pool's workers: here at most 4 at once and 100
+// starts a minute against the orders database. A schedule may name only a limit that exists, in its own pool,
+// and a limit is deleted only once no schedule names it.
+func ExampleSchedules_PutLimit() {
+	ctx := context.Background()
+	kafka := tickgroup.KafkaConfig{
+		Brokers:   strings.Split(cmp.Or(os.Getenv("KAFKA_BROKERS"), "127.0.0.1:9092"), ","),
+		Namespace: "orders-" + rand.Text()[:8],
+	}
+	s, err := tickgroup.NewSchedules(kafka)
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	sync := tickgroup.Schedule{Name: "sync-orders", Every: tickgroup.Duration(time.Minute), Limit: "orders-db", Priority: 5}
+	err = s.Put(ctx, sync)
+	fmt.Println(errors.Is(err, tickgroup.ErrInvalidChange), err)
+
+	db := tickgroup.Limit{Name: "orders-db", Concurrency: 4, Rate: 100, Window: time.Minute}
+	if err := s.PutLimit(ctx, db, tickgroup.Reason("4 spare connections")); err != nil {
+		panic(err)
+	}
+	if err := s.Put(ctx, sync); err != nil {
+		panic(err)
+	}
+	limits, err := s.Limits(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for _, l := range limits {
+		fmt.Println(l.Name, l.Describe())
+	}
+	err = s.DeleteLimit(ctx, "orders-db")
+	fmt.Println(errors.Is(err, tickgroup.ErrInvalidChange), err)
+	// Output:
+	// true schedule "sync-orders": limit "orders-db": no such limit (create it first: ticker limit put orders-db ...)
+	// orders-db concurrency 4, rate 100/1m
+	// true limit "orders-db": still named by 1 schedule ("sync-orders"): let them name another limit, or none, first
+}

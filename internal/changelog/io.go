@@ -173,7 +173,7 @@ const (
 // MaxScheduleChanges leave older ones out) cannot be confirmed, and is Unconfirmed.
 func ReadSchedule(ctx context.Context, opts []kgo.Opt, topics Topics, name string, since time.Time) ([]Entry, Stats, error) {
 	var stats Stats
-	changes, schedules, backfills := topics.Changes, topics.Schedules, topics.Backfills
+	changes := topics.Changes
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, stats, fmt.Errorf("reading the change log %s: client: %w", changes, err)
@@ -233,38 +233,9 @@ func ReadSchedule(ctx context.Context, opts []kgo.Opt, topics Topics, name strin
 
 	// The records the changes name, below the ends listed now: after the change log, as Read reads them.
 	v := Verifier{Records: map[int64]SchedulesRecord{}, Backfills: map[int64]SchedulesRecord{}, Window: window}
-	var wanted, wantedBf []int64
-	for _, e := range all {
-		switch {
-		case e.Op == OpTrigger:
-		case IsBackfill(e.Op):
-			wantedBf = append(wantedBf, e.Offset)
-		default:
-			wanted = append(wanted, e.Offset)
-		}
+	if err := readClaimed(ctx, opts, adm, topics, all, &v); err != nil {
+		return nil, stats, err
 	}
-	if len(wanted) > 0 {
-		if v.End, err = stableEnd(ctx, adm, schedules); err != nil {
-			return nil, stats, fmt.Errorf("reading %s: %w", schedules, err)
-		}
-		if err := readAt(ctx, opts, schedules, below(wanted, v.End), func(r *kgo.Record) { v.Records[r.Offset] = schedulesRecord(r) }); err != nil {
-			return nil, stats, err
-		}
-	}
-	if len(wantedBf) > 0 {
-		v.BackfillsEnd, err = stableEnd(ctx, adm, backfills)
-		switch {
-		case kafka.Denied(err):
-			return nil, stats, fmt.Errorf("reading %s: %w", backfills, err)
-		case err != nil:
-			v.BackfillsEnd = -1 // not readable (no such topic): the backfill changes cannot be checked
-		default:
-			if err := readAt(ctx, opts, backfills, below(wantedBf, v.BackfillsEnd), func(r *kgo.Record) { v.Backfills[r.Offset] = backfillsRecord(r) }); err != nil {
-				return nil, stats, err
-			}
-		}
-	}
-
 	out := all[:0]
 	for _, e := range all {
 		e.Status = v.Verify(e.Change, e.Time)
@@ -277,6 +248,43 @@ func ReadSchedule(ctx context.Context, opts []kgo.Opt, topics Topics, name strin
 		}
 	}
 	return out, stats, nil
+}
+
+// readClaimed reads into v the records of the schedules and backfills topics that the changes of es claim, and
+// those topics' ends. A schedule's changes are never a limit's (their keys differ), so the limits topic is not
+// read.
+func readClaimed(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, topics Topics, es []Entry, v *Verifier) error {
+	var wanted, wantedBf []int64
+	for _, e := range es {
+		switch {
+		case e.Op == OpTrigger:
+		case IsBackfill(e.Op):
+			wantedBf = append(wantedBf, e.Offset)
+		default:
+			wanted = append(wanted, e.Offset)
+		}
+	}
+	var err error
+	if len(wanted) > 0 {
+		if v.End, err = stableEnd(ctx, adm, topics.Schedules); err != nil {
+			return fmt.Errorf("reading %s: %w", topics.Schedules, err)
+		}
+		if err := readAt(ctx, opts, topics.Schedules, below(wanted, v.End), func(r *kgo.Record) { v.Records[r.Offset] = schedulesRecord(r) }); err != nil {
+			return err
+		}
+	}
+	if len(wantedBf) == 0 {
+		return nil
+	}
+	v.BackfillsEnd, err = stableEnd(ctx, adm, topics.Backfills)
+	switch {
+	case kafka.Denied(err):
+		return fmt.Errorf("reading %s: %w", topics.Backfills, err)
+	case err != nil:
+		v.BackfillsEnd = -1 // not readable (no such topic): the backfill changes cannot be checked
+		return nil
+	}
+	return readAt(ctx, opts, topics.Backfills, below(wantedBf, v.BackfillsEnd), func(r *kgo.Record) { v.Backfills[r.Offset] = backfillsRecord(r) })
 }
 
 // stableEnd returns the last stable offset of partition 0 of topic.

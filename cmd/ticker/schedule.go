@@ -416,7 +416,7 @@ func (c *putCommand) flags(fs *flag.FlagSet) string {
 	fs.IntVar(&c.spec.MaxAttempts, "max-attempts", 0, "attempts per tick before the dead-letter topic (0: the worker's --max-attempts, default 3)")
 	fs.StringVar(&c.spec.Pool, "pool", "", "the worker pool that runs the ticks (worker run --pool NAME; default: the default pool)")
 	fs.StringVar(&c.spec.Limit, "limit", "", "count the runs against this limit, which must exist in the schedule's pool (ticker limit put)")
-	fs.IntVar(&c.spec.Priority, "priority", 0, fmt.Sprintf("order of the ticks waiting for their limit or a runner, %d to %d, the higher first (0: %d)", schedule.MinPriority, schedule.MaxPriority, schedule.DefaultPriority))
+	fs.IntVar(&c.spec.Priority, "priority", 0, fmt.Sprintf("order of the ticks held by their limit, %d to %d, the higher first (0: %d)", schedule.MinPriority, schedule.MaxPriority, schedule.DefaultPriority))
 	fs.Var(&c.start, "start", "no slot before this instant (RFC 3339)")
 	fs.Var(&c.end, "end", "no slot after this instant (RFC 3339)")
 	fs.BoolVar(&c.spec.Paused, "paused", false, "create the schedule paused")

@@ -179,8 +179,9 @@ type Spec struct {
 	// ticks count against, across every worker of its pool; empty: none. [a-z0-9_-], 1 to MaxLimitLen. That the
 	// limit exists, in the schedule's pool, is checked when the schedule is written, not by Validate.
 	Limit string `json:"limit,omitempty" yaml:"limit,omitempty"`
-	// Priority orders the ticks waiting for a limit or for a worker's runner: the higher first, then the older
-	// slot. MinPriority to MaxPriority; 0 means DefaultPriority.
+	// Priority orders the ticks held by their limit: the higher first (aged by their wait), then the longer
+	// waiting. MinPriority to MaxPriority; 0 means DefaultPriority. Ticks waiting for a worker's runner keep
+	// their usual order.
 	Priority int `json:"priority,omitempty" yaml:"priority,omitempty"`
 }
 

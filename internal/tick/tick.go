@@ -84,7 +84,7 @@ type Tick struct {
 	// the pool's workers); empty: none. A limited tick is written with VersionLimited, and on the limit's
 	// partition (Partition), so that every tick of a limit meets at one owner.
 	Limit string `json:"limit,omitempty"`
-	// Priority orders the ticks waiting for a limit or a runner: the higher first (1 to 5; 0 is the default, 3).
+	// Priority orders the ticks held by their limit: the higher first (1 to 5; 0 is the default, 3).
 	Priority        int       `json:"priority,omitempty"`
 	ScheduleVersion int64     `json:"schedule_version"`
 	LeaderEpoch     int64     `json:"leader_epoch"`

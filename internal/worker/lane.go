@@ -86,6 +86,7 @@ func (w *Worker) newLane(p int32) *lane {
 
 func (l *lane) run() {
 	defer close(l.done)
+	defer l.forgetLimits() // another worker keeps them from now on
 	w := l.w
 	// A partition new to the group gets its first commit (with the ledger position) from pinStart; wait for it,
 	// so that takeover reads the ledger from there and not from the start of the retained log.

@@ -426,3 +426,16 @@ func (l *lane) limitMetricsLocked(now time.Time) {
 		l.w.m.limitOldestWait.WithLabelValues(name).Set(wait)
 	}
 }
+
+// forgetLimits removes the per-limit series of the limits this lane kept, once it starts nothing more: the
+// partition's next owner reports them, and a series left here would go on saying what this lane saw last.
+func (l *lane) forgetLimits() {
+	w := l.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name := range l.limits {
+		w.m.limitRunning.DeleteLabelValues(name)
+		w.m.limitWaiting.DeleteLabelValues(name)
+		w.m.limitOldestWait.DeleteLabelValues(name)
+	}
+}

@@ -210,7 +210,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			return fmt.Errorf("worker: registering the limits' metrics: %w", err)
 		}
 		defer unregisterView()
-		defer background(ctx, func(ctx context.Context) { _ = w.limitView.Run(ctx) })()
+		defer background(ctx, func(ctx context.Context) {
+			if err := w.limitView.Run(ctx); err != nil {
+				// Its limited ticks wait (a worker that cannot read the limits starts none): say why, loudly.
+				w.logger.Error("following the limits topic stopped: this worker starts no limited tick", "topic", w.names.Limits, "error", err)
+			}
+		})()
 	}
 	if w.cl.Load() != nil {
 		w.session = newSession() // a Run before this one: start afresh

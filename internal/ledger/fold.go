@@ -69,6 +69,8 @@ type TickState struct {
 	StartedBy    string
 	StartedFence int64
 	StartedLease time.Duration
+	// Limit is the limit the latest started attempt named (Entry.Limit).
+	Limit string
 	// ProofAt is the latest sign of life of the latest attempt's run: the timestamp of its start or of its
 	// runner's latest renewal (capped by the reader at the instant it read the entry). The run's lease ends at
 	// most StartedLease after it.
@@ -276,7 +278,7 @@ func (f *Fold) applyStarted(s *TickState, e Entry, ts time.Time) {
 		s.mark(e)
 	}
 	s.Attempts = max(s.Attempts, e.Attempt)
-	s.StartedBy, s.StartedFence = e.Worker, e.Fence
+	s.StartedBy, s.StartedFence, s.Limit = e.Worker, e.Fence, e.Limit
 	s.StartedLease = f.OwnerLease
 	if e.LeaseMS > 0 { // the runner's own lease (entries of older builds have none: its claim's counts)
 		s.StartedLease = time.Duration(e.LeaseMS) * time.Millisecond

@@ -70,3 +70,29 @@ func (o *Owner) ClaimOffset() int64 {
 	}
 	return o.fold.ClaimOffset
 }
+
+// LimitRun is a run of a limit's tick that the ledger shows started and not over.
+type LimitRun struct {
+	// Offset is the tick's work offset; Until when the run is surely over (InterruptedAt).
+	Offset int64
+	Until  time.Time
+}
+
+// RunningOfLimit returns the runs of ticks counting against limit that the fold shows started and not ended (no
+// outcome, release or retry), whatever their writer, with when each is surely over; those already surely over
+// at now are left out. The owner of a limit's partition counts them against the limit: a former owner's run may
+// be going on, at any work offset above the committed one, whether or not it is the first of its key.
+func (o *Owner) RunningOfLimit(limit string, now time.Time) []LimitRun {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []LimitRun
+	for off, s := range o.fold.Ticks {
+		if s.Limit != limit || !s.Running() || s.Outcome != nil {
+			continue
+		}
+		if until := o.interruptedAtLocked(s); now.Before(until) {
+			out = append(out, LimitRun{Offset: off, Until: until})
+		}
+	}
+	return out
+}

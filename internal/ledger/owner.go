@@ -413,9 +413,14 @@ func (o *Owner) SeizedUntil(e Entry) time.Time {
 // the run's token, up to this owner's claim, counts too. After a crash the last proof is about when the worker
 // died, so the wait is mostly over by the time the session timeout has moved the partition.
 func (o *Owner) InterruptedAt(s *TickState) time.Time {
-	cfg := &o.lg.cfg
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.interruptedAtLocked(s)
+}
+
+// interruptedAtLocked is InterruptedAt with o.mu held.
+func (o *Owner) interruptedAtLocked(s *TickState) time.Time {
+	cfg := &o.lg.cfg
 	from := s.ProofAt
 	if proof, ok := o.fold.LastProof(s.StartedFence); ok {
 		if proof.After(o.claimAt) {

@@ -236,22 +236,32 @@ func (l *lane) successorDue(c *item, now time.Time) bool {
 	return len(ks.waiting) > 1 && ks.waiting[0] == c && !ks.waiting[1].startAt.After(now)
 }
 
-// formerRunsLocked counts the runs of limit name that a former owner (or a run of this worker cut off) may still
-// have going: heads of the limit the ledger shows started and not over. It returns when the first may be over.
+// formerRunsLocked counts the runs of limit name that the ledger shows started and not over and that are not
+// this lane's own runs (counted in limitState.running): a former owner's (revoked, frozen, dead), or one of this
+// worker's cut off. A former run may be at any offset of the lane's queue, not only the first of its key (the
+// ticks before it may be finished without being committed past). It returns when the first may be over.
 func (l *lane) formerRunsLocked(now time.Time, name string) (int, time.Time) {
 	n, first := 0, time.Time{}
-	for _, h := range l.heads {
-		if h.err != nil || h.t.Limit != name || h.running {
-			continue
+	for _, r := range l.ledger.RunningOfLimit(name, now) {
+		if it := l.itemAtLocked(r.Offset); it != nil && it.holdsLimit {
+			continue // this lane's own run
 		}
-		if until := l.formerRunUntil(h); now.Before(until) {
-			n++
-			if first.IsZero() || until.Before(first) {
-				first = until
-			}
+		n++
+		if first.IsZero() || r.Until.Before(first) {
+			first = r.Until
 		}
 	}
 	return n, first
+}
+
+// itemAtLocked returns the queued record at work offset off (nil when it is not queued: finished and dropped,
+// or not fetched yet). The queue is in offset order. Called with w.mu held.
+func (l *lane) itemAtLocked(off int64) *item {
+	i, ok := slices.BinarySearchFunc(l.queue, off, func(it *item, off int64) int { return cmp.Compare(it.rec.Offset, off) })
+	if !ok {
+		return nil
+	}
+	return l.queue[i]
 }
 
 // orderLocked sorts cs for their limit: the highest effective priority first, then the longest waiting, then

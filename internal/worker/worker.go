@@ -210,12 +210,6 @@ func (w *Worker) Run(ctx context.Context) error {
 			return fmt.Errorf("worker: registering the limits' metrics: %w", err)
 		}
 		defer unregisterView()
-		defer background(ctx, func(ctx context.Context) {
-			if err := w.limitView.Run(ctx); err != nil {
-				// Its limited ticks wait (a worker that cannot read the limits starts none): say why, loudly.
-				w.logger.Error("following the limits topic stopped: this worker starts no limited tick", "topic", w.names.Limits, "error", err)
-			}
-		})()
 	}
 	if w.cl.Load() != nil {
 		w.session = newSession() // a Run before this one: start afresh
@@ -262,6 +256,16 @@ func (w *Worker) Run(ctx context.Context) error {
 	pollCtx, stopPoll := context.WithCancelCause(ctx)
 	defer stopPoll(nil)
 	w.stopPoll = stopPoll
+	if w.limitView != nil { // started once fatal can stop the poll loop
+		defer background(ctx, func(ctx context.Context) {
+			if err := w.limitView.Run(ctx); err != nil {
+				// A worker that may not read the limits could start no limited tick: it stops, naming the
+				// permission, as it does for every other topic it needs.
+				w.logger.Error("following the limits topic", "topic", w.names.Limits, "error", err)
+				w.fatal(err)
+			}
+		})()
+	}
 	pollErr := w.poll(pollCtx, cl)
 
 	w.stopBy = time.Now().Add(max(w.cfg.Grace, 0) + StopMargin)

@@ -45,6 +45,8 @@ func runRole(t *testing.T, b *broker, ns, fwd, role string) string {
 	if role == "operator" {
 		for _, args := range [][]string{
 			{"schedule", "put", "every-second", "--every", "1s"},
+			{"limit", "put", "api", "--concurrency", "5"},
+			{"limit", "list"},
 			{"schedule", "list"},
 			{"schedule", "trigger", "every-second"},
 			{"status"},

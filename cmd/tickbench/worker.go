@@ -148,13 +148,18 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 		}
 		fmt.Fprintln(stdout, line)
 	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	fmt.Fprintf(stdout, "memory: Go heap in use %.1f MiB, heap reserved from the OS %.1f MiB, %s\n", float64(ms.HeapInuse)/(1<<20), float64(ms.HeapSys)/(1<<20), rss())
+	printMemory(stdout)
 	if *limited {
 		return limitedPhase(ctx, stdout, *brokers, *n, *parts, *schedules, *concurrency, *workers, *sleep, *keep, wRate)
 	}
 	return nil
+}
+
+// printMemory prints this process's Go heap and resident memory.
+func printMemory(stdout io.Writer) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Fprintf(stdout, "memory: Go heap in use %.1f MiB, heap reserved from the OS %.1f MiB, %s\n", float64(ms.HeapInuse)/(1<<20), float64(ms.HeapSys)/(1<<20), rss())
 }
 
 // limitedPhase fills a fresh namespace with n limited ticks (benchLimits: one limit per partition, none

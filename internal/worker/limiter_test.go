@@ -68,7 +68,7 @@ func waitCalls(t *testing.T, rec *recorder, n int, d time.Duration) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d runs finished within %s", rec.count(), n, d)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // a poll of the recorder; the bound is d, generous
 	}
 }
 

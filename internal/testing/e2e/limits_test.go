@@ -148,10 +148,10 @@ func TestE2ELimitHoldsUnderFaults(t *testing.T) {
 	frozen := ownerOf(t, runsOf(e.executions(), "slowlim-"), ws)
 	stopAt := time.Now()
 	frozen.signal(syscall.SIGSTOP)
-	time.Sleep(10 * time.Second)
+	time.Sleep(10 * time.Second) // the fault is the freeze: its length, not a wait for the program
 	frozen.signal(syscall.SIGCONT)
 	t.Logf("SIGSTOP of the limit's next owner %s for 10 s", frozen.name)
-	time.Sleep(15 * time.Second)
+	time.Sleep(15 * time.Second) // the woken worker and its successor settle; the figures below exclude this span
 	ws = append(ws, e.start(handlerEnv, flags...))
 	addAt := time.Now()
 	time.Sleep(10 * time.Second) // the rebalance the new worker makes settles

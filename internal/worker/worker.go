@@ -256,15 +256,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	pollCtx, stopPoll := context.WithCancelCause(ctx)
 	defer stopPoll(nil)
 	w.stopPoll = stopPoll
+	stopView := func() {}
 	if w.limitView != nil { // started once fatal can stop the poll loop
-		defer background(ctx, func(ctx context.Context) {
+		stopView = background(ctx, func(ctx context.Context) {
 			if err := w.limitView.Run(ctx); err != nil {
 				// A worker that may not read the limits could start no limited tick: it stops, naming the
 				// permission, as it does for every other topic it needs.
 				w.logger.Error("following the limits topic", "topic", w.names.Limits, "error", err)
 				w.fatal(err)
 			}
-		})()
+		})
+		defer stopView()
 	}
 	pollErr := w.poll(pollCtx, cl)
 
@@ -275,6 +277,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	runners.Wait()
 	w.flush(ctx, prod, closeProd, lanes)
 	stopSummary()
+	stopView() // before the last line, which says how the stop went
 	if n := w.unrecorded.Load(); n > 0 || w.gaveUp > 0 {
 		w.logger.Warn("worker stopped; records not written (the broker did not take them): the ticks concerned keep their offsets uncommitted, and their next owner runs them again, marked interrupted",
 			"outcomes_not_written", n, "runs_not_recorded", w.gaveUp, "took", time.Since(w.stopBy.Add(-max(w.cfg.Grace, 0)-StopMargin)).Round(time.Millisecond))

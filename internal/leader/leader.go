@@ -24,6 +24,11 @@ type Config struct {
 	Topic string
 	// Group is the consumer group of the ticker replicas. Required.
 	Group string
+	// GroupProtocol is the group protocol of the election: classic (the default, also for "") or consumer
+	// (KIP-848, Kafka 4.0+), where the broker assigns partition 0 and decides the session timeout and heartbeat
+	// interval itself (group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms), so
+	// SessionTimeout and HeartbeatInterval below apply only to the classic protocol.
+	GroupProtocol kafka.GroupProtocol
 	// SessionTimeout is how long the coordinator waits for a silent member before handing partition 0 on: the
 	// crash failover time. It must be within the broker's group.min/max.session.timeout.ms. Defaults to 10s.
 	SessionTimeout time.Duration
@@ -260,16 +265,18 @@ func (e *Elector) member(ctx context.Context) error {
 	// earlier membership's term (one that began between the first failure and the client's close) cannot end
 	// this one.
 	failed := make(chan error, 1)
-	var static []kgo.Opt
+	// The protocol's balancer: eager balancers would move partition 0 on every membership change. Classic's
+	// cooperative-sticky and the consumer protocol's server-side assignment leave it with its owner when
+	// standbys come and go.
+	role := e.cfg.GroupProtocol.Opts()
 	if e.cfg.InstanceID != "" {
-		static = []kgo.Opt{kgo.InstanceID(e.cfg.InstanceID)}
+		role = append(role, kgo.InstanceID(e.cfg.InstanceID))
 	}
-	cl, err := kgo.NewClient(append(append(e.opts[:len(e.opts):len(e.opts)], static...),
+	cl, err := kgo.NewClient(append(append(e.opts[:len(e.opts):len(e.opts)], role...),
 		kgo.ConsumerGroup(e.cfg.Group),
 		kgo.ConsumeTopics(e.cfg.Topic),
-		// The default, and the only sane choice: eager balancers would move partition 0 on every membership
-		// change. Cooperative-sticky leaves it with its owner when standbys come and go.
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		// Under the consumer protocol the broker decides the session timeout and heartbeat interval, and kgo
+		// ignores these two; the rebalance timeout bounds the revocation of partition 0 under both.
 		kgo.SessionTimeout(e.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(e.cfg.HeartbeatInterval),
 		kgo.RebalanceTimeout(e.cfg.RebalanceTimeout),

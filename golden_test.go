@@ -147,6 +147,15 @@ var goldens = []golden{
 		return ledger.Encode(ledger.Entry{Kind: ledger.KindReleased, ID: "scan@2026-12-01T10:00:30Z", Partition: 3, Offset: 101, Fence: 12, Worker: "w1", Attempt: 1,
 			Error: "exit status 1", Retry: true, At: g0}), nil
 	}, func(t *testing.T, b []byte) { checkEntry(t, b, ledger.KindReleased, "scan@2026-12-01T10:00:30Z") }},
+	// A start taken back: its handler never started. A build before it reads a release (interrupted: safe side).
+	{"ledger.released-unstarted.v0.1.json", func() ([]byte, error) {
+		return ledger.Encode(ledger.Entry{Kind: ledger.KindReleased, ID: "scan@2026-12-01T10:00:30Z", Partition: 3, Offset: 101, Fence: 12, Worker: "w1", Attempt: 1,
+			Unstarted: true, LeaseMS: 5000, At: g0}), nil
+	}, func(t *testing.T, b []byte) {
+		if e := checkEntry(t, b, ledger.KindReleased, "scan@2026-12-01T10:00:30Z"); !e.Unstarted || e.Retry {
+			t.Errorf("%+v", e)
+		}
+	}},
 	{"ledger.outcome.v0.1.json", func() ([]byte, error) {
 		return ledger.MarshalOutcome(ledger.Outcome{ID: "scan@2026-12-01T10:00:30Z", Schedule: "scan", Slot: &g0, Status: "ok", Attempts: 2, DurationMS: 12.5,
 			Worker: "w1", Partition: 3, Offset: 101, FinishedAt: g0.Add(time.Second), Fence: 12, Interrupted: true, Output: "rows: 42\n"}), nil

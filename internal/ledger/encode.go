@@ -27,6 +27,7 @@ func appendEntry(b []byte, e *Entry) ([]byte, bool) {
 	o.OmitFloat(`,"duration_ms":`, e.DurationMS)
 	o.OmitBool(`,"interrupted":`, e.Interrupted)
 	o.OmitBool(`,"retry":`, e.Retry)
+	o.OmitBool(`,"unstarted":`, e.Unstarted)
 	o.Time(`,"at":`, e.At)
 	o.OmitTime(`,"started_at":`, e.StartedAt)
 	o.OmitTime(`,"finished_at":`, e.FinishedAt)

@@ -180,7 +180,9 @@ func (f *Fold) LastProof(fence int64) (time.Time, bool) {
 // A claim stands when its token is above the highest so far (a renewal repeats its owner's token). A started
 // entry is valid only from the owner of the latest claim; a renewal or a retry only from the runner of the
 // tick's latest attempt, while it runs (a retry whose start is gone from the log, as a release); a release or
-// outcome from the owner or from that runner (a former owner reporting on a run it started). Before the first claim read, entries with a token up to BaseFence stand.
+// outcome from the owner or from that runner (a former owner reporting on a run it started); a release marked
+// Unstarted only from the runner of the latest attempt while it runs (else it is ignored: it takes nothing back).
+// Before the first claim read, entries with a token up to BaseFence stand.
 func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 	if e.Partition != f.Partition {
 		return RefusedPartition
@@ -195,6 +197,12 @@ func (f *Fold) Apply(e Entry, at int64, ts time.Time) Refusal {
 		return r
 	}
 	s := f.Tick(e.Offset, e.ID)
+	if e.Kind == KindReleased && e.Unstarted {
+		if s != nil && s.Running() && s.ranBy(e) {
+			s.applyUnstarted(e)
+		}
+		return "" // from another than the runner of the latest attempt, it takes back nothing: ignored
+	}
 	if r := f.checkWriter(e, s); r != "" {
 		return r
 	}
@@ -298,6 +306,15 @@ func (s *TickState) applyReleased(e Entry) {
 		return
 	}
 	s.Started, s.Released = false, true
+}
+
+// applyUnstarted takes back the latest attempt of s, whose handler never started (a release marked Unstarted by
+// its runner): nothing ran and nothing was cut off, so the tick is as before that start (its marks from earlier
+// cuts stay), and its next start is the same attempt.
+func (s *TickState) applyUnstarted(e Entry) {
+	s.Started, s.Released, s.Retrying = false, false, false
+	s.SeizedAt, s.SeizedLease = time.Time{}, 0
+	s.Attempts = e.Attempt - 1
 }
 
 func (f *Fold) claim(e Entry, at int64, ts time.Time) Refusal {

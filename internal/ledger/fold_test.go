@@ -289,3 +289,68 @@ func TestFoldRunnersLease(t *testing.T) {
 		t.Fatalf("renewal by another worker: %q, want %q", r, RefusedNotOwner)
 	}
 }
+
+// TestFoldUnstarted: a release marked unstarted by the runner of the latest attempt takes that attempt back (not
+// running, not interrupted, its next start the same attempt), even when written after the runner's next claim;
+// from anyone else, or for an attempt that is not running, it is ignored and changes nothing.
+func TestFoldUnstarted(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	unstarted := func(worker string, fence int64, attempt int) Entry {
+		e := tickE(KindReleased, worker, "a@1", fence, 7)
+		e.Unstarted, e.Attempt = true, attempt
+		return e
+	}
+	f := NewFold(0)
+	for i, e := range []Entry{claimE("w", 1, 5000), tickE(KindStarted, "w", "a@1", 1, 7), claimE("w", 2, 5000)} {
+		if r := f.Apply(e, int64(i), t0); r != "" {
+			t.Fatalf("entry %d: %q", i, r)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		e    Entry
+	}{
+		{"another worker", unstarted("x", 1, 1)},
+		{"the runner under another token", unstarted("w", 2, 1)},
+		{"another attempt", unstarted("w", 1, 2)},
+	} {
+		if r := f.Apply(c.e, 3, t0); r != "" {
+			t.Errorf("unstarted release by %s: %q, want ignored", c.name, r)
+		}
+		if s := f.Tick(7, "a@1"); !s.Running() || s.Attempts != 1 {
+			t.Fatalf("after an unstarted release by %s: %+v, want still running attempt 1", c.name, s)
+		}
+	}
+	if r := f.Apply(unstarted("w", 1, 1), 4, t0); r != "" {
+		t.Fatalf("the runner's unstarted release: %q", r)
+	}
+	s := f.Tick(7, "a@1")
+	if s.Running() || s.Released || s.Interrupted() || s.Finished() || s.Attempts != 0 {
+		t.Fatalf("after the runner's unstarted release: %+v, want not running, not interrupted, 0 attempts", s)
+	}
+	if r := f.Apply(tickE(KindStarted, "w", "a@1", 2, 7), 5, t0); r != "" || !f.Tick(7, "a@1").SeizedAt.IsZero() {
+		t.Fatalf("the same attempt started again: %q, seized %v; want taken, nothing seized", r, f.Tick(7, "a@1").SeizedAt)
+	}
+	out := tickE(KindOutcome, "w", "a@1", 2, 7)
+	if r := f.Apply(out, 6, t0); r != "" {
+		t.Fatalf("outcome: %q", r)
+	}
+	if r := f.Apply(unstarted("w", 2, 1), 7, t0); r != "" || !f.Tick(7, "a@1").Finished() {
+		t.Errorf("an unstarted release after the outcome: %q; want ignored, the tick finished", r)
+	}
+
+	// A release marked unstarted keeps the marks of earlier cuts: the tick stays interrupted.
+	g := NewFold(0)
+	rerun := tickE(KindStarted, "w", "b@1", 1, 8)
+	rerun.ID, rerun.Attempt, rerun.Interrupted = "b@1", 2, true
+	back := unstarted("w", 1, 2)
+	back.ID, back.Offset = "b@1", 8
+	for i, e := range []Entry{claimE("w", 1, 5000), rerun, back} {
+		if r := g.Apply(e, int64(i), t0); r != "" {
+			t.Fatalf("entry %d: %q", i, r)
+		}
+	}
+	if s := g.Tick(8, "b@1"); s.Running() || !s.Interrupted() || s.Attempts != 1 {
+		t.Errorf("after taking back a marked re-run: %+v, want not running, interrupted, 1 attempt", s)
+	}
+}

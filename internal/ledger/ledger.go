@@ -26,6 +26,12 @@
 //     when the start is gone from the log, from the partition's owner of the time, like a release); a renewal
 //     after it shows the run alive and undoes it. (A build that does not know Retry reads a release:
 //     the tick counts as interrupted, the safe side.)
+//     A release with Unstarted set says that attempt Attempt's handler never started: its runner wrote the
+//     start and then could not confirm it (the broker went away, the lane lost its partition) or gave the run
+//     up before the handler's instant, and it knows that nothing ran. The fold then forgets the attempt, as if
+//     it had never been started: the tick is not interrupted by it, and its next start is the same attempt.
+//     Valid only from the runner of the tick's latest attempt while it runs, like a renewal; otherwise ignored.
+//     (A build that does not know Unstarted reads a release: the tick counts as interrupted, the safe side.)
 //   - outcome (key: tick ID): the tick's final result (ok, failed, skipped_late, skipped_overlap,
 //     dead_lettered, interrupted). Records written before the ledger existed have no "kind" and a "status":
 //     they are outcomes.
@@ -116,7 +122,9 @@ type Entry struct {
 	// Interrupted marks an outcome, start or retry that follows an interrupted earlier run.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Retry marks a release that is not a cut: the attempt failed and another follows (see the package comment).
-	Retry      bool       `json:"retry,omitempty"`
+	Retry bool `json:"retry,omitempty"`
+	// Unstarted marks a release of an attempt whose handler never started (see the package comment).
+	Unstarted  bool       `json:"unstarted,omitempty"`
 	At         time.Time  `json:"at"`
 	StartedAt  *time.Time `json:"started_at,omitempty"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`

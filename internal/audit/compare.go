@@ -456,7 +456,7 @@ func classify(t *Tick, expected, settled bool) TickReport {
 		case ledger.KindStarted:
 			started[e.Attempt] = true
 		case ledger.KindReleased:
-			interrupted = interrupted || !e.Retry
+			interrupted = interrupted || !e.Retry && !e.Unstarted
 		case ledger.KindOutcome:
 			outcomes = append(outcomes, e)
 			maxAttempts = max(maxAttempts, e.Attempts)
@@ -531,6 +531,12 @@ func executions(entries []ledger.Entry, settled bool) []Execution {
 			}
 			xs = append(xs, Execution{Worker: e.Worker, Attempt: e.Attempt, Status: ledger.KindStarted, StartedAt: timePtr(at), Interrupted: e.Interrupted})
 		case ledger.KindReleased:
+			if e.Unstarted { // its runner took the start back: nothing ran
+				if i := open(func(x Execution) bool { return x.Attempt == e.Attempt && x.Worker == e.Worker }); i >= 0 {
+					xs = append(xs[:i], xs[i+1:]...)
+				}
+				continue
+			}
 			if e.Retry { // the attempt failed; another follows (here or at the partition's next owner)
 				if i := open(func(x Execution) bool { return x.Attempt == e.Attempt && x.Worker == e.Worker }); i >= 0 {
 					xs[i].Status, xs[i].Error = ExecRetried, e.Error

@@ -66,6 +66,12 @@ func runsOf(entries []ledger.Entry) []run {
 				rs[i].retry = false // the run is alive: a retry of its attempt was not its runner's (ledger.Fold)
 			}
 		case ledger.KindReleased:
+			if e.Unstarted { // its runner took the start back: the handler never ran in it
+				if i := find(e.Worker, e.Attempt); i >= 0 {
+					rs = append(rs[:i], rs[i+1:]...)
+				}
+				continue
+			}
 			i := find(e.Worker, e.Attempt)
 			if i < 0 {
 				i = find("", e.Attempt)

@@ -25,6 +25,11 @@ func released(worker string, attempt int) ledger.Entry {
 	return ledger.Entry{Kind: ledger.KindReleased, Worker: worker, Attempt: attempt}
 }
 
+// unstarted is the release by which a worker takes back a start whose handler never started.
+func unstarted(worker string, attempt int) ledger.Entry {
+	return ledger.Entry{Kind: ledger.KindReleased, Unstarted: true, Worker: worker, Attempt: attempt}
+}
+
 // TestReRunClasses: a tick that ran more than once is a marked re-run (every later run was told, or retried),
 // ran twice (a later run was not told, after a run that may have had its effects) or retried (after failed
 // attempts); only ran twice fails the audit by default, and every re-run fails it with Strict. Each case is one
@@ -67,6 +72,18 @@ func TestReRunClasses(t *testing.T) {
 			name:    "two ok outcomes, the started entries compacted away, the later run marked",
 			entries: []ledger.Entry{fenced(marked(ok("w2", 2)), 2), fenced(ok("w1", 1), 1)},
 			class:   mark, interrupted: true,
+		},
+		{
+			name: "a start written in a broker outage and taken back (the handler never ran), then the same attempt ran once",
+			entries: []ledger.Entry{fenced(started("w1", 1), 1), fenced(unstarted("w1", 1), 1), fenced(started("w1", 1), 2),
+				fenced(ok("w1", 1), 2)},
+			class: none,
+		},
+		{
+			name: "a start taken back after the runner's next claim, then the same attempt ran once on another worker",
+			entries: []ledger.Entry{fenced(started("w1", 1), 1), fenced(unstarted("w1", 1), 1), fenced(started("w2", 1), 2),
+				fenced(ok("w2", 1), 2)},
+			class: none,
 		},
 		{
 			name:    "a crashed run (no outcome), then a marked run",

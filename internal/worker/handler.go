@@ -49,6 +49,9 @@ type Attempt struct {
 	// again is set on the second and later attempts of one delivery (a retry): its start counts against its
 	// limit's rate on its own (pick admitted the first).
 	again bool
+	// handlerStarts, when not nil, is called just before the handler starts (the attempt leaves the Run's
+	// starting set).
+	handlerStarts func()
 }
 
 // HandlerFunc adapts a function to Handler.

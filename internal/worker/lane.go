@@ -29,23 +29,23 @@ import (
 // A run belongs to the worker that started it, not to the partition: when the partition is revoked (another
 // worker joins or leaves, or this one stops gracefully) the lane stops starting records at once, and the runs
 // it started go on under their leases, renewed in the ledger, until they end with an outcome; the partition's
-// next owner waits for those ticks only. A run is cut only when its lease cannot be renewed (a frozen or
-// partitioned worker, or another worker took the tick after the lease ran out), when the partition is lost
-// (the group expired this worker), or when the shutdown's grace period ends.
+// next owner waits for those ticks only. The same holds when the partition is lost (the group expired this
+// worker, or the broker went away): the lane stops, nothing is committed, the runs go on. A run is cut only when
+// its lease cannot be renewed (a frozen or partitioned worker, a broker away for longer than the lease, or
+// another worker took the tick after the lease ran out), or when the shutdown's grace period ends.
 type lane struct {
 	w         *Worker
 	partition int32
 	wake      chan struct{}   // a batch was enqueued, a run ended, or (see waitLedger) the ledger changed
 	ctx       context.Context // starting records; ends on revocation, loss, fencing or drain
 	cancel    context.CancelCauseFunc
-	runCtx    context.Context // handlers' parent; ends on loss or the end of the grace period
-	cutRuns   context.CancelCauseFunc
-	done      chan struct{}  // closed when run returns: nothing more starts
-	adjusted  chan struct{}  // closed once the group's start offset of the partition is settled (pinStart)
-	pending   pending        // outcome records in flight
-	runs      sync.WaitGroup // records being handled
-	ledger    *ledger.Owner  // the lane's hold on its partition's ledger (reading from takeover on)
-	reclaimMu sync.Mutex     // serialises foreignClaim
+	runCtx    context.Context // handlers' parent; ends at the end of the shutdown's grace period
+	done      chan struct{}   // closed when run returns: nothing more starts
+	adjusted  chan struct{}   // closed once the group's start offset of the partition is settled (pinStart)
+	pending   pending         // outcome records in flight
+	runs      sync.WaitGroup  // records being handled
+	ledger    *ledger.Owner   // the lane's hold on its partition's ledger (reading from takeover on)
+	reclaimMu sync.Mutex      // serialises foreignClaim
 
 	// Guarded by w.mu.
 	queue []*item // the records fetched and not yet committable, in offset order
@@ -65,7 +65,7 @@ type lane struct {
 }
 
 func (w *Worker) newLane(p int32) *lane {
-	runCtx, cutRuns := context.WithCancelCause(w.hardCtx)
+	runCtx := w.hardCtx
 	ctx, cancel := context.WithCancelCause(runCtx)
 	l := &lane{
 		w:         w,
@@ -75,7 +75,6 @@ func (w *Worker) newLane(p int32) *lane {
 		ctx:       ctx,
 		cancel:    cancel,
 		runCtx:    runCtx,
-		cutRuns:   cutRuns,
 		done:      make(chan struct{}),
 		adjusted:  make(chan struct{}),
 		active:    true,
@@ -359,7 +358,9 @@ func (l *lane) handle(it *item) (*result, bool) {
 
 // prior returns what the ledger says about rec from before this lane's claim. A tick that a former owner
 // started and did not finish is waited for until its run is surely over (ledger.Owner.InterruptedAt) or until
-// the former owner's outcome or release arrives, whichever is first.
+// the former owner's outcome or release arrives, whichever is first. When this Run wrote that start and its
+// handler has not started (the Run's starting set), the wait lasts until the handler starts or the start is
+// taken back (its release, marked unstarted, then arrives): only this process knows that nothing ran.
 func (l *lane) prior(it *item) (*ledger.TickState, bool) {
 	rec := it.rec
 	id := it.t.ID
@@ -371,6 +372,17 @@ func (l *lane) prior(it *item) (*ledger.TickState, bool) {
 		s, changed := l.ledger.State(rec.Offset, id)
 		if s == nil || s.Finished() || !s.Running() {
 			return s, true
+		}
+		if s.StartedBy == l.w.cfg.WorkerID {
+			if busy, left := l.w.starting.has(id); busy {
+				select {
+				case <-changed:
+				case <-left:
+				case <-l.ctx.Done():
+					return nil, false
+				}
+				continue
+			}
 		}
 		wait := time.Until(l.ledger.InterruptedAt(s))
 		if wait <= 0 {
@@ -395,10 +407,12 @@ func (l *lane) prior(it *item) (*ledger.TickState, bool) {
 
 // begin records in the ledger that attempt a of t is about to start, under the lane's current token (set in
 // a.Fence), and returns the context the handler runs under (with its lease, renewed while it runs) and the
-// function to call once the handler returned. It retries until the start is confirmed; it starts nothing once
-// the lane stopped starting records (errNotStarted), and when another worker has claimed the partition, and the
-// group no longer gives it to this worker, it stops the lane's starts. When the start took the tick from another
-// worker's unfinished run, the handler waits until that run's lease has surely run out.
+// function to call once the handler returned (with errNeverStarted when it never started). It retries until the
+// start is confirmed; it starts nothing once the lane stopped starting records (errNotStarted), and when another
+// worker has claimed the partition, and the group no longer gives it to this worker, it stops the lane's
+// starts. When the start took the tick from another worker's unfinished run, the handler waits until that run's
+// lease has surely run out. From its first start written until the handler starts (a.handlerStarts), the
+// attempt is in the Run's starting set; a start written and then given up is taken back (takeBack).
 func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attempt) (context.Context, func(error) error, error) {
 	w := l.w
 	slot := t.Slot
@@ -408,52 +422,88 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 		return nil, nil, errNotStarted // a retry waits for its limit's rate; the lane or the worker stops first
 	}
 	l.ledger.RaiseLimit(rec.Offset + 1)
-	var until time.Time
-	for try := 1; ; try++ {
-		if l.ctx.Err() != nil {
-			return nil, nil, errNotStarted
+	w.starting.add(t.ID)
+	until, wrote, err := l.confirmStart(ctx, rec, &e)
+	if err != nil {
+		if wrote && !errors.Is(err, errFinishedMeanwhile) {
+			l.takeBack(e) // a start was written: it may land, though it was never confirmed
 		}
-		var err error
-		e.Fence, e.At = l.ledger.Fence(), w.cfg.Now().UTC()
-		if until, err = l.ledger.Start(l.ctx, e); err == nil {
-			a.Fence = e.Fence
-			break
-		}
-		if errors.Is(err, ledger.ErrFenced) {
-			if l.foreignClaim(l.ctx) {
-				continue
-			}
-			w.logger.Warn("partition claimed by another worker: this worker starts nothing more on it", "partition", l.partition, "tick_id", t.ID)
-			l.cancel(ledger.ErrFenced)
-			return nil, nil, errNotStarted
-		}
-		if l.ctx.Err() != nil || ctx.Err() != nil {
-			return nil, nil, errNotStarted
-		}
-		if s, _ := l.ledger.State(rec.Offset, t.ID); s != nil && s.Finished() && !l.ledger.Fenced() {
-			// A former owner's run ended with its outcome after this lane decided to run the tick again: the
-			// start was refused (after the outcome), and the tick is done. (Under a claim of another worker, the
-			// next try finds out whether that claim, and an outcome written under it, stand: foreignClaim.)
-			return nil, nil, errFinishedMeanwhile
-		}
-		w.logger.Warn("recording the start of a tick; retrying", "tick_id", t.ID, "partition", rec.Partition, "try", try, "error", err)
-		if !sleep(l.ctx, w.backoff(min(try, 5))) {
-			return nil, nil, errNotStarted
-		}
+		w.starting.remove(t.ID)
+		return nil, nil, err
 	}
+	a.Fence = e.Fence
 	l.limitReleased(rec.Offset, &t)
 	r := l.startRun(ctx, e, until)
+	a.handlerStarts = r.leaveStarting
 	if seized := l.ledger.SeizedUntil(e); !seized.IsZero() {
 		if wait := time.Until(seized); wait > 0 {
 			w.logger.Info("took the tick from a former owner's run: starting once its lease has surely run out", "tick_id", t.ID, "wait", wait.Round(time.Millisecond))
 			if !sleep(r.ctx, wait) {
-				_ = r.end(r.ctx.Err()) // the handler never started: nothing to tell the caller
+				_ = r.end(errNeverStarted)
 				return nil, nil, cmp.Or(ctx.Err(), errNotStarted)
 			}
 		}
 	}
 	a.Lease = r.lease.Deadline
 	return r.ctx, r.end, nil
+}
+
+// confirmStart writes e, the started entry of an attempt, and reads it back (ledger.Owner.Start), trying again
+// until it is confirmed, and returns the end of the run's lease, and whether a start was written (e is then the
+// last one). It gives up with errNotStarted once the lane stops starting records, with
+// errFinishedMeanwhile when a former owner's outcome arrived first, and stops the lane's starts when another
+// worker really claimed the partition.
+func (l *lane) confirmStart(ctx context.Context, rec *kgo.Record, e *ledger.Entry) (until time.Time, wrote bool, err error) {
+	w := l.w
+	for try := 1; ; try++ {
+		if l.ctx.Err() != nil {
+			return time.Time{}, wrote, errNotStarted
+		}
+		e.Fence, e.At = l.ledger.Fence(), w.cfg.Now().UTC()
+		wrote = true
+		if until, err = l.ledger.Start(l.ctx, *e); err == nil {
+			return until, wrote, nil
+		}
+		if errors.Is(err, ledger.ErrFenced) {
+			if l.foreignClaim(l.ctx) {
+				continue
+			}
+			w.logger.Warn("partition claimed by another worker: this worker starts nothing more on it", "partition", l.partition, "tick_id", e.ID)
+			l.cancel(ledger.ErrFenced)
+			return time.Time{}, wrote, errNotStarted
+		}
+		if l.ctx.Err() != nil || ctx.Err() != nil {
+			return time.Time{}, wrote, errNotStarted
+		}
+		if s, _ := l.ledger.State(rec.Offset, e.ID); s != nil && s.Finished() && !l.ledger.Fenced() {
+			// A former owner's run ended with its outcome after this lane decided to run the tick again: the
+			// start was refused (after the outcome), and the tick is done. (Under a claim of another worker, the
+			// next try finds out whether that claim, and an outcome written under it, stand: foreignClaim.)
+			return time.Time{}, wrote, errFinishedMeanwhile
+		}
+		w.logger.Warn("recording the start of a tick; retrying", "tick_id", e.ID, "partition", rec.Partition, "try", try, "error", err)
+		if !sleep(l.ctx, w.backoff(min(try, 5))) {
+			return time.Time{}, wrote, errNotStarted
+		}
+	}
+}
+
+// takeBack writes the release, marked unstarted, of e, a start this worker wrote for an attempt whose handler
+// never started: the fold forgets the attempt (ledger.Entry.Unstarted), and the tick's next owner, this worker
+// or another, goes on with the same attempt rather than an interrupted re-run. The release is queued behind the
+// start, whose fate is settled by now (acknowledged, failed, or never sent), so it lands after it (the ledger's
+// outbox keeps a partition's entries in order). When it does not land (the worker dies first), the next owner
+// finds the start and runs the tick again as an interrupted one: the safe side.
+func (l *lane) takeBack(e ledger.Entry) {
+	w := l.w
+	rel := e
+	rel.Kind, rel.Unstarted, rel.At = ledger.KindReleased, true, w.cfg.Now().UTC()
+	w.ledger.Append(l.partition, []byte(e.ID), ledger.Encode(rel), rel, false, func(_ int64, err error) {
+		if err != nil {
+			w.logger.Warn("taking back the start of a tick that did not run; its next owner runs it again, marked interrupted",
+				"tick_id", e.ID, "partition", l.partition, "attempt", e.Attempt, "error", err)
+		}
+	})
 }
 
 // retry records in the ledger that attempt a of t failed with cause and that another follows after delay,
@@ -702,7 +752,7 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *A
 	if a.N == 1 {
 		// A held tick's start was recorded up to PreStart before its instant: the handler starts on it.
 		if wait := t.StartAt().Sub(w.cfg.Now()); wait > 0 && !sleep(hctx, wait) {
-			_ = end(hctx.Err()) // the handler never started (its cause is not an attempt's)
+			_ = end(errNeverStarted) // its cause is not an attempt's
 			return hctx.Err()
 		}
 		// Instant -> start of the first attempt, measured once the start is recorded: the ledger's cost is in it.
@@ -718,6 +768,9 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *A
 		actx, cancel = context.WithTimeout(hctx, timeout)
 	}
 	defer cancel()
+	if a.handlerStarts != nil {
+		a.handlerStarts()
+	}
 	w.m.inflight.Inc()
 	begin := time.Now()
 	err = w.handle(actx, t, *a)

@@ -30,12 +30,16 @@ type leasedRun struct {
 	// not hold back the outcome. stopped is closed when they return. Both are nil until the first renewal.
 	stopRenew context.CancelFunc
 	stopped   chan struct{}
+	// leaveStarting takes the attempt out of the Run's starting set, once: when its handler starts, or when the
+	// run ends without it.
+	leaveStarting func()
 }
 
 // startRun starts the lease of the attempt whose started entry e was confirmed, valid until until, under the
 // runner's context parent.
 func (l *lane) startRun(parent context.Context, e ledger.Entry, until time.Time) *leasedRun {
 	r := &leasedRun{l: l, e: e, parent: parent}
+	r.leaveStarting = sync.OnceFunc(func() { l.w.starting.remove(e.ID) })
 	r.lease.extend(until)
 	r.ctx, r.cancel = context.WithCancelCause(parent)
 	r.renewals = time.AfterFunc(l.renewEvery(), r.renew)
@@ -61,9 +65,11 @@ func (r *leasedRun) renew() {
 // end closes the run once its handler returned with herr: it stops the renewals and, when the handler was cut
 // off (the runner's context ended, or the lease ran out) and failed, records the release of the tick so that
 // the next owner may run it again at once rather than wait for the lease (the handler has returned: its process
-// group is gone). A seized run records nothing more: the tick is another worker's now. It returns what cut the
-// run (nil: nothing), read once its renewals have stopped, so that the caller decides as end did.
+// group is gone). A run whose handler never started (herr errNeverStarted) has its start taken back instead
+// (lane.takeBack): nothing ran. A seized run records nothing more: the tick is another worker's now. It returns
+// what cut the run (nil: nothing), read once its renewals have stopped, so that the caller decides as end did.
 func (r *leasedRun) end(herr error) error {
+	defer r.leaveStarting() // after the release below is queued
 	r.renewals.Stop()
 	r.mu.Lock()
 	r.ended = true
@@ -75,6 +81,12 @@ func (r *leasedRun) end(herr error) error {
 	}
 	cause := context.Cause(r.ctx)
 	r.cancel(nil)
+	if errors.Is(herr, errNeverStarted) {
+		if !errors.Is(cause, ledger.ErrSeized) {
+			r.l.takeBack(r.e)
+		}
+		return cause
+	}
 	cutOff := r.parent.Err() != nil || errors.Is(cause, errLeaseExpired)
 	if herr == nil || !cutOff {
 		return cause

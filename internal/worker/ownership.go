@@ -27,6 +27,9 @@ var (
 	errFinishedMeanwhile = errors.New("not started: the tick has an outcome now")
 	// errLeaseExpired: the run's lease could not be renewed in time.
 	errLeaseExpired = errors.New("handler lease expired: the run could not be proven alive in the ledger")
+	// errNeverStarted, handed to a run's end: its start was confirmed, but its handler never started (the run
+	// was cut, or seized, while it waited for its instant or for a former run's lease).
+	errNeverStarted = errors.New("the handler never started")
 )
 
 // takeover makes this lane the owner of its partition in the ledger (ledger.Owner.Takeover), reading it from

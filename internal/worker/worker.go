@@ -99,12 +99,13 @@ type session struct {
 	mu       sync.Mutex // guards lanes and their done offsets
 	lanes    map[int32]*lane
 	retiring map[*lane]bool // lanes no longer assigned whose runs go on
+	starting *starting      // the attempts whose start is written and whose handler has not started
 	closing  sync.WaitGroup // the retired lanes' closeLedger, which Run waits for
 	sum      summary
 }
 
 func newSession() *session {
-	return &session{clSet: make(chan struct{}), lanes: map[int32]*lane{}, retiring: map[*lane]bool{}}
+	return &session{clSet: make(chan struct{}), lanes: map[int32]*lane{}, retiring: map[*lane]bool{}, starting: newStarting()}
 }
 
 // New checks cfg and returns a worker running handler, or, when cfg.Forward is set, forwarding ticks (handler
@@ -555,7 +556,7 @@ func (w *Worker) revoked(ctx context.Context, cl *kgo.Client, revoked map[string
 	if len(parts) == 0 {
 		return
 	}
-	lanes := w.stopLanes(parts, errRevoked, false)
+	lanes := w.stopLanes(parts, errRevoked)
 	w.commitMu.Lock()
 	defer w.commitMu.Unlock()
 	offsets, meta := w.retire(lanes, true)
@@ -567,30 +568,31 @@ func (w *Worker) revoked(ctx context.Context, cl *kgo.Client, revoked map[string
 	w.logger.Info("partitions revoked", "partitions", parts, "runs_going_on", running(lanes))
 }
 
-// lost stops the lanes of lost partitions and cuts their runs, without committing: the group expired this
-// worker (it was frozen or cut off), and another member may own them already.
+// lost stops the lanes of lost partitions, without committing: the group expired this worker (it was frozen or
+// cut off) or this worker could not reach the group's coordinator (the broker went away), and another member
+// may own them already. Their runs go on under their leases, as after a revocation: a run whose lease cannot be
+// renewed is cut when the lease ends (and an exec handler's process group is killed by its supervisor even when
+// this process is frozen), and the partition's next owner waits for the lease before it runs the tick again.
+// Cutting the runs here would turn every outage of the broker into interrupted ticks.
 func (w *Worker) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	parts := lost[w.names.Work]
 	if len(parts) == 0 {
 		return
 	}
-	lanes := w.stopLanes(parts, errLost, true)
+	lanes := w.stopLanes(parts, errLost)
 	w.retire(lanes, false)
-	w.logger.Warn("partitions lost", "partitions", parts)
+	w.logger.Warn("partitions lost", "partitions", parts, "runs_going_on", running(lanes))
 }
 
-// stopLanes stops the lanes of parts from starting records (and cuts their runs when cut is set), and waits
-// until nothing more starts.
-func (w *Worker) stopLanes(parts []int32, cause error, cut bool) []*lane {
+// stopLanes stops the lanes of parts from starting records (their runs go on), and waits until nothing more
+// starts.
+func (w *Worker) stopLanes(parts []int32, cause error) []*lane {
 	w.mu.Lock()
 	var lanes []*lane
 	for _, p := range parts {
 		if l := w.lanes[p]; l != nil {
 			lanes = append(lanes, l)
 			l.cancel(cause)
-			if cut {
-				l.cutRuns(cause)
-			}
 		}
 	}
 	w.mu.Unlock()

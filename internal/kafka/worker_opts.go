@@ -6,34 +6,42 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// WorkerConsumerOpts returns the role options of a worker's group consumer on the work topic, to append to Opts:
-//   - group <ns>.workers on <ns>.work with the default cooperative-sticky balancer (members that keep their
-//     partitions are never interrupted by a rebalance);
+// WorkerConsumerOpts is WorkerGroupOpts under the classic protocol: what package worker calls until its Config
+// carries a GroupProtocol.
+func WorkerConsumerOpts(n Names, start kgo.Offset, session time.Duration, instanceID string) []kgo.Opt {
+	return WorkerGroupOpts(n, start, session, instanceID, GroupProtocolClassic)
+}
+
+// WorkerGroupOpts returns the role options of a worker's group consumer on the work topic, to append to Opts:
+//   - group <ns>.workers on <ns>.work under protocol: classic with the cooperative-sticky balancer, or consumer
+//     (KIP-848) with the broker's assignment; under both, members that keep their partitions are never
+//     interrupted by a rebalance (see GroupProtocol.Opts);
 //   - read_committed: a tick from an aborted transaction (a fenced leader) is never seen; kgo's default is
 //     read_uncommitted;
 //   - manual commits: the worker commits a record's offset only once it has finished it;
 //   - start is the position of a partition without a committed offset; an offset that fell out of the log
 //     (retention) resumes at the log start, so nothing still retained is skipped;
 //   - session timeout session, heartbeats every session/10: a crashed worker's partitions move after about
-//     session;
+//     session. Classic only: under the consumer protocol the broker decides both
+//     (group.consumer.session.timeout.ms, group.consumer.heartbeat.interval.ms) and kgo sends neither;
 //   - instanceID, when set, makes the worker a static member (KIP-345): a worker restarted with the same
 //     instance ID within the session timeout takes its partitions back at once, with no rebalance.
-func WorkerConsumerOpts(n Names, start kgo.Offset, session time.Duration, instanceID string) []kgo.Opt {
-	opts := []kgo.Opt{
+func WorkerGroupOpts(n Names, start kgo.Offset, session time.Duration, instanceID string, protocol GroupProtocol) []kgo.Opt {
+	opts := append(protocol.Opts(),
 		kgo.ConsumerGroup(n.WorkerGroup),
 		kgo.ConsumeTopics(n.Work),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.DisableAutoCommit(),
 		kgo.ConsumeStartOffset(start),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.SessionTimeout(session),
 		kgo.HeartbeatInterval(max(session/10, 100*time.Millisecond)),
+		// Under the consumer protocol too: how long the broker waits for a revoked partition to be released.
 		kgo.RebalanceTimeout(time.Minute),
 		// Pausing and resuming partitions is how workers bound memory; a short fetch wait makes a resumed
 		// partition flow again quickly.
-		kgo.FetchMaxWait(500 * time.Millisecond),
-	}
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)
 	if instanceID != "" {
 		opts = append(opts, kgo.InstanceID(instanceID))
 	}

@@ -35,10 +35,15 @@ type TickerConfig struct {
 	// InstanceID, when set, makes the replica a static group member: restarted with the same ID within the
 	// session timeout, it takes its leadership back at once. Two running replicas must never share one.
 	InstanceID string
+	// GroupProtocol is the ticker group's protocol. Defaults to GroupProtocolClassic; GroupProtocolConsumer
+	// leaves the session timeout and heartbeat interval to the broker (SessionTimeout and HeartbeatInterval then
+	// do not apply) and refuses an InstanceID.
+	GroupProtocol GroupProtocol
 	// SessionTimeout is how long the group waits for a silent replica before another leads. Defaults to 6s; a
-	// negative value is an error.
+	// negative value is an error. Classic protocol only.
 	SessionTimeout time.Duration
-	// HeartbeatInterval is the group heartbeat interval. Defaults to 1s; a negative value is an error.
+	// HeartbeatInterval is the group heartbeat interval. Defaults to 1s; a negative value is an error. Classic
+	// protocol only.
 	HeartbeatInterval time.Duration
 	// TransactionTimeout is how long the broker keeps a dead leader's open transaction. Defaults to 10s; a
 	// negative value is an error.
@@ -100,6 +105,9 @@ func NewTicker(cfg TickerConfig) (*Ticker, error) {
 	}
 	if err := topicOptions(cfg.WorkPartitions, cfg.ReplicationFactor).Validate(); err != nil {
 		return nil, fmt.Errorf("tickgroup: %w", err)
+	}
+	if _, err := cfg.GroupProtocol.internal(cfg.InstanceID); err != nil {
+		return nil, err
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -202,6 +210,7 @@ func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
 	elector, err := leader.New(leader.Config{
 		Topic:             names.Ticker,
 		Group:             names.TickerGroup,
+		GroupProtocol:     kafka.GroupProtocol(cmp.Or(cfg.GroupProtocol, GroupProtocolClassic)), // checked by NewTicker
 		SessionTimeout:    cfg.SessionTimeout,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		InstanceName:      cfg.Instance,

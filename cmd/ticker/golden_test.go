@@ -109,6 +109,7 @@ func TestGoldenUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		nil, {"serve"}, {"run", "extra"}, {"run", "--no-such-flag"}, {"run", "--work-partitions", "0"},
 		{"run", "--replication-factor", "0"}, {"run", "--session-timeout", "0"}, {"run", "--lead", "1h"},
+		{"run", "--group-protocol", "eager"}, {"run", "--group-protocol", ""}, {"run", "--group-protocol", "consumer", "--instance-id", "a"},
 		{"init", "--leaders", "0"}, {"init", "--work-partitions", "-2"},
 		{"schedule"}, {"schedule", "frobnicate"}, {"schedule", "put"}, {"schedule", "put", "a", "b"},
 		{"schedule", "put", "x", "--every"}, {"schedule", "put", "x", "--every", "soon"}, {"schedule", "put", "x"},

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -20,6 +21,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"--help"}, "Commands:"},
 		{[]string{"help"}, "Commands:"},
 		{[]string{"run", "--help"}, "--session-timeout"},
+		{[]string{"run", "--help"}, "--group-protocol"},
 		{[]string{"init", "--help"}, "--work-partitions"},
 		{[]string{"status", "--help"}, "--json"},
 		{[]string{"status", "--help"}, "--late"},
@@ -67,7 +69,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{nil, {"serve"}, {"schedule"}, {"schedule", "frobnicate"}, {"schedule", "put"}, {"run", "--no-such-flag"},
 		{"run", "--work-partitions", "0"}, {"run", "--replication-factor", "0"}, {"run", "--session-timeout", "0"},
-		{"run", "--transaction-timeout", "-1s"}, {"init", "--work-partitions", "-2"}, {"status", "a", "b"}, {"status", "--window", "0"},
+		{"run", "--transaction-timeout", "-1s"}, {"run", "--group-protocol", "streams"}, {"init", "--work-partitions", "-2"}, {"status", "a", "b"}, {"status", "--window", "0"},
 		{"status", "--late", "-1s"}, {"status", "--max-records", "0"}} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr)
@@ -82,5 +84,23 @@ func TestUsageErrorsExit2(t *testing.T) {
 	err := run(context.Background(), []string{"schedule", "put", "x", "--every"}, func(string) string { return "" }, &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "ticker schedule put --help") || stdout.Len()+stderr.Len() > 0 {
 		t.Errorf("a flag mistake: %v, output %q; want an error that points to --help, and no usage dump", err, stdout.String()+stderr.String())
+	}
+}
+
+// TestGroupProtocolFromTheEnvironment: TICKGROUP_GROUP_PROTOCOL is checked as the flag is, before any connection.
+func TestGroupProtocolFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		env, want string
+	}{
+		{"eager", `group protocol "eager": want classic or consumer`},
+		{"consumer", "--instance-id needs --group-protocol classic"},
+	} {
+		env := map[string]string{"TICKGROUP_GROUP_PROTOCOL": tt.env, "TICKGROUP_INSTANCE_ID": "ticker-0"}
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), []string{"run"}, func(k string) string { return env[k] }, &stdout, &stderr)
+		if code := cli.ExitCode(err); code != 2 || !strings.Contains(fmt.Sprint(err), tt.want) {
+			t.Errorf("TICKGROUP_GROUP_PROTOCOL=%s: exit %d (%v), want 2 and %q", tt.env, code, err, tt.want)
+		}
 	}
 }

@@ -206,6 +206,7 @@ leadership over and exits 0.`
 type runCommand struct {
 	common             cli.Common
 	topics             topicFlags
+	groupProtocol      string
 	sessionTimeout     time.Duration
 	heartbeatInterval  time.Duration
 	transactionTimeout time.Duration
@@ -221,8 +222,9 @@ type runCommand struct {
 func (c *runCommand) flags(fs *flag.FlagSet) string {
 	c.common.Register(fs, "127.0.0.1:9090")
 	c.topics.register(fs)
-	fs.DurationVar(&c.sessionTimeout, "session-timeout", 6*time.Second, "how long the group waits for a silent replica before another leads (crash failover time; within the broker's group.min/max.session.timeout.ms)")
-	fs.DurationVar(&c.heartbeatInterval, "heartbeat-interval", time.Second, "group heartbeat interval (a graceful handoff takes about one)")
+	fs.StringVar(&c.groupProtocol, "group-protocol", string(kafka.GroupProtocolClassic), "group protocol of the election: classic, or consumer (KIP-848, Kafka 4.0+: the broker assigns partitions and decides the session timeout and heartbeat interval, group.consumer.session.timeout.ms, 45s by default, and group.consumer.heartbeat.interval.ms, so --session-timeout and --heartbeat-interval do not apply; not with --instance-id)")
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", 6*time.Second, "how long the group waits for a silent replica before another leads (crash failover time; within the broker's group.min/max.session.timeout.ms; classic protocol only)")
+	fs.DurationVar(&c.heartbeatInterval, "heartbeat-interval", time.Second, "group heartbeat interval (a graceful handoff takes about one; classic protocol only)")
 	fs.DurationVar(&c.transactionTimeout, "transaction-timeout", 10*time.Second, "how long the broker keeps a dead leader's open transaction before aborting it")
 	fs.DurationVar(&c.lead, "lead", dispatch.DefaultLead, fmt.Sprintf("commit each slot's ticks this long before the slot is due; workers hold them and start each on its instant, so a leader failover shorter than this delays no slot (0: emit when due; at most %s)", dispatch.MaxLead))
 	fs.DurationVar(&c.lagInterval, "work-lag-interval", 15*time.Second, "while leading, how often to measure the workers' lag on the work topic (tickgroup_work_lag_*)")
@@ -255,6 +257,20 @@ func (c *runCommand) check(positional []string) error {
 	}
 	if c.lead < 0 || c.lead > dispatch.MaxLead {
 		return cli.Usagef("--lead %s: want a duration between 0 and %s", c.lead, dispatch.MaxLead)
+	}
+	return checkGroupProtocol(c.groupProtocol, c.instanceID)
+}
+
+// checkGroupProtocol refuses a --group-protocol other than classic or consumer, and consumer with --instance-id:
+// the static membership of both roles (fencing the older holder of an ID, leaving by ID on a graceful stop) is the
+// classic protocol's.
+func checkGroupProtocol(protocol, instanceID string) error {
+	p, err := kafka.ParseGroupProtocol(protocol)
+	if err != nil {
+		return cli.UsageError{Err: fmt.Errorf("--group-protocol: %w", err)}
+	}
+	if p == kafka.GroupProtocolConsumer && instanceID != "" {
+		return cli.Usagef("--instance-id needs --group-protocol classic: static membership under the consumer protocol is not supported")
 	}
 	return nil
 }
@@ -298,6 +314,7 @@ func (c *runCommand) tickerConfig(logger *slog.Logger, reg *prometheus.Registry)
 		Kafka:              c.common.PublicKafka(),
 		Instance:           c.instance,
 		InstanceID:         c.instanceID,
+		GroupProtocol:      tickgroup.GroupProtocol(c.groupProtocol),
 		SessionTimeout:     c.sessionTimeout,
 		HeartbeatInterval:  c.heartbeatInterval,
 		TransactionTimeout: c.transactionTimeout,

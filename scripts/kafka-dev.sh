@@ -82,6 +82,13 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 group.min.session.timeout.ms=1000
+# The consumer group protocol (KIP-848, --group-protocol consumer) takes the session timeout and heartbeat interval
+# from the broker, 45 s and 5 s by default, whatever the client asks: the tests' 6 s session, as under the classic
+# protocol, and a 500 ms heartbeat, by which a member learns of a new assignment (the minimums allow 1 s and 250 ms).
+group.consumer.min.session.timeout.ms=1000
+group.consumer.session.timeout.ms=6000
+group.consumer.min.heartbeat.interval.ms=250
+group.consumer.heartbeat.interval.ms=500
 log.cleaner.backoff.ms=1000
 log.retention.check.interval.ms=5000
 PROPS

@@ -46,6 +46,11 @@ type Config struct {
 	// ProducerOpts, when set, returns extra options of leader k's producer only (its metrics hooks, for
 	// example). It is called once per term.
 	ProducerOpts func(k int32) []kgo.Opt
+	// StallTimeout is how long a transaction of a term (from its start to the broker's answer to its commit),
+	// or the term's fencing, may go unconfirmed before the leader gives its leadership up: the term ends with
+	// ErrStalled, so the replica leaves the group and another one leads (see StallTimeout, the function, for
+	// the bound). Defaults to StallTimeout(Lead).
+	StallTimeout time.Duration
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -72,6 +77,9 @@ type Dispatcher struct {
 
 	warmMu sync.Mutex
 	warm   map[int32]*leaderstate.Follower // the followed ticker-topic partitions (Follow), by leader
+
+	// testHold, set by this package's tests only, is every term producer's hold (see producer.hold).
+	testHold func(ctx context.Context) error
 }
 
 // New returns a Dispatcher. opts are the connection options (kafka.Config.Opts); view follows the schedules.
@@ -85,6 +93,7 @@ func New(cfg Config, opts []kgo.Opt, view *store.View, logger *slog.Logger, reg 
 	cfg.TransactionTimeout = cmp.Or(cfg.TransactionTimeout, 10*time.Second)
 	cfg.MaxBatch = cmp.Or(cfg.MaxBatch, 5000)
 	cfg.PoolRetry = cmp.Or(cfg.PoolRetry, 30*time.Second)
+	cfg.StallTimeout = cmp.Or(cfg.StallTimeout, StallTimeout(max(cfg.Lead, 0)))
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -275,10 +284,19 @@ type producer struct {
 	logger     *slog.Logger
 	inTxn      bool
 	lastResult string
+	// dog times each transaction, from its start to the answer to its commit (nil: none does).
+	dog *watchdog
+	// hold, when set, runs before each EndTransaction (commit or abort) and fails it with its error: a test's
+	// fault (a coordinator that no longer answers). Nil in production; see fault.go.
+	hold func(ctx context.Context) error
+	// closeOnce closes cl once: at the term's end, or earlier by the watchdog (forceClose).
+	closeOnce sync.Once
 }
 
 // transact writes recs in one transaction and commits it.
 func (p *producer) transact(ctx context.Context, recs []*kgo.Record) error {
+	p.dog.begin()
+	defer p.dog.end()
 	if err := p.cl.BeginTransaction(); err != nil {
 		p.lastResult = "failed"
 		return fmt.Errorf("beginning a transaction: %w", err)
@@ -312,7 +330,7 @@ func (p *producer) transact(ctx context.Context, recs []*kgo.Record) error {
 		p.lastResult = "aborted"
 		return p.abort(first)
 	}
-	err := p.cl.EndTransaction(ctx, kgo.TryCommit)
+	err := p.endTransaction(ctx, kgo.TryCommit)
 	p.inTxn = false
 	if err != nil {
 		// Unconfirmed: it may have committed or not. The next leader's fencing decides it either way, and the
@@ -336,12 +354,22 @@ func (p *producer) abortWithin(cause error, d time.Duration) error {
 	if err := p.cl.AbortBufferedRecords(ctx); err != nil {
 		return errors.Join(cause, fmt.Errorf("dropping buffered records: %w", err))
 	}
-	err := p.cl.EndTransaction(ctx, kgo.TryAbort)
+	err := p.endTransaction(ctx, kgo.TryAbort)
 	p.inTxn = false
 	if err != nil {
 		return errors.Join(cause, fmt.Errorf("aborting the transaction: %w", err))
 	}
 	return cause
+}
+
+// endTransaction ends the open transaction, unless a test's fault holds it (hold).
+func (p *producer) endTransaction(ctx context.Context, commit kgo.TransactionEndTry) error {
+	if p.hold != nil {
+		if err := p.hold(ctx); err != nil {
+			return err
+		}
+	}
+	return p.cl.EndTransaction(ctx, commit)
 }
 
 // close aborts an open transaction (a term cancelled mid-transaction) and closes the client. It gives the abort a
@@ -353,8 +381,13 @@ func (p *producer) close() {
 			p.logger.Debug("transaction aborted at the end of the term", "err", err)
 		}
 	}
-	p.cl.Close()
+	p.closeClient()
 }
+
+// closeClient closes the client, once. Every call of it in progress returns ErrClientClosed: the one way to end
+// those that do not take the term's context (a BeginTransaction that re-initialises the producer ID waits on
+// the client's own context alone).
+func (p *producer) closeClient() { p.closeOnce.Do(p.cl.Close) }
 
 // closeAbortTimeout bounds the abort of a transaction left open at a term's end.
 const closeAbortTimeout = time.Second

@@ -21,6 +21,10 @@
 //  5. Any error of the producer, a fencing error above all, ends the term: the producer is closed and Lead
 //     returns. It never re-initialises the producer itself: a zombie that did so would fence the rightful
 //     leader. Leadership comes back only through a new assignment of partition 0.
+//  6. A transaction (or the fencing) left unconfirmed for Config.StallTimeout (half the lead, at least 5 s) ends
+//     the term too (ErrStalled, stall.go): a leader that keeps partition 0 while it cannot commit is silent, and
+//     its healthy group membership keeps every other replica from leading. An idle term has nothing to confirm
+//     and is never stalled.
 //
 // Why emission is exactly once: a tick and its schedule's state record commit atomically; a leader reads the
 // state only after fencing everyone before it, and nobody else can commit under the ID until someone fences

@@ -22,6 +22,7 @@ type metrics struct {
 	poolMu            sync.Mutex
 	pools             map[string]map[int32]poolStatus // pool -> leader term -> what it finds (setPool)
 	fenced            prometheus.Counter
+	stalled           prometheus.Counter
 	transactions      *prometheus.CounterVec
 	txnDuration       *prometheus.HistogramVec
 	invalidState      prometheus.Counter
@@ -76,6 +77,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_fenced_total",
 			Help: "Leader terms of this replica ended because a newer leader fenced its producer.",
 		}),
+		stalled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_leader_stalled_total",
+			Help: "Leader terms of this replica that gave leadership up because a transaction (or the fencing) went unconfirmed for longer than the stall timeout (half of --lead, at least 5s): the replica left the ticker group so that another one leads.",
+		}),
 		transactions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickgroup_transactions_total",
 			Help: "Emission transactions by result: committed, aborted, or failed (commit unconfirmed or refused).",
@@ -125,7 +130,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.transactions.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.emitted, m.emitLag, m.emittedLate, m.cancels, m.missed, m.fenced, m.transactions, m.txnDuration, m.invalidState, m.lastSlot, m.nextDue, m.period,
+		reg.MustRegister(m.emitted, m.emitLag, m.emittedLate, m.cancels, m.missed, m.fenced, m.stalled, m.transactions, m.txnDuration, m.invalidState, m.lastSlot, m.nextDue, m.period,
 			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired, m.parked, m.poolDown)
 		reg.MustRegister(m.backfill.Collectors()...)
 	}

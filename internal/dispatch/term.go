@@ -2,9 +2,11 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -58,12 +60,32 @@ type leaderTerm struct {
 	stateFrom int64
 	// The phases' instants, for the "leader term ready" line.
 	start, fenced, stateRead, loaded, planned time.Time
+	// dog watches the producer's transactions (watch); pMu guards p for it, the one reader off Lead's goroutine.
+	dog *watchdog
+	pMu sync.Mutex
 }
 
-// Lead runs one leader term until ctx ends (nil) or the producer fails (the error).
+func (t *leaderTerm) setProducer(p *producer) {
+	t.pMu.Lock()
+	defer t.pMu.Unlock()
+	t.p = p
+}
+
+func (t *leaderTerm) producer() *producer {
+	t.pMu.Lock()
+	defer t.pMu.Unlock()
+	return t.p
+}
+
+// Lead runs one leader term until ctx ends (nil), the producer fails (the error) or a transaction stalls (an
+// error wrapping ErrStalled; see watch).
 func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	t := &leaderTerm{d: d, k: lt.Partition, logger: d.logger.With("term", lt.Number, "leader", lt.Partition), start: time.Now(),
-		txnID: d.cfg.Names.LeaderTransactionalID(lt.Partition), repaired: map[int64]bool{}}
+		txnID: d.cfg.Names.LeaderTransactionalID(lt.Partition), repaired: map[int64]bool{}, dog: newWatchdog(d.cfg.StallTimeout)}
+	outer := ctx
+	ctx, stop := context.WithCancelCause(ctx)
+	stopWatch := t.watch(ctx, stop)
+	defer stopWatch()
 	defer t.close()
 	err := t.fence(ctx)
 	if err == nil {
@@ -76,12 +98,60 @@ func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 		err = t.run(ctx)
 	}
 	// The one exit: an error once the term's context has ended is how the term ended (a cancelled request), not
-	// a failure of the leader.
+	// a failure of the leader, unless the watchdog ended it.
+	if outer.Err() != nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrStalled) {
+		return cause
+	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
 }
+
+// watch runs the term's watchdog until the returned function is called (Lead's end). A transaction (or the
+// fencing) unconfirmed for longer than Config.StallTimeout is a stall: a leader that keeps partition 0 while it
+// cannot commit is the one failure nobody else can mend, since its group membership stays healthy and no other
+// replica leads. So the term gives leadership up: watch logs why, counts it, and ends the term's context with
+// the stall as its cause; Lead then returns it, and the Elector leaves the group and rejoins after its backoff
+// (package leader), so another replica takes the partition over and fences this one's producer, which aborts
+// the stalled transaction. Alone in the group, the replica leads again after the backoff and tries anew.
+//
+// Every call of the term takes its context, but one the client makes on its own does not: a BeginTransaction
+// that re-initialises the producer ID waits for the coordinator on the client's context alone. So if the term
+// has not returned stallGrace after the stall, watch closes its producer's client, which ends every call.
+func (t *leaderTerm) watch(ctx context.Context, stop context.CancelCauseFunc) func() {
+	done := make(chan struct{}) // Lead returns
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t.dog.run(ctx, func(d time.Duration) {
+			t.d.metrics.stalled.Inc()
+			t.logger.Error(fmt.Sprintf("no transaction committed for %s: giving up leadership", d.Round(time.Millisecond)),
+				"stall_timeout", t.d.cfg.StallTimeout)
+			stop(stallError(d, t.d.cfg.StallTimeout))
+			select {
+			case <-done:
+			case <-time.After(stallGrace):
+				if p := t.producer(); p != nil {
+					t.logger.Warn("the stalled term has not stopped: closing its producer", "grace", stallGrace)
+					p.closeClient()
+				}
+			}
+		})
+	}()
+	return func() {
+		close(done)
+		stop(nil)
+		<-exited
+	}
+}
+
+// stallGrace is how long a stalled term may take to stop on its own (its abort is given closeAbortTimeout)
+// before the watchdog closes its producer.
+const stallGrace = 3 * closeAbortTimeout
 
 func (t *leaderTerm) close() {
 	for i := len(t.closers) - 1; i >= 0; i-- {
@@ -103,10 +173,16 @@ func (t *leaderTerm) fence(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating the leader's producer: %w", err)
 	}
-	t.p = &producer{cl: cl, leader: strconv.Itoa(int(t.k)), logger: t.logger}
-	t.closers = append(t.closers, t.p.close)
+	p := &producer{cl: cl, leader: strconv.Itoa(int(t.k)), logger: t.logger, dog: t.dog, hold: d.faultHold(t.logger)}
+	if d.testHold != nil {
+		p.hold = d.testHold
+	}
+	t.setProducer(p)
+	t.closers = append(t.closers, p.close)
 
+	t.dog.begin() // InitProducerID waits for every earlier transaction to be decided: it can stall too
 	pid, epoch, err := cl.ProducerID(ctx)
+	t.dog.end()
 	if err != nil {
 		return fmt.Errorf("fencing earlier leaders (InitProducerID): %w", kafka.NeedACL(err, "Write", "transactional ID", t.txnID))
 	}

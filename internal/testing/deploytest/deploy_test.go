@@ -218,7 +218,7 @@ func TestPromAlertMetrics(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"TickgroupNoLeader", "TickgroupMultipleLeaders", "TickgroupEmitLagHigh",
-		"TickgroupSlotsMissed", "TickgroupDeadLetters", "TickgroupWorkerLag"} {
+		"TickgroupSlotsMissed", "TickgroupDeadLetters", "TickgroupWorkerLag", "TickgroupLeaderStalled"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("alert %s missing from alerts.yml (have %v)", want, alerts)
 		}

@@ -25,6 +25,7 @@ var (
 		"tickgroup_pool_waiting_schedules":       "gauge",
 		"tickgroup_pool_down":                    "gauge",
 		"tickgroup_fenced_total":                 "counter",
+		"tickgroup_leader_stalled_total":         "counter",
 		"tickgroup_transactions_total":           "counter",
 		"tickgroup_transaction_duration_seconds": "histogram",
 		"tickgroup_schedules":                    "gauge",

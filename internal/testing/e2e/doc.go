@@ -3,6 +3,12 @@
 // real Kafka broker (kafkatest.Brokers), inject faults (kill -9, SIGSTOP and SIGCONT, SIGTERM, a whole-fleet
 // outage, hostile records) and count every slot on the work topic and every execution in the handler's own log.
 //
+// One fault is inside the ticker: TestTickerLeaderStallGivesWay builds a ticker with -tags tickgroup_fault, in
+// which TICKGROUP_TEST_FAULT_HOLD_COMMITS names a file whose existence holds every EndTxn of that replica's
+// leader terms (a transaction coordinator that no longer answers it, while its group coordinator does). Only this
+// test's build has the hook (internal/dispatch/fault_enabled.go), and it warns on stderr at start; the ticker
+// built for every other test, and every release, has none, whatever the environment says.
+//
 // The fleet (harness_test.go) starts processes and owns them; the worker tests (worker_*_test.go) add an env on
 // top of it: a namespace whose ticks they write themselves, as the leader would, and the handler's log.
 package e2e

@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"cmp"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,8 +21,22 @@ func privateFleet(t *testing.T, brokers string) (*fleet, *env) {
 			p.kill()
 		}
 		if t.Failed() {
+			dir := os.Getenv("E2E_LOG_DIR")
 			for _, p := range f.procs {
 				t.Logf("---- %s log (last 30 lines) ----\n%s", p.name, p.tail(30))
+				if dir != "" {
+					_ = os.WriteFile(filepath.Join(dir, t.Name()+"-"+p.name+".log"), p.log.Bytes(), 0o644)
+				}
+			}
+			if dir != "" { // the broker's logs, before OwnBroker's cleanup removes its directory
+				_, port, _ := strings.Cut(brokers, ":")
+				dev := cmp.Or(os.Getenv("KAFKA_DEV_DIR"), filepath.Join("..", "..", "..", ".kafka-dev")) // go test runs in this directory
+				logs, _ := filepath.Glob(filepath.Join(dev, "run-"+port, "kafka.log*"))
+				for _, l := range logs {
+					if b, err := os.ReadFile(l); err == nil {
+						_ = os.WriteFile(filepath.Join(dir, t.Name()+"-broker-"+filepath.Base(l)), b, 0o644)
+					}
+				}
 			}
 		}
 	})

@@ -10,9 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -222,6 +224,11 @@ func (c Config) Opts(logger *slog.Logger) ([]kgo.Opt, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.ClientID(cmp.Or(c.ClientID, "tickgroup")),
+		kgo.RetryBackoffFn(RetryBackoff),
+		// How soon a client may ask for metadata again after an error sent it there (franz-go's default: 5 s).
+		// After a broker restart, partition leaderships change epochs, and a producer's pending records wait for
+		// the new metadata: a worker's outcomes would wait seconds past the broker's return.
+		kgo.MetadataMinAge(500 * time.Millisecond),
 	}
 	if logger != nil && strings.EqualFold(c.SASL.Mechanism, "plain") && !c.TLS.Enabled && c.TLS.CAFile == "" && c.TLS.CertFile == "" {
 		// Allowed (a broker on a trusted network may want it), but never silently.
@@ -341,4 +348,23 @@ func (n Names) PoolOfWork(topic string) (string, bool) {
 	}
 	pool, ok := strings.CutSuffix(rest, ".work")
 	return pool, ok && pool != "" && !strings.Contains(pool, ".")
+}
+
+// Bounds of RetryBackoff.
+const (
+	minRetryBackoff = 100 * time.Millisecond
+	maxRetryBackoff = 500 * time.Millisecond
+)
+
+// RetryBackoff is every client's wait before it tries a failed request again (its fails-th failure in a row):
+// 100 ms, doubling up to 500 ms, each less up to a fifth at random so that a fleet does not retry in step.
+// franz-go's default grows to 5 s, and after an outage of the broker each client could sleep that long past the
+// broker's return: a group rejoined, a ledger read back and the held ticks started seconds late. Ticks are due
+// every second; a client that tries twice a second costs a broker nothing.
+func RetryBackoff(fails int) time.Duration {
+	d := maxRetryBackoff
+	if fails < 4 {
+		d = minRetryBackoff << max(fails-1, 0)
+	}
+	return d - time.Duration(rand.Int64N(int64(d/5)+1))
 }

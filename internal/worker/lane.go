@@ -461,8 +461,15 @@ func (l *lane) confirmStart(ctx context.Context, rec *kgo.Record, e *ledger.Entr
 		}
 		e.Fence, e.At = l.ledger.Fence(), w.cfg.Now().UTC()
 		wrote = true
-		if until, err = l.ledger.Start(l.ctx, *e); err == nil {
+		if until, err = l.ledger.Start(l.ctx, *e); err == nil && time.Until(until) > l.renewEvery() {
 			return until, wrote, nil
+		}
+		if err == nil {
+			// Confirmed too late to run under its lease (written before an outage of the broker, acknowledged
+			// after it): taken back, and written again.
+			w.logger.Info("the start of a tick was confirmed after its lease: recording it again", "tick_id", e.ID, "partition", rec.Partition, "try", try)
+			l.takeBack(*e)
+			continue
 		}
 		if errors.Is(err, ledger.ErrFenced) {
 			if l.foreignClaim(l.ctx) {

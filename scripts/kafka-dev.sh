@@ -6,6 +6,7 @@
 #                               the same with security on: see "Secure mode" below
 #   scripts/kafka-dev.sh down   stop the broker started by `up` (by its PID file)
 #   scripts/kafka-dev.sh restart  stop it and start it again on the same data (a broker restart, for fault tests)
+#   scripts/kafka-dev.sh crash  kill -9 it and start it again on the same data (a broker crash, for fault tests)
 #   scripts/kafka-dev.sh logs   print the tail of the broker log
 #   scripts/kafka-dev.sh pid    print the broker's process ID (tickbench worker --broker-pid)
 #
@@ -278,10 +279,20 @@ restart)
 	down
 	up keep
 	;;
+crash)
+	# kill -9, then start again on the same data (what a host or JVM crash leaves: log recovery on start).
+	if running; then
+		kill -9 "$(cat "$pidfile")" 2>/dev/null || true
+		while running; do sleep 0.1; done
+		echo "kafka-dev: killed -9 (pid $(cat "$pidfile"))" >&2
+		rm -f "$pidfile"
+	fi
+	up keep
+	;;
 logs) tail -n "${2:-80}" "$logfile" ;;
 pid)
 	running || { echo "kafka-dev: not running on port $port" >&2; exit 1; }
 	cat "$pidfile"
 	;;
-*) echo "usage: $0 up [--secure]|down|restart|logs|pid" >&2; exit 2 ;;
+*) echo "usage: $0 up [--secure]|down|restart|crash|logs|pid" >&2; exit 2 ;;
 esac

@@ -47,6 +47,9 @@ func OwnBroker(t testing.TB, port string) *Own {
 // Restart stops the broker and starts it again on its data.
 func (o *Own) Restart() { o.run("restart") }
 
+// Crash kills the broker with SIGKILL and starts it again on its data (log recovery included).
+func (o *Own) Crash() { o.run("crash") }
+
 // Stop stops the broker, keeping its data.
 func (o *Own) Stop() { o.run("down") }
 

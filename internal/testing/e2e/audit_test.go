@@ -28,6 +28,7 @@ type auditCounts struct {
 	MissingNotEmitted int `json:"missing_not_emitted"`
 	Doubled           int `json:"doubled"`
 	RanTwice          int `json:"ran_twice"`
+	MarkedReRun       int `json:"marked_re_run"`
 	PassedOver        int `json:"passed_over"`
 	Pending           int `json:"pending"`
 	Unexpected        int `json:"unexpected"`

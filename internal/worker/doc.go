@@ -35,8 +35,8 @@
 //	   │            │
 //	   │            ├─ revoked:  stop starting records, commit what the lane finished, forget the lane; its runs
 //	   │            │            go on under their leases and write their outcomes (a run belongs to its worker)
-//	   │            ├─ lost:     stop, cut the runs (exec: SIGTERM/SIGKILL to the process group), release them in
-//	   │            │            the ledger; nothing is committed (another member may own it already)
+//	   │            ├─ lost:     stop starting records; nothing is committed (another member may own it
+//	   │            │            already); the runs go on under their leases, as after a revocation
 //	   │            └─ shutdown: stop starting, commit, leave the group at once; the runs finish within
 //	   │                         Config.Grace, then are cut
 //
@@ -108,8 +108,12 @@
 //   - A tick with an outcome never runs again: not after a graceful stop, a kill -9, a rebalance of any length,
 //     a broker restart or a worker that wakes from SIGSTOP.
 //   - Two runs of one tick never overlap (leases, above), and a re-run only follows a run that was cut off.
-//   - A rebalance does not cut a run; a crash, a freeze beyond the lease, the loss of the group membership or the
-//     end of the shutdown's grace period does.
+//   - A rebalance does not cut a run, nor does the loss of the group membership (the broker went away); a crash,
+//     a freeze beyond the lease, a broker away for longer than the lease or the end of the shutdown's grace
+//     period does.
+//   - A start whose handler never started (written as the broker went away and never confirmed, or cut before
+//     the handler's instant) is taken back by its worker with a release marked unstarted (ledger.Entry.Unstarted):
+//     the tick's next start is the same attempt, not an interrupted re-run (lane.takeBack, starting.go).
 //   - The ledger takes only what the log proves (ledger.Fold.Apply): entries from the owner or runner of the
 //     time, about work offsets that exist, for the tick the work record holds; every refusal is counted
 //     (tickgroup_worker_ledger_refused_total) and warned about. A claim of another worker while the group

@@ -436,21 +436,8 @@ func (o *Owner) interruptedAtLocked(s *TickState) time.Time {
 		// A start of an older build (its lease is in its claim), read before any claim: what the old build assumed.
 		lease = max(o.fold.OwnerLease, cfg.Lease)
 	}
-	over := from.Add(lease + cfg.MaxClockSkew)
-	if settled := o.claimAt.Add(ClaimSettle); settled.After(over) {
-		return settled
-	}
-	return over
+	return from.Add(lease + cfg.MaxClockSkew)
 }
-
-// ClaimSettle is how long after its claim an owner still waits for a former runner's entries before it judges
-// that runner's unfinished run interrupted, however old the run's last proof. After an outage of the broker every
-// worker loses its partitions and the group deals them out afresh: a run that finished during the outage has its
-// outcome in its worker's producer, which sends it once it has new metadata, while the partition's new owner may
-// claim first. Its lease is long over (it could not be renewed in the outage); its outcome arrives within about
-// a second. Judged at once, the tick would run again, marked interrupted, though it ran once. After a crash the
-// cost is the re-run of the dead worker's unfinished ticks this much later at most.
-const ClaimSettle = 2 * time.Second
 
 // RunningUntil returns, for tick id at work offset off, when the ledger shows it running (started, not
 // finished, not released), when that run is surely over (InterruptedAt); zero when nothing runs it.

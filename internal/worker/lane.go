@@ -43,6 +43,7 @@ type lane struct {
 	done      chan struct{}   // closed when run returns: nothing more starts
 	adjusted  chan struct{}   // closed once the group's start offset of the partition is settled (pinStart)
 	pending   pending         // outcome records in flight
+	starts    pending         // this lane's attempts in the Run's starting set
 	runs      sync.WaitGroup  // records being handled
 	ledger    *ledger.Owner   // the lane's hold on its partition's ledger (reading from takeover on)
 	reclaimMu sync.Mutex      // serialises foreignClaim
@@ -423,12 +424,14 @@ func (l *lane) begin(ctx context.Context, rec *kgo.Record, t tick.Tick, a *Attem
 	}
 	l.ledger.RaiseLimit(rec.Offset + 1)
 	w.starting.add(t.ID)
+	l.starts.Add(1)
 	until, wrote, err := l.confirmStart(ctx, rec, &e)
 	if err != nil {
 		if wrote && !errors.Is(err, errFinishedMeanwhile) {
 			l.takeBack(e) // a start was written: it may land, though it was never confirmed
 		}
 		w.starting.remove(t.ID)
+		l.starts.Done()
 		return nil, nil, err
 	}
 	a.Fence = e.Fence

@@ -39,7 +39,10 @@ type leasedRun struct {
 // runner's context parent.
 func (l *lane) startRun(parent context.Context, e ledger.Entry, until time.Time) *leasedRun {
 	r := &leasedRun{l: l, e: e, parent: parent}
-	r.leaveStarting = sync.OnceFunc(func() { l.w.starting.remove(e.ID) })
+	r.leaveStarting = sync.OnceFunc(func() {
+		l.w.starting.remove(e.ID)
+		l.starts.Done()
+	})
 	r.lease.extend(until)
 	r.ctx, r.cancel = context.WithCancelCause(parent)
 	r.renewals = time.AfterFunc(l.renewEvery(), r.renew)

@@ -91,6 +91,7 @@ type session struct {
 	unrecorded  atomic.Int64            // outcome records given up as the worker stopped
 	gaveUp      int                     // runs whose records were given up at the stop's deadline
 	stopPoll    context.CancelCauseFunc // ends the poll loop with a fatal cause (a missing ACL), see fatal
+	pollCtx     context.Context         // the poll loop's: ends when the worker stops (or on a fatal cause)
 	draining    chan struct{}           // closed when shutdown begins: lanes stop before their next record
 	commitWake  chan struct{}
 	assignedYet atomic.Bool
@@ -243,6 +244,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.draining = make(chan struct{})
 	w.commitWake = make(chan struct{}, 1)
 
+	pollCtx, stopPoll := context.WithCancelCause(ctx)
+	defer stopPoll(nil)
+	w.pollCtx, w.stopPoll = pollCtx, stopPoll
 	cl, err := w.openConsumer()
 	if err != nil {
 		close(w.runq) // no lane was made: the runners return at once
@@ -254,9 +258,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopSummary := background(ctx, func(ctx context.Context) { w.summarize(ctx, time.Minute) })
 	defer stopSummary()
 
-	pollCtx, stopPoll := context.WithCancelCause(ctx)
-	defer stopPoll(nil)
-	w.stopPoll = stopPoll
 	stopView := func() {}
 	if w.limitView != nil { // started once fatal can stop the poll loop
 		stopView = background(ctx, func(ctx context.Context) {
@@ -582,6 +583,33 @@ func (w *Worker) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32)
 	lanes := w.stopLanes(parts, errLost)
 	w.retire(lanes, false)
 	w.logger.Warn("partitions lost", "partitions", parts, "runs_going_on", running(lanes))
+	w.settle(lanes)
+}
+
+// settleMax bounds settle: the producer's delivery timeout (kafka.WorkerProducerOpts), past which what it holds
+// has failed anyway.
+const settleMax = time.Minute
+
+// settle waits until the lost lanes' attempts have left the starting set (their starts confirmed, or taken back)
+// and every ledger entry queued so far is acknowledged, or settleMax passed, or the worker stops. kgo calls lost
+// from its group loop, which rejoins the group only once lost returns, and a rebalance of the classic protocol
+// waits for every member: after an outage of the broker, what this worker wrote during it (the outcome of a run
+// that ended meanwhile, the release of a start it takes back) reaches the ledger before any new owner of its
+// partitions claims them and reads them. Without it, a new owner could find such a run unfinished, its lease long
+// over, and run the tick again as an interrupted one, though it ran once.
+func (w *Worker) settle(lanes []*lane) {
+	ctx, cancel := context.WithTimeout(w.pollCtx, settleMax)
+	defer cancel()
+	begin := time.Now()
+	for _, l := range lanes {
+		select {
+		case <-l.starts.idle():
+		case <-ctx.Done():
+			return
+		}
+	}
+	w.ledger.Flush(ctx)
+	w.logger.Debug("lost partitions settled in the ledger", "took", time.Since(begin).Round(time.Millisecond), "error", ctx.Err())
 }
 
 // stopLanes stops the lanes of parts from starting records (their runs go on), and waits until nothing more

@@ -353,17 +353,18 @@ func (n Names) PoolOfWork(topic string) (string, bool) {
 // Bounds of RetryBackoff.
 const (
 	minRetryBackoff = 100 * time.Millisecond
-	maxRetryBackoff = 500 * time.Millisecond
+	maxRetryBackoff = 250 * time.Millisecond
 )
 
 // RetryBackoff is every client's wait before it tries a failed request again (its fails-th failure in a row):
-// 100 ms, doubling up to 500 ms, each less up to a fifth at random so that a fleet does not retry in step.
+// 100 ms, then 200 ms, then 250 ms, each less up to a fifth at random so that a fleet does not retry in step.
 // franz-go's default grows to 5 s, and after an outage of the broker each client could sleep that long past the
-// broker's return: a group rejoined, a ledger read back and the held ticks started seconds late. Ticks are due
-// every second; a client that tries twice a second costs a broker nothing.
+// broker's return: a group rejoined, a ledger read back and the held ticks started seconds late, and members that
+// rejoin far apart cost a second rebalance. Ticks are due every second; a client that tries four times a second
+// costs a broker nothing.
 func RetryBackoff(fails int) time.Duration {
 	d := maxRetryBackoff
-	if fails < 4 {
+	if fails < 3 {
 		d = minRetryBackoff << max(fails-1, 0)
 	}
 	return d - time.Duration(rand.Int64N(int64(d/5)+1))

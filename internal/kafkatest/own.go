@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -21,8 +22,24 @@ type Own struct {
 	env            []string
 }
 
-// OwnBroker starts a private broker on port (KAFKA_VERSION, when set, picks its release), stopped when the test
-// ends. It needs Java and Maven (the jars are cached after the first start); without them the test is skipped, or
+// PortOffset is added to the port of every broker a test starts of its own (KAFKATEST_PORT_OFFSET, 0 when unset),
+// so that two runs of the suite, against two Kafka releases, can share a machine.
+func PortOffset() int {
+	n, _ := strconv.Atoi(os.Getenv("KAFKATEST_PORT_OFFSET"))
+	return n
+}
+
+// OffsetPort returns port (a number) moved by PortOffset.
+func OffsetPort(port string) string {
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return port
+	}
+	return strconv.Itoa(n + PortOffset())
+}
+
+// OwnBroker starts a private broker on port, moved by PortOffset (KAFKA_VERSION, when set, picks its release),
+// stopped when the test ends. It needs Java and Maven (the jars are cached after the first start); without them the test is skipped, or
 // fails under CI=true.
 func OwnBroker(t testing.TB, port string) *Own {
 	t.Helper()
@@ -34,6 +51,7 @@ func OwnBroker(t testing.TB, port string) *Own {
 		}
 		t.Skip("this test starts a broker of its own and needs Java 17 and Maven")
 	}
+	port = OffsetPort(port)
 	o := &Own{t: t, script: filepath.Join(root, "scripts", "kafka-dev.sh"), env: append(os.Environ(), "KAFKA_PORT="+port, "KAFKA_HEAP=512m")}
 	o.RestartCommand = []string{"env", "KAFKA_PORT=" + port, "KAFKA_HEAP=512m", o.script, "restart"}
 	o.Addr = o.run("up")

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
 
 // broker is the secure broker of this test binary.
@@ -66,7 +67,7 @@ func runMain(m *testing.M) int {
 
 	port := os.Getenv("KAFKA_SECURE_PORT")
 	if port == "" {
-		port = "19392"
+		port = kafkatest.OffsetPort("19392")
 	}
 	script := filepath.Join(repoRoot, "scripts", "kafka-dev.sh")
 	root := os.Getenv("KAFKA_DEV_DIR")

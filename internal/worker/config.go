@@ -55,6 +55,9 @@ type Config struct {
 	// SessionTimeout is the group session timeout: how long a crashed worker keeps its partitions before the
 	// group moves them. Defaults to 6s, the stock broker's group.min.session.timeout.ms.
 	SessionTimeout time.Duration
+	// GroupProtocol is the group protocol of the worker's consumer: classic (the default, also for "") or
+	// consumer (KIP-848), where the broker decides the session timeout (SessionTimeout does not apply).
+	GroupProtocol kafka.GroupProtocol
 	// InstanceID, when set, makes this worker a static group member: restarted with the same ID within the
 	// session timeout, it takes its partitions back at once, without a rebalance. Two processes must never
 	// share an ID: the group fences the older one, which then stops with ErrFencedInstance. A graceful stop
@@ -160,6 +163,8 @@ func (c Config) validate() error {
 		return errors.New("durations must not be negative")
 	case c.RecordOutput < 0 || c.RecordOutput > MaxRecordOutput:
 		return fmt.Errorf("record output %d: want 0 (none) to %d bytes", c.RecordOutput, MaxRecordOutput)
+	case c.GroupProtocol.Validate() != nil:
+		return c.GroupProtocol.Validate()
 	case c.OnInterrupted != OnInterruptedRerun && c.OnInterrupted != OnInterruptedSkip:
 		return fmt.Errorf("on-interrupted %q: want %q or %q", c.OnInterrupted, OnInterruptedRerun, OnInterruptedSkip)
 	case c.Lease < 100*time.Millisecond || c.Lease > ledger.MaxLease:

@@ -39,7 +39,7 @@ type forwardHost struct{ w *Worker }
 func (h forwardHost) SessionOpts(txnID string, assigned, released func(context.Context, *kgo.Client, map[string][]int32)) []kgo.Opt {
 	w := h.w
 	return w.opts("forward",
-		kafka.WorkerConsumerOpts(w.names, w.start, w.cfg.SessionTimeout, w.cfg.InstanceID),
+		kafka.WorkerGroupOpts(w.names, w.start, w.cfg.SessionTimeout, w.cfg.InstanceID, w.cfg.GroupProtocol),
 		kafka.ForwardOpts(txnID),
 		[]kgo.Opt{
 			kgo.OnPartitionsAssigned(assigned),

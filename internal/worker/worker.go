@@ -353,7 +353,7 @@ func (w *Worker) openConsumer() (*kgo.Client, error) {
 	w.startAt = w.cfg.Now()
 	w.start = w.cfg.Start.Offset(w.startAt)
 	cl, err := kgo.NewClient(w.opts("consumer",
-		kafka.WorkerConsumerOpts(w.names, w.start, w.cfg.SessionTimeout, w.cfg.InstanceID),
+		kafka.WorkerGroupOpts(w.names, w.start, w.cfg.SessionTimeout, w.cfg.InstanceID, w.cfg.GroupProtocol),
 		[]kgo.Opt{
 			// Rebalances wait while a polled batch is handed to the lanes, so a batch of a partition that
 			// is revoked and reassigned meanwhile can never reach the new lane.

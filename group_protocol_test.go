@@ -1,6 +1,7 @@
 package tickgroup
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,28 @@ func TestTickerGroupProtocol(t *testing.T) {
 		_, err := NewTicker(TickerConfig{Kafka: KafkaConfig{Brokers: []string{"127.0.0.1:1"}}, GroupProtocol: tt.protocol, InstanceID: tt.instanceID})
 		if (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
 			t.Errorf("GroupProtocol %q, InstanceID %q: NewTicker: %v, want error %q", tt.protocol, tt.instanceID, err, tt.wantErr)
+		}
+	}
+}
+
+// TestWorkerGroupProtocol: NewWorker checks the protocol as NewTicker does.
+func TestWorkerGroupProtocol(t *testing.T) {
+	t.Parallel()
+	handler := func(context.Context, Tick) error { return nil }
+	for _, tt := range []struct {
+		protocol   GroupProtocol
+		instanceID string
+		wantErr    string
+	}{
+		{protocol: ""},
+		{protocol: GroupProtocolClassic, instanceID: "worker-0"},
+		{protocol: GroupProtocolConsumer},
+		{protocol: "eager", wantErr: `group protocol "eager"`},
+		{protocol: GroupProtocolConsumer, instanceID: "worker-0", wantErr: "static membership"},
+	} {
+		_, err := NewWorker(WorkerConfig{Kafka: KafkaConfig{Brokers: []string{"127.0.0.1:1"}}, GroupProtocol: tt.protocol, InstanceID: tt.instanceID}, handler)
+		if (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("GroupProtocol %q, InstanceID %q: NewWorker: %v, want error %q", tt.protocol, tt.instanceID, err, tt.wantErr)
 		}
 	}
 }

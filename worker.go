@@ -40,8 +40,11 @@ type WorkerConfig struct {
 	// Grace is how long running handlers may go on once Run's context ends; the worker leaves the group at
 	// once. Defaults to 30s; a negative value means none: the handlers' contexts end as Run's does.
 	Grace time.Duration
+	// GroupProtocol is the worker group's protocol. Defaults to GroupProtocolClassic; GroupProtocolConsumer
+	// leaves the session timeout to the broker (SessionTimeout then does not apply) and refuses an InstanceID.
+	GroupProtocol GroupProtocol
 	// SessionTimeout is how long a crashed worker keeps its partitions. Defaults to 6s; a negative value is an
-	// error.
+	// error. Classic protocol only.
 	SessionTimeout time.Duration
 	// InstanceID, when set, makes the worker a static group member (see the README); two running workers must
 	// never share one.
@@ -116,6 +119,10 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 	if cfg.ID == "" {
 		cfg.ID = kafka.InstanceName("worker")
 	}
+	protocol, err := cfg.GroupProtocol.internal(cfg.InstanceID)
+	if err != nil {
+		return nil, err
+	}
 	wc := worker.Config{
 		Kafka:          cfg.Kafka.internal(),
 		WorkerID:       cfg.ID,
@@ -126,6 +133,7 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 		Timeout:        noneAs(cfg.Timeout, 0), // the worker's none
 		Grace:          cfg.Grace,              // negative: none, as the worker reads it
 		SessionTimeout: cfg.SessionTimeout,
+		GroupProtocol:  protocol,
 		InstanceID:     cfg.InstanceID,
 		Lease:          cfg.Lease,
 		MaxClockSkew:   cfg.MaxClockSkew,

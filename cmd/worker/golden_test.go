@@ -44,6 +44,7 @@ func TestGolden(t *testing.T) {
 		{"run-zero-session-timeout", []string{"run", "--exec", "true", "--session-timeout", "0"}},
 		{"run-backoff", []string{"run", "--exec", "true", "--backoff", "1s", "--max-backoff", "1ms"}},
 		{"run-bad-quoting", []string{"run", "--exec", "prog 'open"}},
+		{"run-bad-group-protocol", []string{"run", "--exec", "true", "--group-protocol", "eager"}},
 	}
 	written := map[string]bool{}
 	for _, tc := range cases {

@@ -130,6 +130,7 @@ type runCommand struct {
 	workerID       string
 	outputLimit    int
 	sessionTimeout time.Duration
+	groupProtocol  string
 	onInterrupt    string
 	recordOutput   int
 	lease          time.Duration
@@ -155,7 +156,8 @@ func (f *runCommand) flags(fs *flag.FlagSet) string {
 	fs.StringVar(&f.start, "start", worker.DefaultStart.String(), "where a brand-new group starts: a duration such as 10m (the first tick written that long ago or later), latest or earliest")
 	fs.StringVar(&f.workerID, "worker-id", "", "name of this worker in outcome records and logs (default: hostname-pid)")
 	fs.IntVar(&f.outputLimit, "output-limit", command.DefaultOutputLimit, "bytes of an exec handler's output kept and logged per attempt")
-	fs.DurationVar(&f.sessionTimeout, "session-timeout", worker.DefaultSessionTimeout, "group session timeout: how soon a crashed worker's partitions move")
+	fs.StringVar(&f.groupProtocol, "group-protocol", string(kafka.GroupProtocolClassic), "group protocol of the worker group: classic, or consumer (KIP-848, Kafka 4.0+: the broker assigns partitions and decides the session timeout, group.consumer.session.timeout.ms, 45s by default, so --session-timeout does not apply; not with --instance-id)")
+	fs.DurationVar(&f.sessionTimeout, "session-timeout", worker.DefaultSessionTimeout, "group session timeout: how soon a crashed worker's partitions move (classic protocol only)")
 	fs.IntVar(&f.recordOutput, "record-output", 0, fmt.Sprintf("keep the last N bytes (at most %d) of an exec handler's output per tick in its outcome record, for ticker history and the console (0: none; output may hold secrets, and every operator reads the results topic)", worker.MaxRecordOutput))
 	fs.StringVar(&f.onInterrupt, "on-interrupted", worker.OnInterruptedRerun, "a tick whose earlier run was cut off (crash, freeze, lost partition, or a lease this worker could not renew): rerun (again, with TICK_INTERRUPTED=1 and the attempt counting on) or skip (never again: at most once; outcome interrupted)")
 	fs.DurationVar(&f.lease, "lease", worker.DefaultLease, "how long a handler may run on without this worker renewing its run in the ledger (every lease/5); a run found unfinished elsewhere is waited for until its last renewal plus this (plus --max-clock-skew); at most 10m")
@@ -204,6 +206,15 @@ func (f *runCommand) check(positional []string) error {
 	}
 	if f.backoff <= 0 || f.maxBackoff < f.backoff || f.timeout < 0 || f.grace < 0 || f.killGrace <= 0 {
 		return cli.Usagef("--backoff and --kill-grace must be positive, --max-backoff at least --backoff, --timeout and --grace not negative")
+	}
+	p, err := kafka.ParseGroupProtocol(f.groupProtocol)
+	if err != nil {
+		return cli.UsageError{Err: fmt.Errorf("--group-protocol: %w", err)}
+	}
+	if p == kafka.GroupProtocolConsumer && f.instanceID != "" {
+		// The worker's static membership (the newest holder of an ID fences the older, a graceful stop leaves
+		// by ID) is the classic protocol's.
+		return cli.Usagef("--instance-id needs --group-protocol classic: static membership under the consumer protocol is not supported")
 	}
 	return nil
 }
@@ -282,6 +293,7 @@ func (f *runCommand) workerConfig(logger *slog.Logger, reg *prometheus.Registry)
 		Grace:           noneIfZero(f.grace), // the flag's 0 means none; the config's, the default
 		Start:           tickgroup.StartPosition(f.start),
 		SessionTimeout:  f.sessionTimeout,
+		GroupProtocol:   tickgroup.GroupProtocol(f.groupProtocol),
 		Forward:         f.forward,
 		Pool:            f.pool,
 		SkipInterrupted: f.onInterrupt == worker.OnInterruptedSkip,

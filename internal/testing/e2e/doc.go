@@ -11,4 +11,10 @@
 //
 // The fleet (harness_test.go) starts processes and owns them; the worker tests (worker_*_test.go) add an env on
 // top of it: a namespace whose ticks they write themselves, as the leader would, and the handler's log.
+//
+// TICKGROUP_E2E_GROUP_PROTOCOL=consumer runs the fleet under KIP-848's consumer group protocol: the harness gives
+// --group-protocol with that value to every `ticker run` and `worker run` of this build it starts (not to another
+// build's binaries, nor to the Go API programs). The broker then decides the session timeout
+// (group.consumer.session.timeout.ms), so the tests' --session-timeout does not apply: scripts/kafka-dev.sh sets
+// it to 6 s. Tests that give --instance-id fail under it, as the commands refuse static membership there.
 package e2e

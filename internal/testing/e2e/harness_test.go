@@ -157,6 +157,9 @@ func (f *fleet) startEnv(name, binary string, env []string, args ...string) *pro
 	path := binary
 	if !filepath.IsAbs(binary) { // a binary of this build; an absolute path is another build's (upgrade_test.go)
 		path = built(f.t, binary)
+		if gp := os.Getenv(groupProtocolEnv); gp != "" && args[0] == "run" && (binary == "ticker" || binary == "worker") {
+			common = append(common, "--group-protocol", gp)
+		}
 	}
 	full := append(append(append([]string{path}, args[:1]...), common...), args[1:]...)
 	ps, err := child.Start(name, full, child.Options{Env: append(os.Environ(), env...), Output: &p.log})
@@ -169,6 +172,10 @@ func (f *fleet) startEnv(name, binary string, env []string, args ...string) *pro
 	f.mu.Unlock()
 	return p
 }
+
+// groupProtocolEnv names the variable that runs the fleet under another group protocol: its value goes to every
+// ticker run and worker run of this build that the harness starts, as --group-protocol (doc.go).
+const groupProtocolEnv = "TICKGROUP_E2E_GROUP_PROTOCOL"
 
 // ticker starts a ticker replica with test timings: a 3 s session timeout and 250 ms heartbeats.
 func (f *fleet) ticker(name string, extra ...string) *proc {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/cli"
+	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/testing/failbench"
 )
 
@@ -42,6 +43,8 @@ func runFailover(ctx context.Context, args []string, getenv func(string) string,
 	runs := fs.Int("runs", 1, "runs, each in a fresh namespace")
 	late := fs.Duration("late", 50*time.Millisecond, "a start later than this after its slot counts as late")
 	settle := fs.Duration("settle", 30*time.Second, "after the window, the longest wait for every tick's outcome")
+	groupProtocol := fs.String("group-protocol", "classic", "every ticker's and worker's --group-protocol: classic, or consumer (KIP-848; the hosts are then dynamic members, without --instance-id)")
+	dynamic := fs.Bool("dynamic", false, "start the hosts without --instance-id under the classic protocol too (dynamic members, as under consumer)")
 	tickerArgs := fs.String("ticker-args", "", "extra `ticker run` flags, space-separated (for example '--session-timeout 3s')")
 	workerArgs := fs.String("worker-args", "", "extra `worker run` flags, space-separated")
 	logDir := fs.String("log-dir", "", "directory for the processes' output, made if missing (default: a new temporary directory, removed after a clean run)")
@@ -56,9 +59,13 @@ func runFailover(ctx context.Context, args []string, getenv func(string) string,
 		"workers' own tickgroup_worker_start_delay_seconds, summed over every worker process (a killed one is\n"+
 		"scraped just before its kill). Modes: none; kill-leader (kill -9 the leading ticker); kill-host (kill -9\n"+
 		"the leading ticker and its host's worker); graceful (SIGTERM the leading ticker); victims restart after\n"+
-		"--restart-after with the same instance ID. Every process started is killed when the tool exits.")
+		"--restart-after with the same instance ID (a new member under --group-protocol consumer or --dynamic).\n"+
+		"Every process started is killed when the tool exits.")
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return err
+	}
+	if _, err := kafka.ParseGroupProtocol(*groupProtocol); err != nil {
+		return cli.UsageError{Err: fmt.Errorf("--group-protocol: %w", err)}
 	}
 	dir, removeLogs := *logDir, false
 	if dir == "" {
@@ -79,6 +86,7 @@ func runFailover(ctx context.Context, args []string, getenv func(string) string,
 		Brokers: strings.Split(*brokers, ","), Bin: *bin, Hosts: *hosts, Handler: *handler, ExecCommand: *execCmd,
 		Mode: *mode, Duration: *duration, Warmup: *warmup, Every: *every, RestartAfter: *restart, Schedules: *schedules,
 		ScheduleEvery: *schedEvery, Partitions: *partitions, Runs: *runs, LateBound: *late, Settle: *settle,
+		GroupProtocol: *groupProtocol, Dynamic: *dynamic,
 		TickerArgs: strings.Fields(*tickerArgs), WorkerArgs: strings.Fields(*workerArgs), LogDir: dir, Keep: *keep,
 	}
 	results, err := failbench.Run(ctx, cfg, logger)

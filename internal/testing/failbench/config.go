@@ -69,6 +69,12 @@ type Config struct {
 	Settle time.Duration
 	// Ready bounds the wait for every process to be ready and one ticker to lead. Defaults to 60s.
 	Ready time.Duration
+	// GroupProtocol is every ticker's and worker's --group-protocol: "" (the commands' default, classic),
+	// "classic" or "consumer". Under consumer the hosts are dynamic members (no --instance-id: the commands
+	// refuse static membership there), so a restarted victim joins as a new member.
+	GroupProtocol string
+	// Dynamic, under the classic protocol too, starts the hosts without --instance-id.
+	Dynamic bool
 	// TickerArgs and WorkerArgs are added to every `ticker run` and `worker run` command line (after the
 	// tool's own flags, so they win).
 	TickerArgs, WorkerArgs []string

@@ -5,7 +5,8 @@
 //
 //  1. A fresh namespace: its topics are created with kafka.EnsureTopics (what `ticker init` does).
 //  2. Hosts: each is one `ticker run` and one `worker run` process, both with a stable --instance-id per host
-//     (static membership) and their own --metrics-addr on 127.0.0.1, so /metrics can be scraped.
+//     (static membership; not under the consumer group protocol, nor with Config.Dynamic) and their own
+//     --metrics-addr on 127.0.0.1, so /metrics can be scraped.
 //  3. Once every process is ready and one ticker leads, the schedules are written: every Config.ScheduleEvery,
 //     catch-up all, from Start (a whole second a little ahead) to End = Start + Duration - ScheduleEvery. The
 //     run window is therefore exactly the schedules' lifetime: no slot exists before or after it, and the

@@ -68,8 +68,13 @@ func (f *fleet) start(h *host, role string) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"run", "--brokers", strings.Join(f.cfg.Brokers, ","), "--namespace", f.ns, "--metrics-addr", addr,
-		"--instance-id", h.instanceID()}
+	args := []string{"run", "--brokers", strings.Join(f.cfg.Brokers, ","), "--namespace", f.ns, "--metrics-addr", addr}
+	if f.cfg.GroupProtocol != "" {
+		args = append(args, "--group-protocol", f.cfg.GroupProtocol)
+	}
+	if f.cfg.GroupProtocol != "consumer" && !f.cfg.Dynamic {
+		args = append(args, "--instance-id", h.instanceID())
+	}
 	switch role {
 	case "ticker":
 		args = append(args, "--instance", fmt.Sprintf("h%d", h.n))

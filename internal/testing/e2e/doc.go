@@ -14,7 +14,9 @@
 //
 // TICKGROUP_E2E_GROUP_PROTOCOL=consumer runs the fleet under KIP-848's consumer group protocol: the harness gives
 // --group-protocol with that value to every `ticker run` and `worker run` of this build it starts (not to another
-// build's binaries, nor to the Go API programs). The broker then decides the session timeout
-// (group.consumer.session.timeout.ms), so the tests' --session-timeout does not apply: scripts/kafka-dev.sh sets
-// it to 6 s. Tests that give --instance-id fail under it, as the commands refuse static membership there.
+// build's binaries, nor to the Go API programs). The broker then decides the session timeout and heartbeat
+// interval (group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms: scripts/kafka-dev.sh sets
+// 6 s and 500 ms), so the tests' --session-timeout does not apply; the harness's ticker replicas get their 3 s
+// and 250 ms as the ticker group's own config (consumer.session.timeout.ms). Tests that give --instance-id fail
+// under it, as the commands refuse static membership there.
 package e2e

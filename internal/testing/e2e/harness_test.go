@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
 	"github.com/tickgroup/tickgroup/internal/child"
@@ -74,6 +77,8 @@ type fleet struct {
 	ns      string
 	mu      sync.Mutex
 	procs   []*proc
+
+	tickerGroupConfig sync.Once // under the consumer protocol, the ticker group's timings (ticker)
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -177,9 +182,42 @@ func (f *fleet) startEnv(name, binary string, env []string, args ...string) *pro
 // ticker run and worker run of this build that the harness starts, as --group-protocol (doc.go).
 const groupProtocolEnv = "TICKGROUP_E2E_GROUP_PROTOCOL"
 
-// ticker starts a ticker replica with test timings: a 3 s session timeout and 250 ms heartbeats.
+// ticker starts a ticker replica with test timings: a 3 s session timeout and 250 ms heartbeats. Under the
+// consumer protocol the broker decides both, so the ticker group gets them as its own group config first.
 func (f *fleet) ticker(name string, extra ...string) *proc {
+	if os.Getenv(groupProtocolEnv) == "consumer" {
+		f.tickerGroupConfig.Do(func() { f.setGroupConfig(f.ns+".ticker", 3*time.Second, 250*time.Millisecond) })
+	}
 	return f.start(name, "ticker", append([]string{"run", "--session-timeout", "3s", "--heartbeat-interval", "250ms", "--instance", name}, extra...)...)
+}
+
+// setGroupConfig sets the consumer protocol's session timeout and heartbeat interval of group (KIP-848's
+// consumer.session.timeout.ms and consumer.heartbeat.interval.ms, within the broker's group.consumer.min.*).
+func (f *fleet) setGroupConfig(group string, session, heartbeat time.Duration) {
+	f.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(f.brokers, ",")...))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	for name, d := range map[string]time.Duration{"consumer.session.timeout.ms": session, "consumer.heartbeat.interval.ms": heartbeat} {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = name, kmsg.StringPtr(strconv.FormatInt(d.Milliseconds(), 10))
+		res.Configs = append(res.Configs, c)
+	}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err == nil {
+		for _, r := range resp.Resources {
+			err = errors.Join(err, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	if err != nil {
+		f.t.Fatalf("setting the consumer protocol's timings of group %s: %v", group, err)
+	}
 }
 
 // cli runs a short ticker command and returns its stdout; it fails the test on a non-zero exit.

@@ -38,7 +38,8 @@ func TestLaneTakesBackAStartConfirmedAfterItsLease(t *testing.T) {
 			b.cluster.KeepControl()
 			return nil, nil, false
 		}
-		// The claim is the partition's first record, the tick's start its second.
+		// The claim is the partition's first record, the tick's start its second: its produce is held for two
+		// leases (the fault under test, as an outage of the broker holds it), not a wait of the test.
 		if produces.Add(1) == 2 {
 			b.cluster.SleepControl(func() { time.Sleep(2 * cfg.Lease) })
 			close(held)

@@ -51,15 +51,17 @@ func previousBuild(t *testing.T, rev string) (ticker, worker string) {
 	if out, err := archive.CombinedOutput(); err != nil {
 		t.Fatalf("extracting %s: %v\n%s", commit, err, out)
 	}
+	// Two runs of the suite (CI runs one per Kafka release) may build it at once: each into names of its own.
+	tmp := ".tmp" + strconv.Itoa(os.Getpid())
 	for _, b := range []string{"ticker", "worker"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b+".tmp"), "./cmd/"+b)
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b+tmp), "./cmd/"+b)
 		cmd.Dir = src
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("building %s of %s: %v\n%s", b, commit, err, out)
 		}
 	}
 	for _, b := range []string{"ticker", "worker"} { // the worker last: its presence says the build is whole
-		if err := os.Rename(filepath.Join(dir, b+".tmp"), filepath.Join(dir, b)); err != nil {
+		if err := os.Rename(filepath.Join(dir, b+tmp), filepath.Join(dir, b)); err != nil {
 			t.Fatal(err)
 		}
 	}

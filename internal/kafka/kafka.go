@@ -225,6 +225,10 @@ func (c Config) Opts(logger *slog.Logger) ([]kgo.Opt, error) {
 		kgo.SeedBrokers(brokers...),
 		kgo.ClientID(cmp.Or(c.ClientID, "tickgroup")),
 		kgo.RetryBackoffFn(RetryBackoff),
+		// A request's retries are bounded by franz-go's retry timeout (30 s; a group request's, the session),
+		// not by their count: at RetryBackoff's pace its default 20 tries would give up within 5 s, and a
+		// process starting while a broker restarts would exit.
+		kgo.RequestRetries(requestRetries),
 		// How soon a client may ask for metadata again after an error sent it there (franz-go's default: 5 s).
 		// After a broker restart, partition leaderships change epochs, and a producer's pending records wait for
 		// the new metadata: a worker's outcomes would wait seconds past the broker's return.
@@ -349,6 +353,9 @@ func (n Names) PoolOfWork(topic string) (string, bool) {
 	pool, ok := strings.CutSuffix(rest, ".work")
 	return pool, ok && pool != "" && !strings.Contains(pool, ".")
 }
+
+// requestRetries is how many times a client tries a request: more than its retry timeout allows at RetryBackoff.
+const requestRetries = 1000
 
 // Bounds of RetryBackoff.
 const (

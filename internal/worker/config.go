@@ -71,8 +71,8 @@ type Config struct {
 	// transaction that also commits the consumed offsets (exactly-once for Kafka-only effects). The handler
 	// passed to New must then be nil.
 	Forward string
-	// OnInterrupted decides what happens to a tick whose earlier run was cut off (its worker crashed, froze or
-	// lost the partition while the handler ran): OnInterruptedRerun (the default) runs it again, with the
+	// OnInterrupted decides what happens to a tick whose earlier run was cut off (its worker crashed, froze, or
+	// could not renew the run's lease while the handler ran): OnInterruptedRerun (the default) runs it again, with the
 	// attempt number counting on and Attempt.Interrupted set; OnInterruptedSkip records the outcome
 	// "interrupted" and never runs it again (at most once).
 	OnInterrupted string

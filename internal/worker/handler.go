@@ -13,8 +13,10 @@ import (
 // worker that ever ran the tick, from the execution ledger), the fencing token of the tick's partition and whether
 // an earlier run was interrupted.
 //
-// ctx ends when the attempt times out, when the tick's partition is revoked from or lost by this worker, or when
-// the shutdown grace period runs out; a handler must return promptly then. The tick's ID is the idempotency key:
+// ctx ends when the attempt times out, when the run's lease cannot be renewed in time (a frozen worker, or one cut
+// off from the broker for longer than its lease), when another worker took the tick over, or when the shutdown
+// grace period runs out; a handler must return promptly then. A rebalance, or the loss of the group membership,
+// does not end it. The tick's ID is the idempotency key:
 // a tick can run more than once (at-least-once), so handlers with external side effects should deduplicate on it.
 //
 // A nil error is success. An error wrapped with Permanent is not retried. Any other error is retried with

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -44,6 +43,7 @@ func TestStallTimeout(t *testing.T) {
 // span that ends within the timeout is no stall, and a span left open is one, noticed within a quarter of the
 // timeout after it.
 func TestWatchdog(t *testing.T) {
+	// The sleeps below run inside synctest bubbles: they advance the bubble's fake clock, not the machine's.
 	t.Parallel()
 	const timeout = 4 * time.Second
 	watch := func(w *watchdog) (stalls <-chan time.Duration, stop func()) {
@@ -110,28 +110,8 @@ type stallBundle struct {
 
 func setupStall(t *testing.T) *stallBundle {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	kcfg := kafka.Config{Brokers: c.ListenAddrs(), Namespace: "st"}
-	opts, err := kcfg.Opts(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	b := &stallBundle{names: kcfg.Names(), opts: opts, cl: cl}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), b.names, kafka.TopicOptions{WorkPartitions: 2}); err != nil {
-		t.Fatalf("creating topics: %v", err)
-	}
-	return b
+	names, opts, cl := kfakeNamespace(t, "st", kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	return &stallBundle{names: names, opts: opts, cl: cl}
 }
 
 // replica is one ticker replica's leader side: its View, Dispatcher, log and metrics.

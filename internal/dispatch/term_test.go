@@ -33,16 +33,16 @@ type termBundle struct {
 	d     *Dispatcher
 }
 
-// setupTerm starts a kfake cluster with the namespace's topics (2 work partitions) and a dispatcher whose
-// terms the test runs with lead.
-func setupTerm(t *testing.T) *termBundle {
+// kfakeNamespace starts a kfake cluster (with clusterOpts) holding namespace ns's topics (2 work partitions), and
+// returns the names, the connection options and a client on it (manual partitioner).
+func kfakeNamespace(t *testing.T, ns string, clusterOpts ...kfake.Opt) (kafka.Names, []kgo.Opt, *kgo.Client) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, clusterOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	kcfg := kafka.Config{Brokers: c.ListenAddrs(), Namespace: "tt"}
+	kcfg := kafka.Config{Brokers: c.ListenAddrs(), Namespace: ns}
 	opts, err := kcfg.Opts(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -52,12 +52,22 @@ func setupTerm(t *testing.T) *termBundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	b := &termBundle{names: kcfg.Names(), opts: opts, cl: cl, logs: &child.Log{}}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), b.names, kafka.TopicOptions{WorkPartitions: 2}); err != nil {
+	names := kcfg.Names()
+	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), names, kafka.TopicOptions{WorkPartitions: 2}); err != nil {
 		t.Fatalf("creating topics: %v", err)
 	}
+	return names, opts, cl
+}
+
+// setupTerm starts a kfake cluster with the namespace's topics (2 work partitions) and a dispatcher whose
+// terms the test runs with lead.
+func setupTerm(t *testing.T) *termBundle {
+	t.Helper()
+	names, opts, cl := kfakeNamespace(t, "tt")
+	b := &termBundle{names: names, opts: opts, cl: cl, logs: &child.Log{}}
+	var err error
 	logger := slog.New(slog.NewTextHandler(b.logs, nil))
 	b.view = store.NewView(opts, b.names.Schedules, "", logger, nil)
 	vctx, vstop := context.WithCancel(context.Background())

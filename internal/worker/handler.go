@@ -54,6 +54,24 @@ type Attempt struct {
 	// handlerStarts, when not nil, is called just before the handler starts (the attempt leaves the Run's
 	// starting set).
 	handlerStarts func()
+	// ran is when the handler ran (set by Worker.attempt; zero when it never started).
+	ran span
+}
+
+// span is when a handler ran: from its start to its return. A tick's run, for its overlap policy, is the span
+// of its handler's attempts (see lane.handledLocked): the time spent recording them in the ledger, which an
+// outage of the broker stretches, is not running.
+type span struct{ from, to time.Time }
+
+// add extends s by o.
+func (s *span) add(o span) {
+	if o.from.IsZero() {
+		return
+	}
+	if s.from.IsZero() {
+		s.from = o.from
+	}
+	s.to = o.to
 }
 
 // HandlerFunc adapts a function to Handler.

@@ -74,7 +74,7 @@ func pickAgainstAScan(t *testing.T, rng *rand.Rand) {
 		}
 		picked, _ := l.pick(now, nil, 1+rng.IntN(16))
 		for _, it := range picked {
-			it.began = now // as its runner does
+			it.ran = span{now, now} // as its runner does
 			if it.err == nil && !it.t.Trigger {
 				if running[it.key] {
 					t.Fatalf("%s started while another tick of its key runs", it.t.ID)
@@ -103,7 +103,7 @@ func pickAgainstAScan(t *testing.T, rng *rand.Rand) {
 				}
 				continue
 			}
-			l.handledLocked(it, now)
+			l.handledLocked(it)
 			handled++
 		}
 		w.mu.Unlock()

@@ -227,8 +227,8 @@ func (l *lane) unpick(items []*item) {
 }
 
 // maxPick bounds the records one pick marks running before they are handed to runners: they wait for free
-// runners in the dispatcher (their run's length, which decides whether it outlasted its period, counts from the
-// runner on: item.began).
+// runners in the dispatcher (their run's length, which decides whether it outlasted its period, is their
+// handler's: item.ran).
 const maxPick = 16
 
 // run is a record handed to the worker's runners.
@@ -256,7 +256,6 @@ func (w *Worker) runners(wg *sync.WaitGroup) {
 func (l *lane) runItem(it *item) {
 	w := l.w
 	defer l.runs.Done()
-	it.began = w.cfg.Now() // read by handledLocked, on this goroutine
 	o, ok := l.handle(it)
 	if !ok {
 		// No outcome: the ledger tells the next owner whether it had started. When the lane still starts
@@ -271,8 +270,11 @@ func (l *lane) runItem(it *item) {
 		l.wakeUp()
 		return
 	}
+	if o != nil {
+		it.ran = o.ran // read by handledLocked, on this goroutine
+	}
 	w.mu.Lock()
-	l.handledLocked(it, w.cfg.Now())
+	l.handledLocked(it)
 	w.mu.Unlock()
 	l.wakeUp()
 	if o == nil {
@@ -702,6 +704,7 @@ func (w *Worker) process(ctx context.Context, b before, g gate) (result, error) 
 		o.Attempts = a.N
 		err := w.attempt(ctx, rec, t, &a, g)
 		o.Fence = a.Fence
+		o.ran.add(a.ran)
 		if err == nil { // a success is recorded even when ctx ended meanwhile: it must not run again
 			o.Status = StatusOK
 			o.Error = ""
@@ -782,10 +785,11 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *A
 		a.handlerStarts()
 	}
 	w.m.inflight.Inc()
-	begin := time.Now()
+	begin, from := time.Now(), w.cfg.Now()
 	err = w.handle(actx, t, *a)
 	w.m.duration.Observe(time.Since(begin).Seconds())
 	w.m.inflight.Dec()
+	a.ran = span{from, w.cfg.Now()}
 	cutBy := end(err) // what cut the run (nil: nothing), as end decided it
 	if err != nil && cutBy == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("timed out after %s: %w", timeout, err)

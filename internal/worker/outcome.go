@@ -63,6 +63,8 @@ type result struct {
 	// finished is set when the tick got its outcome elsewhere before an attempt started here (a former owner's
 	// run ended after all): nothing is recorded, and the record is done.
 	finished bool
+	// ran spans the handler's attempts (zero when none started).
+	ran span
 }
 
 // maxKeyBytes bounds the keys the worker writes: a work record with a longer key (not a tick the leader wrote)

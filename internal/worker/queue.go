@@ -48,11 +48,12 @@ type item struct {
 	running bool
 	handled bool
 	done    bool
-	// began is when a runner took the record (set by that runner; pick may have marked it running earlier, and it
-	// waited for a free runner meanwhile); overran is set on a scheduled tick that fell due while an earlier
-	// run of its key was going and had outlasted its period (it ran longer than the spacing between its instant
-	// and the next tick's): the default overlap policy skips it when a newer tick of the key is due too.
-	began   time.Time
+	// ran is when the record's handler ran, from its first attempt's start to its last attempt's end (set by
+	// its runner; zero when no handler started); overran is set on a scheduled tick that fell due while the
+	// handler of an earlier tick of its key ran and had outlasted its period (it ran longer than the spacing
+	// between its instant and the next tick's): the default overlap policy skips it when a newer tick of the key
+	// is due too.
+	ran     span
 	overran bool
 	// limitHeld is set once pick held the tick for its limit; holdsLimit while it counts against its limit
 	// (picked, not handled). See limiter.go.
@@ -380,12 +381,14 @@ func (l *lane) startLocked(it *item) *item {
 }
 
 // handledLocked records that the lane is done with it (its outcome may still be in flight) and frees its key.
-// When its run outlasted its period (it ran longer than the spacing between its slot and its successor's), the
-// scheduled ticks of its key that fell due while it ran are marked overran; a run of a backlog (late, but
-// shorter than the period) marks nothing, so a backlog drains in order. Slots are whole seconds apart, so a run
-// shorter than a second outlasts nothing and the queue is not scanned: a backlog of fast runs costs no scan per
-// run. Called with w.mu held.
-func (l *lane) handledLocked(it *item, now time.Time) {
+// When its handler outlasted its period (it ran longer than the spacing between its slot and its successor's),
+// the scheduled ticks of its key that fell due while the handler ran are marked overran; a run of a backlog
+// (late, but shorter than the period) marks nothing, so a backlog drains in order. The handler's run is what
+// counts (item.ran), not the time its start and outcome took to reach the ledger: a run that waited out an
+// outage of the broker did not outlast anything. Slots are whole seconds apart, so a run shorter than a second
+// outlasts nothing and the queue is not scanned: a backlog of fast runs costs no scan per run. Called with w.mu
+// held.
+func (l *lane) handledLocked(it *item) {
 	l.releaseLimitLocked(it, true)
 	it.handled, it.running = true, false
 	if it.jump {
@@ -396,7 +399,8 @@ func (l *lane) handledLocked(it *item, now time.Time) {
 	}
 	l.keys.free(it.kid)
 	l.keys.dequeue(it.kid)
-	if it.t.Trigger || now.Sub(it.began) < time.Second {
+	from, to := it.ran.from, it.ran.to
+	if it.t.Trigger || from.IsZero() || to.Sub(from) < time.Second {
 		return
 	}
 	outlasted := false
@@ -404,25 +408,25 @@ func (l *lane) handledLocked(it *item, now time.Time) {
 		if c.jump || c.err != nil {
 			continue
 		}
-		if c.startAt.After(now) {
-			break // the leader emits in order: the rest are due later still
+		if c.startAt.After(to) {
+			break // the leader emits in order: the rest fell due later still
 		}
 		if c.kid != it.kid || c.err != nil || c.handled || c.running {
 			continue
 		}
 		// A tick without an instant (from a leader before emission ahead) is due at its slot.
 		due := c.t.StartAt()
-		if due.After(now) {
+		if due.After(to) {
 			break
 		}
 		if !outlasted {
 			// c is the successor: the run outlasted its period when it went on past the period's length.
-			if period := c.t.Slot.Sub(it.t.Slot); period <= 0 || now.Sub(it.began) <= period {
+			if period := c.t.Slot.Sub(it.t.Slot); period <= 0 || to.Sub(from) <= period {
 				return
 			}
 			outlasted = true
 		}
-		if due.After(it.began) {
+		if due.After(from) {
 			c.overran = true
 		}
 	}

@@ -297,24 +297,7 @@ func TestStalledLeaderHandsOver(t *testing.T) {
 	if ea.Leading() {
 		t.Error("a still leads")
 	}
-	// Every slot from the first to the last committed, once.
-	var first, last time.Time
-	for _, tk := range b.tickList(t) {
-		if first.IsZero() || tk.Slot.Before(first) {
-			first = tk.Slot
-		}
-		if tk.Slot.After(last) {
-			last = tk.Slot
-		}
-	}
-	ticks, n := b.ticks(t), 0
-	for s := first; !s.After(last); s = s.Add(time.Second) {
-		n++
-		if id := tick.ID("beat", s, 0, 1); ticks[id] != 1 {
-			t.Errorf("slot %s committed %d times, want 1", id, ticks[id])
-		}
-	}
-	t.Logf("%d slots, each committed once", n)
+	b.eachSlotOnce(t, "beat", time.Second)
 }
 
 // counter returns the value of the unlabelled counter metric in reg, or 0 when there is none.

@@ -37,6 +37,13 @@ type termBundle struct {
 // returns the names, the connection options and a client on it (manual partitioner).
 func kfakeNamespace(t *testing.T, ns string, clusterOpts ...kfake.Opt) (kafka.Names, []kgo.Opt, *kgo.Client) {
 	t.Helper()
+	_, names, opts, cl := kfakeCluster(t, ns, clusterOpts...)
+	return names, opts, cl
+}
+
+// kfakeCluster is kfakeNamespace, with the cluster too: a test that answers requests itself (ControlKey) needs it.
+func kfakeCluster(t *testing.T, ns string, clusterOpts ...kfake.Opt) (*kfake.Cluster, kafka.Names, []kgo.Opt, *kgo.Client) {
+	t.Helper()
 	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, clusterOpts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +65,7 @@ func kfakeNamespace(t *testing.T, ns string, clusterOpts ...kfake.Opt) (kafka.Na
 	if err := kafka.EnsureTopics(ctx, kadm.NewClient(cl), names, kafka.TopicOptions{WorkPartitions: 2}); err != nil {
 		t.Fatalf("creating topics: %v", err)
 	}
-	return names, opts, cl
+	return c, names, opts, cl
 }
 
 // setupTerm starts a kfake cluster with the namespace's topics (2 work partitions) and a dispatcher whose

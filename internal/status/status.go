@@ -350,33 +350,31 @@ func (r *runsRead) report(entries map[string]store.Entry, u uses, rep *Report, o
 // tickerLeaders fills rep's replicas and leaders from the ticker group's assignment, and the leader count. A
 // group that never existed is no error: the report then says there is no leader.
 func tickerLeaders(ctx context.Context, adm *kadm.Client, names kafka.Names, rep *Report) error {
-	groups, err := adm.DescribeGroups(ctx, names.TickerGroup)
-	if g, ok := groups[names.TickerGroup]; ok && kafka.Denied(g.Err) {
+	g, err := kafka.DescribeGroup(ctx, adm, names.TickerGroup)
+	if kafka.Denied(g.Err) {
 		err = g.Err
 	}
 	if kafka.Denied(err) {
 		// A refusal is no partial report: the principal lacks a permission, and the error says which.
 		return kafka.NeedACL(err, "Describe", "group", names.TickerGroup)
 	}
+	if err == nil && g.Err != nil && !errors.Is(g.Err, kerr.GroupIDNotFound) {
+		err = g.Err
+	}
 	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("describing the ticker group %s: %v", names.TickerGroup, err))
 	}
-	if g, ok := groups[names.TickerGroup]; ok && g.Err != nil && !errors.Is(g.Err, kerr.GroupIDNotFound) {
-		rep.Errors = append(rep.Errors, fmt.Sprintf("describing the ticker group %s: %v", names.TickerGroup, g.Err))
-	}
-	if g, ok := groups[names.TickerGroup]; ok && g.Err == nil {
+	if err == nil && g.Err == nil {
 		rep.Replicas = len(g.Members)
 		for _, m := range g.Members {
-			if c, ok := m.Assigned.AsConsumer(); ok {
-				for _, t := range c.Topics {
-					if t.Topic != names.Ticker {
-						continue
-					}
-					for _, p := range t.Partitions {
-						rep.Leaders = append(rep.Leaders, Leader{Partition: p, MemberID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost})
-					}
+			m.Assigned.EachPartitions(func(t string, ps []int32) {
+				if t != names.Ticker {
+					return
 				}
-			}
+				for _, p := range ps {
+					rep.Leaders = append(rep.Leaders, Leader{Partition: p, MemberID: m.MemberID, ClientID: m.ClientID, Host: m.Host})
+				}
+			})
 		}
 	}
 	sort.Slice(rep.Leaders, func(i, j int) bool { return rep.Leaders[i].Partition < rep.Leaders[j].Partition })

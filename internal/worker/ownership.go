@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 )
 
@@ -108,33 +108,23 @@ func (l *lane) foreignClaim(ctx context.Context) bool {
 var errGroupUnsettled = errors.New("worker group not stable")
 
 // groupAssigns reports whether the worker group, stable, assigns work partition p to this worker's member
-// (errGroupUnsettled: the group is not stable).
+// (errGroupUnsettled: the group is not stable), under either group protocol.
 func (w *Worker) groupAssigns(ctx context.Context, p int32) (bool, error) {
 	cl := w.client()
 	member, _ := cl.GroupMetadata()
-	described, err := kadm.NewClient(cl).DescribeGroups(ctx, w.names.WorkerGroup)
+	g, err := kafka.DescribeGroup(ctx, kadm.NewClient(cl), w.names.WorkerGroup)
 	if err != nil {
 		return false, err
 	}
-	g, ok := described[w.names.WorkerGroup]
-	if !ok || g.Err != nil {
-		return false, cmp.Or(g.Err, errors.New("group not described"))
+	if g.Err != nil {
+		return false, g.Err
 	}
-	if g.State != "Stable" {
+	if !g.Stable() {
 		return false, errGroupUnsettled
 	}
 	for _, m := range g.Members {
-		if m.MemberID != member {
-			continue
-		}
-		c, ok := m.Assigned.AsConsumer()
-		if !ok {
-			return false, nil
-		}
-		for _, t := range c.Topics {
-			if t.Topic == w.names.Work && slices.Contains(t.Partitions, p) {
-				return true, nil
-			}
+		if m.MemberID == member {
+			return m.Assigned.Lookup(w.names.Work, p), nil
 		}
 	}
 	return false, nil

@@ -254,20 +254,15 @@ func (e *env) waitGroupStable(n int) {
 	waitFor(e.t, 45*time.Second, "a stable workers group", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		gs, err := adm.DescribeGroups(ctx, e.names.WorkerGroup)
+		g, err := kafka.DescribeGroup(ctx, adm, e.names.WorkerGroup) // under either group protocol
 		if err != nil {
 			return false, err.Error()
 		}
-		g := gs[e.names.WorkerGroup]
 		assigned := 0
 		for _, m := range g.Members {
-			if ca, ok := m.Assigned.AsConsumer(); ok {
-				for _, t := range ca.Topics {
-					assigned += len(t.Partitions)
-				}
-			}
+			m.Assigned.Each(func(string, int32) { assigned++ })
 		}
-		return g.State == "Stable" && len(g.Members) == n && assigned == e.parts,
+		return g.Stable() && len(g.Members) == n && assigned == e.parts,
 			fmt.Sprintf("state %s, %d members, %d partitions assigned", g.State, len(g.Members), assigned)
 	})
 }

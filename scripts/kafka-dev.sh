@@ -82,6 +82,12 @@ transaction.state.log.num.partitions=4
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+# After a kill -9 the node's new incarnation is let in only once the controller has timed out the old one's session
+# (broker.session.timeout.ms, 9 s by default). Meanwhile its group coordinator has loaded the groups but takes no
+# request, so their members' sessions (6 s in the tests) run out and every group forms anew, at two rebalances' cost.
+# 3 s lets the node in before that, with its groups as they were.
+broker.session.timeout.ms=3000
+broker.heartbeat.interval.ms=500
 group.min.session.timeout.ms=1000
 # The consumer group protocol (KIP-848, --group-protocol consumer) takes the session timeout and heartbeat interval
 # from the broker, 45 s and 5 s by default, whatever the client asks: the tests' 6 s session, as under the classic

@@ -24,8 +24,7 @@ func (o outage) length() time.Duration { return o.back.Sub(o.down) }
 //   - no slot is missing or doubled, and every tick ran to a success (the handlers' own log and ticker audit);
 //   - at most two ticks in all ran again marked interrupted: a start written during an outage is taken back by
 //     its worker (ledger.Entry.Unstarted), and a run that finished during one keeps its outcome;
-//   - every schedule's longest gap between two handler starts is at most the outage plus 3 s (issue 45 asks
-//     for 2 s: the figures are logged, see below).
+//   - every schedule's longest gap between two handler starts is at most the outage plus 2 s.
 func TestE2EBrokerOutages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
@@ -41,9 +40,13 @@ func TestE2EBrokerOutages(t *testing.T) {
 	}
 	ticks := f.collect()
 	tickers := []*proc{f.ticker("a"), f.ticker("b"), f.ticker("c")}
-	e.start(nil, "--exec", handlerBin)
-	e.start(nil, "--exec", handlerBin)
+	workers := []*proc{e.start(nil, "--exec", handlerBin), e.start(nil, "--exec", handlerBin)}
 	leaderOf(t, 30*time.Second, tickers...)
+	// Both workers hold their half of the 12 partitions (the second only once the first gave it up): an outage
+	// that came while the second was still joining would cost the rebalance its joining costs anyway.
+	for _, w := range workers {
+		w.waitLog(t, "owned=6", 60*time.Second)
+	}
 	since := time.Now()
 	ranSince := func(at time.Time, n int) func() bool {
 		return func() bool {
@@ -116,11 +119,12 @@ func TestE2EBrokerOutages(t *testing.T) {
 		t.Logf("%s of %v: longest gap %v (%s), the first start after the broker was back: median %v, max %v", o.how,
 			o.length().Round(time.Millisecond), worst.Round(time.Millisecond), worstName, resumed[len(resumed)/2].Round(time.Millisecond),
 			resumed[len(resumed)-1].Round(time.Millisecond))
-		// Issue 45 asks for the outage + 2 s; measured here, the worst schedule after a kill -9 of the broker
-		// reached + 2.1 s: the broker expires the workers' sessions before it accepts them again, the group forms
-		// anew and rebalances twice (docs/benchmarks.md, "Broker outages"). The bound leaves a second on top.
-		if bound := o.length() + 3*time.Second; worst > bound {
-			t.Errorf("%s: %s paused %v, want at most the outage %v + 3 s", o.how, worstName, worst.Round(time.Millisecond), o.length().Round(time.Millisecond))
+		// Measured alone, the worst schedule resumes 0.7 s to 1.3 s after the broker is back (docs/benchmarks.md,
+		// "Broker outages"). After a kill -9 that holds only because the broker lets its new incarnation in before
+		// the workers' sessions run out (broker.session.timeout.ms, scripts/kafka-dev.sh): otherwise the group
+		// forms anew and rebalances twice, about 2.3 s.
+		if bound := o.length() + 2*time.Second; worst > bound {
+			t.Errorf("%s: %s paused %v, want at most the outage %v + 2 s", o.how, worstName, worst.Round(time.Millisecond), o.length().Round(time.Millisecond))
 		}
 	}
 

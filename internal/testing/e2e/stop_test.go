@@ -58,8 +58,9 @@ func TestE2EStopWithBrokerDown(t *testing.T) {
 			t.Errorf("%s took %v to stop with the broker down, want within %v", p.name, x.took.Round(time.Millisecond), bounds[i])
 		}
 	}
-	// The run under way could not record its end: the last line says so.
-	if last := lastLogLine(w); !strings.Contains(last, "worker stopped; records not written") || !strings.Contains(last, "runs_not_recorded=1") {
+	// The run under way could not record its end: the last line says so. (Under the consumer group protocol the
+	// worker keeps its partition while the broker is down, so a tick skipped meanwhile may be unrecorded too.)
+	if last := lastLogLine(w); !strings.Contains(last, "worker stopped; records not written") || !strings.Contains(last, "runs_not_recorded=") || strings.Contains(last, "runs_not_recorded=0") {
 		t.Errorf("the worker's last line does not say it stopped and what it could not record: %s", last)
 	}
 }

@@ -28,7 +28,7 @@ func TestWallInstant(t *testing.T) {
 		{"UTC", "2027-03-14T02:30:00", "2027-03-14T02:30:00Z"},
 		{"America/Havana", "2027-03-14T00:30:00", "2027-03-14T01:00:00-04:00"}, // a jump over midnight
 		{"America/Havana", "2027-11-07T00:30:00", "2027-11-07T00:30:00-04:00"},
-		{"Pacific/Apia", "2011-12-30T12:00:00", "2011-12-31T00:00:00+14:00"}, // a day that never was
+		{"Pacific/Apia", "2011-12-30T12:00:00", "2011-12-31T00:00:00+14:00"},     // a day that never was
 		{"America/New_York", "2040-12-31T12:00:00", "2040-12-31T12:00:00-05:00"}, // ZoneBounds' leap-year end
 	}
 	for _, tt := range tests {

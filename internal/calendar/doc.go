@@ -99,8 +99,9 @@
 //   - MaxMoveDays: a move searches at most 400 days. Only several calendars that together exclude every day
 //     for that long can exhaust it; the slot is then skipped and Resolve returns ErrNoBusinessDay.
 //   - MaxRecordBytes: a stored record or YAML file of at most 1 MiB, refused before it is parsed.
-//   - ImportICS: a file of at most MaxICSBytes (4 MiB) and MaxICSEvents (2,000) events; recurrences are expanded
-//     over at most ICSHorizonYears (10) years, to at most MaxEntries entries.
+//   - ImportICS: a file of at most MaxICSBytes (4 MiB) and MaxICSEvents (2,000) events, of which at most
+//     MaxICSRecurring (200) recur; recurrences are expanded over at most ICSHorizonYears (10) years, to at most
+//     MaxEntries entries. A hostile file costs at most a few seconds of one core.
 //
 // # iCalendar import
 //

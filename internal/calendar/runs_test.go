@@ -2,7 +2,6 @@ package calendar
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -324,32 +323,4 @@ func TestUpcoming(t *testing.T) {
 	if runs, err := e.Upcoming(cronNext(t, "0 6 * * *", ""), from, 0); runs != nil || err != nil {
 		t.Errorf("Upcoming(0) = %v, %v", runs, err)
 	}
-}
-
-func Example_runs() {
-	// A job on the first of the month at 06:00 New York time, or on the next business day.
-	sch, err := schedule.Spec{Name: "invoices", Cron: "0 6 1 * *", TZ: "America/New_York"}.Compile()
-	if err != nil {
-		panic(err)
-	}
-	us, err := Spec{Name: "us-federal", TZ: "America/New_York", Weekdays: []string{"sat", "sun"},
-		Dates: []string{"2027-01-01", "2027-05-31", "2027-07-05"}}.Compile()
-	if err != nil {
-		panic(err)
-	}
-	ny, _ := time.LoadLocation("America/New_York")
-	e := Exclusion{Calendars: []*Calendar{us}, Policy: NextBusinessDay, Location: ny}
-	runs, err := e.Upcoming(sch.Next, time.Date(2026, 12, 31, 0, 0, 0, 0, ny), 5)
-	if err != nil {
-		panic(err)
-	}
-	for _, r := range runs {
-		fmt.Printf("invoices@%s runs at %s\n", r.Slot.Format(time.RFC3339), r.At.In(ny).Format("Mon 2006-01-02 15:04 MST"))
-	}
-	// Output:
-	// invoices@2027-01-01T11:00:00Z runs at Mon 2027-01-04 06:00 EST
-	// invoices@2027-02-01T11:00:00Z runs at Mon 2027-02-01 06:00 EST
-	// invoices@2027-03-01T11:00:00Z runs at Mon 2027-03-01 06:00 EST
-	// invoices@2027-04-01T10:00:00Z runs at Thu 2027-04-01 06:00 EDT
-	// invoices@2027-05-01T10:00:00Z runs at Mon 2027-05-03 06:00 EDT
 }

@@ -80,10 +80,13 @@
 //
 // So a daily schedule under either move policy runs exactly once on each business day, each run its own slot,
 // and a weekly schedule on excluded days runs once on the business day it moved to, as the earliest slot that
-// moved there. Runs are ordered by At; their identities need not be (under previous_business_day a run's slot
-// is after its At, and one schedule's moved run can come before an earlier slot's run). The rule depends only
-// on the schedule's slots and the calendars, so every replica, and a new leader after failover, derives the
-// same runs: Exclusion.Runs lists them, Upcoming the next few.
+// moved there. The rule depends only on the schedule's slots and the calendars, so every replica, and a new
+// leader after failover, derives the same runs: Exclusion.Runs lists them, Upcoming the next few.
+//
+// What a leader does with them: one tick per Run, named by Run.Slot and due at Run.At (plus the slot's
+// jitter); skipped and merged slots are counted as excluded, not missed. Runs are in the order of At, and
+// their identities need not be (under previous_business_day a run's slot is after its At, so it can be after
+// the slot of the run that follows), so a leader's progress is the At of the last run it emitted, not a slot.
 //
 // # Limits
 //

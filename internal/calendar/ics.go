@@ -287,8 +287,8 @@ type importer struct {
 	name       string
 	tz         string
 	loc        *time.Location
-	from, to   int64 // the window of day numbers kept (inclusive); ok when window
-	window     bool
+	window     bool  // whether From and To were given
+	from, to   int64 // the window's first and last day numbers
 	days       []span
 	count      int                  // occurrences expanded, to bound the result
 	recurring  int                  // events with an RRULE

@@ -39,7 +39,7 @@ type Outcome struct {
 	Slot time.Time
 	// Action says whether the slot runs in place, is skipped or moved.
 	Action Action
-	// At is when the slot runs, in UTC: Slot for Runs, the moved instant for Moved, the zero time for Skipped.
+	// At is when the slot runs: Slot for Runs, the moved instant (in UTC) for Moved, the zero time for Skipped.
 	At time.Time
 	// Calendar names the first of the schedule's calendars that excludes Slot; empty for Runs.
 	Calendar string
@@ -135,10 +135,11 @@ func (e Exclusion) location() *time.Location {
 // its first occurrence. time.Date leaves both cases unspecified, so the zone's periods of constant offset are
 // walked instead (time.Time.ZoneBounds), in order, over every instant c can name.
 func wallInstant(loc *time.Location, c int64) int64 {
-	// UTC offsets lie within [-12h, +14h], so an occurrence of c is within [c-14h, c+12h]. The walk starts in
-	// the period holding c-15h; the first period whose own span holds c - its offset holds the first occurrence,
-	// and a period whose wall clock starts after c follows a jump over c.
-	probe := c - 15*3600
+	// UTC offsets lie within [-12h, +14h] (local mean times of the 19th century within ±16h), so an occurrence
+	// of c is within 16 hours of it. The walk starts in the period holding c-17h; the first period whose own
+	// span holds c - its offset holds the first occurrence, and a period whose wall clock starts after c
+	// follows a jump over c.
+	probe := c - 17*3600
 	for range 64 {
 		off, start, end := periodAt(loc, probe)
 		t := c - off
@@ -150,7 +151,7 @@ func wallInstant(loc *time.Location, c int64) int64 {
 		}
 		probe = end
 	}
-	// Not reached with any zone of the database: 64 periods within 28 hours.
+	// Not reached with any zone of the database: 64 periods within 34 hours.
 	_, off := time.Unix(c, 0).In(loc).Zone()
 	return c - int64(off)
 }

@@ -26,10 +26,10 @@ const UpcomingHorizon = 10 * 366 * 24 * time.Hour
 // time for none (schedule.Schedule.Next).
 //
 // A moved slot's run can come from a slot outside (after, until], and whether it merges depends on the other
-// slots of its target day, so Runs also reads the slots of the whole first and last days of the range in
-// Location and, under a move policy, the days before (after) the range that the calendars do not leave wholly
-// free, up to MaxMoveDays. Its cost is that of resolving those slots; under Skip, a slot that a calendar
-// excludes lets Runs jump to the end of that calendar's day.
+// slots of its target day, so under a move policy Runs also resolves the slots of the whole first and last days
+// of the range in Location, and of the days before the range (after it, under PreviousBusinessDay) up to the
+// first that the calendars leave wholly free, at most MaxMoveDays. Its cost is that of resolving those slots;
+// under Skip, a slot that a calendar excludes lets Runs jump to the end of that calendar's day.
 //
 // The error is that of the first slot whose move fails (ErrNoBusinessDay); no runs are returned with it.
 func (e Exclusion) Runs(next func(after time.Time) time.Time, after, until time.Time) ([]Run, error) {

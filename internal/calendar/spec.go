@@ -136,8 +136,16 @@ func (s Spec) Compile() (*Calendar, error) {
 		}
 	}
 	if n := len(s.Dates) + len(s.Ranges) + len(s.Weekdays); n > MaxEntries {
-		// Refused before any entry is read: a hostile record costs no more than counting.
-		v.fail("dates", "", "the calendar lists %d dates, ranges and weekdays, more than the limit of %d", n, MaxEntries)
+		// Refused before any entry is read: a hostile record costs no more than counting. The field named is the
+		// longest list.
+		field := "dates"
+		if len(s.Ranges) > len(s.Dates) || len(s.Weekdays) > len(s.Dates) {
+			field = "ranges"
+			if len(s.Weekdays) > len(s.Ranges) {
+				field = "weekdays"
+			}
+		}
+		v.fail(field, "", "the calendar lists %d dates, ranges and weekdays, more than the limit of %d", n, MaxEntries)
 		return nil, v.err()
 	}
 	c := &Calendar{name: s.Name, tz: s.TZ, loc: loc}
@@ -185,8 +193,13 @@ func (s Spec) Compile() (*Calendar, error) {
 	c.spans = merge(spans)
 	if run, ok := c.longestRun(); !ok {
 		field := "dates"
-		if len(s.Ranges) > 0 {
-			field = "ranges"
+		for _, r := range s.Ranges {
+			// Valid by now; the run is blamed on the ranges if one of them is in it.
+			if from, _ := parseDate(r.From); from <= run.to {
+				if to, _ := parseDate(r.To); to >= run.from {
+					field = "ranges"
+				}
+			}
 		}
 		v.fail(field, formatDay(run.from)+"/"+formatDay(run.to),
 			"excludes %d consecutive days (with the weekdays), more than %d: a calendar must leave a working day in every %d days, so that a slot it excludes can move to one",

@@ -62,6 +62,10 @@ func TestValidate(t *testing.T) {
 			`calendar "us": dates "2027-01-01/2028-01-02": excludes 367 consecutive days (with the weekdays), more than 366: a calendar must leave a working day in every 367 days, so that a slot it excludes can move to one`},
 		{"too many entries", Spec{Name: "us", Dates: many},
 			`calendar "us": dates: the calendar lists 10001 dates, ranges and weekdays, more than the limit of 10000`},
+		{"too many weekdays", Spec{Name: "us", Weekdays: many},
+			`calendar "us": weekdays: the calendar lists 10001 dates, ranges and weekdays, more than the limit of 10000`},
+		{"a long run of dates beside a range", Spec{Name: "us", Dates: consecutive("2027-01-01", 367), Ranges: []Range{{"2029-01-01", "2029-01-31"}}},
+			`calendar "us": dates "2027-01-01/2028-01-02": excludes 367 consecutive days (with the weekdays), more than 366: a calendar must leave a working day in every 367 days, so that a slot it excludes can move to one`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

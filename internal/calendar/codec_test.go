@@ -191,3 +191,24 @@ func TestOnExcluded(t *testing.T) {
 		t.Errorf("yaml.Unmarshal(later) = %v", err)
 	}
 }
+
+// A record read back is valid, and writing it gives a record that reads back the same.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"v":1,"name":"us","tz":"America/New_York","dates":["2027-01-01"],"ranges":[{"from":"2027-12-24","to":"2027-12-31"}],"weekdays":["sat","sun"]}`))
+	f.Add([]byte(`{"name":"a","dates":["2027-02-30","2027-01-01","2027-01-01"],"weekdays":["Sunday"]}`))
+	f.Add([]byte(`{"name":"a","ranges":[{"from":"2027-01-01","to":"2028-01-01"}],"weekdays":["mon","tue","wed","thu","fri","sat"]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Decode(b)
+		if err != nil {
+			return
+		}
+		out, err := Encode(c.Spec())
+		if err != nil {
+			t.Fatalf("Encode of a decoded calendar: %v", err)
+		}
+		c2, err := Decode(out)
+		if err != nil || !reflect.DeepEqual(c2.Spec(), c.Spec()) {
+			t.Fatalf("round trip of %s: %+v, %v", out, c2, err)
+		}
+	})
+}

@@ -40,6 +40,39 @@ func TestEncodeDecode(t *testing.T) {
 	}
 }
 
+// TestEncodeDecodeExclude: the calendars a schedule excludes and its policy are the record's fields exclude and
+// on_excluded. decodeFast does not know them (a list is no field of its), so such a record is read by
+// encoding/json, with the same result.
+func TestEncodeDecodeExclude(t *testing.T) {
+	t.Parallel()
+	in := Spec{Name: "close", Cron: "0 18 * * *", TZ: "Europe/Berlin", Exclude: []string{"de", "company"}, OnExcluded: OnExcludedPreviousBusinessDay}
+	b, err := Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"v":1,"name":"close","cron":"0 18 * * *","tz":"Europe/Berlin","exclude":["de","company"],"on_excluded":"previous_business_day"}`
+	if string(b) != want {
+		t.Errorf("Encode:\n got %s\nwant %s", b, want)
+	}
+	if _, _, ok := decodeFast(b); ok {
+		t.Error("decodeFast took a record with exclude: it cannot read the list")
+	}
+	out, err := Decode(b)
+	if err != nil || !reflect.DeepEqual(out, in) {
+		t.Errorf("round trip: got %+v, %v; want %+v", out, err, in)
+	}
+	if _, err := Decode([]byte(`{"v":1,"name":"a","every":"1h","exclude":["de"],"on_excluded":"next_business_day"}`)); err == nil {
+		t.Error("Decode took an every schedule whose excluded slots move")
+	}
+	specs, err := ParseFile(strings.NewReader("- name: close\n  cron: \"0 18 * * *\"\n  exclude: [de, company]\n  on_excluded: next_business_day\n"))
+	if err != nil || len(specs) != 1 || !reflect.DeepEqual(specs[0].Exclude, []string{"de", "company"}) || specs[0].OnExcluded != OnExcludedNextBusinessDay {
+		t.Errorf("ParseFile = %+v, %v", specs, err)
+	}
+	if _, err := ParseFile(strings.NewReader("- name: close\n  cron: \"0 18 * * *\"\n  exclude: de\n")); err == nil || !strings.Contains(err.Error(), "field exclude") {
+		t.Errorf("ParseFile of exclude as a scalar: %v, want an error naming the field", err)
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ in, want string }{

@@ -44,6 +44,7 @@ var fastSeeds = []string{
 	`{"name":"a\u0000b"}`,
 	"{\"name\":\"a\tb\"}",
 	`{"payload":"\x"}`,
+	`{"v":1,"name":"a","cron":"@daily","exclude":["de","us"],"on_excluded":"next_business_day"}`,
 }
 
 // FuzzDecodeFast: whatever decodeFast accepts, encoding/json decodes to the same spec and version.

@@ -40,6 +40,8 @@ type rare struct {
 	pauseReason  string
 	limit        string
 	priority     int8
+	exclude      []string // the caller's copy (Spec.clone)
+	onExcluded   string
 }
 
 // The enumerated fields as written, "" first (the default, kept as written so that Spec restates it as such).
@@ -98,6 +100,7 @@ func (s *Schedule) Spec() Spec {
 		sp.Timeout, sp.MaxAttempts, sp.Pool = s.x.timeout, int(s.x.maxAttempts), s.x.pool
 		sp.PausedUntil, sp.PauseReason = s.x.pausedUntil, s.x.pauseReason
 		sp.Limit, sp.Priority = s.x.limit, int(s.x.priority)
+		sp.Exclude, sp.OnExcluded = s.x.exclude, s.x.onExcluded
 		sp.Paused = sp.Paused || sp.PausedUntil != nil
 	}
 	return sp.clone()
@@ -142,6 +145,22 @@ func (s *Schedule) Priority() int {
 		return 0
 	}
 	return int(s.x.priority)
+}
+
+// Exclude is Spec().Exclude without the copy (nil: none). The caller must not change it.
+func (s *Schedule) Exclude() []string {
+	if s.x == nil {
+		return nil
+	}
+	return s.x.exclude
+}
+
+// OnExcluded is Spec().OnExcluded without the copy ("": the default, skip).
+func (s *Schedule) OnExcluded() string {
+	if s.x == nil {
+		return ""
+	}
+	return s.x.onExcluded
 }
 
 // Overlap is Spec().Overlap without the copy.

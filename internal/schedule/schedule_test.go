@@ -120,6 +120,7 @@ func TestSpecRoundTrip(t *testing.T) {
 		{Name: "cron", Cron: "0 6 * * MON-FRI", TZ: "Europe/Berlin", Catchup: CatchupSkip, Overlap: OverlapQueue},
 		{Name: "limits", Every: Duration(time.Minute), Timeout: Duration(90 * time.Second), MaxAttempts: 1},
 		{Name: "cron-utc", Cron: "@hourly", Catchup: CatchupLatest},
+		{Name: "calendars", Cron: "0 9 * * *", TZ: "Europe/Berlin", Exclude: []string{"de", "company"}, OnExcluded: OnExcludedNextBusinessDay},
 	}
 	for _, s := range specs {
 		sch, err := s.Compile()
@@ -131,6 +132,12 @@ func TestSpecRoundTrip(t *testing.T) {
 		}
 		if got := sch.Spec(); got.Start != nil && got.Start == s.Start {
 			t.Errorf("%s: Spec() shares its Start with the compiled spec", s.Name)
+		}
+		if got := sch.Spec(); len(got.Exclude) > 0 && &got.Exclude[0] == &s.Exclude[0] {
+			t.Errorf("%s: Spec() shares its Exclude with the compiled spec", s.Name)
+		}
+		if !slices.Equal(sch.Exclude(), s.Exclude) || sch.OnExcluded() != s.OnExcluded {
+			t.Errorf("%s: Exclude(), OnExcluded() = %q, %q", s.Name, sch.Exclude(), sch.OnExcluded())
 		}
 	}
 }

@@ -48,6 +48,18 @@ const (
 	MinPriority, MaxPriority, DefaultPriority = 1, 5, 3
 	// MaxLimitLen is the longest limit name.
 	MaxLimitLen = 64
+	// MaxExclude is the most calendars one schedule excludes. Every slot is tested against each, and a move
+	// searches days on which none excludes the slot, so the count bounds a slot's cost.
+	MaxExclude = 16
+)
+
+// Policies for a slot on a day that a calendar of Spec.Exclude excludes (Spec.OnExcluded). They are the values of
+// package calendar's OnExcluded, spelt out here because calendar imports this package (for the naming rule); a
+// test of the root package holds the two to the same strings.
+const (
+	OnExcludedSkip                = "skip"                  // no run: the default
+	OnExcludedNextBusinessDay     = "next_business_day"     // the same wall-clock time, on the next day no calendar excludes
+	OnExcludedPreviousBusinessDay = "previous_business_day" // the same wall-clock time, on the previous such day
 )
 
 // Catch-up policies: what the leader does with slots whose due time passed while nobody was leading.
@@ -183,6 +195,15 @@ type Spec struct {
 	// waiting. MinPriority to MaxPriority; 0 means DefaultPriority. Ticks waiting for a worker's runner keep
 	// their usual order.
 	Priority int `json:"priority,omitempty" yaml:"priority,omitempty"`
+	// Exclude names the calendars (package calendar) whose excluded days the schedule does not run on: a slot is
+	// excluded when one of them excludes the slot's date in the calendar's zone. At most MaxExclude names, each a
+	// calendar name (the schedules' naming rule), none twice. That each calendar exists is checked when the
+	// schedule is written, not by Validate.
+	Exclude []string `json:"exclude,omitempty" yaml:"exclude,omitempty"`
+	// OnExcluded is what happens to an excluded slot: OnExcludedSkip (the default, as is empty),
+	// OnExcludedNextBusinessDay or OnExcludedPreviousBusinessDay. Only with Exclude; a move only for a cron
+	// schedule.
+	OnExcluded string `json:"on_excluded,omitempty" yaml:"on_excluded,omitempty"`
 }
 
 // FieldError is one problem with one field of a Spec.
@@ -276,10 +297,11 @@ func (s Spec) compile(write bool) (*Schedule, error) {
 	// the leader's sense (Paused), only Pausing.
 	sch := &Schedule{name: s.Name, payload: s.Payload, jitter: s.Jitter, paused: s.Paused && s.PausedUntil == nil, metrics: s.Metrics}
 	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil || s.Deadline != 0 || s.Timeout != 0 || s.MaxAttempts != 0 || s.Pool != "" ||
-		s.PausedUntil != nil || s.PauseReason != "" || s.Limit != "" || s.Priority != 0 {
+		s.PausedUntil != nil || s.PauseReason != "" || s.Limit != "" || s.Priority != 0 || s.Exclude != nil || s.OnExcluded != "" {
 		c := s.clone()
 		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End, deadline: s.Deadline, timeout: s.Timeout, maxAttempts: int32(s.MaxAttempts),
-			pool: s.Pool, pausedUntil: c.PausedUntil, pauseReason: s.PauseReason, limit: s.Limit, priority: int8(s.Priority)}
+			pool: s.Pool, pausedUntil: c.PausedUntil, pauseReason: s.PauseReason, limit: s.Limit, priority: int8(s.Priority),
+			exclude: c.Exclude, onExcluded: s.OnExcluded}
 	}
 	switch {
 	case s.Every != 0 && s.Cron != "":
@@ -293,6 +315,7 @@ func (s Spec) compile(write bool) (*Schedule, error) {
 	}
 	s.checkRun(v)
 	s.checkPolicies(v)
+	s.checkExclude(v)
 	if err := v.err(); err != nil {
 		return nil, err
 	}
@@ -444,6 +467,38 @@ func (s Spec) checkPolicies(v *validator) {
 	}
 }
 
+// checkExclude checks the calendars a schedule excludes and its policy for an excluded slot.
+func (s Spec) checkExclude(v *validator) {
+	if len(s.Exclude) > MaxExclude {
+		v.fail("exclude", "", "lists %d calendars, more than the limit of %d", len(s.Exclude), MaxExclude)
+	} else {
+		seen := make(map[string]bool, len(s.Exclude))
+		for _, name := range s.Exclude {
+			switch {
+			case !validName(name) || onlyDots(name):
+				v.fail("exclude", name, "is no calendar name: 1 to %d characters of a-z, 0-9, '.', '_' and '-', not only dots", MaxNameLen)
+			case seen[name]:
+				v.fail("exclude", name, "is listed twice")
+			}
+			seen[name] = true
+		}
+	}
+	switch s.OnExcluded {
+	case "", OnExcludedSkip, OnExcludedNextBusinessDay, OnExcludedPreviousBusinessDay:
+	default:
+		v.fail("on_excluded", s.OnExcluded, "must be %q, %q or %q", OnExcludedSkip, OnExcludedNextBusinessDay, OnExcludedPreviousBusinessDay)
+		return
+	}
+	switch {
+	case s.OnExcluded != "" && len(s.Exclude) == 0:
+		v.fail("on_excluded", s.OnExcluded, "is only for a schedule that excludes calendars (exclude)")
+	case s.Every != 0 && s.OnExcluded != "" && s.OnExcluded != OnExcludedSkip:
+		// A move keeps the slot's wall-clock time on another day: for an interval counted in real seconds from
+		// the epoch that is no slot of the schedule, and no zone says whose wall clock. Its slots are skipped.
+		v.fail("on_excluded", s.OnExcluded, "only applies to cron schedules: an every schedule's excluded slots are skipped (on_excluded: %s, the default)", OnExcludedSkip)
+	}
+}
+
 // CatchupPolicy is the catch-up policy the leader applies to s: Catchup, or DefaultCatchup when s has none.
 func (s Spec) CatchupPolicy() string { return catchupPolicy(s.Catchup) }
 
@@ -495,6 +550,7 @@ func (s Spec) clone() Spec {
 		t := *s.PausedUntil
 		s.PausedUntil = &t
 	}
+	s.Exclude = slices.Clone(s.Exclude)
 	return s
 }
 

@@ -77,6 +77,19 @@ func TestValidate(t *testing.T) {
 		{"catchup_max", Spec{Name: "scan", Every: Duration(time.Minute), CatchupMax: -1}, "catchup_max", ""},
 		{"deadline", Spec{Name: "scan", Every: Duration(time.Minute), Deadline: Duration(-time.Second)}, "deadline", ""},
 		{"end before start", Spec{Name: "scan", Every: Duration(time.Minute), Start: &start, End: &before}, "end", ""},
+		{"exclude a bad name", Spec{Name: "scan", Cron: "@daily", Exclude: []string{"ok", "Bank Holidays"}}, "exclude",
+			`schedule "scan": exclude "Bank Holidays": is no calendar name: 1 to 128 characters of a-z, 0-9, '.', '_' and '-', not only dots`},
+		{"exclude dots", Spec{Name: "scan", Cron: "@daily", Exclude: []string{".."}}, "exclude", ""},
+		{"exclude twice", Spec{Name: "scan", Cron: "@daily", Exclude: []string{"de", "de"}}, "exclude",
+			`schedule "scan": exclude "de": is listed twice`},
+		{"exclude too many", Spec{Name: "scan", Cron: "@daily", Exclude: strings.Split("a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", ",")}, "exclude",
+			`schedule "scan": exclude: lists 17 calendars, more than the limit of 16`},
+		{"unknown on_excluded", Spec{Name: "scan", Cron: "@daily", Exclude: []string{"de"}, OnExcluded: "next_day"}, "on_excluded",
+			`schedule "scan": on_excluded "next_day": must be "skip", "next_business_day" or "previous_business_day"`},
+		{"on_excluded alone", Spec{Name: "scan", Cron: "@daily", OnExcluded: OnExcludedSkip}, "on_excluded",
+			`schedule "scan": on_excluded "skip": is only for a schedule that excludes calendars (exclude)`},
+		{"every moved", Spec{Name: "scan", Every: Duration(time.Hour), Exclude: []string{"de"}, OnExcluded: OnExcludedNextBusinessDay}, "on_excluded",
+			`schedule "scan": on_excluded "next_business_day": only applies to cron schedules: an every schedule's excluded slots are skipped (on_excluded: skip, the default)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,6 +141,9 @@ func TestValidateAccepts(t *testing.T) {
 		{Name: "e", Cron: "0 0 29 2 *"},
 		{Name: "f", Cron: "0 0 31 * mon"}, // day-of-month OR day-of-week: runs on Mondays
 		{Name: "g", Cron: "0 9 ? * MON-FRI"},
+		{Name: "h", Cron: "0 9 1 * *", Exclude: []string{"de", "us.federal"}, OnExcluded: OnExcludedPreviousBusinessDay},
+		{Name: "i", Every: Duration(time.Hour), Exclude: []string{"de"}, OnExcluded: OnExcludedSkip},
+		{Name: "j", Every: Duration(time.Hour), Exclude: strings.Split("a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p", ",")},
 	} {
 		if err := s.Validate(); err != nil {
 			t.Errorf("Validate(%s) = %v", s.Name, err)

@@ -148,7 +148,10 @@ type Names struct {
 	// progress, written by the leaders alone, in their transactions (package backfill).
 	Backfills, BackfillProgress string
 	// Limits holds the named limits (package limit), written by operators and followed by the workers.
-	Limits                   string
+	Limits string
+	// Calendars holds the named calendars of excluded days (package calendarstore), written by operators; the
+	// schedules that exclude them are checked against it when written.
+	Calendars                string
 	TickerGroup, WorkerGroup string
 	// TransactionalID is shared by every ticker replica: a new leader's InitProducerID fences the old one.
 	TransactionalID string
@@ -169,6 +172,7 @@ func (c Config) Names() Names {
 		Backfills:        ns + ".backfills",
 		BackfillProgress: ns + ".backfills.progress",
 		Limits:           ns + ".limits",
+		Calendars:        ns + ".calendars",
 		TickerGroup:      ns + ".ticker",
 		WorkerGroup:      ns + ".workers",
 		TransactionalID:  ns + ".ticker",

@@ -158,6 +158,9 @@ func (n Names) Specs(o TopicOptions) []TopicSpec {
 		// it is (the change log tells by it a claim logged before the record it names). WorkerTopics and
 		// TickerTopics leave it out: a namespace made before it runs on, and its workers see no limit.
 		{Name: n.Limits, Partitions: 1, Configs: schedules},
+		// Calendars: one live record per calendar, kept and stamped as limits are. No role needs it to start:
+		// a namespace made before it has no calendar.
+		{Name: n.Calendars, Partitions: 1, Configs: schedules},
 	}
 }
 

@@ -15,8 +15,11 @@
 // A change of a named limit (package limit) is recorded the same way, checked against the limits topic: its
 // record is keyed limit.Key(name), "~limit/NAME", which no schedule's name can be, so that a reader keyed by
 // schedule (ReadSchedule) never takes it for a schedule's, and its ops (limit_put, limit_delete) are ones a
-// reader of an earlier release does not know: it counts the record invalid and does not show it. The who and the reason of a confirmed change are as trustworthy as the ACL on
-// the topic: grant Write on it only to those who may change schedules.
+// reader of an earlier release does not know: it counts the record invalid and does not show it. A change of a
+// named calendar (package calendarstore) is recorded alike, keyed calendarstore.Key(name), "~calendar/NAME",
+// with the ops calendar_put and calendar_delete, checked against the calendars topic. The who and the reason of
+// a confirmed change are as trustworthy as the ACL on the topic: grant Write on it only to those who may change
+// schedules.
 package changelog
 
 import (
@@ -30,6 +33,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tickgroup/tickgroup/internal/calendar"
+	"github.com/tickgroup/tickgroup/internal/calendarstore"
 	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/limit"
 	"github.com/tickgroup/tickgroup/internal/schedule"
@@ -59,10 +64,14 @@ const (
 	// limit records), and Limit names the limit where Schedule is empty.
 	OpLimitPut    = "limit_put"
 	OpLimitDelete = "limit_delete"
+	// A calendar's put and deletion: their records are on the calendars topic (Offset is theirs, Before and
+	// After calendar records), and Calendar names the calendar where Schedule is empty.
+	OpCalendarPut    = "calendar_put"
+	OpCalendarDelete = "calendar_delete"
 )
 
 var ops = map[string]bool{OpPut: true, OpPause: true, OpResume: true, OpDelete: true, OpApply: true, OpBackfill: true, OpBackfillCancel: true, OpTrigger: true,
-	OpLimitPut: true, OpLimitDelete: true}
+	OpLimitPut: true, OpLimitDelete: true, OpCalendarPut: true, OpCalendarDelete: true}
 
 // BackfillID returns the ID of the backfill whose request or cancellation b is ("" when it is not one).
 func BackfillID(b []byte) string {
@@ -80,6 +89,9 @@ func IsBackfill(op string) bool { return op == OpBackfill || op == OpBackfillCan
 
 // IsLimit reports whether op is a limit's change, whose record is on the limits topic.
 func IsLimit(op string) bool { return op == OpLimitPut || op == OpLimitDelete }
+
+// IsCalendar reports whether op is a calendar's change, whose record is on the calendars topic.
+func IsCalendar(op string) bool { return op == OpCalendarPut || op == OpCalendarDelete }
 
 // Limits of a record's free text.
 const (
@@ -163,7 +175,7 @@ func (w Who) String() string {
 	return s
 }
 
-// Change is one change of one schedule, or of one limit.
+// Change is one change of one schedule, or of one limit, or of one calendar.
 type Change struct {
 	V        int    `json:"v"`
 	Kind     string `json:"kind"`
@@ -171,24 +183,31 @@ type Change struct {
 	Schedule string `json:"schedule"`
 	// Limit is the limit a limit's change (IsLimit) changed; Schedule is then empty.
 	Limit string `json:"limit,omitempty"`
+	// Calendar is the calendar a calendar's change (IsCalendar) changed; Schedule is then empty.
+	Calendar string `json:"calendar,omitempty"`
 	// At is when the writer made the change (its clock); the record's own timestamp is the broker's.
 	At     time.Time `json:"at"`
 	By     Who       `json:"by"`
 	Reason string    `json:"reason,omitempty"`
 	// Before is the schedule record that the change replaced (absent: the schedule did not exist); After the one
-	// it wrote (absent: a deletion), both in the schedules topic's form; a limit's change has the limits topic's.
+	// it wrote (absent: a deletion), both in the schedules topic's form; a limit's change has the limits topic's,
+	// a calendar's the calendars topic's.
 	Before json.RawMessage `json:"before,omitempty"`
 	After  json.RawMessage `json:"after,omitempty"`
-	// Offset is the schedules-topic record the change wrote (a limit's change: the limits topic's).
+	// Offset is the schedules-topic record the change wrote (a limit's change: the limits topic's; a calendar's:
+	// the calendars topic's).
 	Offset int64 `json:"schedule_offset"`
 	// Trigger is the ID of a trigger's (first) tick, for op trigger.
 	Trigger string `json:"trigger,omitempty"`
 }
 
-// Key is the key of c's record: its schedule, or limit.Key of its limit.
+// Key is the key of c's record: its schedule, limit.Key of its limit, or calendarstore.Key of its calendar.
 func (c Change) Key() string {
-	if IsLimit(c.Op) {
+	switch {
+	case IsLimit(c.Op):
 		return limit.Key(c.Limit)
+	case IsCalendar(c.Op):
+		return calendarstore.Key(c.Calendar)
 	}
 	return c.Schedule
 }
@@ -242,8 +261,12 @@ func (c Change) check() error {
 	switch {
 	case IsLimit(c.Op):
 		return c.checkLimit()
+	case IsCalendar(c.Op):
+		return c.checkCalendar()
 	case c.Limit != "":
 		return fmt.Errorf("change: a %s names a limit", c.Op)
+	case c.Calendar != "":
+		return fmt.Errorf("change: a %s names a calendar", c.Op)
 	}
 	if c.Op == OpTrigger {
 		if c.Before != nil || c.After != nil || c.Trigger == "" || len(c.Trigger) > 1024 {
@@ -279,8 +302,8 @@ func (c Change) checkLimit() error {
 	switch {
 	case !schedule.ValidLimit(c.Limit):
 		return fmt.Errorf("change: limit %s: no limit can have that name", errlimit.Quote(c.Limit))
-	case c.Schedule != "" || c.Trigger != "":
-		return fmt.Errorf("change: a %s names a schedule or a trigger", c.Op)
+	case c.Schedule != "" || c.Trigger != "" || c.Calendar != "":
+		return fmt.Errorf("change: a %s names a schedule, a trigger or a calendar", c.Op)
 	case c.Op == OpLimitPut && c.After == nil:
 		return errors.New("change: a limit_put without the limit it wrote")
 	case c.Op == OpLimitDelete && c.After != nil:
@@ -307,6 +330,42 @@ func DecodeLimit(name string, raw json.RawMessage) *limit.Limit {
 		return nil
 	}
 	return &l
+}
+
+// checkCalendar checks a calendar's change: a name a calendar can have and no schedule, the records before and
+// after valid records of that calendar, a put that wrote one and a deletion that did not.
+func (c Change) checkCalendar() error {
+	switch {
+	case !schedule.ValidName(c.Calendar):
+		return fmt.Errorf("change: calendar %s: no calendar can have that name", errlimit.Quote(c.Calendar))
+	case c.Schedule != "" || c.Trigger != "" || c.Limit != "":
+		return fmt.Errorf("change: a %s names a schedule, a trigger or a limit", c.Op)
+	case c.Op == OpCalendarPut && c.After == nil:
+		return errors.New("change: a calendar_put without the calendar it wrote")
+	case c.Op == OpCalendarDelete && c.After != nil:
+		return errors.New("change: a calendar_delete with a calendar written")
+	}
+	for _, raw := range []json.RawMessage{c.Before, c.After} {
+		if raw == nil {
+			continue
+		}
+		if _, err := calendarstore.Decode(c.Calendar, raw); err != nil {
+			return fmt.Errorf("change: %w", err)
+		}
+	}
+	return nil
+}
+
+// DecodeCalendar decodes a calendar of a calendar's change of name (its Before or After); nil for an absent one.
+func DecodeCalendar(name string, raw json.RawMessage) *calendar.Calendar {
+	if raw == nil {
+		return nil
+	}
+	c, err := calendarstore.Decode(name, raw)
+	if err != nil {
+		return nil
+	}
+	return c
 }
 
 // checkSpec checks that raw, when present, is a valid schedule record of the schedule name.
@@ -365,7 +424,7 @@ const (
 )
 
 // Verifier checks changes against the schedules topic (a backfill's against the backfills topic, a limit's
-// against the limits topic), in the change log's order.
+// against the limits topic, a calendar's against the calendars topic), in the change log's order.
 type Verifier struct {
 	// Records are the schedules topic's retained records by offset; End its end offset.
 	Records map[int64]SchedulesRecord
@@ -378,12 +437,16 @@ type Verifier struct {
 	// could not be read, and those changes are unconfirmed).
 	Limits    map[int64]SchedulesRecord
 	LimitsEnd int64
+	// Calendars and CalendarsEnd are the same of the calendars topic, for the calendars' changes (CalendarsEnd
+	// -1: the topic could not be read, and those changes are unconfirmed).
+	Calendars    map[int64]SchedulesRecord
+	CalendarsEnd int64
 	// Window, when set, is the oldest log time from which the changes given to Verify are all the change log
 	// holds (ReadSchedule reads only the newest). A change whose record is older than Window is Unconfirmed: an
 	// earlier claim of that record, not read, may have taken it.
 	Window time.Time
 	// The offsets claimed so far, of each topic.
-	claimed, claimedBf, claimedLim map[int64]bool
+	claimed, claimedBf, claimedLim, claimedCal map[int64]bool
 }
 
 // Verify returns what the schedules topic says of c, which the change log took at logged (its record's
@@ -432,21 +495,26 @@ func (v *Verifier) Verify(c Change, logged time.Time) Status {
 // topic returns the records, the end and the claims of the topic that holds the record of a change of op.
 func (v *Verifier) topic(op string) (map[int64]SchedulesRecord, int64, map[int64]bool) {
 	if v.claimed == nil {
-		v.claimed, v.claimedBf, v.claimedLim = map[int64]bool{}, map[int64]bool{}, map[int64]bool{}
+		v.claimed, v.claimedBf, v.claimedLim, v.claimedCal = map[int64]bool{}, map[int64]bool{}, map[int64]bool{}, map[int64]bool{}
 	}
 	switch {
 	case IsBackfill(op):
 		return v.Backfills, v.BackfillsEnd, v.claimedBf
 	case IsLimit(op):
 		return v.Limits, v.LimitsEnd, v.claimedLim
+	case IsCalendar(op):
+		return v.Calendars, v.CalendarsEnd, v.claimedCal
 	}
 	return v.Records, v.End, v.claimed
 }
 
-// name is the key of the record c wrote on its topic: its schedule's name, or its limit's.
+// name is the key of the record c wrote on its topic: its schedule's name, its limit's or its calendar's.
 func (v *Verifier) name(c Change) string {
-	if IsLimit(c.Op) {
+	switch {
+	case IsLimit(c.Op):
 		return c.Limit
+	case IsCalendar(c.Op):
+		return c.Calendar
 	}
 	return c.Schedule
 }

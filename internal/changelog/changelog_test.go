@@ -127,6 +127,65 @@ func TestLimitChanges(t *testing.T) {
 	}
 }
 
+// TestCalendarChanges: a calendar's change names its calendar and no schedule or limit, carries calendar records
+// of that calendar, and is checked against the calendars topic as a schedule's change is against the schedules
+// topic.
+func TestCalendarChanges(t *testing.T) {
+	t.Parallel()
+	de := []byte(`{"v":1,"name":"de","weekdays":["sat","sun"]}`)
+	put := Change{Op: OpCalendarPut, Calendar: "de", At: time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC), After: de, Offset: 2}
+	b, err := Encode(put)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := Decode(b); err != nil || c.Calendar != "de" || c.Key() != "~calendar/de" || c.Schedule != "" || c.Limit != "" {
+		t.Errorf("Decode(Encode) = %+v, %v", c, err)
+	}
+	for name, bad := range map[string]func(*Change){
+		"a schedule too":            func(c *Change) { c.Schedule = "scan" },
+		"a limit too":               func(c *Change) { c.Limit = "db" },
+		"no calendar":               func(c *Change) { c.Calendar = "" },
+		"a bad calendar name":       func(c *Change) { c.Calendar = "~calendar/de" },
+		"another calendar's record": func(c *Change) { c.After = []byte(`{"v":1,"name":"us","weekdays":["sun"]}`) },
+		"no working day": func(c *Change) {
+			c.After = []byte(`{"v":1,"name":"de","weekdays":["mon","tue","wed","thu","fri","sat","sun"]}`)
+		},
+		"a put writing nothing":    func(c *Change) { c.After = nil },
+		"a delete writing":         func(c *Change) { c.Op = OpCalendarDelete },
+		"a schedule op's calendar": func(c *Change) { c.Op, c.Schedule = OpPut, "scan" },
+		"a limit op's calendar":    func(c *Change) { c.Op, c.Limit = OpLimitPut, "de" },
+	} {
+		c := put
+		bad(&c)
+		if _, err := Encode(c); err == nil {
+			t.Errorf("%s: encoded", name)
+		}
+	}
+	if c := DecodeCalendar("de", de); c == nil || !c.ExcludesDate(2026, 12, 27) {
+		t.Errorf("DecodeCalendar = %+v", c)
+	}
+	if c := DecodeCalendar("us", de); c != nil {
+		t.Errorf("DecodeCalendar of another calendar's record = %+v", c)
+	}
+	v := Verifier{Records: map[int64]SchedulesRecord{2: {Key: []byte("de"), Value: de}}, End: 3,
+		Limits: map[int64]SchedulesRecord{2: {Key: []byte("de"), Value: de}}, LimitsEnd: 3,
+		Calendars: map[int64]SchedulesRecord{2: {Key: []byte("de"), Value: de}, 1: {Key: []byte("us"), Value: de}}, CalendarsEnd: 3}
+	if got := v.Verify(put, time.Time{}); got != Confirmed {
+		t.Errorf("the calendar as written: %s", got)
+	}
+	if got := v.Verify(put, time.Time{}); got != Forged {
+		t.Errorf("a second claim: %s", got)
+	}
+	other := put
+	other.Offset = 1
+	if got := v.Verify(other, time.Time{}); got != Forged {
+		t.Errorf("a claim of another calendar's record: %s", got)
+	}
+	if got := (&Verifier{CalendarsEnd: -1}).Verify(put, time.Time{}); got != Unconfirmed {
+		t.Errorf("an unreadable calendars topic: %s", got)
+	}
+}
+
 func TestVerifyBackfill(t *testing.T) {
 	req := []byte(`{"v":1,"id":"b1","schedule":"scan"}`)
 	v := Verifier{Records: map[int64]SchedulesRecord{}, End: 10, Backfills: map[int64]SchedulesRecord{2: {Key: []byte("b1"), Value: req}}, BackfillsEnd: 3}

@@ -15,7 +15,7 @@ import (
 )
 
 // Write appends cs to the change-log topic, each keyed by its schedule (a limit's change by limit.Key of its
-// limit: Change.Key), and waits until the broker has them.
+// limit, a calendar's by calendarstore.Key: Change.Key), and waits until the broker has them.
 func Write(ctx context.Context, cl *kgo.Client, topic string, cs ...Change) error {
 	recs := make([]*kgo.Record, 0, len(cs))
 	for _, c := range cs {
@@ -33,7 +33,7 @@ func Write(ctx context.Context, cl *kgo.Client, topic string, cs ...Change) erro
 
 // Topics are the topics a reader of the change log reads: the log, and those its changes' records are on.
 type Topics struct {
-	Changes, Schedules, Backfills, Limits string
+	Changes, Schedules, Backfills, Limits, Calendars string
 }
 
 // need reports whether a change of es is of an op that is accepts (IsBackfill, IsLimit): one to check against
@@ -63,8 +63,8 @@ type Stats struct {
 }
 
 // Read returns the changes of the change-log topic that keep accepts (nil: all), oldest first, each checked
-// against the topic its record is on. It reads the whole change log and the whole schedules topic (the backfills
-// and limits topics when a change is theirs): ReadSchedule reads only what one schedule's changes need. It reads
+// against the topic its record is on. It reads the whole change log and the whole schedules topic (the backfills,
+// limits and calendars topics when a change is theirs): ReadSchedule reads only what one schedule's changes need. It reads
 // the change log before the other topics, so that the record of every change read is below their ends.
 func Read(ctx context.Context, opts []kgo.Opt, topics Topics, keep func(Change, time.Time) bool) ([]Entry, Stats, error) {
 	var (
@@ -86,7 +86,8 @@ func Read(ctx context.Context, opts []kgo.Opt, topics Topics, keep func(Change, 
 	if err != nil {
 		return nil, stats, fmt.Errorf("reading the change log %s: %w", topics.Changes, err)
 	}
-	v := Verifier{Records: map[int64]SchedulesRecord{}, Backfills: map[int64]SchedulesRecord{}, Limits: map[int64]SchedulesRecord{}}
+	v := Verifier{Records: map[int64]SchedulesRecord{}, Backfills: map[int64]SchedulesRecord{}, Limits: map[int64]SchedulesRecord{},
+		Calendars: map[int64]SchedulesRecord{}}
 	v.End, err = kafka.ReadStable(ctx, opts, topics.Schedules, 0, func(r *kgo.Record) error {
 		if !r.Attrs.IsControl() {
 			v.Records[r.Offset] = schedulesRecord(r)
@@ -106,6 +107,11 @@ func Read(ctx context.Context, opts []kgo.Opt, topics Topics, keep func(Change, 
 			return nil, stats, err
 		}
 	}
+	if need(all, IsCalendar) {
+		if v.CalendarsEnd, err = readOther(ctx, opts, topics.Calendars, v.Calendars, schedulesRecord); err != nil {
+			return nil, stats, err
+		}
+	}
 	out := all[:0]
 	for _, e := range all {
 		// Every change is verified, kept or not: an earlier claim of a record decides a later one's.
@@ -121,7 +127,7 @@ func Read(ctx context.Context, opts []kgo.Opt, topics Topics, keep func(Change, 
 	return out, stats, nil
 }
 
-// readOther reads topic (the backfills or the limits topic) whole into records, each as as makes it, and returns
+// readOther reads topic (the backfills, limits or calendars topic) whole into records, each as as makes it, and returns
 // its end: -1 when it cannot be read (no such topic), so that its changes are unconfirmed. A refused
 // permission is an error naming it.
 func readOther(ctx context.Context, opts []kgo.Opt, topic string, records map[int64]SchedulesRecord, as func(*kgo.Record) SchedulesRecord) (int64, error) {
@@ -251,8 +257,8 @@ func ReadSchedule(ctx context.Context, opts []kgo.Opt, topics Topics, name strin
 }
 
 // readClaimed reads into v the records of the schedules and backfills topics that the changes of es claim, and
-// those topics' ends. A schedule's changes are never a limit's (their keys differ), so the limits topic is not
-// read.
+// those topics' ends. A schedule's changes are never a limit's or a calendar's (their keys differ), so the limits
+// and calendars topics are not read.
 func readClaimed(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, topics Topics, es []Entry, v *Verifier) error {
 	var wanted, wantedBf []int64
 	for _, e := range es {

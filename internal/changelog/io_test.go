@@ -167,3 +167,64 @@ func TestReadLimitChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestReadCalendarChanges: a calendar's change is keyed calendarstore.Key of its calendar and checked against the
+// calendars topic: confirmed as written, forged when the topic holds another value at its offset; a read of one
+// schedule's changes never sees it; without a calendars topic none can be checked, and each is unconfirmed.
+func TestReadCalendarChanges(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx := t.Context()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	topics := Topics{Changes: "c.changes", Schedules: "c.schedules", Backfills: "c.backfills", Limits: "c.limits", Calendars: "c.calendars"}
+	if _, err := kadm.NewClient(cl).CreateTopics(ctx, 1, 1, nil, topics.Changes, topics.Schedules, topics.Calendars); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(topic, key string, value []byte) int64 {
+		t.Helper()
+		r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: value}).First()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Offset
+	}
+	de := []byte(`{"v":1,"name":"de","weekdays":["sun"]}`)
+	at := produce(topics.Calendars, "de", de)
+	gone := produce(topics.Calendars, "de", nil)
+	put := Change{Op: OpCalendarPut, Calendar: "de", At: time.Now(), After: de, Offset: at}
+	del := Change{Op: OpCalendarDelete, Calendar: "de", At: time.Now(), Before: de, Offset: gone}
+	forged := Change{Op: OpCalendarPut, Calendar: "de", At: time.Now(), After: []byte(`{"v":1,"name":"de","weekdays":["sat"]}`), Offset: at}
+	if err := Write(ctx, cl, topics.Changes, put, del, forged); err != nil {
+		t.Fatal(err)
+	}
+	opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}
+	all, stats, err := Read(ctx, opts, topics, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || all[0].Op != OpCalendarPut || all[0].Status != Confirmed || all[1].Op != OpCalendarDelete || all[1].Status != Confirmed ||
+		stats != (Stats{Forged: 1}) {
+		t.Errorf("Read = %+v, %+v; want the put and the delete confirmed, 1 forged", all, stats)
+	}
+	if one, _, err := ReadSchedule(ctx, opts, topics, "de", time.Time{}); err != nil || len(one) != 0 {
+		t.Errorf("ReadSchedule(de) = %+v, %v; want no change (no schedule de)", one, err)
+	}
+	topics.Calendars = "c.no-such-topic"
+	all, _, err = Read(ctx, opts, topics, nil)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("Read without the calendars topic = %+v, %v; want the 3 changes, none checked", all, err)
+	}
+	for _, e := range all {
+		if e.Status != Unconfirmed {
+			t.Errorf("without the calendars topic: %s %s", e.Op, e.Status)
+		}
+	}
+}

@@ -17,8 +17,8 @@ import (
 )
 
 // A ChangeOption qualifies a change of Schedules (Put, Pause, Resume, Delete, Trigger, Apply, Write, WriteFile,
-// Backfill, CancelBackfill, PutLimit, DeleteLimit): why it is made and by whom. Every change is recorded in the namespace's change log (ChangeLog)
-// with them.
+// Backfill, CancelBackfill, PutLimit, DeleteLimit, PutCalendar, DeleteCalendar): why it is made and by whom. Every
+// change is recorded in the namespace's change log (ChangeLog) with them.
 type ChangeOption func(*changeOpts)
 
 type changeOpts struct {
@@ -92,15 +92,21 @@ const (
 	// the limit.
 	ChangeLogLimitPut    ChangeLogOp = "limit_put"
 	ChangeLogLimitDelete ChangeLogOp = "limit_delete"
+	// ChangeLogCalendarPut and ChangeLogCalendarDelete are a calendar's put (PutCalendar, and WriteFile for the
+	// calendars of an apply file) and deletion (DeleteCalendar): their records are on the calendars topic, and
+	// ChangeRecord.Calendar names the calendar.
+	ChangeLogCalendarPut    ChangeLogOp = "calendar_put"
+	ChangeLogCalendarDelete ChangeLogOp = "calendar_delete"
 )
 
-// ChangeRecord is one change of one schedule, or of one limit, as the change log (<ns>.changes) records it.
+// ChangeRecord is one change of one schedule, of one limit or of one calendar, as the change log (<ns>.changes)
+// records it.
 type ChangeRecord struct {
 	// Op is what the change did: one of the ChangeLogOp constants.
 	Op ChangeLogOp
-	// Schedule is the schedule changed; Limit the limit, for ChangeLogLimitPut and ChangeLogLimitDelete (Schedule
-	// is then empty).
-	Schedule, Limit string
+	// Schedule is the schedule changed; Limit the limit, for ChangeLogLimitPut and ChangeLogLimitDelete; Calendar
+	// the calendar, for ChangeLogCalendarPut and ChangeLogCalendarDelete (Schedule is then empty).
+	Schedule, Limit, Calendar string
 	// At is when the writer made the change (its clock), LoggedAt when the broker took the record.
 	At, LoggedAt time.Time
 	// By is who made it: the Kafka principal where the writer knew it, the operating-system user and host, and
@@ -112,14 +118,17 @@ type ChangeRecord struct {
 	Before, After *Schedule
 	// LimitBefore and LimitAfter are those of a limit's change (nil: none, and for a schedule's change).
 	LimitBefore, LimitAfter *Limit
+	// CalendarBefore and CalendarAfter are those of a calendar's change (nil: none, and for another change).
+	CalendarBefore, CalendarAfter *Calendar
 	// Version is the schedules-topic record the change wrote (the schedule's version); for a backfill's
-	// change, the offset of its record on the backfills topic, for a limit's that on the limits topic.
+	// change, the offset of its record on the backfills topic, for a limit's that on the limits topic, for a
+	// calendar's that on the calendars topic.
 	Version int64
 	// Backfill is the backfill's ID, for ChangeLogBackfill and ChangeLogBackfillCancel (Before and After are
 	// nil); Trigger the ID of a trigger's (first) tick, for ChangeLogTrigger (never confirmed: its record is on
 	// the work topic).
 	Backfill, Trigger string
-	// Confirmed reports that the schedules topic (the backfills or limits topic, for theirs) still holds that
+	// Confirmed reports that the schedules topic (the backfills, limits or calendars topic, for theirs) still holds that
 	// record, as the change says; false when compaction has removed it since (the change cannot be checked any
 	// more). A change the topic contradicts is never returned (ChangeLogStats.Forged).
 	Confirmed bool
@@ -143,7 +152,7 @@ type ChangeLogStats struct {
 	Invalid, Forged int
 }
 
-// ChangeLog returns the changes of schedule name ("": every schedule, and every limit) logged at or after since,
+// ChangeLog returns the changes of schedule name ("": every schedule, limit and calendar) logged at or after since,
 // oldest first.
 //
 // With a name, it is bounded by that schedule's changes, not by the namespace: it reads the change log from an
@@ -160,7 +169,8 @@ func (s *Schedules) ChangeLog(ctx context.Context, name string, since time.Time)
 		entries []changelog.Entry
 		st      changelog.Stats
 	)
-	topics := changelog.Topics{Changes: s.names.Changes, Schedules: s.names.Schedules, Backfills: s.names.Backfills, Limits: s.names.Limits}
+	topics := changelog.Topics{Changes: s.names.Changes, Schedules: s.names.Schedules, Backfills: s.names.Backfills, Limits: s.names.Limits,
+		Calendars: s.names.Calendars}
 	if name != "" {
 		entries, st, err = changelog.ReadSchedule(ctx, opts, topics, name, since)
 	} else {
@@ -180,7 +190,7 @@ func (s *Schedules) ChangeLog(ctx context.Context, name string, since time.Time)
 
 // changeRecord is the ChangeRecord of e.
 func changeRecord(e changelog.Entry) ChangeRecord {
-	r := ChangeRecord{Op: ChangeLogOp(e.Op), Schedule: e.Schedule, Limit: e.Limit, At: e.At, LoggedAt: e.Time, Reason: e.Reason, Version: e.Offset,
+	r := ChangeRecord{Op: ChangeLogOp(e.Op), Schedule: e.Schedule, Limit: e.Limit, Calendar: e.Calendar, At: e.At, LoggedAt: e.Time, Reason: e.Reason, Version: e.Offset,
 		By:        ChangeAuthor{Principal: e.By.Principal, User: e.By.User, Host: e.By.Host, Name: e.By.Name},
 		Confirmed: e.Status == changelog.Confirmed, Trigger: e.Trigger}
 	switch {
@@ -188,6 +198,10 @@ func changeRecord(e changelog.Entry) ChangeRecord {
 		r.Backfill = changelog.BackfillID(e.After)
 	case changelog.IsLimit(e.Op):
 		r.LimitBefore, r.LimitAfter = publicLimit(changelog.DecodeLimit(e.Limit, e.Before)), publicLimit(changelog.DecodeLimit(e.Limit, e.After))
+		return r
+	case changelog.IsCalendar(e.Op):
+		r.CalendarBefore = publicCalendar(changelog.DecodeCalendar(e.Calendar, e.Before))
+		r.CalendarAfter = publicCalendar(changelog.DecodeCalendar(e.Calendar, e.After))
 		return r
 	}
 	if sp := changelog.Spec(e.Before); sp != nil {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/backfill"
+	"github.com/tickgroup/tickgroup/internal/calendar"
+	"github.com/tickgroup/tickgroup/internal/calendarstore"
 	"github.com/tickgroup/tickgroup/internal/changelog"
 	"github.com/tickgroup/tickgroup/internal/clock"
 	"github.com/tickgroup/tickgroup/internal/leaderstate"
@@ -125,6 +127,28 @@ var goldens = []golden{
 			t.Errorf("%+v %v", l, err)
 		}
 	}},
+	// A schedule that excludes calendars: a ticker of the previous release reads it without exclude and
+	// on_excluded, and emits the excluded slots (upgrade every ticker before a schedule names a calendar).
+	{"schedule.excluding.v0.1.json", func() ([]byte, error) {
+		return schedule.Encode(schedule.Spec{Name: "close", Cron: "0 18 * * *", TZ: "Europe/Berlin", Exclude: []string{"de", "company"},
+			OnExcluded: schedule.OnExcludedPreviousBusinessDay})
+	}, func(t *testing.T, b []byte) {
+		s, err := schedule.Decode(b)
+		if err != nil || !slices.Equal(s.Exclude, []string{"de", "company"}) || s.OnExcluded != schedule.OnExcludedPreviousBusinessDay {
+			t.Errorf("%+v %v", s, err)
+		}
+	}},
+	// A calendar, on the calendars topic, which the previous release does not know (it reads no such topic).
+	{"calendar.v0.1.json", func() ([]byte, error) {
+		return calendar.Encode(calendar.Spec{Name: "de", TZ: "Europe/Berlin", Dates: []string{"2026-12-25", "2026-12-26"},
+			Ranges: []calendar.Range{{From: "2026-12-28", To: "2026-12-31"}}, Weekdays: []string{"sat", "sun"}})
+	}, func(t *testing.T, b []byte) {
+		c, err := calendarstore.Decode("de", b)
+		if err != nil || c.Location().String() != "Europe/Berlin" || !c.ExcludesDate(2026, 12, 25) || !c.ExcludesDate(2026, 12, 30) || !c.ExcludesDate(2027, 1, 2) ||
+			c.ExcludesDate(2027, 1, 4) {
+			t.Errorf("%+v %v", c, err)
+		}
+	}},
 	{"state.v0.1.json", func() ([]byte, error) {
 		return leaderstate.EncodeState(leaderstate.State{LastSlot: g0, ScheduleVersion: 42, ProducerID: 9, LeaderEpoch: 7, EmittedAt: g0.Add(-10 * time.Second)}), nil
 	}, func(t *testing.T, b []byte) {
@@ -216,6 +240,20 @@ var goldens = []golden{
 	}, func(t *testing.T, b []byte) {
 		c, err := changelog.Decode(b)
 		if err != nil || c.Op != changelog.OpLimitPut || c.Key() != "~limit/api" || changelog.DecodeLimit(c.Limit, c.After) == nil || changelog.DecodeLimit(c.Limit, c.Before) == nil {
+			t.Errorf("%+v %v", c, err)
+		}
+	}},
+	// A calendar's change, keyed ~calendar/de on the change log: a reader that does not know its op
+	// (calendar_put, calendar_delete) counts it invalid and does not show it.
+	{"change.calendar-put.v0.1.json", func() ([]byte, error) {
+		before, _ := calendar.Encode(calendar.Spec{Name: "de", TZ: "Europe/Berlin", Weekdays: []string{"sat", "sun"}})
+		after, _ := calendar.Encode(calendar.Spec{Name: "de", TZ: "Europe/Berlin", Dates: []string{"2026-12-25"}, Weekdays: []string{"sat", "sun"}})
+		return changelog.Encode(changelog.Change{Op: changelog.OpCalendarPut, Calendar: "de", At: g0, By: changelog.Who{User: "alice", Host: "h1"}, Reason: "christmas",
+			Before: before, After: after, Offset: 4})
+	}, func(t *testing.T, b []byte) {
+		c, err := changelog.Decode(b)
+		if err != nil || c.Op != changelog.OpCalendarPut || c.Key() != "~calendar/de" || changelog.DecodeCalendar(c.Calendar, c.After) == nil ||
+			changelog.DecodeCalendar(c.Calendar, c.Before) == nil {
 			t.Errorf("%+v %v", c, err)
 		}
 	}},

@@ -215,7 +215,7 @@ func TestParseApplyFile(t *testing.T) {
 		t.Errorf("limits alone: %+v, %v", f, err)
 	}
 	for src, want := range map[string]string{
-		"{}\n":                           `want a mapping with a list under "schedules" or "limits"`,
+		"{}\n":                           `want a mapping with a list under "schedules", "limits" or "calendars"`,
 		"jobs: []\n":                     `unknown top-level field "jobs"`,
 		"limits: []\nlimits: []\n":       `"limits" is given twice`,
 		"limits:\n  - name: api\n":       `limits[0] ("api"): line 2: limit "api": sets no bound`,

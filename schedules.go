@@ -31,6 +31,8 @@ type Schedules struct {
 	k     KafkaConfig
 	cl    *kgo.Client
 	names kafka.Names
+	// excludeOK is excludeSupported; the tests of this package turn it on to reach the checks behind it.
+	excludeOK bool
 }
 
 // Stored is a schedule as the schedules topic holds it.
@@ -121,15 +123,16 @@ func NewSchedules(k KafkaConfig) (*Schedules, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
-	return &Schedules{k: k, cl: cl, names: k.internal().Names()}, nil
+	return &Schedules{k: k, cl: cl, names: k.internal().Names(), excludeOK: excludeSupported}, nil
 }
 
 // Close releases the client.
 func (s *Schedules) Close() { s.cl.Close() }
 
 // Put validates sched and writes it, creating the schedules topic if it is missing, and records the change in
-// the change log. Nothing is written when it or opts are invalid, or when it names a limit (Schedule.Limit) the
-// namespace does not have or one of another pool (ErrInvalidChange). It reads the schedules topic
+// the change log. Nothing is written when it or opts are invalid, when it names a limit (Schedule.Limit) the
+// namespace does not have or one of another pool, or when it excludes a calendar (Schedule.Exclude) the
+// namespace does not have (ErrInvalidChange). It reads the schedules topic
 // to record the definition it replaces: to write many schedules, Apply (or Plan and Write) reads it once for all
 // of them.
 func (s *Schedules) Put(ctx context.Context, sched Schedule, opts ...ChangeOption) error {
@@ -144,6 +147,9 @@ func (s *Schedules) Put(ctx context.Context, sched Schedule, opts ...ChangeOptio
 		return err
 	}
 	if err := s.checkLimits(ctx, []schedule.Spec{sched.spec()}); err != nil {
+		return err
+	}
+	if err := s.checkCalendars(ctx, []schedule.Spec{sched.spec()}); err != nil {
 		return err
 	}
 	if err := s.ensurePools(ctx, sched.Pool); err != nil {
@@ -356,8 +362,9 @@ func (s *Schedules) Trigger(ctx context.Context, name string, opts ...ChangeOpti
 
 // Plan returns the changes that make the namespace's schedules match want (with prune, deleting those want does
 // not list), without writing them (it creates the schedules topic if it is missing). A schedule already as
-// wanted is not rewritten. An invalid schedule of want, or one naming a limit the namespace does not have or one
-// of another pool, is an ErrInvalidChange (PlanFile plans limits and schedules together).
+// wanted is not rewritten. An invalid schedule of want, one naming a limit the namespace does not have or one of
+// another pool, or one excluding a calendar the namespace does not have, is an ErrInvalidChange (PlanFile plans
+// calendars, limits and schedules together).
 func (s *Schedules) Plan(ctx context.Context, want []Schedule, prune bool) ([]Change, error) {
 	specs := make([]schedule.Spec, len(want))
 	for i, sc := range want {
@@ -370,6 +377,9 @@ func (s *Schedules) Plan(ctx context.Context, want []Schedule, prune bool) ([]Ch
 		return nil, err
 	}
 	if err := s.checkLimits(ctx, specs); err != nil {
+		return nil, err
+	}
+	if err := s.checkCalendars(ctx, specs); err != nil {
 		return nil, err
 	}
 	current, err := s.load(ctx)
@@ -398,8 +408,9 @@ func (s *Schedules) Apply(ctx context.Context, want []Schedule, prune bool, opts
 // Write writes changes (from Plan) in order and stops at the first error, creating the schedules topic if it is
 // missing, and records each in the change log. It first checks that the topics of every pool the schedules name
 // exist, creating them where this principal may, as Put does: nothing is written for a pool whose ticks would
-// have nowhere to go. Every change and opts are checked first: nothing is written when one is invalid, or names
-// a limit the namespace does not have or one of another pool (ErrInvalidChange).
+// have nowhere to go. Every change and opts are checked first: nothing is written when one is invalid, names a
+// limit the namespace does not have or one of another pool, or excludes a calendar the namespace does not have
+// (ErrInvalidChange).
 func (s *Schedules) Write(ctx context.Context, changes []Change, opts ...ChangeOption) error {
 	o := options(opts)
 	if err := o.check(); err != nil {
@@ -422,6 +433,9 @@ func (s *Schedules) Write(ctx context.Context, changes []Change, opts ...ChangeO
 		pools[i], writes[i] = c.Schedule.Pool, c.internal()
 	}
 	if err := s.checkLimits(ctx, written(writes)); err != nil {
+		return err
+	}
+	if err := s.checkCalendars(ctx, written(writes)); err != nil {
 		return err
 	}
 	if err := s.ensurePools(ctx, pools...); err != nil {

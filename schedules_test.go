@@ -1,6 +1,7 @@
 package tickgroup
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestApplyMakesPoolTopics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(changes) != 2 || changes[0].Op != ChangeCreate || changes[0].Name != "scan" || changes[0].Schedule != want[0] {
+	if len(changes) != 2 || changes[0].Op != ChangeCreate || changes[0].Name != "scan" || !reflect.DeepEqual(changes[0].Schedule, want[0]) {
 		t.Errorf("Apply = %+v, want the creation of both", changes)
 	}
 
@@ -58,7 +59,7 @@ func TestApplyMakesPoolTopics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Schedule != want[0] || got.Catchup != CatchupLatest {
+	if !reflect.DeepEqual(got.Schedule, want[0]) || got.Catchup != CatchupLatest {
 		t.Errorf("Get = %+v, want %+v with catch-up latest", got, want[0])
 	}
 	if got, err := s.Get(ctx, "sweep"); err != nil || got.Catchup != DefaultCatchup {
@@ -68,7 +69,7 @@ func TestApplyMakesPoolTopics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(changes) != 1 || changes[0].Op != ChangeDelete || changes[0].Name != "sweep" || changes[0].Schedule != (Schedule{}) {
+	if len(changes) != 1 || changes[0].Op != ChangeDelete || changes[0].Name != "sweep" || !reflect.DeepEqual(changes[0].Schedule, Schedule{}) {
 		t.Errorf("Apply with prune = %+v, want the deletion of sweep", changes)
 	}
 }

@@ -63,6 +63,12 @@ var helpCases = []helpCase{
 	{"limit-get", []string{"limit", "get", "--help"}},
 	{"limit-list", []string{"limit", "list", "--help"}},
 	{"limit-delete", []string{"limit", "delete", "--help"}},
+	{"calendar", []string{"calendar", "--help"}},
+	{"calendar", []string{"calendars", "help"}},
+	{"calendar-put", []string{"calendar", "put", "--help"}},
+	{"calendar-get", []string{"calendar", "get", "--help"}},
+	{"calendar-list", []string{"calendar", "list", "--help"}},
+	{"calendar-delete", []string{"calendar", "delete", "--help"}},
 	{"status", []string{"status", "--help"}},
 	{"console", []string{"console", "--help"}},
 	{"audit", []string{"audit", "--help"}},
@@ -88,11 +94,11 @@ func TestGoldenHelp(t *testing.T) {
 	}
 }
 
-// TestGoldenHelpCoversEverySubcommand: a subcommand added to ticker schedule's or ticker limit's table gets a
-// golden help file.
+// TestGoldenHelpCoversEverySubcommand: a subcommand added to ticker schedule's, ticker limit's or ticker
+// calendar's table gets a golden help file.
 func TestGoldenHelpCoversEverySubcommand(t *testing.T) {
 	t.Parallel()
-	for group, cmds := range map[string][]subcommand{"schedule": scheduleCommands, "limit": limitCommands} {
+	for group, cmds := range map[string][]subcommand{"schedule": scheduleCommands, "limit": limitCommands, "calendar": calendarCommands} {
 		for _, c := range cmds {
 			if !slices.ContainsFunc(helpCases, func(h helpCase) bool { return len(h.args) > 1 && h.args[0] == group && h.args[1] == c.name }) {
 				t.Errorf("ticker %s %s has no case in helpCases", group, c.name)
@@ -131,6 +137,18 @@ func TestGoldenUsageErrors(t *testing.T) {
 		{"limit", "put", "db", "--rate", "10/0s"}, {"limit", "put", "db", "--rate", "10/2h"}, {"limit", "put", "db", "--rate", "10/1500ms"},
 		{"limit", "put", "DB", "--concurrency", "1"}, {"limit", "put", "db", "--concurrency", "1", "--pool", "a.b"},
 		{"limit", "get"}, {"limit", "list", "x"}, {"limit", "delete"}, {"limit", "delete", "a", "b"},
+		{"calendar"}, {"calendar", "frobnicate"}, {"calendar", "put"}, {"calendar", "put", "a", "b"}, {"calendar", "put", "de"},
+		{"calendar", "put", "de", "--weekdays", "mon,tue,wed,thu,fri", "--weekdays", "sat,sun"}, {"calendar", "put", "de", "--dates", "2026-12-25,2026-13-01"},
+		{"calendar", "put", "de", "--dates", "25.12.2026"}, {"calendar", "put", "de", "--weekdays", "sun", "--tz", "Europe/Bonn"},
+		{"calendar", "put", "de", "--weekdays", "someday"}, {"calendar", "put", "de", "--range", "2026-12-24"},
+		{"calendar", "put", "de", "--range", "2026-12-31..2026-12-24"}, {"calendar", "put", "de", "--range", "2026-01-01..2027-12-31"},
+		{"calendar", "put", "de", "--ics", "testdata/malformed.ics"}, {"calendar", "put", "de", "--ics", "testdata/no-such.ics"},
+		{"calendar", "put", "de", "--weekdays", "sun", "--ics-window", "2026-01-01..2026-12-31"}, {"calendar", "put", "De", "--weekdays", "sun"},
+		{"calendar", "get"}, {"calendar", "list", "x"}, {"calendar", "delete"}, {"calendar", "delete", "a", "b"},
+		{"schedule", "put", "x", "--cron", "@daily", "--on-excluded", "next_business_day"},
+		{"schedule", "put", "x", "--every", "1h", "--exclude", "de", "--on-excluded", "next_business_day"},
+		{"schedule", "put", "x", "--cron", "@daily", "--exclude", "de", "--on-excluded", "sometimes"},
+		{"schedule", "put", "x", "--cron", "@daily", "--exclude", "de,De Holidays,de"},
 		{"status", "a", "b"}, {"status", "--window", "0"}, {"status", "--late", "-1s"}, {"status", "--max-records", "0"},
 		{"console", "extra"}, {"console", "--refresh", "1ms"},
 		{"audit", "extra"}, {"audit", "--from", "yesterday"}, {"audit", "--to", "-1h"},
@@ -149,6 +167,8 @@ func TestGoldenUsageErrors(t *testing.T) {
 			b.WriteString("stderr: the usage of schedule (help/schedule.golden)\n")
 		} else if s == limitUsage+"\n" {
 			b.WriteString("stderr: the usage of limit (help/limit.golden)\n")
+		} else if s == calendarUsage+"\n" {
+			b.WriteString("stderr: the usage of calendar (help/calendar.golden)\n")
 		} else if s != "" {
 			fmt.Fprintf(&b, "stderr:\n%s", s)
 		}
@@ -172,6 +192,10 @@ func TestGoldenReads(t *testing.T) {
 	if err := writeFile(file, "- name: beat\n  every: 30s\n  start: 2099-01-01T00:00:00Z\n- name: fresh\n  cron: \"*/15 * * * *\"\n  start: 2099-01-01T00:00:00Z\n"); err != nil {
 		t.Fatal(err)
 	}
+	calendars := filepath.Join(dir, "calendars.yaml")
+	if err := writeFile(calendars, "calendars:\n  - name: fr\n    tz: Europe/Paris\n    dates: [2026-07-14]\n    ranges: [2026-08-10..2026-08-21]\n    weekdays: [sun]\n"); err != nil {
+		t.Fatal(err)
+	}
 	steps := []struct {
 		file string // "": run, not compared
 		args []string
@@ -193,6 +217,18 @@ func TestGoldenReads(t *testing.T) {
 		{"limit-list", []string{"limit", "list"}},
 		{"limit-list-json", []string{"limit", "list", "--json"}},
 		{"limit-get", []string{"limit", "get", "db"}},
+		{"calendar-put", []string{"calendar", "put", "de", "--dates", "2026-12-25,2026-12-26", "--weekdays", "sat,sun", "--tz", "Europe/Berlin", "--reason", "holidays"}},
+		{"calendar-put-ics", []string{"calendar", "put", "company", "--ics", "testdata/holidays.ics", "--range", "2026-08-03..2026-08-14"}},
+		{"put-exclude", []string{"schedule", "put", "close", "--cron", "0 18 * * *", "--tz", "Europe/Berlin", "--exclude", "de", "--on-excluded", "previous_business_day"}},
+		{"put-exclude-dry-run", []string{"schedule", "put", "close", "--cron", "0 18 * * *", "--exclude", "de", "--dry-run"}},
+		{"calendar-list", []string{"calendar", "list"}},
+		{"calendar-list-json", []string{"calendar", "list", "--json"}},
+		{"calendar-get", []string{"calendar", "get", "company"}},
+		{"calendar-delete-unknown", []string{"calendar", "delete", "fr"}},
+		{"", []string{"calendar", "delete", "company", "--reason", "merged into de"}},
+		{"apply-calendars-dry-run", []string{"schedule", "apply", "-f", calendars, "--dry-run"}},
+		{"apply-calendars", []string{"schedule", "apply", "-f", calendars, "--reason", "French holidays"}},
+		{"apply-calendars-again", []string{"schedule", "apply", "-f", calendars}},
 		{"pause-until", []string{"schedule", "pause", "nightly", "--reason", "DB maintenance", "--until", "2099-02-01T00:00:00Z"}},
 		{"", []string{"schedule", "pause", "beat"}},
 		{"resume", []string{"schedule", "resume", "beat", "--reason", "done"}},

@@ -47,6 +47,11 @@ Commands:
   limit list           list the limits, and how many schedules name each
   limit get NAME       print a limit as JSON
   limit delete NAME    delete a limit no schedule names
+  calendar put NAME    create or replace a named calendar of excluded days (--dates, --range, --weekdays, --tz,
+                       --ics FILE)
+  calendar list        list the calendars, and how many schedules exclude each
+  calendar get NAME    print a calendar as JSON
+  calendar delete NAME delete a calendar no schedule excludes
   console              serve web pages of the fleet and its schedules (--listen; --actions with authentication)
   status               who leads, each schedule's last and next slot, work-topic lag (--json)
   audit                compare the slots that should exist with the ticks emitted and executed: missing,
@@ -56,11 +61,12 @@ Commands:
   version              print the version
 
 Run 'ticker COMMAND --help' for a command's flags. Every flag can also be set with TICKGROUP_<FLAG>, for
-example TICKGROUP_BROKERS=kafka-1:9092,kafka-2:9092; init, schedule, limit, audit and history read only the
-connection and logging variables.
+example TICKGROUP_BROKERS=kafka-1:9092,kafka-2:9092; init, schedule, limit, calendar, audit and history read
+only the connection and logging variables.
 
-Exit status: 0 on success or a clean stop, 1 on an error, 2 on bad usage, an invalid schedule or limit, or a
-change refused before anything was written (a schedule naming a limit it cannot name).`
+Exit status: 0 on success or a clean stop, 1 on an error, 2 on bad usage, an invalid schedule, limit or
+calendar, or a change refused before anything was written (a schedule naming a limit or a calendar it cannot
+name).`
 
 // commands are ticker's commands by every spelling, looked up by run. The typed ones say how their command line
 // is read: init, status, audit and history take only the connection and logging flags from TICKGROUP_* variables
@@ -73,6 +79,8 @@ var commands = map[string]func(ctx context.Context, args []string, getenv func(s
 	"schedules": runSchedule,
 	"limit":     runLimit,
 	"limits":    runLimit,
+	"calendar":  runCalendar,
+	"calendars": runCalendar,
 	"status":    typed("status", false, cli.ParseInterspersed, func() command { return &statusCommand{} }),
 	"console":   typed("console", true, flagsFirst, func() command { return &consoleCommand{} }),
 	"history":   typed("history", false, parseAround, func() command { return &historyCommand{} }),
@@ -332,7 +340,7 @@ func (c *runCommand) tickerConfig(logger *slog.Logger, reg *prometheus.Registry)
 const initUsage = `Usage: ticker init [flags]
 
 Create the namespace's topics (<ns>.ticker, .schedules, .work, .results, .dlq, .clock, .changes, .backfills,
-.backfills.progress, .limits) where missing, <ns>.ticker with one partition per leader, and check that an existing <ns>.ticker has --leaders partitions; with --pool, also
+.backfills.progress, .limits, .calendars) where missing, <ns>.ticker with one partition per leader, and check that an existing <ns>.ticker has --leaders partitions; with --pool, also
 the topics of those worker pools. 'ticker run' and 'worker run' create missing topics at start-up too (with one
 leader), and the leader creates a pool's topics when a schedule first names it, where it may.`
 

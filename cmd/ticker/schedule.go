@@ -35,12 +35,15 @@ Subcommands:
   trigger NAME    emit one tick now, with an ID that can never collide with a scheduled slot
   backfill NAME   run the past slots of a range again (--from T --to T [--dry-run] [--reprocess none|failed|all]
                   [--max-running N]); backfill --list lists the backfills, backfill --cancel ID stops one
-  apply -f FILE   make the schedules (and the limits it defines) match a YAML file (--prune, --dry-run)
+  apply -f FILE   make the schedules (and the calendars and limits it defines) match a YAML file (--prune,
+                  --dry-run)
   log [NAME]      who changed which schedule, when, why, from what to what (the change log, <ns>.changes)
 
 put, pause, resume, delete, apply, trigger and backfill take --reason TEXT, kept in the change log (and shown with a pause);
 pause takes --until T (RFC 3339, or a duration from now such as 2h): the pause ends then, as a resume would.
-put --limit NAME counts the schedule's runs against a limit of its pool (ticker limit).
+put --limit NAME counts the schedule's runs against a limit of its pool (ticker limit). put --exclude NAME lists
+calendars whose days the schedule does not run on (ticker calendar); this build refuses it, as its leader does
+not honour calendars yet.
 
 Run 'ticker schedule SUBCOMMAND --help' for its flags.`
 
@@ -361,11 +364,11 @@ type applyCommand struct {
 }
 
 func (c *applyCommand) flags(fs *flag.FlagSet) string {
-	fs.StringVar(&c.file, "f", "", "YAML file: a list of schedules, or a mapping with keys schedules and limits")
-	fs.BoolVar(&c.prune, "prune", false, "delete schedules the file does not list (never a limit: ticker limit delete does)")
+	fs.StringVar(&c.file, "f", "", "YAML file: a list of schedules, or a mapping with keys schedules, limits and calendars")
+	fs.BoolVar(&c.prune, "prune", false, "delete schedules the file does not list (never a limit or a calendar: ticker limit delete and ticker calendar delete do)")
 	fs.StringVar(&c.reason, "reason", "", "why (kept in the change log for every change written)")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the changes, with the next 5 slots of each new or changed schedule, without writing them")
-	return "Usage: ticker schedule apply -f FILE [--prune] [--dry-run]\n\nMake the schedules, and the limits the file defines, match the file: the limits are written first. Every\nentry is validated first, and every schedule's limit checked (it exists once the file is written, in the\nschedule's pool); if any is wrong nothing is written."
+	return "Usage: ticker schedule apply -f FILE [--prune] [--dry-run]\n\nMake the schedules, and the calendars and limits the file defines, match the file: the calendars and limits\nare written first. Every entry is validated first, and every schedule's limit and calendars checked (they exist\nonce the file is written, the limit in the schedule's pool); if any is wrong nothing is written."
 }
 
 // check reads and validates the file: an invalid entry is bad usage, and nothing is written.
@@ -394,7 +397,8 @@ func (c *applyCommand) run(ctx context.Context, client *tickgroup.Schedules, std
 type putCommand struct {
 	target
 	spec                                     tickgroup.Schedule
-	catchup, overlap                         string
+	catchup, overlap, onExcluded             string
+	exclude                                  listFlag
 	every, offset, jitter, deadline, timeout cli.Duration
 	start, end                               cli.Time
 	dryRun                                   bool
@@ -417,6 +421,8 @@ func (c *putCommand) flags(fs *flag.FlagSet) string {
 	fs.StringVar(&c.spec.Pool, "pool", "", "the worker pool that runs the ticks (worker run --pool NAME; default: the default pool)")
 	fs.StringVar(&c.spec.Limit, "limit", "", "count the runs against this limit, which must exist in the schedule's pool (ticker limit put)")
 	fs.IntVar(&c.spec.Priority, "priority", 0, fmt.Sprintf("order of the ticks held by their limit, %d to %d, the higher first (0: %d)", schedule.MinPriority, schedule.MaxPriority, schedule.DefaultPriority))
+	fs.Var(&c.exclude, "exclude", fmt.Sprintf("do not run on the days of these calendars (ticker calendar put), comma-separated, at most %d; refused by this build, whose leader does not honour them yet", schedule.MaxExclude))
+	fs.StringVar(&c.onExcluded, "on-excluded", "", "with --exclude: an excluded slot is skipped (skip, the default), or runs at the same time on the next_business_day or previous_business_day (cron schedules only)")
 	fs.Var(&c.start, "start", "no slot before this instant (RFC 3339)")
 	fs.Var(&c.end, "end", "no slot after this instant (RFC 3339)")
 	fs.BoolVar(&c.spec.Paused, "paused", false, "create the schedule paused")
@@ -434,6 +440,7 @@ func (c *putCommand) check(positional []string) error {
 	s := &c.spec
 	s.Name = c.name
 	s.Catchup, s.Overlap = tickgroup.Catchup(c.catchup), tickgroup.Overlap(c.overlap)
+	s.Exclude, s.OnExcluded = c.exclude, tickgroup.OnExcluded(c.onExcluded)
 	s.Every, s.Offset, s.Jitter = tickgroup.Duration(c.every), tickgroup.Duration(c.offset), tickgroup.Duration(c.jitter)
 	s.Deadline, s.Timeout = tickgroup.Duration(c.deadline), tickgroup.Duration(c.timeout)
 	s.Start, s.End = c.start.T, c.end.T
@@ -457,21 +464,20 @@ func (c *putCommand) run(ctx context.Context, client *tickgroup.Schedules, stdou
 	return nil
 }
 
-// apply makes the limits and schedules of the namespace match defs, printing the changes: the limits first, as
-// they are written.
+// apply makes the calendars, limits and schedules of the namespace match defs, printing the changes: the
+// calendars and limits first, as they are written.
 func apply(ctx context.Context, client *tickgroup.Schedules, defs tickgroup.ApplyFile, prune, dryRun bool, stdout io.Writer, opts []tickgroup.ChangeOption) error {
 	plan, err := client.PlanFile(ctx, defs, prune)
 	if err != nil {
 		return err
 	}
-	n := len(plan.Limits) + len(plan.Schedules)
+	n := len(plan.Calendars) + len(plan.Limits) + len(plan.Schedules)
 	if n == 0 {
-		if len(defs.Limits) > 0 {
-			fmt.Fprintln(stdout, "limits and schedules up to date")
-		} else {
-			fmt.Fprintln(stdout, "schedules up to date")
-		}
+		fmt.Fprintln(stdout, upToDate(defs))
 		return nil
+	}
+	for _, c := range plan.Calendars {
+		fmt.Fprintf(stdout, "%s calendar %s  %s\n", c.Op.Symbol(), c.Name, c.Calendar.Describe())
 	}
 	for _, c := range plan.Limits {
 		fmt.Fprintf(stdout, "%s limit %s  %s\n", c.Op.Symbol(), c.Name, c.Limit.Describe())
@@ -497,6 +503,22 @@ func apply(ctx context.Context, client *tickgroup.Schedules, defs tickgroup.Appl
 	return nil
 }
 
+// upToDate says that what defs defines is as the namespace has it: "schedules up to date", "limits and schedules
+// up to date", "calendars, limits and schedules up to date".
+func upToDate(defs tickgroup.ApplyFile) string {
+	var kinds []string
+	if len(defs.Calendars) > 0 {
+		kinds = append(kinds, "calendars")
+	}
+	if len(defs.Limits) > 0 {
+		kinds = append(kinds, "limits")
+	}
+	if len(kinds) == 0 {
+		return "schedules up to date"
+	}
+	return strings.Join(kinds, ", ") + " and schedules up to date"
+}
+
 // pauseText is what list shows of a pause: its end and its reason ("-" when not paused).
 func pauseText(s tickgroup.Schedule) string {
 	if !s.Paused {
@@ -515,7 +537,7 @@ func pauseText(s tickgroup.Schedule) string {
 	return t
 }
 
-// printLog prints the change log of name ("": every schedule, and every limit) since from.
+// printLog prints the change log of name ("": every schedule, limit and calendar) since from.
 func printLog(ctx context.Context, client *tickgroup.Schedules, name string, from time.Time, asJSON bool, stdout io.Writer) error {
 	log, stats, err := client.ChangeLog(ctx, name, from)
 	if err != nil {
@@ -537,8 +559,11 @@ func printLog(ctx context.Context, client *tickgroup.Schedules, name string, fro
 			why = strconv.Quote(r.Reason)
 		}
 		what := r.Schedule
-		if r.Limit != "" {
+		switch {
+		case r.Limit != "":
 			what = "limit " + r.Limit
+		case r.Calendar != "":
+			what = "calendar " + r.Calendar
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%s\n", r.LoggedAt.Format(time.RFC3339), mark, what, r.Op, r.By, why, logWritten(r))
 	}
@@ -554,7 +579,8 @@ func printLog(ctx context.Context, client *tickgroup.Schedules, name string, fro
 	return nil
 }
 
-// logWritten is what the log shows a change wrote: the definition, the backfill, the trigger, the limit.
+// logWritten is what the log shows a change wrote: the definition, the backfill, the trigger, the limit, the
+// calendar.
 func logWritten(r tickgroup.ChangeRecord) string {
 	switch {
 	case r.Backfill != "":
@@ -563,6 +589,8 @@ func logWritten(r tickgroup.ChangeRecord) string {
 		return "trigger " + r.Trigger
 	case r.LimitAfter != nil:
 		return r.LimitAfter.Describe()
+	case r.CalendarAfter != nil:
+		return r.CalendarAfter.Describe()
 	case r.After != nil:
 		def := r.After.Describe()
 		if r.After.Paused {
@@ -576,21 +604,24 @@ func logWritten(r tickgroup.ChangeRecord) string {
 // printLogJSON prints the change log as JSON.
 func printLogJSON(stdout io.Writer, log []tickgroup.ChangeRecord, stats tickgroup.ChangeLogStats) error {
 	type record struct {
-		Op          string              `json:"op"`
-		Schedule    string              `json:"schedule,omitempty"`
-		Limit       string              `json:"limit,omitempty"`
-		At          time.Time           `json:"at"`
-		LoggedAt    time.Time           `json:"logged_at"`
-		By          map[string]string   `json:"by"`
-		Reason      string              `json:"reason,omitempty"`
-		Before      *tickgroup.Schedule `json:"before"`
-		After       *tickgroup.Schedule `json:"after"`
-		LimitBefore map[string]any      `json:"limit_before,omitempty"`
-		LimitAfter  map[string]any      `json:"limit_after,omitempty"`
-		Version     int64               `json:"version"`
-		Confirmed   bool                `json:"confirmed"`
-		Backfill    string              `json:"backfill,omitempty"`
-		Trigger     string              `json:"trigger,omitempty"`
+		Op             string              `json:"op"`
+		Schedule       string              `json:"schedule,omitempty"`
+		Limit          string              `json:"limit,omitempty"`
+		Calendar       string              `json:"calendar,omitempty"`
+		At             time.Time           `json:"at"`
+		LoggedAt       time.Time           `json:"logged_at"`
+		By             map[string]string   `json:"by"`
+		Reason         string              `json:"reason,omitempty"`
+		Before         *tickgroup.Schedule `json:"before"`
+		After          *tickgroup.Schedule `json:"after"`
+		LimitBefore    map[string]any      `json:"limit_before,omitempty"`
+		LimitAfter     map[string]any      `json:"limit_after,omitempty"`
+		CalendarBefore map[string]any      `json:"calendar_before,omitempty"`
+		CalendarAfter  map[string]any      `json:"calendar_after,omitempty"`
+		Version        int64               `json:"version"`
+		Confirmed      bool                `json:"confirmed"`
+		Backfill       string              `json:"backfill,omitempty"`
+		Trigger        string              `json:"trigger,omitempty"`
 	}
 	out := struct {
 		Changes []record `json:"changes"`
@@ -598,9 +629,10 @@ func printLogJSON(stdout io.Writer, log []tickgroup.ChangeRecord, stats tickgrou
 		Forged  int      `json:"forged_records"`
 	}{Changes: []record{}, Invalid: stats.Invalid, Forged: stats.Forged}
 	for _, r := range log {
-		out.Changes = append(out.Changes, record{Op: string(r.Op), Schedule: r.Schedule, Limit: r.Limit, At: r.At, LoggedAt: r.LoggedAt,
+		out.Changes = append(out.Changes, record{Op: string(r.Op), Schedule: r.Schedule, Limit: r.Limit, Calendar: r.Calendar, At: r.At, LoggedAt: r.LoggedAt,
 			By:     map[string]string{"principal": r.By.Principal, "user": r.By.User, "host": r.By.Host, "name": r.By.Name},
 			Reason: r.Reason, Before: r.Before, After: r.After, LimitBefore: limitJSON(r.LimitBefore), LimitAfter: limitJSON(r.LimitAfter),
+			CalendarBefore: calendarJSON(r.CalendarBefore), CalendarAfter: calendarJSON(r.CalendarAfter),
 			Version: r.Version, Confirmed: r.Confirmed, Backfill: r.Backfill, Trigger: r.Trigger})
 	}
 	return printJSON(stdout, out)

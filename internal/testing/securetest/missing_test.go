@@ -47,6 +47,8 @@ func runRole(t *testing.T, b *broker, ns, fwd, role string) string {
 			{"schedule", "put", "every-second", "--every", "1s"},
 			{"limit", "put", "api", "--concurrency", "5"},
 			{"limit", "list"},
+			{"calendar", "put", "holidays", "--weekdays", "sat,sun"},
+			{"calendar", "list"},
 			{"schedule", "list"},
 			{"schedule", "trigger", "every-second"},
 			{"status"},

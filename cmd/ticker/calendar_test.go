@@ -14,7 +14,7 @@ import (
 // TestCalendarRefusalsWriteNothing: on an in-process kfake broker, the refusals that need the namespace exit 2
 // and write nothing: a schedule excluding a calendar (this build does not honour it), and the deletion of a
 // calendar that a schedule excludes (here a schedule record of a build that honours calendars, written to the
-// topic as that build would). list and get show that schedule.
+// topic as that build would). list and get show that schedule, and a pause by this build keeps its exclusion.
 func TestCalendarRefusalsWriteNothing(t *testing.T) {
 	t.Parallel()
 	ticker, brokers := onKfake(t, "calrefusals")
@@ -69,5 +69,13 @@ func TestCalendarRefusalsWriteNothing(t *testing.T) {
 	out, err = ticker("schedule", "get", "close")
 	if err != nil || !strings.Contains(out, `"on_excluded": "next_business_day"`) {
 		t.Errorf("schedule get = %q, %v; want the schedule's exclusion", out, err)
+	}
+	// A pause by this build keeps what the later build wrote.
+	if _, err := ticker("schedule", "pause", "close", "--reason", "rollback"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = ticker("schedule", "get", "close")
+	if err != nil || !strings.Contains(out, `"on_excluded": "next_business_day"`) || !strings.Contains(out, `"paused": true`) {
+		t.Errorf("schedule get after a pause = %q, %v; want it paused, its exclusion kept", out, err)
 	}
 }

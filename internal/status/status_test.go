@@ -1,6 +1,7 @@
 package status
 
 import (
+	"fmt"
 	"bytes"
 	"context"
 	"errors"
@@ -406,5 +407,44 @@ func TestCollectRunsRefused(t *testing.T) {
 	rep, err := Collect(b.ctx, b.opts, b.names, "st", Options{})
 	if err == nil || !strings.Contains(err.Error(), "this principal needs Read on topic st.work, st.results") {
 		t.Errorf("Collect: %v, %+v; want an error naming the refused ACL", err, rep)
+	}
+}
+
+// TestLeadersFromTheTickerGroup: each partition of the ticker topic that a member of the ticker group holds is a
+// leader in the report, a member holding two of them included.
+func TestLeadersFromTheTickerGroup(t *testing.T) {
+	b := setup(t)
+	assignment := func(ps ...int32) []byte {
+		a := kmsg.NewConsumerMemberAssignment()
+		a.Topics = []kmsg.ConsumerMemberAssignmentTopic{{Topic: b.names.Ticker, Partitions: ps}}
+		return a.AppendTo(nil)
+	}
+	b.cluster.ControlKey(int16(kmsg.DescribeGroups), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		b.cluster.KeepControl()
+		r := req.(*kmsg.DescribeGroupsRequest)
+		resp := r.ResponseKind().(*kmsg.DescribeGroupsResponse)
+		for _, g := range r.Groups {
+			rg := kmsg.NewDescribeGroupsResponseGroup()
+			rg.Group, rg.State, rg.ProtocolType = g, "Stable", "consumer"
+			for i, ps := range [][]int32{{0, 2}, {1}} {
+				m := kmsg.NewDescribeGroupsResponseGroupMember()
+				m.MemberID, m.ClientID, m.ClientHost = fmt.Sprintf("m%d", i), fmt.Sprintf("c%d", i), "h"
+				m.MemberAssignment = assignment(ps...)
+				rg.Members = append(rg.Members, m)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil, true
+	})
+	rep, err := Collect(b.ctx, b.opts, b.names, "st", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range rep.Leaders {
+		got = append(got, fmt.Sprintf("%d:%s", l.Partition, l.MemberID))
+	}
+	if want := "0:m0 1:m1 2:m0"; strings.Join(got, " ") != want || rep.Replicas != 2 {
+		t.Errorf("leaders %v, replicas %d; want %s, 2", got, rep.Replicas, want)
 	}
 }

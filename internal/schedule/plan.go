@@ -81,7 +81,9 @@ func (s *Schedule) appendPlan(dst []time.Time, base, now time.Time) ([]time.Time
 	// The candidates: the latest min(k, need) of k, ascending, at dst[start:].
 	start := len(dst)
 	var k int64
-	if s.every > 0 {
+	if s.every > 0 && !s.Skipped() {
+		// A skipping interval schedule's candidates are no arithmetic progression: they are stepped through as
+		// a cron schedule's are.
 		dst, k = s.appendCandidatesEvery(dst, first, now, need)
 	} else {
 		var tail []time.Time

@@ -42,6 +42,7 @@ type rare struct {
 	priority     int8
 	exclude      []string // the caller's copy (Spec.clone)
 	onExcluded   string
+	skip         Skip // Skipping's: no part of the Spec
 }
 
 // The enumerated fields as written, "" first (the default, kept as written so that Spec restates it as such).
@@ -205,8 +206,18 @@ func (s *Schedule) Shards() int { return max(int(s.shards), 1) }
 func (s *Schedule) Jittered() bool { return s.jitter != 0 }
 
 // Next returns the first slot strictly after `after`, in UTC, or the zero time if there is none (past End).
-// Slots are whole seconds, never before Start and never after End.
+// Slots are whole seconds, never before Start and never after End. A skipping schedule (Skipping) returns the
+// first slot its Skip keeps, and the zero time when it keeps none within MaxSkip.
 func (s *Schedule) Next(after time.Time) time.Time {
+	if s.x != nil && s.x.skip != nil {
+		t, _ := s.nextKept(after)
+		return t
+	}
+	return s.next(after)
+}
+
+// next is Next without the Skip: the definition's own slots.
+func (s *Schedule) next(after time.Time) time.Time {
 	if start := s.start(); start != nil && after.Before(*start) {
 		// The first slot at or after Start.
 		after = start.Add(-time.Nanosecond)

@@ -88,6 +88,11 @@
 // their identities need not be (under previous_business_day a run's slot is after its At, so it can be after
 // the slot of the run that follows), so a leader's progress is the At of the last run it emitted, not a slot.
 //
+// This build's leader honours skip only (skip.go): Apply turns a schedule and its calendars into the schedule
+// of its included slots (schedule.Schedule.Skipping), which the leader plans as any other, so that its state,
+// the last emitted slot, still only grows. The leader, next runs, a backfill and the audit all step through
+// that one sequence.
+//
 // # Limits
 //
 // A calendar record is data that anybody with write access can make, and every leader replica compiles it, so

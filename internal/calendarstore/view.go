@@ -45,6 +45,10 @@ type View struct {
 	loaded  chan struct{}
 	once    sync.Once
 	changed chan struct{}
+	// read is the offset after the last record folded in, and advanced is closed (and replaced) whenever it
+	// grows: Sync waits on it.
+	read     int64
+	advanced chan struct{}
 }
 
 // NewView returns a View of topic. opts are the connection options (kafka.Config.Opts); Run adds its own.
@@ -59,6 +63,7 @@ func NewView(opts []kgo.Opt, topic string, logger *slog.Logger, reg prometheus.R
 		warned:    map[string]bool{},
 		loaded:    make(chan struct{}),
 		changed:   make(chan struct{}, 1),
+		advanced:  make(chan struct{}),
 	}
 }
 
@@ -180,12 +185,19 @@ func (v *View) follow(ctx context.Context, cl *kgo.Client, end int64) error {
 		b = backoff{}
 		changed := false
 		v.mu.Lock()
+		read := v.read
 		fetches.EachRecord(func(r *kgo.Record) {
 			changed = v.take(r) || changed
+			read = max(read, r.Offset+1)
 			if r.Offset >= end-1 {
 				v.markLoaded(len(v.calendars))
 			}
 		})
+		if read > v.read {
+			v.read = read
+			close(v.advanced)
+			v.advanced = make(chan struct{})
+		}
 		v.metrics.calendars.Set(float64(len(v.calendars)))
 		v.mu.Unlock()
 		if changed {
@@ -193,6 +205,42 @@ func (v *View) follow(ctx context.Context, cl *kgo.Client, end int64) error {
 			case v.changed <- struct{}{}:
 			default:
 			}
+		}
+	}
+}
+
+// Sync waits until the View has read every record committed to the topic before Sync was called: a reader
+// that must not act on calendars older than the ones written so far (a new leader term, package dispatch) calls
+// it before it reads them. It returns nil at once when there is no calendars topic (no calendar), an error
+// naming the permission when reading the topic is refused, and ctx's error when ctx ends first. It needs Run to
+// be running. The topic's writers write no transactions, so its last stable offset follows a record; a topic
+// that ends in transaction markers (a hand-made writer's) keeps Sync waiting until ctx ends: callers bound it.
+func (v *View) Sync(ctx context.Context) error {
+	cl, err := kgo.NewClient(v.opts...)
+	if err != nil {
+		return fmt.Errorf("calendars: client: %w", err)
+	}
+	end, err := lastStable(ctx, kadm.NewClient(cl), v.topic)
+	cl.Close()
+	switch {
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return nil
+	case kafka.Denied(err):
+		return fmt.Errorf("reading the calendars: %w", kafka.NeedACL(err, "Read", "topic", v.topic))
+	case err != nil:
+		return fmt.Errorf("reading the calendars topic's end: %w", err)
+	}
+	for {
+		v.mu.Lock()
+		read, advanced := v.read, v.advanced
+		v.mu.Unlock()
+		if read >= end {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("reading the calendars to offset %d (read to %d): %w", end, read, ctx.Err())
+		case <-advanced:
 		}
 	}
 }

@@ -51,6 +51,12 @@ type Config struct {
 	// ErrStalled, so the replica leaves the group and another one leads (see StallTimeout, the function, for
 	// the bound). Defaults to StallTimeout(Lead).
 	StallTimeout time.Duration
+	// Calendars gives the calendars that schedules exclude (a calendarstore.View that the caller runs). Nil: no
+	// calendar is known, and a schedule that excludes one waits (nothing of it is emitted). See calendars.go.
+	Calendars Calendars
+	// CalendarSync bounds how long a term start waits for Calendars to read every calendar written before it.
+	// Defaults to DefaultCalendarSync.
+	CalendarSync time.Duration
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 }
@@ -94,6 +100,7 @@ func New(cfg Config, opts []kgo.Opt, view *store.View, logger *slog.Logger, reg 
 	cfg.MaxBatch = cmp.Or(cfg.MaxBatch, 5000)
 	cfg.PoolRetry = cmp.Or(cfg.PoolRetry, 30*time.Second)
 	cfg.StallTimeout = cmp.Or(cfg.StallTimeout, StallTimeout(max(cfg.Lead, 0)))
+	cfg.CalendarSync = cmp.Or(cfg.CalendarSync, DefaultCalendarSync)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

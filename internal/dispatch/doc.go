@@ -40,6 +40,12 @@
 // partition, in a transaction of the term, so that workers do not start the ticks emitted for slots after it
 // (`ticker schedule` writes one too, right after the change). Cancels only ever take ticks away.
 //
+// Calendars. A schedule that excludes calendars has as slots its own slots that no calendar excludes (skip, the
+// one policy this build honours): the planner plans that sequence like any other, so a slot's state stays its
+// last emitted slot and the argument above holds unchanged. A calendar change applies from the first slot not
+// emitted yet; a schedule whose calendar is not read yet waits; a new term reads the calendars to their end
+// before it plans (calendars.go).
+//
 // Backfills. The term also runs a backfill.Runner over the schedules it owns: the term's loop hands it the
 // records and outcomes it reads and makes it step, and it commits through the term's producer (backfillTerm), so
 // a backfill's ticks and progress are fenced with the term.

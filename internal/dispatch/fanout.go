@@ -17,9 +17,30 @@ import (
 
 // changeSub is one term's share of the View's changes.
 type changeSub struct {
-	mu     sync.Mutex
-	names  map[string]struct{}
-	notify chan struct{} // capacity 1: a pending signal
+	mu        sync.Mutex
+	names     map[string]struct{}
+	calendars bool          // a calendar changed since the last takeCalendars
+	notify    chan struct{} // capacity 1: a pending signal
+}
+
+// addCalendars tells the term that a calendar changed.
+func (c *changeSub) addCalendars() {
+	c.mu.Lock()
+	c.calendars = true
+	c.mu.Unlock()
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// takeCalendars reports (and forgets) whether a calendar changed since the last call.
+func (c *changeSub) takeCalendars() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	changed := c.calendars
+	c.calendars = false
+	return changed
 }
 
 func (c *changeSub) add(names []string) {
@@ -46,11 +67,13 @@ func (c *changeSub) take() []string {
 	return out
 }
 
-// drop forgets the names changed so far: a term starting from the whole View has them already.
+// drop forgets the names changed so far, and a calendar change: a term starting from the whole View (and the
+// calendars as they are) has them already.
 func (c *changeSub) drop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reset()
+	c.calendars = false
 }
 
 func (c *changeSub) reset() {
@@ -107,6 +130,16 @@ func (d *Dispatcher) distribute(skip int32) {
 		if ns := by[k]; len(ns) > 0 || k == 0 {
 			c.add(ns) // leader 0 is told of every change: it repairs broken schedule records
 		}
+	}
+}
+
+// distributeCalendars tells every term of this process that a calendar changed: the View's signal is taken by
+// one term's loop, and each term re-arms the schedules it leads.
+func (d *Dispatcher) distributeCalendars() {
+	d.fanMu.Lock()
+	defer d.fanMu.Unlock()
+	for _, c := range d.subs {
+		c.addCalendars()
 	}
 }
 

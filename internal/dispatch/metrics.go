@@ -30,6 +30,11 @@ type metrics struct {
 	stateRefused      *prometheus.CounterVec
 	stateRecovered    prometheus.Counter
 	schedulesRepaired prometheus.Counter
+	// waitingCal counts the schedules that wait for a calendar, summed over this process's terms (waitingBy).
+	waitingCal        prometheus.Gauge
+	calendarExhausted prometheus.Counter
+	waitingMu         sync.Mutex
+	waitingBy         map[int32]int
 	// backfill is the backfill runners' (ticks emitted, records refused, backfills being worked through).
 	backfill *backfill.Metrics
 	// lastSlot exists only for schedules that opt in (spec.Metrics): a fleet may hold a million schedules.
@@ -110,6 +115,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_invalid_state_records_total",
 			Help: "Records of the ticker topic that could not be decoded and were skipped.",
 		}),
+		waitingCal: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tickgroup_schedules_waiting_calendar",
+			Help: "Schedules that exclude a calendar this leader has not read (not yet, or deleted by a race with a writer): nothing of theirs is emitted until it is, and then their catch-up policy applies.",
+		}),
+		calendarExhausted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_schedules_calendar_exhausted_total",
+			Help: "Times a schedule was left without a next slot because its calendars exclude every slot of it for 400 days: nothing of it is emitted until it or a calendar changes.",
+		}),
 		backfill: backfill.NewMetrics(),
 		lastSlot: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "tickgroup_schedule_last_slot_timestamp_seconds",
@@ -125,13 +138,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"schedule"}),
 	}
 	m.opted = map[string]bool{}
+	m.waitingBy = map[int32]int{}
 	m.pools = map[string]map[int32]poolStatus{}
 	for _, r := range []string{"committed", "aborted", "failed"} {
 		m.transactions.WithLabelValues(r)
 	}
 	if reg != nil {
 		reg.MustRegister(m.emitted, m.emitLag, m.emittedLate, m.cancels, m.missed, m.fenced, m.stalled, m.transactions, m.txnDuration, m.invalidState, m.lastSlot, m.nextDue, m.period,
-			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired, m.parked, m.poolDown)
+			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired, m.parked, m.poolDown, m.waitingCal, m.calendarExhausted)
 		reg.MustRegister(m.backfill.Collectors()...)
 	}
 	m.stateRefused.WithLabelValues("future")
@@ -175,6 +189,23 @@ func (m *metrics) setPool(k int32, pool string, st poolStatus) {
 	}
 	m.poolDown.WithLabelValues(pool).Set(down)
 	m.parked.WithLabelValues(pool).Set(float64(waiting))
+}
+
+// setWaitingCalendar records how many schedules of term k wait for a calendar, and sets the gauge to the sum
+// over this process's terms (0 forgets term k).
+func (m *metrics) setWaitingCalendar(k int32, n int) {
+	m.waitingMu.Lock()
+	defer m.waitingMu.Unlock()
+	if n == 0 {
+		delete(m.waitingBy, k)
+	} else {
+		m.waitingBy[k] = n
+	}
+	sum := 0
+	for _, v := range m.waitingBy {
+		sum += v
+	}
+	m.waitingCal.Set(float64(sum))
 }
 
 // optIn records that schedule name exports its last-slot series.

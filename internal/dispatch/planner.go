@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/calendar"
 	"github.com/tickgroup/tickgroup/internal/leaderstate"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
@@ -47,6 +48,11 @@ type planner struct {
 	stated      int
 	// touched only keeps what collect's touch reads.
 	touched uint32
+	// The calendars (calendars.go): how the planner finds one by name, the schedules that exclude some (few:
+	// a map of their own, not a field of every item), and what the term reports of them.
+	calendars func(name string) (*calendar.Calendar, bool)
+	excluding map[string]*exclusion
+	calNotes  calNotes
 }
 
 // item is one schedule of the planner.
@@ -125,21 +131,28 @@ type stored = leaderstate.Stored
 //
 // lead is how long before its due instant a slot is emitted.
 func newPlanner(entries map[string]store.Entry, state map[string]stored, lead time.Duration) *planner {
-	return newPlannerFrom(len(entries), maps.All(entries), state, lead)
+	return newPlannerFrom(len(entries), maps.All(entries), state, lead, nil)
 }
 
 // newPlannerFrom is newPlanner from a sequence of n schedules (a View's, read under its lock: no copy of them
-// is made first). The sequence lists each name once, as a map's does.
+// is made first). The sequence lists each name once, as a map's does. calendars finds the calendars the
+// schedules exclude (nil: none is known, and a schedule that excludes one waits; see calendars.go).
 //
 // A second goroutine fills the map of names while this one fills the heap: at a million schedules each insert
 // into the map costs a cache miss or two (the name's bytes, the table's group), and a cold start waits for both.
-func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[string]stored, lead time.Duration) *planner {
+func newPlannerFrom(n int, entries iter.Seq2[string, store.Entry], state map[string]stored, lead time.Duration,
+	calendars func(string) (*calendar.Calendar, bool)) *planner {
 	p := &planner{
-		lead:   lead,
-		items:  make(map[string]*item, n), // sized once: growing it rehashes every name again and again, for the same memory
-		graves: map[string]time.Time{},
-		heap:   dueQueue{cur: make(dueHeap, 0, n), next: make(dueHeap, 0, n)}, // next: the first slot re-arms every schedule
-		bulk:   true,
+		lead:      lead,
+		items:     make(map[string]*item, n), // sized once: growing it rehashes every name again and again, for the same memory
+		graves:    map[string]time.Time{},
+		heap:      dueQueue{cur: make(dueHeap, 0, n), next: make(dueHeap, 0, n)}, // next: the first slot re-arms every schedule
+		bulk:      true,
+		calendars: calendars,
+		excluding: map[string]*exclusion{},
+	}
+	if p.calendars == nil {
+		p.calendars = func(string) (*calendar.Calendar, bool) { return nil, false }
 	}
 	const chunkLen = 4096
 	chunks := make(chan []namedItem, 4)
@@ -366,7 +379,9 @@ func (p *planner) update(it *item, name string, e store.Entry, last time.Time, k
 		base = e.UpdatedAt
 	}
 	it.base = base
-	p.arm(it)
+	if p.exclude(name, it) {
+		p.arm(it)
+	}
 }
 
 // remove forgets a deleted schedule. It reports whether slots of it were emitted that are not due yet at now:
@@ -378,6 +393,7 @@ func (p *planner) remove(name string, now time.Time) (ahead bool) {
 	}
 	it.gen++
 	delete(p.items, name)
+	p.unexclude(name)
 	if it.base.After(now) {
 		p.graves[name] = it.base
 		return true
@@ -442,7 +458,8 @@ func (p *planner) arm(it *item) {
 	}
 	next := e.Schedule.Next(it.base)
 	if next.IsZero() {
-		return // past its end
+		p.noteExhausted(it) // past its end, or its calendars exclude every slot for a long time
+		return
 	}
 	d := due{at: e.Schedule.Due(next).Add(-p.lead).UnixNano(), it: it, gen: it.gen}
 	if p.bulk {
@@ -511,10 +528,25 @@ func (p *planner) collect(b *batch, now time.Time, max int) []emission {
 			if n := len(plan.Emit); n > 0 {
 				it.base = plan.Emit[n-1]
 			}
-			if !plan.Next.IsZero() {
+			switch {
+			case !plan.Next.IsZero() && e.Schedule.Skipped():
+				// Everything before Next was considered, but the slots between the last one planned and Next are
+				// excluded ones: the base stops at now (at the last emitted slot, when later), so that a calendar
+				// that stops excluding the slots not yet due before Next gets them emitted (calendars.go).
+				c := plan.Next.Add(-time.Nanosecond)
+				if now.Before(c) {
+					c = now
+				}
+				if c.After(it.base) {
+					it.base = c
+				}
+				p.heap.push(due{at: e.Schedule.Due(plan.Next).Add(-p.lead).UnixNano(), it: it, gen: d.gen})
+			case !plan.Next.IsZero():
 				// Everything before Next was considered: emitted or passed over by the catch-up policy.
 				it.base = plan.Next.Add(-time.Nanosecond)
 				p.heap.push(due{at: e.Schedule.Due(plan.Next).Add(-p.lead).UnixNano(), it: it, gen: d.gen})
+			case e.Schedule.Skipped():
+				p.noteExhausted(it)
 			}
 			if len(plan.Emit) > 0 || plan.Missed > 0 {
 				em := newEmission(it, plan.Emit, plan.Missed)

@@ -374,7 +374,7 @@ func BenchmarkPlannerBuildWithState(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		p := newPlannerFrom(n, maps.All(entries), state, 10*time.Second)
+		p := newPlannerFrom(n, maps.All(entries), state, 10*time.Second, nil)
 		if p.len() != n {
 			b.Fatal(p.len())
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/backfill"
+	"github.com/tickgroup/tickgroup/internal/calendar"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leader"
 	"github.com/tickgroup/tickgroup/internal/schedule"
@@ -225,8 +226,13 @@ func (t *leaderTerm) recover(ctx context.Context) error {
 		return ctx.Err()
 	case <-d.view.Loaded():
 	}
+	// The calendars the planner applies: every one written before the fencing (calendars.go, Failover).
+	if err := t.syncCalendars(ctx); err != nil {
+		return err
+	}
 	// The planner below starts from the View as it is: what changed so far is in it. This term's share is
-	// dropped, or the term would set every schedule a second time (at a cold start, a million names).
+	// dropped, or the term would set every schedule a second time (at a cold start, a million names). So is a
+	// calendar change so far: the planner reads the calendars as they are.
 	d.distribute(k)
 	t.changes.drop()
 	t.loaded = time.Now()
@@ -236,8 +242,14 @@ func (t *leaderTerm) recover(ctx context.Context) error {
 		n = n/t.leaders + n/(16*t.leaders) // about this leader's share: the planner's slab
 	}
 	d.refuseFuture(state, d.cfg.Now(), t.logger)
-	t.pl = newPlannerFrom(n, schedules, state, d.cfg.Lead)
+	var cals func(string) (*calendar.Calendar, bool)
+	if d.cfg.Calendars != nil {
+		cals = d.cfg.Calendars.Get
+	}
+	t.pl = newPlannerFrom(n, schedules, state, d.cfg.Lead, cals)
 	t.planned = time.Now()
+	t.closers = append(t.closers, func() { d.metrics.setWaitingCalendar(k, 0) })
+	t.reportCalendars()
 	adm := kadm.NewClient(cl)
 	t.adm = adm
 	if t.partitions, err = kafka.WorkPartitions(ctx, adm, d.cfg.Names.Work); err != nil {
@@ -315,7 +327,7 @@ func (t *leaderTerm) settle(ctx context.Context) error {
 	pl := t.pl
 	t.closers = append(t.closers, func() { d.metrics.endTerm(pl.optedIn()) })
 	for _, name := range pl.metered {
-		if it, ok := pl.items[name]; ok && it.entry.Schedule.Metrics() {
+		if it, ok := pl.items[name]; ok && it.entry.Schedule.Metrics() && pl.waitingFor(name) == nil {
 			d.metrics.next(name, it.entry, it.base)
 		}
 	}
@@ -350,10 +362,17 @@ func (t *leaderTerm) run(ctx context.Context) error {
 	t.closers = append(t.closers, t.bf.Stop)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var calendarsChanged <-chan struct{} // nil without calendars: never ready
+	if d.cfg.Calendars != nil {
+		calendarsChanged = d.cfg.Calendars.Changed()
+	}
 	for {
 		now := d.cfg.Now()
 		if err := e.emit(ctx, now); err != nil {
 			return err
+		}
+		if len(pl.calNotes.waiting)+len(pl.calNotes.exhausted) > 0 {
+			t.reportCalendars()
 		}
 		if gone := pl.buried(now); len(gone) > 0 {
 			if err := d.tombstone(ctx, t.p, t.k, gone); err != nil {
@@ -388,9 +407,14 @@ func (t *leaderTerm) run(ctx context.Context) error {
 			}
 		case <-d.view.Changed():
 			d.distribute(-1) // to every term of this process; this one's come on changes.notify
+		case <-calendarsChanged:
+			d.distributeCalendars() // likewise
 		case <-t.changes.notify:
 			if err := t.applyChanges(ctx); err != nil {
 				return err
+			}
+			if t.changes.takeCalendars() {
+				t.applyCalendars()
 			}
 			if err := t.bf.Step(ctx); err != nil {
 				return err
@@ -534,7 +558,7 @@ func (t *leaderTerm) applyChanges(ctx context.Context) error {
 				cancels = append(cancels, pauseCancel(name, e))
 			}
 			pl.set(name, e, time.Time{})
-			d.metrics.next(name, e, pl.base(name))
+			t.meterNext(name)
 			t.logger.Info("schedule changed", "schedule", name, "version", e.Version, "paused", e.Spec().Paused)
 		} else if known {
 			t.unparkChanged(name)
@@ -555,6 +579,7 @@ func (t *leaderTerm) applyChanges(ctx context.Context) error {
 		return err
 	}
 	d.metrics.scheduleSeries(pl.entry, t.owned)
+	t.reportCalendars()
 	return nil
 }
 

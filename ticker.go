@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tickgroup/tickgroup/internal/admin"
+	"github.com/tickgroup/tickgroup/internal/calendarstore"
 	"github.com/tickgroup/tickgroup/internal/clock"
 	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
@@ -120,6 +121,7 @@ func NewTicker(cfg TickerConfig) (*Ticker, error) {
 	}
 	t := &Ticker{cfg: cfg, names: cfg.Kafka.internal().Names(), opts: opts, logger: logger}
 	t.ready.Set("schedules", false) // the elector sets "group" (false until it joins, false again once stopping)
+	t.ready.Set("calendars", false)
 	return t, nil
 }
 
@@ -130,7 +132,7 @@ func topicOptions(partitions, replicas int) kafka.TopicOptions {
 		ReplicationFactor: int16(max(min(cmp.Or(replicas, -1), math.MaxInt16), -2))}
 }
 
-// Ready reports whether the replica has read the schedules and joined the group (or is out of the election
+// Ready reports whether the replica has read the schedules and the calendars and joined the group (or is out of the election
 // because of its clock), and if not, why.
 func (t *Ticker) Ready() (bool, string) { return t.ready.Ready() }
 
@@ -145,6 +147,7 @@ func (t *Ticker) Run(ctx context.Context) error {
 	}
 	defer t.running.Store(false)
 	t.ready.Set("schedules", false) // a Run after another: not ready until this one has read them
+	t.ready.Set("calendars", false)
 	reg := scoped(t.cfg.Registerer) // what this Run registers, unregistered when it returns
 	defer reg.release()
 	return runResult(ctx, t.run(ctx, reg.registerer()))
@@ -173,8 +176,12 @@ func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
 		return err
 	}
 	view := store.NewView(withRole("schedules"), names.Schedules, names.DLQ, t.logger, reg)
+	// Every replica follows the calendars, as it follows the schedules: a term reads them to their end before it
+	// plans (dispatch, calendars.go), and a standby's are warm.
+	calendars := calendarstore.NewView(withRole("calendars"), names.Calendars, t.logger, reg)
 	disp, err := dispatch.New(dispatch.Config{
 		Names:              names,
+		Calendars:          calendars,
 		TransactionTimeout: cfg.TransactionTimeout,
 		Lead:               cfg.Lead,
 		PoolRetry:          cfg.PoolRetry,
@@ -225,6 +232,7 @@ func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return view.Run(gctx) })
+	g.Go(func() error { return calendars.Run(gctx) })
 	g.Go(func() error { return disp.Follow(gctx) })
 	g.Go(func() error { return clk.Run(gctx) })
 	g.Go(func() error { return elector.Run(gctx) })
@@ -233,6 +241,14 @@ func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
 		case <-gctx.Done():
 		case <-view.Loaded():
 			t.ready.Set("schedules", true)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		select {
+		case <-gctx.Done():
+		case <-calendars.Loaded():
+			t.ready.Set("calendars", true)
 		}
 		return nil
 	})

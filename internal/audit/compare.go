@@ -52,8 +52,9 @@ const (
 type expectation struct {
 	slot     time.Time
 	shard    int
-	sched    *schedule.Schedule
+	sched    *schedule.Schedule // with its calendars, as in force when the slot fell due
 	optional bool
+	excluded bool // the calendars exclude it: not expected (calendars.go)
 }
 
 // Compare derives the expected ticks of every schedule in l from its retained definitions and compares them
@@ -206,13 +207,21 @@ func compareSchedule(l *Log, idx *emissionIndex, name string, ticks []*Tick, o O
 	auditedTo := o.To
 	if defined {
 		var last time.Time
-		n, truncated := deriveExpected(def, audited, o, func(id string, e expectation) {
-			expected[id] = e
+		n, truncated := deriveExpected(def, audited, l.Calendars, o, func(id string, e expectation) {
 			last = e.slot
+			if e.excluded {
+				sr.Excluded++ // never missing; a tick of it emitted anyway is unexpected (below)
+				return
+			}
+			expected[id] = e
 		})
 		if truncated {
 			auditedTo = last // later ticks were not derived: they cannot be called unexpected
 			sr.Notes = append(sr.Notes, fmt.Sprintf("more than %d expected ticks: only the first %d are compared; narrow --from/--to", o.MaxTicks, n))
+		}
+		if l.CalendarsPartial && def.excludes() {
+			sr.Notes = append(sr.Notes, "the calendars topic no longer holds every record (compaction): before a calendar's oldest "+
+				"retained record, the calendar is taken as that record defines it, which may not be what the leader used then")
 		}
 	}
 
@@ -382,7 +391,11 @@ func dataCoverage(l *Log, name string, def *Definition) time.Time {
 // With a lead L, the slots due up to L after a change may have been emitted under the version before it (they
 // run, or are cancelled by a pause or a deletion): they are optional under that version, and the next version
 // starts after them.
-func deriveExpected(def *Definition, from time.Time, o Options, fn func(string, expectation)) (int, bool) {
+//
+// A version that excludes calendars classifies each slot by the calendars in force over its span (calendars.go):
+// an excluded slot is passed to fn marked excluded (and counts towards o.MaxTicks: it is derived too), one the
+// calendars' changes make uncertain is optional.
+func deriveExpected(def *Definition, from time.Time, cals map[string][]CalendarVersion, o Options, fn func(string, expectation)) (int, bool) {
 	n := 0
 	var carry time.Time // a running leader's base after the previous version: its next slot, minus 1ns
 	for i, v := range def.Versions {
@@ -412,6 +425,7 @@ func deriveExpected(def *Definition, from time.Time, o Options, fn func(string, 
 			}
 		}
 		shards := max(spec.Shards, 1)
+		ep := epochsOf(sched, cals)
 		after := v.At // the leader never catches up slots at or before a change
 		if !from.IsZero() && from.Add(-time.Nanosecond).After(after) {
 			after = from.Add(-time.Nanosecond)
@@ -430,11 +444,18 @@ func deriveExpected(def *Definition, from time.Time, o Options, fn func(string, 
 					optional = true
 				}
 			}
+			x := expectation{slot: s, sched: sched, optional: optional}
+			if ep != nil {
+				var uncertain bool
+				x.excluded, uncertain, x.sched = ep.classify(s, due, o)
+				x.optional = x.optional || uncertain
+			}
 			for shard := range shards {
 				if n >= o.MaxTicks {
 					return n, true
 				}
-				fn(tick.ID(def.Name, s, shard, shards), expectation{slot: s, shard: shard, sched: sched, optional: optional})
+				x.shard = shard
+				fn(tick.ID(def.Name, s, shard, shards), x)
 				n++
 			}
 		}

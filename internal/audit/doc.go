@@ -1,5 +1,5 @@
 // Package audit answers "did every slot run exactly once?" from Kafka alone: it reads a namespace's schedules,
-// work and results topics (Read), derives from each schedule's retained definitions the slots that should exist
+// work and results topics (and its calendars, when a schedule excludes one) (Read), derives from each schedule's retained definitions the slots that should exist
 // in a time range, and compares them with what was emitted and executed (Compare). `ticker audit` and
 // `ticker history` print its Report.
 //
@@ -31,6 +31,15 @@
 // milliseconds after it), and those after a change but not after the previous version's next slot (a running
 // leader keeps that slot as its base, a new term starts from the change time). Each expected slot is expected
 // once per shard of the version in force (the unit of every count is a tick: slot x shard).
+//
+// # Calendars
+//
+// A version that excludes calendars (on_excluded skip) expects only the slots its calendars leave. The calendars
+// topic is read whole when a retained version excludes one, each record a version of its calendar; a slot is
+// decided by the calendar versions in force from its due time less the lead to its instant: excluded when
+// they all exclude it (Counts.Excluded: never missing, unexpected if emitted anyway), optional when they
+// disagree or a calendar it names did not exist, expected otherwise (calendars.go). Before a calendar's oldest
+// retained record (compaction), the calendar is taken as that record defines it, and the report says so.
 //
 // # Missing, passed over, pending
 //

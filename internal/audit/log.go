@@ -32,6 +32,12 @@ type Log struct {
 	// its since: its older records were not read, and it is covered only from the first one read (WorkFrom,
 	// ResultsFrom), so Compare does not call earlier slots missing.
 	Truncated bool
+	// Calendars are the retained versions of each calendar, by name, in time order: read only when a retained
+	// schedule version excludes calendars (calendars.go).
+	Calendars map[string][]CalendarVersion
+	// CalendarsPartial is set when older records of the calendars topic are gone (compaction): a calendar is
+	// then taken, before its oldest retained record, as that record defines it.
+	CalendarsPartial bool
 
 	scheduleGaps []gap // offset ranges of the schedules topic that are no longer retained
 	// terms are, with ReadSchedule, the first and last emission of each leader term (producer epoch) among the
@@ -153,6 +159,16 @@ func (d *Definition) stoppedAfter(t *Tick) bool {
 		}
 		// A pause with an end cancels only the slots before it.
 		if u := v.Schedule.PausedUntil(); u != nil && t.Slot.Before(*u) {
+			return true
+		}
+	}
+	return false
+}
+
+// excludes reports whether a retained version of d excludes calendars.
+func (d *Definition) excludes() bool {
+	for _, v := range d.Versions {
+		if v.Schedule != nil && len(v.Schedule.Exclude()) > 0 {
 			return true
 		}
 	}

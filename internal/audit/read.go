@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/calendarstore"
 	"github.com/tickgroup/tickgroup/internal/cancel"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
@@ -49,6 +51,9 @@ func ReadRecent(ctx context.Context, opts []kgo.Opt, names kafka.Names, since ti
 	}
 	if p := parts[0]; p != nil {
 		r.l.scheduleGaps = p.gaps
+	}
+	if err := r.readCalendars(ctx, opts, names); err != nil {
+		return nil, err
 	}
 	pools, err := r.pools(ctx, opts, names)
 	if err != nil {
@@ -150,6 +155,42 @@ func (r *reader) schedule(rec *kgo.Record) {
 		return
 	}
 	r.l.AddVersion(name, rec.Offset, rec.Timestamp, sched)
+}
+
+// readCalendars reads the calendars topic whole, every record a version of one calendar, when a retained
+// schedule version excludes calendars (calendars.go): an audit of schedules without calendars needs no Read on
+// the topic. A namespace without the topic has no calendar.
+func (r *reader) readCalendars(ctx context.Context, opts []kgo.Opt, names kafka.Names) error {
+	if !r.l.excludes() {
+		return nil
+	}
+	parts, err := readTopic(ctx, opts, names.Calendars, r.calendar, span{})
+	switch {
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return nil
+	case err != nil:
+		return err
+	}
+	if p := parts[0]; p != nil && len(p.gaps) > 0 {
+		r.l.CalendarsPartial = true
+	}
+	return nil
+}
+
+// calendar applies a calendars-topic record: a version of its calendar, or a deletion. A record that is no valid
+// calendar of its key is skipped, as the leader's View refuses it (the calendar keeps its last valid version).
+func (r *reader) calendar(rec *kgo.Record) {
+	name := string(rec.Key)
+	if rec.Value == nil {
+		r.l.AddCalendarVersion(name, rec.Timestamp, nil)
+		return
+	}
+	c, err := calendarstore.Decode(name, rec.Value)
+	if err != nil {
+		r.l.Undecodable++
+		return
+	}
+	r.l.AddCalendarVersion(name, rec.Timestamp, c)
 }
 
 // work applies a work-topic record: an emission of its tick.

@@ -69,6 +69,9 @@ type Counts struct {
 	Pending int `json:"pending"`
 	// Unexpected: emitted ticks the definitions do not produce.
 	Unexpected int `json:"unexpected"`
+	// Excluded: ticks of slots that the schedule's calendars exclude (on_excluded skip): not expected, never
+	// missing (a tick of one that was emitted anyway is unexpected).
+	Excluded int `json:"excluded"`
 	// Outcomes counts ticks by their (first) outcome status.
 	Outcomes map[string]int `json:"outcomes"`
 }
@@ -89,6 +92,7 @@ func (c *Counts) add(o Counts) {
 	c.PassedOver += o.PassedOver
 	c.Pending += o.Pending
 	c.Unexpected += o.Unexpected
+	c.Excluded += o.Excluded
 	for k, v := range o.Outcomes {
 		c.Outcomes[k] += v
 	}

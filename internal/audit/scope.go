@@ -87,6 +87,9 @@ func readSchedule(ctx context.Context, opts []kgo.Opt, names kafka.Names, s Scop
 	if p := parts[0]; p != nil {
 		r.l.scheduleGaps = p.gaps // of every key: a version of this one may be in any gap
 	}
+	if err := r.readCalendars(ctx, opts, names); err != nil {
+		return nil, err
+	}
 	shards, pools := s.reach(names, r.l.Definitions[name])
 	limits := limitsOf(r.l.Definitions[name])
 	for _, pool := range pools {

@@ -144,7 +144,7 @@ func runFacts(l *audit.Log, entries map[string]store.Entry, rep *Report, o Optio
 		if sr := bySched[s.Name]; sr != nil {
 			s.MissedSlots = missedSlots(sr)
 			missed = len(s.MissedSlots)
-			s.Notes = sr.Notes
+			s.Notes = append(s.Notes, sr.Notes...)
 		}
 		s.Missed = &missed
 	}

@@ -28,6 +28,8 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/audit"
 	"github.com/tickgroup/tickgroup/internal/backfill"
+	"github.com/tickgroup/tickgroup/internal/calendar"
+	"github.com/tickgroup/tickgroup/internal/calendarstore"
 	"github.com/tickgroup/tickgroup/internal/clock"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leaderstate"
@@ -241,6 +243,10 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	if err != nil {
 		return nil, err
 	}
+	waiting, err := withCalendars(ctx, opts, adm, names, entries)
+	if err != nil {
+		return nil, err
+	}
 	// The runs (audit.Read) take the longest: they are read while the rest is.
 	runs := startRuns(ctx, opts, names, adm, o)
 	defer runs.stop() // an early return: the read is not needed any more
@@ -256,7 +262,7 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	}
 	leaderEpochs(rep, state)
 	brokenKeys(rep, broken)
-	scheduleInfos(rep, entries, state, o)
+	scheduleInfos(rep, entries, state, waiting, o)
 	if err := poolsLag(ctx, opts, adm, names, rep); err != nil {
 		return nil, err
 	}
@@ -294,6 +300,39 @@ func loadSchedules(ctx context.Context, opts []kgo.Opt, names kafka.Names, names
 		broken = slices.DeleteFunc(broken, func(b store.Broken) bool { return b.Name != o.Schedule })
 	}
 	return entries, broken, u, nil
+}
+
+// withCalendars gives each schedule of entries that excludes calendars its slots under them, as they are now
+// (calendar.Apply, skip: the leader's sequence), so that its next slots are those the leader will emit (the
+// console shows them too, from Report.Entries). It reads the calendars topic only when a schedule excludes a
+// calendar. It returns the schedules that exclude a calendar the namespace does not have, with those calendars:
+// their leader waits, and they are shown without a next slot.
+func withCalendars(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, names kafka.Names, entries map[string]store.Entry) (map[string][]string, error) {
+	excluding := false
+	for _, e := range entries {
+		excluding = excluding || len(e.Schedule.Exclude()) > 0
+	}
+	if !excluding {
+		return nil, nil
+	}
+	cals, err := calendarstore.Load(ctx, opts, adm, names.Calendars)
+	if err != nil {
+		return nil, err
+	}
+	waiting := map[string][]string{}
+	for name, e := range entries {
+		if len(e.Schedule.Exclude()) == 0 {
+			continue
+		}
+		s, missing := calendar.Apply(e.Schedule, calendar.Getter(cals))
+		if len(missing) > 0 {
+			waiting[name] = missing
+			continue
+		}
+		e.Schedule = s
+		entries[name] = e
+	}
+	return waiting, nil
 }
 
 // runsRead is the read of the runs (readRuns) that Collect starts first and takes last.
@@ -414,8 +453,8 @@ func brokenKeys(rep *Report, broken []store.Broken) {
 }
 
 // scheduleInfos adds each schedule, by name: its definition, leader, last slot (state) and next slot, and with
-// o.Schedule its zone and next slots.
-func scheduleInfos(rep *Report, entries map[string]store.Entry, state map[string]leaderstate.State, o Options) {
+// o.Schedule its zone and next slots; a schedule waiting for calendars (withCalendars) has none, and a note.
+func scheduleInfos(rep *Report, entries map[string]store.Entry, state map[string]leaderstate.State, waiting map[string][]string, o Options) {
 	for _, e := range store.Sorted(entries) {
 		s := e.Spec()
 		info := Schedule{Name: s.Name, Pool: cmp.Or(e.Schedule.Pool(), kafka.DefaultPool), Schedule: s.Describe(), Paused: s.Paused, Version: e.Version,
@@ -430,6 +469,12 @@ func scheduleInfos(rep *Report, entries map[string]store.Entry, state map[string
 		}
 		info.PausedUntil, info.PauseReason = s.PausedUntil, s.PauseReason
 		info.Limit, info.Priority = s.Limit, s.Priority
+		if missing := waiting[s.Name]; len(missing) > 0 {
+			info.Notes = append(info.Notes, fmt.Sprintf("excludes %s, which the namespace does not have: the leader emits nothing of it until %s",
+				strings.Join(missing, ", "), pluralIt(len(missing))))
+			rep.Schedules = append(rep.Schedules, info)
+			continue
+		}
 		// A pause with an end is a later start (Schedule.Next knows it): its next slot is the first after the end.
 		if next := e.Schedule.Next(base); !next.IsZero() && !e.Schedule.Paused() {
 			info.NextSlot = &next
@@ -439,6 +484,14 @@ func scheduleInfos(rep *Report, entries map[string]store.Entry, state map[string
 		}
 		rep.Schedules = append(rep.Schedules, info)
 	}
+}
+
+// pluralIt is "it exists" or "they exist".
+func pluralIt(n int) string {
+	if n == 1 {
+		return "it exists"
+	}
+	return "they exist"
 }
 
 // poolsLag adds the lag of every pool the schedules name, the default pool first, and the default pool's as

@@ -66,6 +66,6 @@
 // A schedule's calendars (package calendar) take the slots of excluded days out of its sequence. This package
 // knows no calendar: Skipping gives a copy of a schedule whose Next steps over the slots a Skip takes out, so
 // that every plan (the catch-up policies count the kept slots only) and every reader of slots sees one sequence,
-// still strictly increasing. Next looks at most MaxSkip ahead, and a schedule whose every slot is taken out for
-// that long has no next slot.
+// still strictly increasing. Next's search is bounded (MaxSkip, MaxSkipSteps): a schedule whose every slot is
+// taken out for longer has no next slot.
 package schedule

@@ -12,11 +12,17 @@ import "time"
 // 86,400 steps.
 type Skip func(slot time.Time) (skipped bool, until time.Time)
 
-// MaxSkip bounds how far past its argument a skipping schedule's Next looks for a slot that its Skip keeps.
-// A calendar always leaves a working day within 366 days; only several calendars that together exclude every
-// day (or every day on which the schedule has a slot) exhaust it, and Next then returns the zero time, as past
-// End: the schedule has no next slot (SkipExhausted tells the two apart).
-const MaxSkip = 400 * 24 * time.Hour
+// MaxSkip and MaxSkipSteps bound a skipping schedule's search for a slot that its Skip keeps: Next gives up once
+// it has tested more than MaxSkipSteps slots the Skip took out (with a calendar's Skip, each a whole excluded
+// day) and reached more than MaxSkip past the first slot it tested. A calendar always leaves a working day
+// within 366 days; only several calendars that together exclude every day (or every day on which the schedule
+// has a slot) exhaust the search, and Next then returns the zero time, as past End: the schedule has no next
+// slot (SkipExhausted tells the two apart). Both bounds must be passed, so that a sparse schedule (a yearly
+// one, or one whose Start is years away) is never cut short by the time alone, and a dense one never spins.
+const (
+	MaxSkip      = 400 * 24 * time.Hour
+	MaxSkipSteps = 1000
+)
 
 // Skipping returns a copy of s whose slots are those of s that skip keeps: Next, Upcoming, Plan and every plan
 // step over the slots skip takes out, so that the leader and every reader of the slots (next runs, a backfill,
@@ -43,12 +49,17 @@ func (s *Schedule) SkipExhausted(after time.Time) bool {
 	return exhausted
 }
 
-// nextKept is Next for a schedule with a Skip: the first slot after `after` that the Skip keeps, searched up to
-// MaxSkip past after; exhausted when the search ended there rather than at End.
+// nextKept is Next for a schedule with a Skip: the first slot after `after` that the Skip keeps, searched within
+// MaxSkip and MaxSkipSteps; exhausted when the search ended there rather than at End.
 func (s *Schedule) nextKept(after time.Time) (t time.Time, exhausted bool) {
-	limit := after.Add(MaxSkip)
-	for t = s.next(after); !t.IsZero(); t = s.next(after) {
-		if t.After(limit) {
+	var limit time.Time
+	for steps := 0; ; steps++ {
+		if t = s.next(after); t.IsZero() {
+			return time.Time{}, false
+		}
+		if steps == 0 {
+			limit = t.Add(MaxSkip)
+		} else if steps > MaxSkipSteps && t.After(limit) {
 			return time.Time{}, true
 		}
 		skipped, until := s.x.skip(t)
@@ -62,5 +73,4 @@ func (s *Schedule) nextKept(after time.Time) (t time.Time, exhausted bool) {
 			after = until.Add(-time.Nanosecond)
 		}
 	}
-	return time.Time{}, false
 }

@@ -49,6 +49,11 @@ type View struct {
 	// grows: Sync waits on it.
 	read     int64
 	advanced chan struct{}
+	// adm is Run's client's, for Sync (a client of Sync's own would register the connection options' metrics
+	// hooks a second time); running is closed once it is set.
+	adm         *kadm.Client
+	running     chan struct{}
+	runningOnce sync.Once
 }
 
 // NewView returns a View of topic. opts are the connection options (kafka.Config.Opts); Run adds its own.
@@ -64,6 +69,7 @@ func NewView(opts []kgo.Opt, topic string, logger *slog.Logger, reg prometheus.R
 		loaded:    make(chan struct{}),
 		changed:   make(chan struct{}, 1),
 		advanced:  make(chan struct{}),
+		running:   make(chan struct{}),
 	}
 }
 
@@ -104,6 +110,10 @@ func (v *View) Run(ctx context.Context) error {
 		return fmt.Errorf("calendars: client: %w", err)
 	}
 	defer cl.Close()
+	v.mu.Lock()
+	v.adm = kadm.NewClient(cl)
+	v.mu.Unlock()
+	v.runningOnce.Do(func() { close(v.running) })
 	end, err := v.waitTopic(ctx, kadm.NewClient(cl))
 	if err != nil {
 		return stopped(ctx, err)
@@ -213,15 +223,19 @@ func (v *View) follow(ctx context.Context, cl *kgo.Client, end int64) error {
 // that must not act on calendars older than the ones written so far (a new leader term, package dispatch) calls
 // it before it reads them. It returns nil at once when there is no calendars topic (no calendar), an error
 // naming the permission when reading the topic is refused, and ctx's error when ctx ends first. It needs Run to
-// be running. The topic's writers write no transactions, so its last stable offset follows a record; a topic
-// that ends in transaction markers (a hand-made writer's) keeps Sync waiting until ctx ends: callers bound it.
+// be running (it waits for Run to start). The topic's writers write no transactions, so its last stable offset
+// follows a record; a topic that ends in transaction markers (a hand-made writer's) keeps Sync waiting until ctx
+// ends: callers bound it.
 func (v *View) Sync(ctx context.Context) error {
-	cl, err := kgo.NewClient(v.opts...)
-	if err != nil {
-		return fmt.Errorf("calendars: client: %w", err)
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("reading the calendars: the view is not running: %w", ctx.Err())
+	case <-v.running:
 	}
-	end, err := lastStable(ctx, kadm.NewClient(cl), v.topic)
-	cl.Close()
+	v.mu.Lock()
+	adm := v.adm
+	v.mu.Unlock()
+	end, err := lastStable(ctx, adm, v.topic)
 	switch {
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
 		return nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tickgroup/tickgroup/internal/calendar"
 	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 )
@@ -145,21 +146,50 @@ func ValidID(id string) bool {
 
 // Slots returns the slots of s in [from, to), at most limit+1 of them (so that a caller sees the range is too
 // long). The slots are the definition's whatever its pause: a backfill runs past slots a pause left out too.
-func Slots(spec schedule.Spec, from, to time.Time, limit int) ([]time.Time, error) {
+// A schedule that excludes calendars has as slots those its calendars (found by cals, as they are now) leave
+// (calendar.Apply, skip), as the leader's: excluded counts the others of the range (at most 1,000,000). A
+// calendar it excludes that cals does not find is an error: its days would run.
+func Slots(spec schedule.Spec, from, to time.Time, limit int, cals func(string) (*calendar.Calendar, bool)) (slots []time.Time, excluded int, err error) {
 	spec.Paused, spec.PausedUntil, spec.PauseReason = false, nil, ""
-	s, err := spec.Compile()
+	raw, err := spec.Compile()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var out []time.Time
-	for at := s.Next(from.Add(-time.Nanosecond)); !at.IsZero() && at.Before(to); at = s.Next(at) {
-		out = append(out, at)
-		if len(out) > limit {
-			break
+	s := raw
+	if len(spec.Exclude) > 0 {
+		if cals == nil {
+			cals = calendar.Getter(nil)
+		}
+		var missing []string
+		if s, missing = calendar.Apply(raw, cals); len(missing) > 0 {
+			return nil, 0, fmt.Errorf("schedule %s excludes %s, which the namespace does not have: the slots of the days it excludes are unknown",
+				errlimit.Quote(spec.Name), strings.Join(missing, ", "))
 		}
 	}
-	return out, nil
+	for at := s.Next(from.Add(-time.Nanosecond)); !at.IsZero() && at.Before(to) && len(slots) <= limit; at = s.Next(at) {
+		slots = append(slots, at)
+	}
+	if s == raw {
+		return slots, 0, nil
+	}
+	// The excluded slots of the range (of the part listed, when it is too long), counted up to maxExcluded.
+	end := to
+	if len(slots) > limit {
+		end = slots[len(slots)-1]
+	}
+	kept := 0
+	for at := raw.Next(from.Add(-time.Nanosecond)); !at.IsZero() && at.Before(end) && excluded < maxExcluded; at = raw.Next(at) {
+		if kept < len(slots) && at.Equal(slots[kept]) {
+			kept++
+			continue
+		}
+		excluded++
+	}
+	return slots, excluded, nil
 }
+
+// maxExcluded bounds the count of excluded slots Slots makes (a 1s schedule's excluded week is 604,800 slots).
+const maxExcluded = 1_000_000
 
 // Validate checks a request as a reader must before acting on it: anyone with Write on the topic can write one.
 func (r *Request) Validate() error {

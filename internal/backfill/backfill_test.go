@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/calendar"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 )
 
@@ -31,7 +32,7 @@ func TestSlots(t *testing.T) {
 			time.Date(2026, 3, 28, 1, 30, 0, 0, time.UTC)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Slots(tc.spec, tc.from, tc.to, MaxSlots)
+			got, _, err := Slots(tc.spec, tc.from, tc.to, MaxSlots, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,9 +41,32 @@ func TestSlots(t *testing.T) {
 			}
 		})
 	}
-	got, _ := Slots(schedule.Spec{Name: "a", Every: schedule.Duration(time.Second)}, t0, t0.Add(time.Hour), 10)
+	got, _, _ := Slots(schedule.Spec{Name: "a", Every: schedule.Duration(time.Second)}, t0, t0.Add(time.Hour), 10, nil)
 	if len(got) != 11 {
 		t.Fatalf("a range beyond the limit: %d slots, want limit+1", len(got))
+	}
+}
+
+// TestSlotsCalendars: a backfill's slots are those the schedule's calendars leave, the excluded ones counted; a
+// calendar the namespace does not have is an error.
+func TestSlotsCalendars(t *testing.T) {
+	hol, err := calendar.Spec{Name: "hol", Dates: []string{"2026-12-02"}}.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cals := calendar.Getter(map[string]*calendar.Calendar{"hol": hol})
+	spec := schedule.Spec{Name: "a", Every: schedule.Duration(time.Hour), Exclude: []string{"hol"}}
+	got, excluded, err := Slots(spec, t0, t0.Add(72*time.Hour), MaxSlots, cals)
+	if err != nil || len(got) != 48 || excluded != 24 || !got[24].Equal(t0.Add(48*time.Hour)) {
+		t.Fatalf("%d slots (the 25th %v), %d excluded, %v; want 48, the 3rd's first, 24", len(got), got[24], excluded, err)
+	}
+	got, excluded, _ = Slots(spec, t0, t0.Add(72*time.Hour), 30, cals)
+	if len(got) != 31 || excluded != 24 {
+		t.Errorf("beyond the limit: %d slots, %d excluded; want 31, 24", len(got), excluded)
+	}
+	spec.Exclude = []string{"hol", "gone"}
+	if _, _, err := Slots(spec, t0, t0.Add(time.Hour), MaxSlots, cals); err == nil || !strings.Contains(err.Error(), `excludes gone, which the namespace does not have`) {
+		t.Errorf("a calendar the namespace lacks: %v", err)
 	}
 }
 

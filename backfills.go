@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/backfill"
+	"github.com/tickgroup/tickgroup/internal/calendar"
 	"github.com/tickgroup/tickgroup/internal/changelog"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 )
@@ -56,8 +57,12 @@ type Backfill struct {
 	From, To   time.Time
 	Reprocess  Reprocess
 	MaxRunning int
-	// Slots are every slot of the range, in order, with what the backfill does with each.
+	// Slots are every slot of the range, in order, with what the backfill does with each: the slots its calendars
+	// leave (Schedule.Exclude, as the calendars are now), as the leader's.
 	Slots []BackfillSlot
+	// Excluded counts the slots of the range that the schedule's calendars exclude: they are not its slots, and
+	// the backfill runs none of them (at most 1,000,000 are counted).
+	Excluded int
 }
 
 // BackfillSlot is one slot of a backfill's range.
@@ -90,8 +95,9 @@ func (b Backfill) Runs() []time.Time {
 var ErrNothingToBackfill = errors.New("no slot of the range is to run")
 
 // Backfill runs the past slots of schedule name in [from, to) again: every slot of the range by the schedule's
-// definition and zone (its pause aside; slots before its start or after its end are not its slots), before the
-// schedule was created too, that opts.Reprocess selects. The leader of the schedule emits one tick per slot and
+// definition and zone (its pause aside; slots before its start or after its end are not its slots, nor are
+// those its calendars exclude, as they are now), before the schedule was created too, that opts.Reprocess
+// selects. The leader of the schedule emits one tick per slot and
 // shard, marked (Tick.Backfill, TICK_BACKFILL=1), with an ID that collides with no other tick, at most
 // opts.MaxRunning slots without an outcome at once, in slot order; its progress commits in the same
 // transactions as its ticks, so a leader killed midway loses and doubles none. A backfill runs whether or not
@@ -126,14 +132,20 @@ func (s *Schedules) Backfill(ctx context.Context, name string, from, to time.Tim
 		return Backfill{}, err
 	}
 	spec := e.Spec()
-	slots, err := backfill.Slots(spec, from, to, backfill.MaxSlots)
+	var cals map[string]*calendar.Calendar
+	if len(spec.Exclude) > 0 {
+		if cals, err = s.loadCalendars(ctx); err != nil {
+			return Backfill{}, err
+		}
+	}
+	slots, excluded, err := backfill.Slots(spec, from, to, backfill.MaxSlots, calendar.Getter(cals))
 	if err != nil {
 		return Backfill{}, err
 	}
 	if len(slots) > backfill.MaxSlots {
 		return Backfill{}, fmt.Errorf("backfill: the range holds more than %d slots of %s: split it", backfill.MaxSlots, name)
 	}
-	plan := Backfill{Schedule: name, From: from.UTC(), To: to.UTC(), Reprocess: Reprocess(re), MaxRunning: o.MaxRunning}
+	plan := Backfill{Schedule: name, From: from.UTC(), To: to.UTC(), Reprocess: Reprocess(re), MaxRunning: o.MaxRunning, Excluded: excluded}
 	var outs backfill.Outcomes
 	if len(slots) > 0 { // with all too: the plan shows each slot's last outcome
 		if outs, err = s.outcomes(ctx, e.Schedule.Pool(), name, e.Schedule.Shards(), e.Schedule.Limit(), slots[0]); err != nil {

@@ -21,15 +21,17 @@ import (
 	"github.com/tickgroup/tickgroup/internal/store"
 )
 
-// excludeSupported says whether this build's leader honours Schedule.Exclude. It does not yet: it would emit the
-// slots of the excluded days, so Put, Plan, Apply, Write, PlanFile and WriteFile refuse a schedule that excludes
-// a calendar (ErrInvalidChange), rather than store what nobody honours. The calendars themselves are written and
-// read as this build's writers will use them. The build whose leader, next runs, backfill, status and audit
-// honour the calendars turns it on.
-const excludeSupported = false
+// honoured reports whether this build's leader honours the policy p for an excluded slot (Schedule.OnExcluded):
+// OnExcludedSkip (and "", which is it) alone. The leader, next runs, a backfill, ticker status and ticker audit
+// skip an excluded slot; none of them moves one yet. So Put, Plan, Apply, Write, PlanFile and WriteFile refuse a
+// schedule with a move policy (ErrInvalidChange), rather than store a policy that the leader would run as skip.
+// The build whose leader moves slots honours the others.
+func honoured(p OnExcluded) bool { return p == "" || p == OnExcludedSkip }
 
-// errExcludeUnsupported is the refusal of a schedule with Exclude while excludeSupported is off.
-var errExcludeUnsupported = errors.New("schedules cannot exclude calendars yet: the leader does not honour them in this build")
+// errMoveUnsupported is the refusal of a schedule whose policy honoured refuses (a valid one: Validate ran first).
+func errMoveUnsupported(p OnExcluded) error {
+	return fmt.Errorf("on_excluded %s is not supported yet: the leader honours %s only", p, OnExcludedSkip)
+}
 
 // Calendar is a named calendar of excluded days, which schedules exclude (Schedule.Exclude): a day is excluded
 // when its date in the calendar's zone TZ is one of Dates, lies in one of Ranges, or falls on one of Weekdays. A
@@ -296,19 +298,17 @@ func (s *Schedules) loadCalendars(ctx context.Context) (map[string]*calendar.Cal
 	return calendarstore.Load(ctx, opts, kadm.NewClient(s.cl), s.names.Calendars)
 }
 
-// calendarsFor returns the calendars when a spec of specs excludes one and this client may write such a spec,
-// and nil (with no read) otherwise: a namespace without calendars, and an operator without a permission on
-// their topic, write schedules as before.
+// calendarsFor returns the calendars when a spec of specs excludes one, and nil (with no read) otherwise: a
+// namespace without calendars, and an operator without a permission on their topic, write schedules as before.
 func (s *Schedules) calendarsFor(ctx context.Context, specs []schedule.Spec) (map[string]*calendar.Calendar, error) {
-	if !s.excludeOK || !slices.ContainsFunc(specs, func(sp schedule.Spec) bool { return len(sp.Exclude) > 0 }) {
+	if !slices.ContainsFunc(specs, func(sp schedule.Spec) bool { return len(sp.Exclude) > 0 }) {
 		return nil, nil
 	}
 	return s.loadCalendars(ctx)
 }
 
-// checkCalendars refuses the schedules of specs that exclude a calendar the namespace does not have
-// (ErrInvalidChange), naming at most maxRefusals of them; while excludeSupported is off, every schedule that
-// excludes one.
+// checkCalendars refuses the schedules of specs that exclude a calendar the namespace does not have, or that
+// move excluded slots (honoured) (ErrInvalidChange), naming at most maxRefusals of them.
 func (s *Schedules) checkCalendars(ctx context.Context, specs []schedule.Spec) error {
 	cals, err := s.calendarsFor(ctx, specs)
 	if err != nil {
@@ -317,8 +317,8 @@ func (s *Schedules) checkCalendars(ctx context.Context, specs []schedule.Spec) e
 	return s.checkExcludes(cals, specs)
 }
 
-// checkExcludes refuses the schedules of specs that exclude a calendar cals does not have, or any calendar
-// while excludeSupported is off.
+// checkExcludes refuses the schedules of specs that exclude a calendar cals does not have, or whose policy for
+// an excluded slot this build does not honour (unless movesOK).
 func (s *Schedules) checkExcludes(cals map[string]*calendar.Calendar, specs []schedule.Spec) error {
 	var errs []error
 	n := 0
@@ -327,8 +327,8 @@ func (s *Schedules) checkExcludes(cals map[string]*calendar.Calendar, specs []sc
 			continue
 		}
 		err := calendarstore.CheckExclude(sp.Name, sp.Exclude, cals)
-		if !s.excludeOK {
-			err = fmt.Errorf("schedule %s: exclude: %w", errlimit.Quote(sp.Name), errExcludeUnsupported)
+		if p := OnExcluded(sp.OnExcluded); !s.movesOK && !honoured(p) {
+			err = fmt.Errorf("schedule %s: %w", errlimit.Quote(sp.Name), errMoveUnsupported(p))
 		}
 		if err != nil {
 			if n++; n <= maxRefusals {

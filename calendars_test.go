@@ -43,10 +43,10 @@ func unchanged(t *testing.T, s *Schedules, what string, before map[string]int64)
 
 func cron(name, expr string) Schedule { return Schedule{Name: name, Cron: expr, TZ: "Europe/Berlin"} }
 
-// TestCalendarsLifecycle: a calendar is validated before anything is written; while this build's leader does
-// not honour Exclude, no schedule may set it; with the switch on (the test hook), a schedule excludes only
-// calendars that exist, and a calendar is deleted only once no schedule excludes it; every change is in the
-// change log, confirmed, with the calendars before and after. No refusal writes anything.
+// TestCalendarsLifecycle: a calendar is validated before anything is written; a schedule that moves its excluded
+// slots is refused (this build's leader honours skip only); a schedule excludes only calendars that exist, its
+// next runs skip the days they exclude, and a calendar is deleted only once no schedule excludes it; every
+// change is in the change log, confirmed, with the calendars before and after. No refusal writes anything.
 func TestCalendarsLifecycle(t *testing.T) {
 	t.Parallel()
 	s, ctx := newKfakeSchedules(t, "calendars-test")
@@ -81,18 +81,22 @@ func TestCalendarsLifecycle(t *testing.T) {
 		t.Errorf("DeleteCalendar of an unknown calendar: %v", err)
 	}
 
-	// This build refuses every schedule that excludes a calendar, known or not, by every write path.
+	// This build's leader honours skip only: a schedule that moves its excluded slots is refused by every write
+	// path, the calendar known or not.
 	daily := cron("close", "0 18 * * *")
 	daily.Exclude = []string{"de"}
+	moved := daily
+	moved.OnExcluded = OnExcludedNextBusinessDay
 	before = ends(t, s)
-	refused(t, "Put with exclude", s.Put(ctx, daily), `schedule "close": exclude: schedules cannot exclude calendars yet: the leader does not honour them in this build`)
-	refused(t, "Apply with exclude", func() error { _, err := s.Apply(ctx, []Schedule{daily}, false); return err }(), "cannot exclude calendars yet")
-	refused(t, "Write with exclude", s.Write(ctx, []Change{{Op: ChangeCreate, Name: "close", Schedule: daily}}), "cannot exclude calendars yet")
-	_, err := s.PlanFile(ctx, ApplyFile{Schedules: []Schedule{daily}}, false)
-	refused(t, "PlanFile with exclude", err, "cannot exclude calendars yet")
-	unchanged(t, s, "schedules with exclude", before)
+	refused(t, "Put with a move", s.Put(ctx, moved), `schedule "close": on_excluded next_business_day is not supported yet: the leader honours skip only`)
+	refused(t, "Apply with a move", func() error { _, err := s.Apply(ctx, []Schedule{moved}, false); return err }(), "is not supported yet")
+	refused(t, "Write with a move", s.Write(ctx, []Change{{Op: ChangeCreate, Name: "close", Schedule: moved}}), "is not supported yet")
+	_, err := s.PlanFile(ctx, ApplyFile{Schedules: []Schedule{moved}}, false)
+	refused(t, "PlanFile with a move", err, "is not supported yet")
+	moved.Exclude = []string{"nope"}
+	refused(t, "a move of an unknown calendar", s.Put(ctx, moved), "on_excluded next_business_day is not supported yet")
+	unchanged(t, s, "schedules with a move", before)
 
-	s.excludeOK = true
 	unknown := daily
 	unknown.Name, unknown.Exclude = "typo", []string{"de", "dee"}
 	refused(t, "an unknown calendar", s.Put(ctx, unknown), `schedule "typo": exclude: calendar "dee": no such calendar (create it first: ticker calendar put dee ...)`)
@@ -103,6 +107,17 @@ func TestCalendarsLifecycle(t *testing.T) {
 	}
 	if got, err := s.Get(ctx, "close"); err != nil || !reflect.DeepEqual(got.Schedule.Exclude, []string{"de"}) {
 		t.Errorf("Get(close) = %+v, %v", got, err)
+	}
+	// Its next runs skip the days the calendar excludes (weekends in Berlin), as the leader does.
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	next, err := s.Next(ctx, "close", 6)
+	if err != nil || len(next) != 6 {
+		t.Fatalf("Next(close) = %v, %v", next, err)
+	}
+	for _, x := range next {
+		if d := x.In(berlin).Weekday(); d == time.Saturday || d == time.Sunday {
+			t.Errorf("Next(close): %s is a %s, which de excludes", x, d)
+		}
 	}
 	for i := range 6 {
 		sc := daily
@@ -159,8 +174,8 @@ func TestCalendarsLifecycle(t *testing.T) {
 
 // TestApplyFileWritesCalendarsFirst: an apply file's calendars are planned and written with its limits and
 // schedules, first, and checked as they will be once written: a schedule may exclude a calendar the same file
-// defines, and one excluding a calendar nobody defines is refused with nothing written. Without the switch, a
-// file whose schedule excludes a calendar is refused whole; its calendars alone are written.
+// defines, and one excluding a calendar nobody defines is refused with nothing written. A file whose schedule
+// moves excluded slots (which this build does not honour) is refused whole; its calendars alone are written.
 func TestApplyFileWritesCalendarsFirst(t *testing.T) {
 	t.Parallel()
 	s, ctx := newKfakeSchedules(t, "applyfile-calendars")
@@ -189,19 +204,19 @@ schedules:
 		t.Fatalf("ParseApplyFile = %+v", f)
 	}
 	_, err = s.PlanFile(ctx, f, false)
-	refused(t, "PlanFile without the switch", err, "cannot exclude calendars yet")
+	refused(t, "PlanFile of a schedule that moves excluded slots", err, "on_excluded previous_business_day is not supported yet")
 	calendarsOnly := ApplyFile{Calendars: f.Calendars}
 	p, err := s.PlanFile(ctx, calendarsOnly, false)
 	if err != nil || len(p.Calendars) != 1 || p.Calendars[0].Op != ChangeCreate {
 		t.Fatalf("PlanFile of the calendars alone = %+v, %v", p, err)
 	}
 	refused(t, "WriteFile of the calendars and a schedule excluding one", s.WriteFile(ctx, FilePlan{Calendars: p.Calendars,
-		Schedules: []Change{{Op: ChangeCreate, Name: "close", Schedule: f.Schedules[0]}}}), "cannot exclude calendars yet")
+		Schedules: []Change{{Op: ChangeCreate, Name: "close", Schedule: f.Schedules[0]}}}), "is not supported yet")
 	if _, err := s.GetCalendar(ctx, "de"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("the refused plan's calendar was written: %v", err)
 	}
 
-	s.excludeOK = true
+	s.movesOK = true // the checks behind the refusal, as the build that moves slots makes them
 	p, err = s.PlanFile(ctx, f, false)
 	if err != nil {
 		t.Fatal(err)
@@ -343,5 +358,30 @@ func TestImportICS(t *testing.T) {
 	broken := strings.Replace(ics, "END:VEVENT\r\n", "", 1)
 	if _, err := ImportICS(strings.NewReader(broken), ICSOptions{Name: "de"}); err == nil || !strings.Contains(err.Error(), "line") {
 		t.Errorf("ImportICS of a malformed file: %v, want an error naming its line", err)
+	}
+}
+
+// TestNextExcluding: next runs under the calendars a schedule excludes skip their days, in each calendar's zone;
+// a calendar the list lacks is an error naming it, and a schedule without calendars lists its own slots.
+func TestNextExcluding(t *testing.T) {
+	t.Parallel()
+	after := time.Date(2026, 12, 24, 12, 0, 0, 0, time.UTC) // a Thursday
+	hourly := Schedule{Name: "h", Every: 6 * Duration(time.Hour), Exclude: []string{"xmas", "tokyo"}}
+	cals := []Calendar{{Name: "xmas", Dates: []string{"2026-12-25"}}, {Name: "tokyo", TZ: "Asia/Tokyo", Dates: []string{"2026-12-27"}}}
+	got, err := hourly.NextExcluding(after, 6, cals)
+	var s []string
+	for _, x := range got {
+		s = append(s, x.Format("01-02T15"))
+	}
+	// Tokyo's 27th is 2026-12-26T15:00Z to 2026-12-27T15:00Z.
+	if want := "12-24T18 12-26T00 12-26T06 12-26T12 12-27T18 12-28T00"; err != nil || strings.Join(s, " ") != want {
+		t.Errorf("NextExcluding = %s, %v; want %s", strings.Join(s, " "), err, want)
+	}
+	if _, err := hourly.NextExcluding(after, 3, cals[:1]); err == nil || err.Error() != `schedule "h" excludes calendar "tokyo", which the namespace does not have: its leader emits nothing until it exists` {
+		t.Errorf("a calendar missing: %v", err)
+	}
+	plain := Schedule{Name: "p", Every: Duration(time.Hour)}
+	if got, err := plain.NextExcluding(after, 2, nil); err != nil || len(got) != 2 || !got[0].Equal(after.Add(time.Hour)) {
+		t.Errorf("without calendars: %v, %v", got, err)
 	}
 }

@@ -224,8 +224,9 @@ func ExampleSchedules_PutLimit() {
 
 // A calendar names the days some schedules do not run on: here Germany's Christmas holidays and the weekends, in
 // Berlin's dates. It is written and read as schedules are; a schedule lists the calendars it excludes
-// (Schedule.Exclude), which this build's leader does not honour yet, so such a schedule is refused rather than
-// stored and ignored.
+// (Schedule.Exclude), and its slots on the days they exclude are skipped: by the leader, and in its next runs.
+// This build's leader moves no slot, so a schedule that asks for it is refused rather than stored and run as
+// skip.
 func ExampleSchedules_PutCalendar() {
 	ctx := context.Background()
 	kafka := tickgroup.KafkaConfig{
@@ -249,9 +250,25 @@ func ExampleSchedules_PutCalendar() {
 		fmt.Println(c.Name, c.Describe())
 	}
 	payroll := tickgroup.Schedule{Name: "payroll", Cron: "0 6 * * *", TZ: "Europe/Berlin", Exclude: []string{"de-holidays"}}
-	err = s.Put(ctx, payroll)
+	if err := s.Put(ctx, payroll); err != nil {
+		panic(err)
+	}
+	// Its runs after noon on Christmas Eve 2026, a Thursday: none on the 25th, the 26th or the weekend.
+	next, err := payroll.NextExcluding(time.Date(2026, 12, 24, 12, 0, 0, 0, time.UTC), 3, cals)
+	if err != nil {
+		panic(err)
+	}
+	for _, t := range next {
+		fmt.Println(t.Format(time.RFC3339))
+	}
+	moved := payroll
+	moved.OnExcluded = tickgroup.OnExcludedNextBusinessDay
+	err = s.Put(ctx, moved)
 	fmt.Println(errors.Is(err, tickgroup.ErrInvalidChange), err)
 	// Output:
 	// de-holidays 2 dates, weekdays sat,sun, tz Europe/Berlin
-	// true schedule "payroll": exclude: schedules cannot exclude calendars yet: the leader does not honour them in this build
+	// 2026-12-28T05:00:00Z
+	// 2026-12-29T05:00:00Z
+	// 2026-12-30T05:00:00Z
+	// true schedule "payroll": on_excluded next_business_day is not supported yet: the leader honours skip only
 }

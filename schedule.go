@@ -1,11 +1,15 @@
 package tickgroup
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tickgroup/tickgroup/internal/calendar"
+	"github.com/tickgroup/tickgroup/internal/calendarstore"
+	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 )
 
@@ -83,13 +87,15 @@ type Schedule struct {
 	// Exclude names the calendars (Calendar, Schedules.PutCalendar) whose excluded days the schedule does not run
 	// on: a slot is excluded when one of them excludes the slot's date in the calendar's zone. At most 16 names,
 	// none twice. Validate checks only the names' form; Put, Apply and Write refuse a calendar the namespace does
-	// not have. This build's leader does not honour it yet, so Put, Apply and Write refuse a schedule that sets
-	// it (ErrInvalidChange) rather than store what would be ignored. A ticker of a release before calendars
-	// ignores it and runs the excluded slots. Defaults to none.
+	// not have. The leader, next runs (Schedules.Next, NextExcluding), a backfill, ticker status and ticker
+	// audit skip the slots they exclude; a change of a calendar applies from the first slot not yet emitted. A
+	// ticker of a release before calendars ignores it and runs the excluded slots: upgrade every ticker first.
+	// Defaults to none.
 	Exclude []string `json:"exclude,omitempty" yaml:"exclude,omitempty"`
 	// OnExcluded is what happens to an excluded slot: skipped (OnExcludedSkip), or moved to the same wall-clock
 	// time of the next or the previous day that no calendar excludes. Only with Exclude; a move only for a cron
-	// schedule (an every schedule's slots are skipped). Defaults to "", which is OnExcludedSkip.
+	// schedule (an every schedule's slots are skipped). This build's leader honours OnExcludedSkip only, so Put,
+	// Apply and Write refuse a move (ErrInvalidChange). Defaults to "", which is OnExcludedSkip.
 	OnExcluded OnExcluded `json:"on_excluded,omitempty" yaml:"on_excluded,omitempty"`
 }
 
@@ -112,6 +118,45 @@ func (s Schedule) Next(after time.Time, n int) ([]time.Time, error) {
 		return nil, err
 	}
 	return c.Upcoming(after, n), nil
+}
+
+// NextExcluding is Next under the calendars s excludes (Exclude), found by name in calendars: the first n slots
+// after `after` on the days none of them excludes, as the leader emits them (it honours OnExcludedSkip only: a
+// slot on an excluded day is skipped). A calendar that s excludes and calendars lacks is an error (without it,
+// the slots of its days would be listed); an invalid s or calendar is Validate's error. Fewer than n slots come
+// when End comes first, or when the calendars exclude every slot for 400 days.
+func (s Schedule) NextExcluding(after time.Time, n int, calendars []Calendar) ([]time.Time, error) {
+	c, err := s.spec().Compile()
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]*calendar.Calendar, len(calendars))
+	for _, cal := range calendars {
+		compiled, err := cal.internal().Compile()
+		if err != nil {
+			return nil, err
+		}
+		byName[cal.Name] = compiled
+	}
+	skipping, err := excluding(c, byName)
+	if err != nil {
+		return nil, err
+	}
+	return skipping.Upcoming(after, n), nil
+}
+
+// excluding is c under the calendars it excludes (calendar.Apply), or an error naming those cals lacks.
+func excluding(c *schedule.Schedule, cals map[string]*calendar.Calendar) (*schedule.Schedule, error) {
+	skipping, missing := calendar.Apply(c, calendar.Getter(cals))
+	switch len(missing) {
+	case 0:
+		return skipping, nil
+	case 1:
+		return nil, fmt.Errorf("schedule %s excludes calendar %s, which the namespace does not have: its leader emits nothing until it exists",
+			errlimit.Quote(c.Name()), errlimit.Quote(missing[0]))
+	}
+	return nil, fmt.Errorf("schedule %s excludes calendars %s, which the namespace does not have: its leader emits nothing until they exist",
+		errlimit.Quote(c.Name()), calendarstore.List(missing, len(missing)))
 }
 
 // Zone is the time zone s's slots are read in: TZ for a cron schedule, UTC otherwise (and for an unknown TZ,

@@ -31,8 +31,9 @@ type Schedules struct {
 	k     KafkaConfig
 	cl    *kgo.Client
 	names kafka.Names
-	// excludeOK is excludeSupported; the tests of this package turn it on to reach the checks behind it.
-	excludeOK bool
+	// movesOK accepts the policies that move an excluded slot, which this build does not honour (honoured); the
+	// tests of this package turn it on to reach the checks behind it.
+	movesOK bool
 }
 
 // Stored is a schedule as the schedules topic holds it.
@@ -123,7 +124,7 @@ func NewSchedules(k KafkaConfig) (*Schedules, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
-	return &Schedules{k: k, cl: cl, names: k.internal().Names(), excludeOK: excludeSupported}, nil
+	return &Schedules{k: k, cl: cl, names: k.internal().Names()}, nil
 }
 
 // Close releases the client.
@@ -226,7 +227,8 @@ func (s *Schedules) Get(ctx context.Context, name string) (Stored, error) {
 
 // Next returns the next n slots that the stored schedule name will emit, after now: none while it is paused
 // without an end (a resume emits from the first slot after it), the first at or after its end for a pause
-// with one (PausedUntil), fewer when its End comes first.
+// with one (PausedUntil), fewer when its End comes first; none on the days its calendars exclude (Exclude), as
+// they are now. A schedule excluding a calendar the namespace does not have is an error: its leader waits for it.
 func (s *Schedules) Next(ctx context.Context, name string, n int) ([]time.Time, error) {
 	e, err := s.get(ctx, name)
 	if err != nil {
@@ -235,7 +237,17 @@ func (s *Schedules) Next(ctx context.Context, name string, n int) ([]time.Time, 
 	if e.Schedule.Paused() {
 		return nil, nil
 	}
-	return e.Schedule.Upcoming(time.Now(), n), nil
+	sched := e.Schedule
+	if len(sched.Exclude()) > 0 {
+		cals, err := s.loadCalendars(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if sched, err = excluding(sched, cals); err != nil {
+			return nil, err
+		}
+	}
+	return sched.Upcoming(time.Now(), n), nil
 }
 
 // Pause stops the emission of name's slots; slots passed while it is paused are never caught up. A non-zero

@@ -26,8 +26,10 @@ const auditUsage = `Usage: ticker audit [--from T] [--to T] [--schedule NAME] [-
 Derive from each schedule's retained definitions (versions, pauses, start/end, catch-up policy) the slots that
 should exist in the range, and compare them with the ticks emitted (<ns>.work, read_committed) and executed
 (<ns>.results). Per schedule: expected, emitted, executed, missing, doubled, ran twice, marked re-run, re-run,
-interrupted, passed over by catch-up, pending. Counts are ticks (slot x shard). Manual triggers are listed apart
-and never expected.
+interrupted, passed over by catch-up, pending, unexpected, and excluded: the slots its calendars exclude
+(exclude, on_excluded: skip), never missing, decided by the calendars in force when the leader planned each slot
+(<ns>.calendars; before a calendar's oldest retained record, as that record defines it). Counts are ticks (slot x
+shard). Manual triggers are listed apart and never expected.
 
 A tick that ran more than once (re-run) is, by its later runs in the execution ledger:
   ran twice      a later run neither marked interrupted (its handler was not told) nor a retry, after a run
@@ -158,10 +160,10 @@ func printAudit(w io.Writer, namespace string, rep *audit.Report) {
 // printAuditCounts prints the table of counts, a row per schedule and their total.
 func printAuditCounts(w io.Writer, rep *audit.Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCHEDULE\tEXPECTED\tEMITTED\tEXECUTED\tMISSING\tDOUBLED\tRAN TWICE\tMARKED RE-RUN\tRE-RUN\tINTERRUPTED\tPASSED OVER\tPENDING\tUNEXPECTED")
+	fmt.Fprintln(tw, "SCHEDULE\tEXPECTED\tEMITTED\tEXECUTED\tMISSING\tDOUBLED\tRAN TWICE\tMARKED RE-RUN\tRE-RUN\tINTERRUPTED\tPASSED OVER\tPENDING\tUNEXPECTED\tEXCLUDED")
 	row := func(name string, c audit.Counts) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", name, c.Expected, c.Emitted, c.Executed, c.Missing,
-			c.Doubled, c.RanTwice, c.MarkedReRun, c.ReRun, c.Interrupted, c.PassedOver, c.Pending, c.Unexpected)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", name, c.Expected, c.Emitted, c.Executed, c.Missing,
+			c.Doubled, c.RanTwice, c.MarkedReRun, c.ReRun, c.Interrupted, c.PassedOver, c.Pending, c.Unexpected, c.Excluded)
 	}
 	for _, s := range rep.Schedules {
 		row(s.Name, s.Counts)

@@ -52,7 +52,7 @@ func TestPrintAuditClasses(t *testing.T) {
 			var b bytes.Buffer
 			printAudit(&b, "tg", &rep)
 			out := b.String()
-			header := "SCHEDULE  EXPECTED  EMITTED  EXECUTED  MISSING  DOUBLED  RAN TWICE  MARKED RE-RUN  RE-RUN  INTERRUPTED  PASSED OVER  PENDING  UNEXPECTED"
+			header := "SCHEDULE  EXPECTED  EMITTED  EXECUTED  MISSING  DOUBLED  RAN TWICE  MARKED RE-RUN  RE-RUN  INTERRUPTED  PASSED OVER  PENDING  UNEXPECTED  EXCLUDED"
 			if !strings.Contains(out, header+"\n") {
 				t.Errorf("no header %q:\n%s", header, out)
 			}

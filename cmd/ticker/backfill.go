@@ -143,9 +143,13 @@ func (b *backfillCommand) run(ctx context.Context, client *tickgroup.Schedules, 
 // printPlan prints a backfill requested, or with dryRun every slot of its range and whether it would run.
 func printPlan(w io.Writer, plan tickgroup.Backfill, dryRun bool) {
 	runs := len(plan.Runs())
+	excluded := ""
+	if plan.Excluded > 0 {
+		excluded = fmt.Sprintf(", %d more excluded by its calendars", plan.Excluded)
+	}
 	if !dryRun {
-		fmt.Fprintf(w, "backfill %s requested: %d of %d slot(s) of %s run (--reprocess %s); follow it with ticker schedule backfill --list\n",
-			plan.ID, runs, len(plan.Slots), plan.Schedule, plan.Reprocess)
+		fmt.Fprintf(w, "backfill %s requested: %d of %d slot(s) of %s run (--reprocess %s%s); follow it with ticker schedule backfill --list\n",
+			plan.ID, runs, len(plan.Slots), plan.Schedule, plan.Reprocess, excluded)
 		return
 	}
 	for _, s := range plan.Slots {
@@ -155,7 +159,7 @@ func printPlan(w io.Writer, plan tickgroup.Backfill, dryRun bool) {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\n", s.Slot.Format(time.RFC3339), what, orNone(s.Status))
 	}
-	fmt.Fprintf(w, "dry run: %d of %d slot(s) would run (--reprocess %s); nothing written\n", runs, len(plan.Slots), plan.Reprocess)
+	fmt.Fprintf(w, "dry run: %d of %d slot(s) would run (--reprocess %s%s); nothing written\n", runs, len(plan.Slots), plan.Reprocess, excluded)
 }
 
 // orNone is what a dry run prints of a slot's status: "no-outcome" when it has none.

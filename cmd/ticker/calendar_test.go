@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -12,9 +14,10 @@ import (
 )
 
 // TestCalendarRefusalsWriteNothing: on an in-process kfake broker, the refusals that need the namespace exit 2
-// and write nothing: a schedule excluding a calendar (this build does not honour it), and the deletion of a
-// calendar that a schedule excludes (here a schedule record of a build that honours calendars, written to the
-// topic as that build would). list and get show that schedule, and a pause by this build keeps its exclusion.
+// and write nothing: a schedule that moves its excluded slots (this build's leader honours skip only), one
+// excluding a calendar the namespace does not have, and the deletion of a calendar that a schedule excludes
+// (here a schedule record of a build that moves slots, written to the topic as that build would). list and get
+// show that schedule, and a pause by this build keeps its exclusion.
 func TestCalendarRefusalsWriteNothing(t *testing.T) {
 	t.Parallel()
 	ticker, brokers := onKfake(t, "calrefusals")
@@ -46,8 +49,9 @@ func TestCalendarRefusalsWriteNothing(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"schedule", "put", "other", "--cron", "0 9 * * *", "--exclude", "de"}, "schedules cannot exclude calendars yet"},
-		{[]string{"schedule", "put", "other", "--cron", "0 9 * * *", "--exclude", "fr"}, "schedules cannot exclude calendars yet"},
+		{[]string{"schedule", "put", "other", "--cron", "0 9 * * *", "--exclude", "de", "--on-excluded", "next_business_day"},
+			`schedule "other": on_excluded next_business_day is not supported yet: the leader honours skip only`},
+		{[]string{"schedule", "put", "other", "--cron", "0 9 * * *", "--exclude", "fr"}, `calendar "fr": no such calendar`},
 		{[]string{"calendar", "delete", "de", "--reason", "gone"}, `calendar "de": still excluded by 1 schedule ("close")`},
 	} {
 		_, err := ticker(tc.args...)
@@ -77,5 +81,45 @@ func TestCalendarRefusalsWriteNothing(t *testing.T) {
 	out, err = ticker("schedule", "get", "close")
 	if err != nil || !strings.Contains(out, `"on_excluded": "next_business_day"`) || !strings.Contains(out, `"paused": true`) {
 		t.Errorf("schedule get after a pause = %q, %v; want it paused, its exclusion kept", out, err)
+	}
+}
+
+// TestScheduleExcludingCalendar: on an in-process kfake broker, a schedule that excludes a calendar (skip) is
+// written, and its next runs, in get and in a dry run, skip the days the calendar excludes.
+func TestScheduleExcludingCalendar(t *testing.T) {
+	t.Parallel()
+	ticker, _ := onKfake(t, "calskip")
+	if _, err := ticker("calendar", "put", "wk", "--weekdays", "sat,sun"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ticker("schedule", "put", "beat", "--cron", "0 9 * * *", "--exclude", "wk"); err != nil {
+		t.Fatalf("a schedule excluding a calendar: %v", err)
+	}
+	out, err := ticker("schedule", "get", "beat", "--next", "7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Next []struct{ Slot time.Time } `json:"next"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Next) != 7 {
+		t.Fatalf("schedule get: %v, %q", err, out)
+	}
+	for _, n := range got.Next {
+		if d := n.Slot.Weekday(); d == time.Saturday || d == time.Sunday {
+			t.Errorf("schedule get: next slot %s is a %s, which wk excludes", n.Slot, d)
+		}
+	}
+	out, err = ticker("schedule", "put", "other", "--cron", "0 9 * * *", "--exclude", "wk", "--dry-run")
+	if err != nil || strings.Count(out, "    next ") != 5 {
+		t.Fatalf("a dry run: %v, %q", err, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if at, ok := strings.CutPrefix(line, "    next "); ok {
+			x, err := time.Parse(time.RFC3339, strings.Fields(at)[0])
+			if err != nil || x.Weekday() == time.Saturday || x.Weekday() == time.Sunday {
+				t.Errorf("dry run: next %s: %v, or a weekend day", at, err)
+			}
+		}
 	}
 }

@@ -286,9 +286,16 @@ func (c *getCommand) run(ctx context.Context, client *tickgroup.Schedules, stdou
 	m := entryJSON(e)
 	slots := []map[string]string{}
 	if !e.Schedule.Paused || e.Schedule.PausedUntil != nil { // a pause with an end runs from it
-		upcoming, err := e.Schedule.Next(time.Now(), c.next)
+		var cals []tickgroup.Calendar
+		if len(e.Schedule.Exclude) > 0 {
+			if cals, err = client.Calendars(ctx); err != nil {
+				return err
+			}
+		}
+		// On the days its calendars leave, as the leader emits them; a calendar the namespace lacks: none.
+		upcoming, err := e.Schedule.NextExcluding(time.Now(), c.next, cals)
 		if err != nil {
-			return err
+			m["next_error"] = err.Error()
 		}
 		for _, t := range upcoming {
 			slots = append(slots, map[string]string{"slot": t.Format(time.RFC3339), "local": t.In(e.Schedule.Zone()).Format(time.RFC3339)})
@@ -482,6 +489,12 @@ func apply(ctx context.Context, client *tickgroup.Schedules, defs tickgroup.Appl
 	for _, c := range plan.Limits {
 		fmt.Fprintf(stdout, "%s limit %s  %s\n", c.Op.Symbol(), c.Name, c.Limit.Describe())
 	}
+	var cals []tickgroup.Calendar
+	if dryRun {
+		if cals, err = plannedCalendars(ctx, client, plan); err != nil {
+			return err
+		}
+	}
 	for _, c := range plan.Schedules {
 		fmt.Fprintf(stdout, "%s %s", c.Op.Symbol(), c.Name)
 		if c.Op != tickgroup.ChangeDelete {
@@ -489,7 +502,7 @@ func apply(ctx context.Context, client *tickgroup.Schedules, defs tickgroup.Appl
 		}
 		fmt.Fprintln(stdout)
 		if dryRun && c.Op != tickgroup.ChangeDelete {
-			printNext(stdout, c.Schedule, 5)
+			printNext(stdout, c.Schedule, 5, cals)
 		}
 	}
 	if dryRun {
@@ -638,14 +651,35 @@ func printLogJSON(stdout io.Writer, log []tickgroup.ChangeRecord, stats tickgrou
 	return printJSON(stdout, out)
 }
 
-// printNext prints the next n slots of sched, in UTC and in its zone, indented under its change.
-func printNext(w io.Writer, sched tickgroup.Schedule, n int) {
+// plannedCalendars returns the calendars as they will be once plan is written (the namespace's, with the
+// plan's puts), when a schedule of the plan excludes one; none otherwise (nothing is read).
+func plannedCalendars(ctx context.Context, client *tickgroup.Schedules, plan tickgroup.FilePlan) ([]tickgroup.Calendar, error) {
+	if !slices.ContainsFunc(plan.Schedules, func(c tickgroup.Change) bool { return len(c.Schedule.Exclude) > 0 }) {
+		return nil, nil
+	}
+	cals, err := client.Calendars(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range plan.Calendars {
+		cals = append(slices.DeleteFunc(cals, func(x tickgroup.Calendar) bool { return x.Name == c.Name }), c.Calendar)
+	}
+	return cals, nil
+}
+
+// printNext prints the next n slots of sched under the calendars cals (those it excludes), in UTC and in its
+// zone, indented under its change.
+func printNext(w io.Writer, sched tickgroup.Schedule, n int, cals []tickgroup.Calendar) {
 	if sched.Paused && sched.PausedUntil == nil {
 		fmt.Fprintln(w, "    paused: no slot until it is resumed")
 		return
 	}
-	slots, err := sched.Next(time.Now(), n)
-	if err != nil || len(slots) == 0 {
+	slots, err := sched.NextExcluding(time.Now(), n, cals)
+	if err != nil {
+		fmt.Fprintf(w, "    no slot: %v\n", err)
+		return
+	}
+	if len(slots) == 0 {
 		fmt.Fprintln(w, "    no slot after now")
 		return
 	}

@@ -126,7 +126,13 @@ const failOddSlots = `sh -c 'exit $(( TICK_SLOT_UNIX_MS / 1000 % 2 ))'`
 // outcomes.
 func feed(t *testing.T, b *broker, ns string) {
 	t.Helper()
-	out, code := runCmd(t, "ticker", append([]string{"schedule", "put", "every-second", "--every", "1s"}, b.flags(t, "operator", ns)...)...)
+	// The schedule excludes a calendar (of a day long past): the ticker follows the calendars, the auditor reads
+	// their history.
+	out, code := runCmd(t, "ticker", append([]string{"calendar", "put", "holidays", "--dates", "2020-01-01"}, b.flags(t, "operator", ns)...)...)
+	if code != 0 {
+		t.Fatalf("ticker calendar put as operator: exit %d:\n%s", code, out)
+	}
+	out, code = runCmd(t, "ticker", append([]string{"schedule", "put", "every-second", "--every", "1s", "--exclude", "holidays"}, b.flags(t, "operator", ns)...)...)
 	if code != 0 {
 		t.Fatalf("ticker schedule put as operator: exit %d:\n%s", code, out)
 	}

@@ -108,17 +108,7 @@ func TestCalendarsLifecycle(t *testing.T) {
 	if got, err := s.Get(ctx, "close"); err != nil || !reflect.DeepEqual(got.Schedule.Exclude, []string{"de"}) {
 		t.Errorf("Get(close) = %+v, %v", got, err)
 	}
-	// Its next runs skip the days the calendar excludes (weekends in Berlin), as the leader does.
-	berlin, _ := time.LoadLocation("Europe/Berlin")
-	next, err := s.Next(ctx, "close", 6)
-	if err != nil || len(next) != 6 {
-		t.Fatalf("Next(close) = %v, %v", next, err)
-	}
-	for _, x := range next {
-		if d := x.In(berlin).Weekday(); d == time.Saturday || d == time.Sunday {
-			t.Errorf("Next(close): %s is a %s, which de excludes", x, d)
-		}
-	}
+	noWeekends(t, s, "close") // its next runs skip the days the calendar excludes, as the leader does
 	for i := range 6 {
 		sc := daily
 		sc.Name = fmt.Sprintf("job-%d", i)
@@ -169,6 +159,21 @@ func TestCalendarsLifecycle(t *testing.T) {
 	}
 	if last := cals[2]; last.CalendarAfter != nil || last.CalendarBefore == nil || !reflect.DeepEqual(last.CalendarBefore.Weekdays, []string{"sun"}) {
 		t.Errorf("the delete: %+v", last)
+	}
+}
+
+// noWeekends checks that the next runs of schedule name skip the weekends in Berlin (which calendar de excludes).
+func noWeekends(t *testing.T, s *Schedules, name string) {
+	t.Helper()
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	next, err := s.Next(t.Context(), name, 6)
+	if err != nil || len(next) != 6 {
+		t.Fatalf("Next(%s) = %v, %v", name, next, err)
+	}
+	for _, x := range next {
+		if d := x.In(berlin).Weekday(); d == time.Saturday || d == time.Sunday {
+			t.Errorf("Next(%s): %s is a %s, which de excludes", name, x, d)
+		}
 	}
 }
 

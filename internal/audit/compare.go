@@ -206,23 +206,7 @@ func compareSchedule(l *Log, idx *emissionIndex, name string, ticks []*Tick, o O
 	expected := map[string]expectation{}
 	auditedTo := o.To
 	if defined {
-		var last time.Time
-		n, truncated := deriveExpected(def, audited, l.Calendars, o, func(id string, e expectation) {
-			last = e.slot
-			if e.excluded {
-				sr.Excluded++ // never missing; a tick of it emitted anyway is unexpected (below)
-				return
-			}
-			expected[id] = e
-		})
-		if truncated {
-			auditedTo = last // later ticks were not derived: they cannot be called unexpected
-			sr.Notes = append(sr.Notes, fmt.Sprintf("more than %d expected ticks: only the first %d are compared; narrow --from/--to", o.MaxTicks, n))
-		}
-		if l.CalendarsPartial && def.excludes() {
-			sr.Notes = append(sr.Notes, "the calendars topic no longer holds every record (compaction): before a calendar's oldest "+
-				"retained record, the calendar is taken as that record defines it, which may not be what the leader used then")
-		}
+		expected, auditedTo = sr.expect(l, def, audited, o)
 	}
 
 	seen := map[string]bool{}
@@ -287,6 +271,31 @@ func compareSchedule(l *Log, idx *emissionIndex, name string, ticks []*Tick, o O
 	}
 	sort.Slice(sr.Ticks, func(i, j int) bool { return lessTick(sr.Ticks[i], sr.Ticks[j]) })
 	return sr
+}
+
+// expect derives the expected ticks of def from audited on (deriveExpected), counts those its calendars exclude
+// and notes what limits the derivation. auditedTo is o.To, or the last slot derived when the derivation was cut:
+// later ticks cannot be called unexpected.
+func (sr *ScheduleReport) expect(l *Log, def *Definition, audited time.Time, o Options) (expected map[string]expectation, auditedTo time.Time) {
+	expected, auditedTo = map[string]expectation{}, o.To
+	var last time.Time
+	n, truncated := deriveExpected(def, audited, l.Calendars, o, func(id string, e expectation) {
+		last = e.slot
+		if e.excluded {
+			sr.Excluded++ // never missing; a tick of it emitted anyway is unexpected (compareSchedule)
+			return
+		}
+		expected[id] = e
+	})
+	if truncated {
+		auditedTo = last
+		sr.Notes = append(sr.Notes, fmt.Sprintf("more than %d expected ticks: only the first %d are compared; narrow --from/--to", o.MaxTicks, n))
+	}
+	if l.CalendarsPartial && def.excludes() {
+		sr.Notes = append(sr.Notes, "the calendars topic no longer holds every record (compaction): before a calendar's oldest "+
+			"retained record, the calendar is taken as that record defines it, which may not be what the leader used then")
+	}
+	return expected, auditedTo
 }
 
 // count adds an emitted (or executed) tick's report to the counts; outcomeDue says whether a missing outcome is

@@ -114,10 +114,17 @@ func TestE2ECalendarExcludesSlotAcrossFailover(t *testing.T) {
 	t.Logf("beat: %d slots before the excluded span, %d excluded (%s to %s), %d after; ctl: %d slots, each once", nBefore, excluded,
 		firstExcluded.Format(timeMs), resumed.Add(-time.Second).Format(timeMs), nAfter, nCtl)
 
-	// The audit (once the slots after the span are past) counts the span as excluded, never missing; the slots
-	// within the lead of each change are optional.
+	// The audit (once the slots after the span are past) counts the span as excluded, never missing.
 	waitUntil(resumed.Add(3 * time.Second))
-	out, code := runTicker(t, f, "audit", "--json", "--schedule", "beat")
+	auditExcluded(t, f, "beat", excluded)
+}
+
+// auditExcluded runs `ticker audit --json --schedule NAME` and checks that no slot of it is missing, doubled or
+// unexpected, and that the excluded ones are the span's excluded slots but those within the lead (and 3 s) of
+// either change that began and ended it, which are optional: about 3 after the first, 3 before the second.
+func auditExcluded(t *testing.T, f *fleet, name string, excluded int) {
+	t.Helper()
+	out, code := runTicker(t, f, "audit", "--json", "--schedule", name)
 	var rep struct {
 		Schedules []struct {
 			Name       string `json:"name"`
@@ -134,13 +141,11 @@ func TestE2ECalendarExcludesSlotAcrossFailover(t *testing.T) {
 		t.Fatalf("audit --json: %v\n%s", err, out)
 	}
 	a := rep.Schedules[0]
-	t.Logf("audit of beat: expected %d, emitted %d, missing %d, doubled %d, unexpected %d, excluded %d (exit %d)",
-		a.Expected, a.Emitted, a.Missing, a.Doubled, a.Unexpected, a.Excluded, code)
+	t.Logf("audit of %s: expected %d, emitted %d, missing %d, doubled %d, unexpected %d, excluded %d (exit %d)",
+		name, a.Expected, a.Emitted, a.Missing, a.Doubled, a.Unexpected, a.Excluded, code)
 	if code != 0 || !rep.OK || a.Missing != 0 || a.Doubled != 0 || a.Unexpected != 0 {
 		t.Errorf("audit: exit %d, %+v: want every slot once, none missing or unexpected", code, a)
 	}
-	// The span from the first excluded slot to the resumption, but the slots within the lead (and 3 s) of either
-	// change: about 3 after the first, 3 before the second.
 	if a.Excluded < max(excluded-16, 5) || a.Excluded > excluded {
 		t.Errorf("audit: %d excluded, want the %d slots of the span but those near a change", a.Excluded, excluded)
 	}

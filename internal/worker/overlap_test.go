@@ -1,11 +1,8 @@
 package worker
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
@@ -20,35 +17,9 @@ func TestLaneOverlapCountsTheHandlerNotTheLedger(t *testing.T) {
 	b := setup(t)
 	cfg := b.config("w1")
 	cfg.Lease = 20 * time.Second // the held start must stand, not be taken back (TestLaneTakesBackAStartConfirmedAfterItsLease)
-	tds, err := b.adm.ListTopics(t.Context(), b.names.Results)
-	if err != nil || tds[b.names.Results].Err != nil {
-		t.Fatalf("describing %s: %v %v", b.names.Results, err, tds[b.names.Results].Err)
-	}
-	resultsID := tds[b.names.Results].ID
-	var produces atomic.Int32
-	held := make(chan struct{})
-	b.cluster.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		req := kr.(*kmsg.ProduceRequest)
-		hit := false
-		for _, tp := range req.Topics {
-			for _, pp := range tp.Partitions {
-				hit = hit || (tp.Topic == b.names.Results || tp.TopicID == resultsID) && pp.Partition == 0
-			}
-		}
-		if !hit {
-			b.cluster.KeepControl()
-			return nil, nil, false
-		}
-		// The claim is the partition's first record, the first tick's start its second: its produce is held
-		// for 3 s, three of the schedule's periods (the fault under test, not a wait of the test).
-		if produces.Add(1) == 2 {
-			b.cluster.SleepControl(func() { time.Sleep(3 * time.Second) })
-			close(held)
-			return nil, nil, false
-		}
-		b.cluster.KeepControl()
-		return nil, nil, false
-	})
+	// The claim is the partition's first record, the first tick's start its second: its produce is held for 3 s,
+	// three of the schedule's periods (the fault under test, not a wait of the test).
+	held := b.holdResultsProduce(t, 2, 3*time.Second)
 	now := time.Now().UTC()
 	ticks := heldTicks("beat", "", now, 2*time.Second, 3*time.Second, 4*time.Second, 5*time.Second, 6*time.Second)
 	b.produce(t, 0, ticks...)

@@ -19,35 +19,9 @@ func TestLaneTakesBackAStartConfirmedAfterItsLease(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	cfg := b.config("w1")
-	tds, err := b.adm.ListTopics(t.Context(), b.names.Results)
-	if err != nil || tds[b.names.Results].Err != nil {
-		t.Fatalf("describing %s: %v %v", b.names.Results, err, tds[b.names.Results].Err)
-	}
-	resultsID := tds[b.names.Results].ID
-	var produces atomic.Int32
-	held := make(chan struct{})
-	b.cluster.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		req := kr.(*kmsg.ProduceRequest)
-		hit := false
-		for _, tp := range req.Topics {
-			for _, pp := range tp.Partitions {
-				hit = hit || (tp.Topic == b.names.Results || tp.TopicID == resultsID) && pp.Partition == 0
-			}
-		}
-		if !hit {
-			b.cluster.KeepControl()
-			return nil, nil, false
-		}
-		// The claim is the partition's first record, the tick's start its second: its produce is held for two
-		// leases (the fault under test, as an outage of the broker holds it), not a wait of the test.
-		if produces.Add(1) == 2 {
-			b.cluster.SleepControl(func() { time.Sleep(2 * cfg.Lease) })
-			close(held)
-			return nil, nil, false
-		}
-		b.cluster.KeepControl()
-		return nil, nil, false
-	})
+	// The claim is the partition's first record, the tick's start its second: its produce is held for two leases
+	// (the fault under test, as an outage of the broker holds it), not a wait of the test.
+	held := b.holdResultsProduce(t, 2, 2*cfg.Lease)
 	ticks, offsets := b.produceTicks(t, 0, "held", 1)
 	rec := newRecorder()
 	b.start(t, cfg, rec.handler(nil), Deps{})
@@ -75,4 +49,34 @@ func TestLaneTakesBackAStartConfirmedAfterItsLease(t *testing.T) {
 	if o := b.outcomesOf(t, 0, ticks[0].ID, "w1"); len(o) != 1 || o[0].Status != StatusOK || o[0].Attempts != 1 || o[0].Interrupted {
 		t.Errorf("outcomes %+v, want one ok after 1 attempt, not interrupted", o)
 	}
+}
+
+// holdResultsProduce makes the broker hold the n-th produce request to results partition 0 for d before it
+// answers (as an outage of the broker holds it), and returns a channel closed once it did.
+func (b *testBundle) holdResultsProduce(t *testing.T, n int32, d time.Duration) <-chan struct{} {
+	t.Helper()
+	tds, err := b.adm.ListTopics(t.Context(), b.names.Results)
+	if err != nil || tds[b.names.Results].Err != nil {
+		t.Fatalf("describing %s: %v %v", b.names.Results, err, tds[b.names.Results].Err)
+	}
+	resultsID := tds[b.names.Results].ID
+	var produces atomic.Int32
+	held := make(chan struct{})
+	b.cluster.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		req := kr.(*kmsg.ProduceRequest)
+		hit := false
+		for _, tp := range req.Topics {
+			for _, pp := range tp.Partitions {
+				hit = hit || (tp.Topic == b.names.Results || tp.TopicID == resultsID) && pp.Partition == 0
+			}
+		}
+		if hit && produces.Add(1) == n {
+			b.cluster.SleepControl(func() { time.Sleep(d) })
+			close(held)
+			return nil, nil, false
+		}
+		b.cluster.KeepControl()
+		return nil, nil, false
+	})
+	return held
 }

@@ -169,7 +169,8 @@ func TestTermCalendarChangeWhileRunning(t *testing.T) {
 	})
 	before := b.slotsOf(t, "beat")
 	ctlBefore := len(b.slotsOf(t, "ctl"))
-	time.Sleep(3 * time.Second) // slots that would fall due, for the check below to see none of them
+	// The leader's own signal that slots of beat would have fallen due meanwhile: three more of ctl's.
+	kafkatest.Eventually(t, 20*time.Second, "3 more slots of ctl", func() bool { return len(b.slotsOf(t, "ctl")) >= ctlBefore+3 })
 	after := b.slotsOf(t, "beat")
 	first, last := firstLast(after)
 	onceEach(t, "beat", after, first, last)
@@ -192,6 +193,7 @@ func TestTermWaitsForUnknownCalendar(t *testing.T) {
 	b := setupCalendars(t, time.Second)
 	written := time.Now()
 	b.put(t, schedule.Spec{Name: "beat", Every: schedule.Duration(time.Second), Catchup: "all", Exclude: []string{"later"}})
+	b.put(t, schedule.Spec{Name: "ctl", Every: schedule.Duration(time.Second), Catchup: "latest"})
 	reg := prometheus.NewRegistry()
 	d, _ := b.dispatcher(t, time.Now(), reg)
 	runTerm(t, d, 1)
@@ -201,7 +203,9 @@ func TestTermWaitsForUnknownCalendar(t *testing.T) {
 	if !strings.Contains(b.logs.String(), "schedules wait for calendars this leader has not read") || !strings.Contains(b.logs.String(), "calendars=later") {
 		t.Errorf("no log of the wait:\n%s", b.logs.String())
 	}
-	time.Sleep(2 * time.Second) // slots fall due while it waits
+	// The leader's own signal that slots of beat fell due while it waited: two of ctl's emitted since.
+	ctlAt := len(b.slotsOf(t, "ctl"))
+	kafkatest.Eventually(t, 20*time.Second, "2 more slots of ctl", func() bool { return len(b.slotsOf(t, "ctl")) >= ctlAt+2 })
 	if n := len(b.slotsOf(t, "beat")); n != 0 {
 		t.Fatalf("beat emitted %d slots while its calendar was unknown", n)
 	}

@@ -15,6 +15,7 @@
 #                   secure mode, the inter-broker listener on KAFKA_PORT+2)
 #   KAFKA_DEV_DIR   working directory for jars, data and logs (default .kafka-dev in the repository)
 #   KAFKA_HEAP      JVM heap (default 1g)
+#   KAFKA_DEV_PROPERTIES  extra broker properties, one per line, appended to the generated server.properties
 #   KAFKA_VERSION   the Apache Kafka release (default 4.1.1; the tests run against it and the newest 4.x: .ci/run);
 #                   each version's jars are resolved once, into KAFKA_DEV_DIR/lib-VERSION
 #
@@ -99,6 +100,10 @@ group.consumer.heartbeat.interval.ms=500
 log.cleaner.backoff.ms=1000
 log.retention.check.interval.ms=5000
 PROPS
+	# KAFKA_DEV_PROPERTIES: extra broker properties, one per line (a fault test's own broker).
+	if [[ -n ${KAFKA_DEV_PROPERTIES:-} ]]; then
+		printf '%s\n' "$KAFKA_DEV_PROPERTIES" >>"$run/server.properties"
+	fi
 	cat >"$run/log4j2.properties" <<PROPS
 status=warn
 appender.file.type=File

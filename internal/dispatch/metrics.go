@@ -27,6 +27,7 @@ type metrics struct {
 	txnDuration       *prometheus.HistogramVec
 	invalidState      prometheus.Counter
 	stateBlocked      prometheus.Gauge
+	hanging           *prometheus.CounterVec
 	stateRefused      *prometheus.CounterVec
 	stateRecovered    prometheus.Counter
 	schedulesRepaired prometheus.Counter
@@ -99,6 +100,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_leader_state_blocked",
 			Help: "1 while a new leader waits for an open transaction of another producer on the ticker topic before it reads the state.",
 		}),
+		hanging: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickgroup_hanging_transactions_total",
+			Help: "Transactions found open on a partition a leader writes (its ticker-topic partition, the work topics) that no transaction coordinator holds open any more, by outcome: committed or aborted (the leader wrote the marker the coordinator skipped) or failed (it could not, for instance without the ClusterAction permission).",
+		}, []string{"outcome"}),
 		stateRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickgroup_leader_state_refused_total",
 			Help: "Ticker-topic states a new leader refused, by reason: future (a last slot too far ahead of the clock).",
@@ -145,7 +150,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.emitted, m.emitLag, m.emittedLate, m.cancels, m.missed, m.fenced, m.stalled, m.transactions, m.txnDuration, m.invalidState, m.lastSlot, m.nextDue, m.period,
-			m.stateBlocked, m.stateRefused, m.stateRecovered, m.schedulesRepaired, m.parked, m.poolDown, m.waitingCal, m.calendarExhausted)
+			m.stateBlocked, m.hanging, m.stateRefused, m.stateRecovered, m.schedulesRepaired, m.parked, m.poolDown, m.waitingCal, m.calendarExhausted)
 		reg.MustRegister(m.backfill.Collectors()...)
 	}
 	m.stateRefused.WithLabelValues("future")

@@ -44,11 +44,12 @@ const (
 )
 
 // waitStable waits until the ticker topic's last stable offset has reached its high watermark: no open
-// transaction of any producer holds back state written after it.
-func (d *Dispatcher) waitStable(ctx context.Context, adm *kadm.Client, part int32, logger *slog.Logger) error {
+// transaction of any producer holds back state written after it. While it waits, it calls settle every
+// hangingRetry: a transaction no coordinator holds open would hold it back for good (hanging.go).
+func (d *Dispatcher) waitStable(ctx context.Context, adm *kadm.Client, part int32, settle func(context.Context), logger *slog.Logger) error {
 	topic := d.cfg.Names.Ticker
 	began := time.Now()
-	var warned time.Time
+	var warned, settled time.Time
 	defer d.metrics.stateBlocked.Set(0)
 	for {
 		lso, err := adm.ListCommittedOffsets(ctx, topic)
@@ -73,8 +74,12 @@ func (d *Dispatcher) waitStable(ctx context.Context, adm *kadm.Client, part int3
 		d.metrics.stateBlocked.Set(1)
 		if time.Since(warned) > 10*time.Second {
 			warned = time.Now()
-			logger.Warn("an open transaction of another producer holds back the ticker topic; waiting for it before reading the state (the broker aborts it at its transaction timeout)",
+			logger.Warn("an open transaction of another producer holds back the ticker topic; waiting for it before reading the state (the broker aborts it at its transaction timeout; one that no coordinator holds open is settled)",
 				"topic", topic, "last_stable_offset", l.Offset, "high_watermark", h.Offset, "waiting", time.Since(began).Round(time.Second))
+		}
+		if settle != nil && time.Since(settled) >= hangingRetry {
+			settled = time.Now()
+			settle(ctx)
 		}
 		select {
 		case <-ctx.Done():

@@ -61,6 +61,9 @@ type leaderTerm struct {
 	stateFrom int64
 	// The phases' instants, for the "leader term ready" line.
 	start, fenced, stateRead, loaded, planned time.Time
+	// before is the term's transactional ID as its coordinator described it before the fencing: the decision on
+	// the previous term's last transaction, should it hang (hanging.go).
+	before kadm.DescribedTransactions
 	// dog watches the producer's transactions (watch); pMu guards p for it, the one reader off Lead's goroutine.
 	dog *watchdog
 	pMu sync.Mutex
@@ -181,6 +184,10 @@ func (t *leaderTerm) fence(ctx context.Context) error {
 	t.setProducer(p)
 	t.closers = append(t.closers, p.close)
 
+	// What the coordinator holds of the previous term's last transaction, before InitProducerID moves it on.
+	if t.before, err = kadm.NewClient(cl).DescribeTransactions(ctx, t.txnID); err != nil {
+		t.logger.Debug("describing the transactional ID before the fencing", "err", err)
+	}
 	t.dog.begin() // InitProducerID waits for every earlier transaction to be decided: it can stall too
 	pid, epoch, err := cl.ProducerID(ctx)
 	t.dog.end()
@@ -206,7 +213,11 @@ func (t *leaderTerm) fence(ctx context.Context) error {
 func (t *leaderTerm) recover(ctx context.Context) error {
 	d, k := t.d, t.k
 	cl := t.p.cl
-	if err := d.waitStable(ctx, kadm.NewClient(cl), k, t.logger); err != nil {
+	adm := kadm.NewClient(cl)
+	ticker := kadm.TopicsSet{}
+	ticker.Add(d.cfg.Names.Ticker, k)
+	settle := func(ctx context.Context) { t.settleHanging(ctx, adm, ticker) }
+	if err := d.waitStable(ctx, adm, k, settle, t.logger); err != nil {
 		return err
 	}
 	state, bad, from, release, err := d.readState(ctx, k)
@@ -250,7 +261,6 @@ func (t *leaderTerm) recover(ctx context.Context) error {
 	t.planned = time.Now()
 	t.closers = append(t.closers, func() { d.metrics.setWaitingCalendar(k, 0) })
 	t.reportCalendars()
-	adm := kadm.NewClient(cl)
 	t.adm = adm
 	if t.partitions, err = kafka.WorkPartitions(ctx, adm, d.cfg.Names.Work); err != nil {
 		return err
@@ -359,7 +369,7 @@ func (t *leaderTerm) run(ctx context.Context) error {
 	t.bf = backfill.NewRunner(backfill.Config{Names: d.cfg.Names, Now: d.cfg.Now, Opts: d.opts, Admin: t.adm, Logger: t.logger,
 		Epoch: int64(t.t.epoch), DeadLetter: t.k == 0, Metrics: d.metrics.backfill}, backfillTerm{t})
 	t.bf.Start(ctx)
-	t.closers = append(t.closers, t.bf.Stop)
+	t.closers = append(t.closers, t.bf.Stop, t.sweepHanging(ctx))
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var calendarsChanged <-chan struct{} // nil without calendars: never ready

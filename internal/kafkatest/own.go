@@ -39,9 +39,9 @@ func OffsetPort(port string) string {
 }
 
 // OwnBroker starts a private broker on port, moved by PortOffset (KAFKA_VERSION, when set, picks its release),
-// stopped when the test ends. It needs Java and Maven (the jars are cached after the first start); without them the test is skipped, or
-// fails under CI=true.
-func OwnBroker(t testing.TB, port string) *Own {
+// stopped when the test ends. props are extra broker properties ("name=value"). It needs Java and Maven (the
+// jars are cached after the first start); without them the test is skipped, or fails under CI=true.
+func OwnBroker(t testing.TB, port string, props ...string) *Own {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
@@ -52,8 +52,9 @@ func OwnBroker(t testing.TB, port string) *Own {
 		t.Skip("this test starts a broker of its own and needs Java 17 and Maven")
 	}
 	port = OffsetPort(port)
-	o := &Own{t: t, script: filepath.Join(root, "scripts", "kafka-dev.sh"), env: append(os.Environ(), "KAFKA_PORT="+port, "KAFKA_HEAP=512m")}
-	o.RestartCommand = []string{"env", "KAFKA_PORT=" + port, "KAFKA_HEAP=512m", o.script, "restart"}
+	env := []string{"KAFKA_PORT=" + port, "KAFKA_HEAP=512m", "KAFKA_DEV_PROPERTIES=" + strings.Join(props, "\n")}
+	o := &Own{t: t, script: filepath.Join(root, "scripts", "kafka-dev.sh"), env: append(os.Environ(), env...)}
+	o.RestartCommand = append(append([]string{"env"}, env...), o.script, "restart")
 	o.Addr = o.run("up")
 	t.Cleanup(func() {
 		o.run("down")

@@ -39,6 +39,7 @@ var (
 		"tickgroup_work_lag_seconds": "gauge",
 		// A new leader's checks of the state it takes over, and the schedules topic's repairs.
 		"tickgroup_leader_state_blocked":         "gauge",
+		"tickgroup_hanging_transactions_total":   "counter",
 		"tickgroup_leader_state_refused_total":   "counter",
 		"tickgroup_leader_state_recovered_total": "counter",
 		"tickgroup_schedules_broken":             "gauge",

@@ -133,6 +133,25 @@ func TestPagesEscapeAndRefuseBadInput(t *testing.T) {
 	}
 }
 
+// A schedule that excludes a calendar the namespace does not have shows no next run (its leader emits nothing of
+// it: without the calendar, its days would show), and says why.
+func TestScheduleMissingCalendarHasNoNextRuns(t *testing.T) {
+	c, srv := testConsole(t, false)
+	rep := c.snap.Load().rep
+	spec := schedule.Spec{Name: "ghost", Cron: "0 12 * * *", Exclude: []string{"nope"}}
+	s, err := spec.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Entries[spec.Name] = store.Entry{Schedule: s, Version: 1, UpdatedAt: rep.At}
+	rep.Schedules = append(rep.Schedules, status.Schedule{Name: spec.Name, Schedule: spec.Describe(), MissingCalendars: []string{"nope"}})
+	c.details[spec.Name] = &detail{at: time.Now().Add(time.Hour)}
+	code, body := get(t, srv, "/schedules/ghost")
+	if code != 200 || strings.Contains(body, `id="next"`) || !strings.Contains(body, "it excludes nope, which the namespace does not have") {
+		t.Fatalf("schedule page of a schedule without its calendar: %d\n%s", code, body)
+	}
+}
+
 func TestActionsNeedAuthAndCSRF(t *testing.T) {
 	c, srv := testConsole(t, true)
 	post := func(form url.Values, hdr ...string) int {

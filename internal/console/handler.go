@@ -217,6 +217,8 @@ type schedulePage struct {
 	// Limit is the limit the schedule names, LimitURL its row on the fleet page and LimitText its bounds.
 	Limit, LimitURL, LimitText, Priority string
 	Next                                 []nextSlot
+	// MissingCalendars are the calendars the schedule excludes that the namespace does not have: no next run.
+	MissingCalendars string
 	Runs                                 []run
 	Grid                                 *gridView
 	SlotNote                             string // about the runs of the slot a grid cell's link asked for
@@ -263,7 +265,8 @@ func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, pr Princi
 	}
 	row := rowOf(sc, s.rep, s.at)
 	p.Missed1h, p.Missed1d = row.Missed1h, row.Missed1d
-	if !e.Schedule.Paused() {
+	p.MissingCalendars = strings.Join(sc.MissingCalendars, ", ")
+	if !e.Schedule.Paused() && p.MissingCalendars == "" { // without its calendars, e.Schedule would show their days
 		for _, t := range e.Schedule.Upcoming(now, detailNext) {
 			p.Next = append(p.Next, nextSlot{UTC: t, Local: t.In(loc).Format(time.RFC3339)})
 		}

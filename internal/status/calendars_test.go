@@ -1,6 +1,7 @@
 package status
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,14 @@ import (
 // a note says why.
 func TestCollectCalendars(t *testing.T) {
 	b := setup(t)
-	tomorrow := time.Now().UTC().AddDate(0, 0, 1)
-	if _, err := calendarstore.Put(b.ctx, b.cl, b.names.Calendars, calendar.Spec{Name: "hol", Dates: []string{tomorrow.Format(time.DateOnly)}}); err != nil {
+	// The holiday is the day of daily's next 12:00 (UTC) after now: a schedule's next slot is the first after its
+	// record's time, which is now.
+	now := time.Now().UTC()
+	next := time.Date(now.Year(), now.Month(), now.Day(), 12, 0, 0, 0, time.UTC)
+	if !next.After(now) {
+		next = next.AddDate(0, 0, 1)
+	}
+	if _, err := calendarstore.Put(b.ctx, b.cl, b.names.Calendars, calendar.Spec{Name: "hol", Dates: []string{next.Format(time.DateOnly)}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []schedule.Spec{
@@ -29,7 +36,6 @@ func TestCollectCalendars(t *testing.T) {
 		}
 		b.put(t, s.Name, v)
 	}
-	now := time.Date(tomorrow.Year(), tomorrow.Month(), tomorrow.Day(), 0, 0, 0, 0, time.UTC).Add(-time.Hour) // 23:00 the day before
 	rep, err := Collect(b.ctx, b.opts, b.names, "st", Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
@@ -37,13 +43,14 @@ func TestCollectCalendars(t *testing.T) {
 	for _, s := range rep.Schedules {
 		switch s.Name {
 		case "daily":
-			// Today's 12:00 has passed by 23:00; tomorrow's is excluded: the day after's.
-			if want := now.Add(time.Hour).AddDate(0, 0, 1).Add(12 * time.Hour); s.NextSlot == nil || !s.NextSlot.Equal(want) {
+			// The next 12:00 is excluded: the one of the day after.
+			if want := next.AddDate(0, 0, 1); s.NextSlot == nil || !s.NextSlot.Equal(want) {
 				t.Errorf("daily: next slot %v, want %v", s.NextSlot, want)
 			}
 		case "ghost":
-			if s.NextSlot != nil || len(s.Notes) == 0 || !strings.Contains(s.Notes[0], "excludes nope, which the namespace does not have") {
-				t.Errorf("ghost: next slot %v, notes %q", s.NextSlot, s.Notes)
+			if s.NextSlot != nil || len(s.Notes) == 0 || !strings.Contains(s.Notes[0], "excludes nope, which the namespace does not have") ||
+				!slices.Equal(s.MissingCalendars, []string{"nope"}) {
+				t.Errorf("ghost: next slot %v, notes %q, missing calendars %q", s.NextSlot, s.Notes, s.MissingCalendars)
 			}
 		}
 	}
@@ -51,7 +58,7 @@ func TestCollectCalendars(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if up := rep.Schedules[0].Upcoming; len(up) != 2 || up[0].Slot.Day() == tomorrow.Day() {
-		t.Errorf("daily: upcoming %+v, want none on %s", up, tomorrow.Format(time.DateOnly))
+	if up := rep.Schedules[0].Upcoming; len(up) != 2 || up[0].Slot.Day() == next.Day() {
+		t.Errorf("daily: upcoming %+v, want none on %s", up, next.Format(time.DateOnly))
 	}
 }

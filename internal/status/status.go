@@ -140,6 +140,9 @@ type Schedule struct {
 	MissedSlots []time.Time `json:"missed_slots,omitempty"`
 	// Notes say what the retained records could not tell about the schedule's slots (from the audit).
 	Notes []string `json:"notes,omitempty"`
+	// MissingCalendars are the calendars the schedule excludes that the namespace does not have: its leader
+	// emits nothing of it until they are written, and it has no next slot.
+	MissingCalendars []string `json:"missing_calendars,omitempty"`
 	// Zone and Upcoming are set for one schedule (ticker status NAME): the zone its slots are read in (TZ for a
 	// cron schedule, UTC otherwise) and its next slots after the report's instant (none while paused).
 	Zone     string     `json:"zone,omitempty"`
@@ -470,6 +473,7 @@ func scheduleInfos(rep *Report, entries map[string]store.Entry, state map[string
 		info.PausedUntil, info.PauseReason = s.PausedUntil, s.PauseReason
 		info.Limit, info.Priority = s.Limit, s.Priority
 		if missing := waiting[s.Name]; len(missing) > 0 {
+			info.MissingCalendars = missing
 			info.Notes = append(info.Notes, fmt.Sprintf("excludes %s, which the namespace does not have: the leader emits nothing of it until %s",
 				strings.Join(missing, ", "), pluralIt(len(missing))))
 			rep.Schedules = append(rep.Schedules, info)

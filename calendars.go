@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/calendar"
 	"github.com/tickgroup/tickgroup/internal/calendarstore"
@@ -260,27 +261,11 @@ func (s *Schedules) writeCalendars(ctx context.Context, o changeOpts, before map
 		}
 		cs = append(cs, c)
 	}
-	var werr error
-	offsets := make([]int64, 0, len(ws))
-	for _, w := range ws {
-		var o int64
-		if w.c != nil {
-			o, werr = calendarstore.Put(ctx, s.cl, s.names.Calendars, *w.c)
-		} else {
-			o, werr = calendarstore.Delete(ctx, s.cl, s.names.Calendars, w.name)
-		}
-		if werr != nil {
-			break
-		}
-		offsets = append(offsets, o)
+	recs := make([]*kgo.Record, len(ws))
+	for i, w := range ws {
+		recs[i] = &kgo.Record{Topic: s.names.Calendars, Key: []byte(w.name), Value: cs[i].After}
 	}
-	if len(offsets) > 0 {
-		// What was written is logged, even when a later write failed.
-		if lerr := s.logChanges(ctx, cs, offsets); lerr != nil {
-			return errors.Join(werr, lerr)
-		}
-	}
-	return werr
+	return s.writeLogged(ctx, "calendar", recs, cs)
 }
 
 // ensureCalendarsTopic creates the calendars topic, the schedules topic (a deletion's check reads it) and the

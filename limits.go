@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/changelog"
 	"github.com/tickgroup/tickgroup/internal/kafka"
@@ -192,22 +193,31 @@ func (s *Schedules) writeLimits(ctx context.Context, o changeOpts, before map[st
 		}
 		cs = append(cs, c)
 	}
+	recs := make([]*kgo.Record, len(ws))
+	for i, w := range ws {
+		recs[i] = &kgo.Record{Topic: s.names.Limits, Key: []byte(w.name), Value: cs[i].After}
+	}
+	return s.writeLogged(ctx, "limit", recs, cs)
+}
+
+// writeLogged writes recs (each a definition of its key, or a tombstone) in order, and logs cs[i] in the change
+// log for each recs[i] written: what was written is logged, even when a later write failed. what names a
+// definition in errors ("limit").
+func (s *Schedules) writeLogged(ctx context.Context, what string, recs []*kgo.Record, cs []changelog.Change) error {
 	var werr error
-	offsets := make([]int64, 0, len(ws))
-	for _, w := range ws {
-		var o int64
-		if w.l != nil {
-			o, werr = limit.Put(ctx, s.cl, s.names.Limits, *w.l)
-		} else {
-			o, werr = limit.Delete(ctx, s.cl, s.names.Limits, w.name)
-		}
-		if werr != nil {
+	offsets := make([]int64, 0, len(recs))
+	for _, r := range recs {
+		if werr = s.cl.ProduceSync(ctx, r).FirstErr(); werr != nil {
+			verb := "writing"
+			if r.Value == nil {
+				verb = "deleting"
+			}
+			werr = fmt.Errorf("%s %s %s: %w", verb, what, r.Key, werr)
 			break
 		}
-		offsets = append(offsets, o)
+		offsets = append(offsets, r.Offset)
 	}
 	if len(offsets) > 0 {
-		// What was written is logged, even when a later write failed.
 		if lerr := s.logChanges(ctx, cs, offsets); lerr != nil {
 			return errors.Join(werr, lerr)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/calendar"
 	"github.com/tickgroup/tickgroup/internal/errlimit"
+	"github.com/tickgroup/tickgroup/internal/named"
 )
 
 // MaxFileCalendars is the most calendars an apply file's list holds.
@@ -30,44 +31,8 @@ func ParseRange(s string) (calendar.Range, error) {
 // "weekday" must not silently exclude nothing), every calendar is validated, and a name given twice is refused.
 // The error names each problem's entry, line and field. The calendars are returned as written.
 func ParseList(n *yaml.Node, prefix string) ([]calendar.Spec, error) {
-	if n.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("parsing calendars: line %d: want a list under %q", n.Line, prefix)
-	}
-	if len(n.Content) > MaxFileCalendars {
-		return nil, fmt.Errorf("parsing calendars: %d entries, more than the limit of %d", len(n.Content), MaxFileCalendars)
-	}
-	out := make([]calendar.Spec, 0, len(n.Content))
-	seen := map[string]int{}
-	var errs []error
-	for i, e := range n.Content {
-		where := fmt.Sprintf("%s[%d]", prefix, i)
-		s, err := decodeEntry(e)
-		if s.Name != "" {
-			where += " (" + errlimit.Quote(s.Name) + ")"
-		}
-		if err != nil {
-			for _, x := range split(err) {
-				errs = append(errs, fmt.Errorf("%s: %w", where, x)) // x carries the line of its field
-			}
-			continue
-		}
-		if err := s.Validate(); err != nil {
-			for _, x := range split(err) {
-				errs = append(errs, fmt.Errorf("%s: line %d: %w", where, e.Line, x))
-			}
-			continue
-		}
-		if j, dup := seen[s.Name]; dup {
-			errs = append(errs, fmt.Errorf("%s: line %d: name %s is already used by %s[%d]", where, e.Line, errlimit.Quote(s.Name), prefix, j))
-			continue
-		}
-		seen[s.Name] = i
-		out = append(out, s)
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("parsing calendars: %w", errors.Join(errs...))
-	}
-	return out, nil
+	return named.ParseList(n, prefix, named.Entries[calendar.Spec]{What: "calendars", Max: MaxFileCalendars, Decode: decodeEntry,
+		Name: func(s calendar.Spec) string { return s.Name }, Validate: func(s calendar.Spec) error { return s.Validate() }})
 }
 
 // decodeEntry decodes one mapping into a Spec, field by field, refusing unknown and repeated fields. It decodes
@@ -156,12 +121,4 @@ func decodeRange(n *yaml.Node) (calendar.Range, error) {
 		return calendar.Range{}, errors.New("want both from and to")
 	}
 	return r, nil
-}
-
-// split returns the errors joined in err, or err alone, so that each line of a report can name its entry.
-func split(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }

@@ -2,19 +2,17 @@ package calendarstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/calendar"
 	"github.com/tickgroup/tickgroup/internal/errlimit"
-	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/named"
 )
 
 // Put validates s and writes its stored form to topic, keyed by its name, and returns the record's offset.
@@ -27,15 +25,6 @@ func Put(ctx context.Context, cl *kgo.Client, topic string, s calendar.Spec) (in
 	r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(s.Name), Value: v}).First()
 	if err != nil {
 		return 0, fmt.Errorf("writing calendar %s: %w", s.Name, err)
-	}
-	return r.Offset, nil
-}
-
-// Delete writes the tombstone of name to topic and returns its offset.
-func Delete(ctx context.Context, cl *kgo.Client, topic, name string) (int64, error) {
-	r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(name)}).First()
-	if err != nil {
-		return 0, fmt.Errorf("deleting calendar %s: %w", name, err)
 	}
 	return r.Offset, nil
 }
@@ -54,25 +43,6 @@ func Decode(name string, b []byte) (*calendar.Calendar, error) {
 	return c, nil
 }
 
-// fold is what the records of a calendars topic make of its keys, in order: each key's newest valid calendar,
-// none after a tombstone. A record that is no valid calendar of its key is refused and leaves the key as it was.
-type fold map[string]*calendar.Calendar
-
-// apply folds r in and returns why it was refused (nil: taken).
-func (f fold) apply(r *kgo.Record) error {
-	name := string(r.Key)
-	if r.Value == nil {
-		delete(f, name)
-		return nil
-	}
-	c, err := Decode(name, r.Value)
-	if err != nil {
-		return err
-	}
-	f[name] = c
-	return nil
-}
-
 // Same reports whether a and b define the same calendar (both nil: true).
 func Same(a, b *calendar.Calendar) bool {
 	if a == nil || b == nil {
@@ -81,31 +51,11 @@ func Same(a, b *calendar.Calendar) bool {
 	return a == b || reflect.DeepEqual(a.Spec(), b.Spec())
 }
 
-// Load reads the whole calendars topic once, to its last stable offset, and returns the calendars by name
-// (refused records are passed over, as a View passes over them). A topic that does not exist holds none: a
-// namespace made before calendars has no calendar.
+// Load reads the whole calendars topic once, to its last stable offset, and returns the calendars by name. A
+// record that is no valid calendar of its key is passed over, as a View passes over it. A topic that does not
+// exist holds none: a namespace made before calendars has no calendar.
 func Load(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, topic string) (map[string]*calendar.Calendar, error) {
-	f := fold{}
-	tds, err := adm.ListTopics(ctx, topic)
-	var td kadm.TopicDetail
-	if err == nil {
-		td = tds[topic]
-		err = td.Err
-	}
-	switch {
-	case errors.Is(err, kerr.UnknownTopicOrPartition) || err == nil && td.Topic == "":
-		return f, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading the calendars: %w", kafka.NeedACL(err, "Read", "topic", topic))
-	}
-	_, err = kafka.ReadStable(ctx, opts, topic, 0, func(r *kgo.Record) error {
-		_ = f.apply(r) // refused: the key keeps its last valid definition
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading the calendars: %w", err)
-	}
-	return f, nil
+	return named.Load(ctx, opts, adm, topic, "calendars", Decode)
 }
 
 // Sorted returns the calendars of m ordered by name.

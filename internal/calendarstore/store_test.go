@@ -1,13 +1,13 @@
 package calendarstore
 
 import (
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/calendar"
+	"github.com/tickgroup/tickgroup/internal/named"
 )
 
 // TestFold: the fold takes each key's newest valid calendar, and a refused record (a name other than its key, a
@@ -15,8 +15,8 @@ import (
 // is refused before it is parsed.
 func TestFold(t *testing.T) {
 	t.Parallel()
-	f := fold{}
-	put := func(key string, v []byte) error { return f.apply(&kgo.Record{Key: []byte(key), Value: v}) }
+	f := named.Fold[*calendar.Calendar]{}
+	put := func(key string, v []byte) error { return f.Apply(&kgo.Record{Key: []byte(key), Value: v}, Decode) }
 	if err := put("de", encoded(t, calendar.Spec{Name: "de", Dates: []string{"2026-12-25"}})); err != nil {
 		t.Fatal(err)
 	}
@@ -43,23 +43,26 @@ func TestFold(t *testing.T) {
 	}
 }
 
-// TestTakeReportsChanges: a View signals a change only when a calendar's definition changed: the same calendar
-// written again (another spelling of its weekdays, another order of its dates) changes nothing.
-func TestTakeReportsChanges(t *testing.T) {
+// TestSame: a View signals a change only when a calendar's definition changed (named.View, Config.Same): the
+// same calendar written again (another spelling of its weekdays, another order of its dates) is the same.
+func TestSame(t *testing.T) {
 	t.Parallel()
-	v := NewView(nil, calendarsTopic, slog.New(slog.DiscardHandler), nil)
-	take := func(key string, val []byte) bool { return v.take(&kgo.Record{Key: []byte(key), Value: val}) }
-	if !take("de", encoded(t, calendar.Spec{Name: "de", Dates: []string{"2026-12-26", "2026-12-25"}, Weekdays: []string{"sun"}})) {
-		t.Error("a new calendar: no change")
+	dec := func(v []byte) *calendar.Calendar {
+		c, err := Decode("de", v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
-	if take("de", []byte(`{"v":1,"name":"de","dates":["2026-12-25","2026-12-26","2026-12-25"],"weekdays":["Sunday"]}`)) {
-		t.Error("the same calendar written again: a change")
+	a := dec(encoded(t, calendar.Spec{Name: "de", Dates: []string{"2026-12-26", "2026-12-25"}, Weekdays: []string{"sun"}}))
+	if b := dec([]byte(`{"v":1,"name":"de","dates":["2026-12-25","2026-12-26","2026-12-25"],"weekdays":["Sunday"]}`)); !Same(a, b) {
+		t.Error("the same calendar written again: not the same")
 	}
-	if !take("de", encoded(t, calendar.Spec{Name: "de", Weekdays: []string{"sun"}})) {
-		t.Error("a date less: no change")
+	if c := dec(encoded(t, calendar.Spec{Name: "de", Weekdays: []string{"sun"}})); Same(a, c) {
+		t.Error("a date less: the same")
 	}
-	if take("de", []byte("not json")) || !take("de", nil) || take("de", nil) {
-		t.Error("a refused record, a tombstone, a second tombstone: want no change, a change, no change")
+	if !Same(nil, nil) || Same(a, nil) {
+		t.Error("Same(nil, nil) is true, Same(a, nil) false")
 	}
 }
 

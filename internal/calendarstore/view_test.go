@@ -4,12 +4,10 @@ package calendarstore
 // record, forged and invalid ones, a tombstone) and what it does while the topic does not exist.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,11 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/tickgroup/tickgroup/internal/calendar"
-	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
 
@@ -34,7 +29,7 @@ type testBundle struct {
 	cl   *kgo.Client
 	view *View
 	reg  *prometheus.Registry
-	logs *syncBuffer
+	logs *kafkatest.SyncBuffer
 	ctx  context.Context // ends with the test
 }
 
@@ -58,7 +53,7 @@ func setup(t *testing.T, seeded bool) *testBundle {
 	t.Cleanup(cl.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
-	b := &testBundle{cl: cl, reg: prometheus.NewRegistry(), logs: &syncBuffer{}, ctx: ctx}
+	b := &testBundle{cl: cl, reg: prometheus.NewRegistry(), logs: &kafkatest.SyncBuffer{}, ctx: ctx}
 	b.view = NewView(kopts, calendarsTopic, slog.New(slog.NewTextHandler(b.logs, nil)), b.reg)
 	return b
 }
@@ -112,7 +107,7 @@ func TestViewRefusesForgedRecords(t *testing.T) {
 	}
 	b.produce(t, "Bad Name", []byte(`{"v":1,"name":"Bad Name","weekdays":["sun"]}`))
 	b.run(t)
-	kafkatest.Eventually(t, 10*time.Second, "the view to load", signalled(b.view.Loaded()))
+	kafkatest.Eventually(t, 10*time.Second, "the view to load", kafkatest.Signalled(b.view.Loaded()))
 
 	if got, ok := b.view.Get("de"); !ok || got.Location().String() != "Europe/Berlin" || !got.ExcludesDate(2026, 12, 25) || got.ExcludesDate(2026, 12, 28) {
 		t.Errorf("Get(de) = %+v, %v; want the valid definition", got, ok)
@@ -128,10 +123,10 @@ func TestViewRefusesForgedRecords(t *testing.T) {
 	}
 
 	// A change after the load signals Changed; a tombstone deletes.
-	drain(b.view.Changed())
+	kafkatest.Drain(b.view.Changed())
 	b.produce(t, "de", encoded(t, calendar.Spec{Name: "de", Weekdays: []string{"sun"}}))
 	kafkatest.Eventually(t, 10*time.Second, "the change", func() bool { c, _ := b.view.Get("de"); return !c.ExcludesDate(2026, 12, 25) })
-	kafkatest.Eventually(t, time.Second, "Changed", signalled(b.view.Changed()))
+	kafkatest.Eventually(t, time.Second, "Changed", kafkatest.Signalled(b.view.Changed()))
 	b.produce(t, "de", nil)
 	kafkatest.Eventually(t, 10*time.Second, "the deletion", func() bool { _, ok := b.view.Get("de"); return !ok })
 
@@ -152,9 +147,9 @@ func TestViewRefusesForgedRecords(t *testing.T) {
 func TestViewWithoutTopic(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	b.view.recheck = 100 * time.Millisecond
+	b.view.Recheck = 100 * time.Millisecond
 	b.run(t)
-	kafkatest.Eventually(t, 10*time.Second, "the view to load", signalled(b.view.Loaded()))
+	kafkatest.Eventually(t, 10*time.Second, "the view to load", kafkatest.Signalled(b.view.Loaded()))
 	if all := b.view.All(); len(all) != 0 {
 		t.Errorf("All without a topic = %+v", all)
 	}
@@ -197,73 +192,6 @@ func refused(v *View) float64 {
 	return m.GetCounter().GetValue()
 }
 
-// signalled is a condition: ch has been closed (or signalled).
-func signalled(ch <-chan struct{}) func() bool {
-	return func() bool {
-		select {
-		case <-ch:
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// drain takes a pending signal off ch.
-func drain(ch <-chan struct{}) {
-	select {
-	case <-ch:
-	default:
-	}
-}
-
-// syncBuffer is a bytes.Buffer the View's goroutine writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// TestViewStopsOnARefusal: a principal without Read on the calendars topic gets an error naming that permission
-// from Run, at once: asking again does not help, and a reader must not wait for its calendars for ever.
-func TestViewStopsOnARefusal(t *testing.T) {
-	t.Parallel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, calendarsTopic), kfake.EnableSASL(), kfake.EnableACLs(),
-		kfake.User("PLAIN", "worker", "secret", kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: "other", Pattern: kmsg.ACLResourcePatternTypeLiteral,
-			Operation: kmsg.ACLOperationRead, Allow: true}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...), kgo.SASL(plain.Auth{User: "worker", Pass: "secret"}.AsMechanism())}
-	v := NewView(opts, calendarsTopic, slog.New(slog.DiscardHandler), nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	err = v.Run(ctx)
-	if !kafka.IsACLError(err) || !strings.Contains(err.Error(), "Read on topic "+calendarsTopic) {
-		t.Fatalf("Run without Read on the topic: %v, want an error naming that permission", err)
-	}
-	if ctx.Err() != nil {
-		t.Error("Run waited for its context to end")
-	}
-	select {
-	case <-v.Loaded():
-		t.Error("a View that could not read the topic is loaded")
-	default:
-	}
-}
-
 // TestViewSync: Sync returns once the View has read every record written before it was called, so that a
 // reader sees each calendar written so far; at once without a topic; and with ctx's error while the View does
 // not read (it is not running).
@@ -275,7 +203,7 @@ func TestViewSync(t *testing.T) {
 	if err := b.view.Sync(short); err == nil || !strings.Contains(err.Error(), "the view is not running") {
 		t.Errorf("Sync of a View that does not run: %v, want a timeout saying so", err)
 	}
-	b.view.recheck = 100 * time.Millisecond
+	b.view.Recheck = 100 * time.Millisecond
 	b.run(t)
 	if err := b.view.Sync(b.ctx); err != nil {
 		t.Fatalf("Sync without a topic: %v", err)

@@ -218,17 +218,17 @@ type schedulePage struct {
 	Limit, LimitURL, LimitText, Priority string
 	Next                                 []nextSlot
 	// MissingCalendars are the calendars the schedule excludes that the namespace does not have: no next run.
-	MissingCalendars string
-	Runs                                 []run
-	Grid                                 *gridView
-	SlotNote                             string // about the runs of the slot a grid cell's link asked for
-	Backfills                            []tickgroup.BackfillStatus
-	Changes                              []tickgroup.ChangeRecord
-	DetailError                          string
-	Truncated, ShowOutput                bool
-	Forged, Invalid                      int
-	Acting                               bool
-	CSRF                                 string
+	MissingCalendars      string
+	Runs                  []run
+	Grid                  *gridView
+	SlotNote              string // about the runs of the slot a grid cell's link asked for
+	Backfills             []tickgroup.BackfillStatus
+	Changes               []tickgroup.ChangeRecord
+	DetailError           string
+	Truncated, ShowOutput bool
+	Forged, Invalid       int
+	Acting                bool
+	CSRF                  string
 }
 
 type nextSlot struct {

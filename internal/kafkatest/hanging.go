@@ -67,7 +67,7 @@ func transactionalBatch(pid int64, epoch int16, values ...string) []byte {
 	var recs []byte
 	for i, v := range values {
 		r := kmsg.Record{OffsetDelta: int32(i), Key: []byte(v), Value: []byte(v)} // keyed: compacted topics refuse records without a key
-		r.Length = int32(len(r.AppendTo(nil)) - 1) // everything after the length, itself a one-byte varint 0
+		r.Length = int32(len(r.AppendTo(nil)) - 1)                                // everything after the length, itself a one-byte varint 0
 		recs = r.AppendTo(recs)
 	}
 	b := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, Attributes: 0x10, LastOffsetDelta: int32(len(values) - 1),

@@ -7,6 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tickgroup/tickgroup/internal/errlimit"
+	"github.com/tickgroup/tickgroup/internal/named"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 )
 
@@ -19,44 +20,8 @@ const MaxFileLimits = 10_000
 // misspelt "concurency" must not silently mean "no bound"), every limit is validated, and a name given twice is
 // refused. The error names each problem's entry, line and field.
 func ParseList(n *yaml.Node, prefix string) ([]Limit, error) {
-	if n.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("parsing limits: line %d: want a list under %q", n.Line, prefix)
-	}
-	if len(n.Content) > MaxFileLimits {
-		return nil, fmt.Errorf("parsing limits: %d entries, more than the limit of %d", len(n.Content), MaxFileLimits)
-	}
-	out := make([]Limit, 0, len(n.Content))
-	seen := map[string]int{}
-	var errs []error
-	for i, e := range n.Content {
-		where := fmt.Sprintf("%s[%d]", prefix, i)
-		l, err := decodeEntry(e)
-		if l.Name != "" {
-			where += " (" + errlimit.Quote(l.Name) + ")"
-		}
-		if err != nil {
-			for _, x := range split(err) {
-				errs = append(errs, fmt.Errorf("%s: %w", where, x)) // x carries the line of its field
-			}
-			continue
-		}
-		if err := l.Validate(); err != nil {
-			for _, x := range split(err) {
-				errs = append(errs, fmt.Errorf("%s: line %d: %w", where, e.Line, x))
-			}
-			continue
-		}
-		if j, dup := seen[l.Name]; dup {
-			errs = append(errs, fmt.Errorf("%s: line %d: name %s is already used by %s[%d]", where, e.Line, errlimit.Quote(l.Name), prefix, j))
-			continue
-		}
-		seen[l.Name] = i
-		out = append(out, l)
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("parsing limits: %w", errors.Join(errs...))
-	}
-	return out, nil
+	return named.ParseList(n, prefix, named.Entries[Limit]{What: "limits", Max: MaxFileLimits, Decode: decodeEntry,
+		Name: func(l Limit) string { return l.Name }, Validate: func(l Limit) error { return l.Validate() }})
 }
 
 // decodeEntry decodes one mapping into a Limit, field by field, refusing unknown and repeated fields. It decodes
@@ -117,12 +82,4 @@ func decodeRate(val *yaml.Node, l *Limit) (bool, error) {
 	}
 	l.Rate, l.Window = r, schedule.Duration(w)
 	return true, nil
-}
-
-// split returns the errors joined in err, or err alone, so that each line of a report can name its entry.
-func split(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }

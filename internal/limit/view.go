@@ -1,269 +1,28 @@
 package limit
 
 import (
-	"cmp"
-	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tickgroup/tickgroup/internal/errlimit"
-	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/named"
 )
 
-// Pauses of a View's retries.
-const (
-	// MissingRecheck is how often a View looks again for a limits topic that does not exist.
-	MissingRecheck = 10 * time.Second
-	// minPause and maxPause bound the growing pause after any other error.
-	minPause, maxPause = 250 * time.Millisecond, 30 * time.Second
-)
-
-// View follows a limits topic and keeps its limits in memory, for the workers that keep them: each key's newest
-// valid definition (a refused record leaves the key as it was, a tombstone deletes it). It is safe for
-// concurrent use.
+// View follows a limits topic and keeps its limits in memory, for the workers that keep them (named.View): each
+// key's newest valid definition. Run retries every error but a refused permission: a worker that cannot read
+// its limits must say so rather than hold their ticks for ever. It is safe for concurrent use.
 type View struct {
-	opts    []kgo.Opt
-	topic   string
-	logger  *slog.Logger
+	*named.View[Limit]
 	metrics *metrics
-	recheck time.Duration // MissingRecheck; shorter in tests
-
-	mu     sync.Mutex
-	limits fold
-	// warned holds the keys whose refused record was logged: a key is logged once, not once per record, until
-	// it holds a valid record (or a tombstone) again.
-	warned  map[string]bool
-	loaded  chan struct{}
-	once    sync.Once
-	changed chan struct{}
 }
 
 // NewView returns a View of topic. opts are the connection options (kafka.Config.Opts); Run adds its own.
 func NewView(opts []kgo.Opt, topic string, logger *slog.Logger, reg prometheus.Registerer) *View {
-	return &View{
-		opts:    opts,
-		topic:   topic,
-		logger:  logger.With("component", "limits"),
-		metrics: newMetrics(reg),
-		recheck: MissingRecheck,
-		limits:  fold{},
-		warned:  map[string]bool{},
-		loaded:  make(chan struct{}),
-		changed: make(chan struct{}, 1),
-	}
-}
-
-// Loaded is closed once the View has read what the topic held when Run started, or found that there is no
-// such topic (no limit).
-func (v *View) Loaded() <-chan struct{} { return v.loaded }
-
-// Changed is signalled (coalesced) when a limit was added, changed or deleted.
-func (v *View) Changed() <-chan struct{} { return v.changed }
-
-// Get returns the limit called name, and whether there is one.
-func (v *View) Get(name string) (Limit, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	l, ok := v.limits[name]
-	return l, ok
+	m := newMetrics(reg)
+	return &View{metrics: m, View: named.NewView(named.Config[Limit]{Opts: opts, Topic: topic, What: "limits", Key: "limit",
+		Decode: Decode, Same: func(a, b Limit) bool { return a == b }, Logger: logger, Refused: m.refused, Count: m.limits})}
 }
 
 // All returns every limit, sorted by name.
-func (v *View) All() []Limit {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return Sorted(v.limits)
-}
-
-// Run follows the topic until ctx ends, and then returns nil. It retries every error with a growing pause (a
-// worker runs on with the limits it has while the topic cannot be read) but a refused permission, on which it
-// returns an error naming it (kafka.ACLError): asking again does not help until an administrator adds the ACL,
-// and a worker that cannot read its limits must say so rather than hold their ticks for ever.
-func (v *View) Run(ctx context.Context) error {
-	cl, err := kgo.NewClient(append(v.opts[:len(v.opts):len(v.opts)],
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(500*time.Millisecond),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-	)...)
-	if err != nil {
-		return fmt.Errorf("limits: client: %w", err)
-	}
-	defer cl.Close()
-	end, err := v.waitTopic(ctx, kadm.NewClient(cl))
-	if err != nil {
-		return stopped(ctx, err)
-	}
-	// The client consumes only once the topic exists: a client told to consume a missing topic asks for it
-	// again and again, and logs each time.
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{v.topic: {0: kgo.NewOffset().AtStart()}})
-	if end == 0 {
-		v.markLoaded(0)
-	}
-	err = v.follow(ctx, cl, end)
-	v.logger.Info("limits view stopped")
-	return stopped(ctx, err)
-}
-
-// stopped is what Run returns for err: nil once ctx has ended, err otherwise (a refused permission).
-func stopped(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
-}
-
-// waitTopic returns the topic's last stable offset once the topic exists; ctx's error if it ended first, and an
-// ACLError for a refused permission. While there is no topic the View holds no limit and is loaded (a namespace
-// made before limits has none), and it looks again every MissingRecheck. After any other error (a broker away)
-// it is not loaded: a worker must not take "not read" for "no limit".
-func (v *View) waitTopic(ctx context.Context, adm *kadm.Client) (int64, error) {
-	var b backoff
-	missing := false
-	for {
-		end, err := lastStable(ctx, adm, v.topic)
-		pause := v.recheck
-		switch {
-		case err == nil:
-			return end, nil
-		case ctx.Err() != nil:
-			return 0, ctx.Err()
-		case kafka.Denied(err):
-			return 0, fmt.Errorf("reading the limits: %w", kafka.NeedACL(err, "Read", "topic", v.topic))
-		case errors.Is(err, kerr.UnknownTopicOrPartition):
-			if !missing {
-				missing = true
-				v.logger.Info("no limits topic: no limit until it exists", "topic", v.topic, "recheck", v.recheck)
-			}
-			v.markLoaded(0)
-		default:
-			pause = b.next()
-			v.logger.Warn("listing the limits topic's end; retrying", "topic", v.topic, "err", err, "pause", pause)
-		}
-		if !sleep(ctx, pause) {
-			return 0, ctx.Err()
-		}
-	}
-}
-
-// follow folds the topic's records in until ctx ends; the View is loaded once it has read to end. It returns
-// ctx's error, or an ACLError for a refused permission.
-func (v *View) follow(ctx context.Context, cl *kgo.Client, end int64) error {
-	var b backoff
-	for {
-		fetches := cl.PollFetches(ctx)
-		if ctx.Err() != nil || fetches.IsClientClosed() {
-			return ctx.Err()
-		}
-		var ferr error
-		fetches.EachError(func(_ string, _ int32, err error) { ferr = errors.Join(ferr, err) })
-		switch {
-		case kafka.Denied(ferr):
-			return fmt.Errorf("reading the limits: %w", kafka.NeedACL(ferr, "Read", "topic", v.topic))
-		case ferr != nil:
-			pause := b.next()
-			v.logger.Warn("fetching the limits; retrying", "topic", v.topic, "err", ferr, "pause", pause)
-			if !sleep(ctx, pause) {
-				return ctx.Err()
-			}
-			continue
-		}
-		b = backoff{}
-		changed := false
-		v.mu.Lock()
-		fetches.EachRecord(func(r *kgo.Record) {
-			changed = v.take(r) || changed
-			if r.Offset >= end-1 {
-				v.markLoaded(len(v.limits))
-			}
-		})
-		v.metrics.limits.Set(float64(len(v.limits)))
-		v.mu.Unlock()
-		if changed {
-			select {
-			case v.changed <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
-// take folds r in, with v.mu held, and reports whether it changed a limit. A refused record is counted, and
-// logged once for its key.
-func (v *View) take(r *kgo.Record) bool {
-	key := string(r.Key)
-	before, had := v.limits[key]
-	if err := v.limits.apply(r); err != nil {
-		v.metrics.refused.Inc()
-		if !v.warned[key] {
-			v.warned[key] = true
-			v.logger.Warn("refusing a record of the limits topic: the limit keeps its last valid definition", "limit", errlimit.Text(key),
-				"offset", r.Offset, "err", err)
-		}
-		return false
-	}
-	delete(v.warned, key)
-	after, has := v.limits[key]
-	return had != has || before != after
-}
-
-// markLoaded closes Loaded, once; n is the number of limits then.
-func (v *View) markLoaded(n int) {
-	v.once.Do(func() {
-		v.logger.Info("limits loaded", "limits", n)
-		close(v.loaded)
-	})
-}
-
-// lastStable returns the last stable offset of partition 0 of topic; an error wrapping
-// kerr.UnknownTopicOrPartition when there is no such topic.
-func lastStable(ctx context.Context, adm *kadm.Client, topic string) (int64, error) {
-	// A metadata request of its own first: the client's cached metadata would say that a topic made a moment
-	// ago is still missing, for up to its metadata age (kafka.ListFresh).
-	tds, err := kafka.ListFresh(ctx, adm, topic)
-	if err != nil {
-		return 0, err
-	}
-	if td, ok := tds[topic]; !ok || td.Err != nil {
-		return 0, fmt.Errorf("topic %s: %w", topic, cmp.Or[error](td.Err, kerr.UnknownTopicOrPartition))
-	}
-	ends, err := adm.ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		return 0, err
-	}
-	o, ok := ends.Lookup(topic, 0)
-	switch {
-	case !ok:
-		return 0, fmt.Errorf("topic %s: %w", topic, kerr.UnknownTopicOrPartition)
-	case o.Err != nil:
-		return 0, fmt.Errorf("topic %s: %w", topic, o.Err)
-	}
-	return o.Offset, nil
-}
-
-// backoff is a pause that doubles from minPause to maxPause; its zero value starts again.
-type backoff struct{ d time.Duration }
-
-func (b *backoff) next() time.Duration {
-	b.d = min(max(2*b.d, minPause), maxPause)
-	return b.d
-}
-
-// sleep waits d, and reports false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func (v *View) All() []Limit { return Sorted(v.Snapshot()) }

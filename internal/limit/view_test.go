@@ -4,11 +4,9 @@ package limit
 // record, forged and invalid ones, a tombstone) and what it does while the topic does not exist.
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,10 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
 
-	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 )
@@ -33,7 +28,7 @@ type testBundle struct {
 	cl   *kgo.Client
 	view *View
 	reg  *prometheus.Registry
-	logs *syncBuffer
+	logs *kafkatest.SyncBuffer
 	ctx  context.Context // ends with the test
 }
 
@@ -57,7 +52,7 @@ func setup(t *testing.T, seeded bool) *testBundle {
 	t.Cleanup(cl.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
-	b := &testBundle{cl: cl, reg: prometheus.NewRegistry(), logs: &syncBuffer{}, ctx: ctx}
+	b := &testBundle{cl: cl, reg: prometheus.NewRegistry(), logs: &kafkatest.SyncBuffer{}, ctx: ctx}
 	b.view = NewView(kopts, limitsTopic, slog.New(slog.NewTextHandler(b.logs, nil)), b.reg)
 	return b
 }
@@ -111,7 +106,7 @@ func TestViewRefusesForgedRecords(t *testing.T) {
 	}
 	b.produce(t, "Bad Name", []byte(`{"v":1,"name":"Bad Name","concurrency":1}`))
 	b.run(t)
-	kafkatest.Eventually(t, 10*time.Second, "the view to load", signalled(b.view.Loaded()))
+	kafkatest.Eventually(t, 10*time.Second, "the view to load", kafkatest.Signalled(b.view.Loaded()))
 
 	if got, ok := b.view.Get("db"); !ok || got.Concurrency != 4 || got.Rate != 100 || got.V != Version {
 		t.Errorf("Get(db) = %+v, %v; want the valid definition", got, ok)
@@ -127,10 +122,10 @@ func TestViewRefusesForgedRecords(t *testing.T) {
 	}
 
 	// A change after the load signals Changed; a tombstone deletes.
-	drain(b.view.Changed())
+	kafkatest.Drain(b.view.Changed())
 	b.produce(t, "db", encoded(t, Limit{Name: "db", Concurrency: 8}))
 	kafkatest.Eventually(t, 10*time.Second, "the change", func() bool { l, _ := b.view.Get("db"); return l.Concurrency == 8 })
-	kafkatest.Eventually(t, time.Second, "Changed", signalled(b.view.Changed()))
+	kafkatest.Eventually(t, time.Second, "Changed", kafkatest.Signalled(b.view.Changed()))
 	b.produce(t, "db", nil)
 	kafkatest.Eventually(t, 10*time.Second, "the deletion", func() bool { _, ok := b.view.Get("db"); return !ok })
 
@@ -147,9 +142,9 @@ func TestViewRefusesForgedRecords(t *testing.T) {
 func TestViewWithoutTopic(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	b.view.recheck = 100 * time.Millisecond
+	b.view.Recheck = 100 * time.Millisecond
 	b.run(t)
-	kafkatest.Eventually(t, 10*time.Second, "the view to load", signalled(b.view.Loaded()))
+	kafkatest.Eventually(t, 10*time.Second, "the view to load", kafkatest.Signalled(b.view.Loaded()))
 	if all := b.view.All(); len(all) != 0 {
 		t.Errorf("All without a topic = %+v", all)
 	}
@@ -190,71 +185,4 @@ func refused(v *View) float64 {
 		return -1
 	}
 	return m.GetCounter().GetValue()
-}
-
-// signalled is a condition: ch has been closed (or signalled).
-func signalled(ch <-chan struct{}) func() bool {
-	return func() bool {
-		select {
-		case <-ch:
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// drain takes a pending signal off ch.
-func drain(ch <-chan struct{}) {
-	select {
-	case <-ch:
-	default:
-	}
-}
-
-// syncBuffer is a bytes.Buffer the View's goroutine writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// TestViewStopsOnARefusal: a principal without Read on the limits topic gets an error naming that permission
-// from Run, at once: asking again does not help, and a worker must not wait for its limits for ever.
-func TestViewStopsOnARefusal(t *testing.T) {
-	t.Parallel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, limitsTopic), kfake.EnableSASL(), kfake.EnableACLs(),
-		kfake.User("PLAIN", "worker", "secret", kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: "other", Pattern: kmsg.ACLResourcePatternTypeLiteral,
-			Operation: kmsg.ACLOperationRead, Allow: true}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	opts := []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...), kgo.SASL(plain.Auth{User: "worker", Pass: "secret"}.AsMechanism())}
-	v := NewView(opts, limitsTopic, slog.New(slog.DiscardHandler), nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	err = v.Run(ctx)
-	if !kafka.IsACLError(err) || !strings.Contains(err.Error(), "Read on topic "+limitsTopic) {
-		t.Fatalf("Run without Read on the topic: %v, want an error naming that permission", err)
-	}
-	if ctx.Err() != nil {
-		t.Error("Run waited for its context to end")
-	}
-	select {
-	case <-v.Loaded():
-		t.Error("a View that could not read the topic is loaded")
-	default:
-	}
 }

@@ -145,6 +145,15 @@ func TestE2EBrokerOutages(t *testing.T) {
 	if code != 0 || sum.Missing != 0 || sum.Doubled != 0 || sum.RanTwice != 0 || sum.MarkedReRun > 2 {
 		t.Errorf("ticker audit: exit %d, missing %d, doubled %d, ran twice %d, marked re-runs %d; want 0, 0, 0, 0, at most 2",
 			code, sum.Missing, sum.Doubled, sum.RanTwice, sum.MarkedReRun)
+		logged := 0
+		for _, s := range rep.Schedules {
+			for _, tk := range s.Ticks {
+				if len(tk.Problems) > 0 && logged < 20 {
+					logged++
+					t.Logf("audit: %s %s %v; handler runs: %d", tk.ID, tk.State, tk.Problems, len(e.executions()[tk.ID]))
+				}
+			}
+		}
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/clock"
 	"github.com/tickgroup/tickgroup/internal/dispatch"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/tracing"
 )
 
 const usage = `Usage: ticker COMMAND [flags]
@@ -208,7 +209,11 @@ Join the ticker group; while this replica owns a partition of <ns>.ticker it lea
 (one partition per leader: ticker init --leaders): it fences earlier leaders of the partition, reads the last
 emitted slot of each of its schedules and emits every slot as tick records on <ns>.work, each slot exactly once,
 --lead before it is due (workers start each tick on its instant). Runs until SIGINT or SIGTERM, then hands
-leadership over and exits 0.`
+leadership over and exits 0.
+
+Traces (OpenTelemetry): off unless OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp)
+is set; then each tick's emission is the root span of its trace, exported over OTLP/HTTP (the standard OTEL_
+variables: headers, service name, resource attributes, sampler).`
 
 // runCommand is ticker run: a replica of the fleet, until a signal.
 type runCommand struct {
@@ -286,6 +291,11 @@ func checkGroupProtocol(protocol, instanceID string) error {
 func (c *runCommand) run(ctx context.Context, _, stderr io.Writer) error {
 	logger := c.common.Logger(stderr).With("instance", c.instance)
 	logger.Debug(cli.SignalsHandled) // main handles them since before run; this is the log's first line
+	flushTraces, err := tracing.Start(ctx, "ticker", logger)
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+	defer flushTraces()
 	reg := admin.NewRegistry("ticker")
 	t, err := tickgroup.NewTicker(c.tickerConfig(logger, reg))
 	if err != nil {

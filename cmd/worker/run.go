@@ -17,6 +17,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/cli"
 	"github.com/tickgroup/tickgroup/internal/command"
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/tracing"
 	"github.com/tickgroup/tickgroup/internal/webhook"
 	"github.com/tickgroup/tickgroup/internal/worker"
 )
@@ -42,6 +43,10 @@ the first worker joined run too), and a new group on an old work topic runs at m
 ticks, never the days the topic retains. --start latest runs only ticks written from now on; --start earliest
 everything retained.
 Exec and http handlers run at least once per tick: use the tick ID as an idempotency key.
+Traces (OpenTelemetry): with OTEL_EXPORTER_OTLP_ENDPOINT set (or _TRACES_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp),
+each attempt is a span in its tick's trace, child of the leader's emission, exported over OTLP/HTTP; the
+handler gets its context as TRACEPARENT (--exec) or a traceparent header (--http). Exec handlers never see
+OTEL_EXPORTER_OTLP_*HEADERS (a collector's credential).
 On SIGINT/SIGTERM the worker stops fetching and starting ticks, commits and leaves the group at once (its
 partitions move on; their new owners wait only for the ticks still running here), and lets its handlers finish
 within --grace.
@@ -222,6 +227,11 @@ func (f *runCommand) check(positional []string) error {
 func (f *runCommand) run(ctx context.Context, _, stderr io.Writer) error {
 	logger := f.common.Logger(stderr)
 	logger.Debug(cli.SignalsHandled) // main handles them since before run; this is the log's first line
+	flushTraces, err := tracing.Start(ctx, "worker", logger)
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+	defer flushTraces()
 	handler, closeHandler, err := f.handler(logger)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tickgroup/tickgroup"
+	"github.com/tickgroup/tickgroup/internal/tracing"
 )
 
 // Config configures Handler.
@@ -50,11 +51,12 @@ const secretPrefix = "TICKGROUP_"
 
 // Handler runs a program per tick, without a shell.
 //
-// The program gets the worker's environment without its TICKGROUP_* variables (restricted further to
-// Config.EnvAllow when set) plus TICK_ID, TICK_SCHEDULE, TICK_SLOT (RFC 3339, UTC), TICK_SLOT_UNIX_MS,
-// TICK_SHARD, TICK_SHARDS, TICK_ATTEMPT, TICK_FENCE, TICK_INTERRUPTED (1 or 0), TICK_BACKFILL (1 or 0), TICK_BACKFILL_ID and TICK_PAYLOAD, and the payload
-// on its standard input. Exit status 0 is success, even when a helper the program started still holds its
-// output; anything else is a retryable failure.
+// The program gets the worker's environment without its TICKGROUP_* variables and the OpenTelemetry exporter's
+// headers (restricted further to Config.EnvAllow when set) plus TICK_ID, TICK_SCHEDULE, TICK_SLOT (RFC 3339,
+// UTC), TICK_SLOT_UNIX_MS, TICK_SHARD, TICK_SHARDS, TICK_ATTEMPT, TICK_FENCE, TICK_INTERRUPTED (1 or 0),
+// TICK_BACKFILL (1 or 0), TICK_BACKFILL_ID and TICK_PAYLOAD, with tracing on (package tracing) TRACEPARENT, the
+// W3C trace context of the attempt, and the payload on its standard input. Exit status 0 is success, even when a
+// helper the program started still holds its output; anything else is a retryable failure.
 //
 // The program runs in its own process group, and the whole group goes when the attempt does:
 //   - when the attempt's context ends (timeout, revocation, shutdown) the group gets SIGTERM, then SIGKILL after
@@ -110,13 +112,14 @@ func New(cfg Config, logger *slog.Logger) (*Handler, error) {
 	return &Handler{argv: argv, cfg: cfg, logger: logger.With("component", "worker", "handler", "exec")}, nil
 }
 
-// scrubEnv returns the variables of env that a handler may see: never TICKGROUP_*, and only those matching allow
-// when it is not empty.
+// scrubEnv returns the variables of env that a handler may see: never TICKGROUP_* nor the OpenTelemetry
+// exporter's headers (OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TRACES_HEADERS and the like: they carry a
+// collector's credential), and only those matching allow when it is not empty.
 func scrubEnv(env, allow []string) []string {
 	var out []string
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, secretPrefix) {
+		if strings.HasPrefix(name, secretPrefix) || strings.HasPrefix(name, "OTEL_EXPORTER_OTLP") && strings.HasSuffix(name, "HEADERS") {
 			continue
 		}
 		if len(allow) > 0 && !envAllowed(name, allow) {
@@ -174,6 +177,9 @@ func (h *Handler) Handle(ctx context.Context, t tickgroup.Tick) error {
 		return tickgroup.Permanent(fmt.Errorf("starting %s: %w", h.argv[0], err))
 	}
 	env := append(append([]string(nil), h.cfg.Env...), Env(t)...)
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		env = append(env, "TRACEPARENT="+tp) // the attempt's span: the program's own spans are its children
+	}
 	lease := leaseNanos(t)
 	if d := lease(); d != 0 && time.Now().UnixNano() >= d {
 		// The supervisor would kill the program at once; the partition's next owner may be running the tick.

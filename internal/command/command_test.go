@@ -12,6 +12,7 @@ import (
 
 	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/tick"
+	"github.com/tickgroup/tickgroup/internal/tracing"
 )
 
 // testTick is a tick of schedule scan with the attempt's fields of a (Attempt, Fence, Interrupted, Worker,
@@ -122,17 +123,19 @@ func TestExecHandlerEnvScrubbing(t *testing.T) {
 	t.Parallel()
 	base := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=/home/tick", "AWS_REGION=eu-west-1", "AWS_SECRET=s3",
-		"TICKGROUP_SASL_PASSWORD=hunter2", "TICKGROUP_BROKERS=kafka:9092",
+		"TICKGROUP_SASL_PASSWORD=hunter2", "TICKGROUP_BROKERS=kafka:9092", "OTEL_SERVICE_NAME=jobs",
+		"OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer s3cret", "OTEL_EXPORTER_OTLP_TRACES_HEADERS=api-key=s3cret",
 	}
 	tests := []struct {
 		name  string
 		allow []string
 		want  []string // the variables the program sees besides TICK_*
 	}{
-		{"default", nil, []string{"AWS_REGION", "AWS_SECRET", "HOME", "PATH"}},
+		{"default", nil, []string{"AWS_REGION", "AWS_SECRET", "HOME", "OTEL_SERVICE_NAME", "PATH"}},
 		{"allow-list", []string{"PATH", "AWS_*"}, []string{"AWS_REGION", "AWS_SECRET", "PATH"}},
 		{"exact names", []string{"AWS_REGION"}, []string{"AWS_REGION"}},
-		{"everything", []string{"*"}, []string{"AWS_REGION", "AWS_SECRET", "HOME", "PATH"}},
+		{"everything", []string{"*"}, []string{"AWS_REGION", "AWS_SECRET", "HOME", "OTEL_SERVICE_NAME", "PATH"}},
+		{"the exporter's headers", []string{"OTEL_*"}, []string{"OTEL_SERVICE_NAME"}},
 		{"prefix of TICKGROUP_", []string{"TICK*"}, nil},
 	}
 	for _, tt := range tests {
@@ -196,4 +199,27 @@ func cancelWhenExists(path string) (context.Context, context.CancelFunc) {
 		}
 	}()
 	return ctx, cancel
+}
+
+// TestExecHandlerTraceparent: with the attempt's span in its context (package tracing), the program gets its
+// W3C trace context as TRACEPARENT, so that its own spans are children of the attempt; without one, none.
+func TestExecHandlerTraceparent(t *testing.T) {
+	t.Parallel()
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	for _, tc := range []struct {
+		ctx  context.Context
+		want string
+	}{{tracing.Parent(context.Background(), tp), tp}, {context.Background(), ""}} {
+		out := filepath.Join(t.TempDir(), "tp")
+		h, err := New(Config{Command: `sh -c 'printf %s "$TRACEPARENT" > "$0"' ` + out, Env: []string{"PATH=" + os.Getenv("PATH")}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Handle(tc.ctx, testTick(tickgroup.Tick{Attempt: 1})); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(out); err != nil || string(b) != tc.want {
+			t.Errorf("TRACEPARENT = %q, %v; want %q", b, err, tc.want)
+		}
+	}
 }

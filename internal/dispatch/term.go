@@ -514,8 +514,10 @@ func (e *emitter) emit(ctx context.Context, now time.Time) error {
 			continue // every schedule of the batch is in a pool that is not ready
 		}
 		committing, committed = make(chan commitResult, 1), ems
+		spans := traceEmission(ctx, recs, d.cfg.Names.Ticker)
 		go func(done chan<- commitResult, recs []*kgo.Record) {
 			err := d.commit(ctx, t.p, recs)
+			endEmission(spans, err)
 			done <- commitResult{err: err, at: d.cfg.Now()}
 		}(committing, recs)
 		e.next, e.spare = e.spare, e.next // the next batch must not write over the records being produced

@@ -14,12 +14,13 @@ import (
 	"strconv"
 
 	"github.com/tickgroup/tickgroup"
+	"github.com/tickgroup/tickgroup/internal/tracing"
 )
 
 // Handler POSTs each tick as JSON (the work record's own encoding) to a URL, with the tick ID in an
 // Idempotency-Key header, the attempt in Tick-Attempt, the partition's fencing token in Tickgroup-Fence and
-// Tickgroup-Interrupted: 1 when an earlier run was cut off, and Tickgroup-Backfill: the backfill's ID for a
-// backfill's tick.
+// Tickgroup-Interrupted: 1 when an earlier run was cut off, Tickgroup-Backfill: the backfill's ID for a
+// backfill's tick, and, with tracing on (package tracing), traceparent: the W3C trace context of the attempt.
 //
 // A 2xx status is success. 408 (Request Timeout) and 429 (Too Many Requests) are retried like 5xx statuses,
 // transport errors and timeouts; every other 4xx status is a permanent failure: the request itself is wrong, so
@@ -75,6 +76,9 @@ func (h *Handler) Handle(ctx context.Context, t tickgroup.Tick) error {
 	}
 	if t.Backfill {
 		req.Header.Set("Tickgroup-Backfill", t.BackfillID)
+	}
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		req.Header.Set(tracing.Header, tp) // the attempt's span (package tracing)
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/tick"
+	"github.com/tickgroup/tickgroup/internal/tracing"
 )
 
 func TestHTTPHandler(t *testing.T) {
@@ -91,4 +92,31 @@ func TestHTTPHandlerDoesNotFollowRedirects(t *testing.T) {
 func testTick(fence int64) tickgroup.Tick {
 	return tickgroup.Tick{ID: "scan@2026-11-29T14:00:30Z#3", Schedule: "scan", Slot: time.Date(2026, 11, 29, 14, 0, 30, 0, time.UTC),
 		Shard: 3, Shards: 4, Payload: "hello payload", Attempt: 1, Fence: fence}
+}
+
+// TestHTTPHandlerTraceparent: with the attempt's span in its context (package tracing), the request carries its
+// W3C trace context in the traceparent header; without one, no such header.
+func TestHTTPHandlerTraceparent(t *testing.T) {
+	t.Parallel()
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("traceparent"))
+	}))
+	defer srv.Close()
+	h, err := New(srv.URL, srv.Client(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	for _, tc := range []struct {
+		ctx  context.Context
+		want string
+	}{{tracing.Parent(context.Background(), tp), tp}, {context.Background(), ""}} {
+		if err := h.Handle(tc.ctx, testTick(1)); err != nil {
+			t.Fatal(err)
+		}
+		if got.Load() != tc.want {
+			t.Errorf("traceparent = %q, want %q", got.Load(), tc.want)
+		}
+	}
 }

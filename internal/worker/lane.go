@@ -786,11 +786,13 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *A
 	}
 	w.m.inflight.Inc()
 	begin, from := time.Now(), w.cfg.Now()
+	actx, sp := w.startSpan(actx, rec, &t, a)
 	err = w.handle(actx, t, *a)
 	w.m.duration.Observe(time.Since(begin).Seconds())
 	w.m.inflight.Dec()
 	a.ran = span{from, w.cfg.Now()}
 	cutBy := end(err) // what cut the run (nil: nothing), as end decided it
+	endSpan(sp, err, cutBy, err != nil && errors.Is(actx.Err(), context.DeadlineExceeded))
 	if err != nil && cutBy == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("timed out after %s: %w", timeout, err)
 	}

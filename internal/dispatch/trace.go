@@ -14,27 +14,31 @@ import (
 
 // traceEmission starts a span per tick of recs (the state records are passed over), each the root of its
 // tick's trace, and writes its trace context to the tick's record, so that the workers' attempts are its
-// children (package tracing). It does nothing unless this process exports traces: a leader emitting a herd of
-// 100,000 ticks pays for their spans only then. endEmission ends them once the transaction is decided.
+// children (package tracing). Without a TracerProvider (otel.SetTracerProvider: tracing.Setup's, or a library
+// user's) it stops at the first tick, having written nothing: a leader emitting a herd of 100,000 ticks pays
+// for their spans only when it exports them. endEmission ends them once the transaction is decided.
 func traceEmission(ctx context.Context, recs []*kgo.Record, ticker string) []trace.Span {
-	if !tracing.On() {
-		return nil
-	}
 	tr := tracing.Tracer()
-	spans := make([]trace.Span, 0, len(recs))
+	var spans []trace.Span
 	for _, r := range recs {
 		if r.Topic == ticker {
 			continue
 		}
-		id := string(r.Key)
-		schedule, _, _ := strings.Cut(id, "@")
-		sctx, sp := tr.Start(ctx, "tickgroup.emit", trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
-			attribute.String("tickgroup.tick.id", id),
-			attribute.String("tickgroup.schedule", schedule),
-			attribute.String("messaging.destination.name", r.Topic),
-			attribute.Int("messaging.destination.partition.id", int(r.Partition)),
-		))
-		tracing.Inject(sctx, r)
+		sctx, sp := tr.Start(ctx, "tickgroup.emit", trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindProducer))
+		if !sp.SpanContext().IsValid() {
+			return nil // no TracerProvider: no span, no header (the first tick says so for the batch)
+		}
+		if sp.IsRecording() { // sampled
+			id := string(r.Key)
+			schedule, _, _ := strings.Cut(id, "@")
+			sp.SetAttributes(
+				attribute.String("tickgroup.tick.id", id),
+				attribute.String("tickgroup.schedule", schedule),
+				attribute.String("messaging.destination.name", r.Topic),
+				attribute.Int("messaging.destination.partition.id", int(r.Partition)),
+			)
+		}
+		tracing.Inject(sctx, r) // sampled or not: the workers' attempts follow the emission's decision
 		spans = append(spans, sp)
 	}
 	return spans

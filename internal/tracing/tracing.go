@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -36,13 +35,6 @@ const Header = "traceparent"
 
 // Shutdown flushes the spans buffered and stops the exporter; a no-op when tracing is off.
 type Shutdown func(context.Context) error
-
-// on is whether Setup configured an exporter: the leader makes emission spans only then (their cost, a span
-// per tick, is paid only by a process that exports them).
-var on atomic.Bool
-
-// On reports whether Setup configured an exporter.
-func On() bool { return on.Load() }
 
 // Tracer is tickgroup's tracer, from the global TracerProvider (otel.SetTracerProvider): Setup's, or a library
 // user's own.
@@ -70,7 +62,7 @@ func Start(ctx context.Context, service string, logger *slog.Logger) (func(), er
 	if err != nil {
 		return nil, err
 	}
-	if On() {
+	if Enabled() {
 		logger.Info("exporting traces (OpenTelemetry, OTLP over HTTP)", "endpoint",
 			cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "http://localhost:4318"))
 	}
@@ -83,22 +75,15 @@ func Start(ctx context.Context, service string, logger *slog.Logger) (func(), er
 	}, nil
 }
 
-// Use makes tp the process's global TracerProvider, with the W3C trace context as its propagator, and turns
-// the leader's emission spans on (a library user's provider, or a test's). The function it returns undoes it.
+// Use makes tp the process's global TracerProvider (a test's); the function it returns undoes it. A library
+// user calls otel.SetTracerProvider.
 func Use(tp trace.TracerProvider) (restore func()) {
-	prevTP, prevProp, prevOn := otel.GetTracerProvider(), otel.GetTextMapPropagator(), on.Load()
+	prev := otel.GetTracerProvider()
 	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagator)
-	on.Store(true)
-	return func() {
-		otel.SetTracerProvider(prevTP)
-		otel.SetTextMapPropagator(prevProp)
-		on.Store(prevOn)
-	}
+	return func() { otel.SetTracerProvider(prev) }
 }
 
-// Setup makes the environment's exporter the process's global TracerProvider, and the W3C trace context its
-// propagator. service is the default service name (ticker, worker). Without an exporter configured it changes
+// Setup makes the environment's exporter the process's global TracerProvider. service is the default service name (ticker, worker). Without an exporter configured it changes
 // nothing and returns a no-op Shutdown.
 func Setup(ctx context.Context, service string) (Shutdown, error) {
 	if !Enabled() {
@@ -122,8 +107,6 @@ func Setup(ctx context.Context, service string) (Shutdown, error) {
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagator)
-	on.Store(true)
 	return tp.Shutdown, nil
 }
 

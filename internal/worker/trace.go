@@ -17,31 +17,27 @@ import (
 
 // startSpan starts the span of one attempt of t (package tracing): a child of the tick's emission when its
 // record carries the emission's trace context, the root of a trace of its own otherwise. The handler gets the
-// returned context, so that its own spans are children of the attempt. A tick without a trace context, in a
-// process that does not trace (package tracing: Setup or Use), gets no span.
+// returned context, so that its own spans are children of the attempt. Without a TracerProvider
+// (otel.SetTracerProvider) the span is a no-op and costs a call.
 func (w *Worker) startSpan(ctx context.Context, rec *kgo.Record, t *tick.Tick, a *Attempt) (context.Context, trace.Span) {
-	var parent string
 	if rec != nil {
-		parent = tracing.FromRecord(rec)
+		ctx = tracing.Parent(ctx, tracing.FromRecord(rec))
 	}
-	if parent == "" && !tracing.On() {
-		return ctx, noSpan // neither this process nor the tick's leader traces: no span's cost
+	ctx, sp := tracing.Tracer().Start(ctx, "tickgroup.attempt", trace.WithSpanKind(trace.SpanKindConsumer))
+	if sp.IsRecording() {
+		sp.SetAttributes(
+			attribute.String("tickgroup.tick.id", t.ID),
+			attribute.String("tickgroup.schedule", t.Schedule),
+			attribute.String("tickgroup.slot", t.Slot.UTC().Format(time.RFC3339Nano)),
+			attribute.Int("tickgroup.shard", t.Shard),
+			attribute.Int("tickgroup.attempt", a.N),
+			attribute.Bool("tickgroup.interrupted", a.Interrupted),
+			attribute.Float64("tickgroup.lateness_seconds", w.cfg.Now().Sub(t.StartAt()).Seconds()),
+			attribute.String("tickgroup.worker", a.Worker),
+		)
 	}
-	ctx = tracing.Parent(ctx, parent)
-	return tracing.Tracer().Start(ctx, "tickgroup.attempt", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
-		attribute.String("tickgroup.tick.id", t.ID),
-		attribute.String("tickgroup.schedule", t.Schedule),
-		attribute.String("tickgroup.slot", t.Slot.UTC().Format(time.RFC3339Nano)),
-		attribute.Int("tickgroup.shard", t.Shard),
-		attribute.Int("tickgroup.attempt", a.N),
-		attribute.Bool("tickgroup.interrupted", a.Interrupted),
-		attribute.Float64("tickgroup.lateness_seconds", w.cfg.Now().Sub(t.StartAt()).Seconds()),
-		attribute.String("tickgroup.worker", a.Worker),
-	))
+	return ctx, sp
 }
-
-// noSpan is a span that records nothing (ending it does nothing).
-var noSpan = trace.SpanFromContext(context.Background())
 
 // endSpan ends an attempt's span with its outcome: success, failure, timeout or cut (by its lease, or another
 // worker's takeover).

@@ -362,7 +362,10 @@ func (s *Schedules) Trigger(ctx context.Context, name string, opts ...ChangeOpti
 	if _, err := changelog.Encode(c); err != nil {
 		return nil, invalid(err)
 	}
-	if err := s.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	end := traceTrigger(ctx, recs)
+	err = s.cl.ProduceSync(ctx, recs...).FirstErr()
+	end(err)
+	if err != nil {
 		return nil, fmt.Errorf("triggering %s: %w", spec.Name, err)
 	}
 	c.Offset = recs[0].Offset

@@ -117,3 +117,71 @@ func idOfHandler(sp sdktrace.ReadOnlySpan, handled map[string]trace.SpanContext)
 	}
 	return ""
 }
+
+// TestTracesTrigger: a trigger made in a traced context is a span of the caller's trace, and its tick's attempt
+// a child of it.
+func TestTracesTrigger(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	restore := tracing.Use(tp)
+	defer restore()
+	k := testKafka(t)
+	s, err := tickgroup.NewSchedules(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if err := s.Put(ctx, tickgroup.Schedule{Name: "manual", Cron: "0 0 1 1 *"}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 1)
+	worker, err := tickgroup.NewWorker(tickgroup.WorkerConfig{Kafka: k, Registerer: prometheus.NewRegistry()}, func(_ context.Context, tk tickgroup.Tick) error {
+		select {
+		case done <- tk.ID:
+		default:
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return worker.Run(gctx) })
+	waitReady(t, worker)
+	callerCtx, caller := tp.Tracer("test").Start(ctx, "caller")
+	ids, err := s.Trigger(callerCtx, "manual")
+	caller.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-done:
+		if id != ids[0] {
+			t.Fatalf("ran %s, triggered %s", id, ids[0])
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the triggered tick did not run in 30 s")
+	}
+	cancel()
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var trigger, attempt sdktrace.ReadOnlySpan
+	for _, sp := range rec.Ended() {
+		switch sp.Name() {
+		case "tickgroup.trigger":
+			trigger = sp
+		case "tickgroup.attempt":
+			attempt = sp
+		}
+	}
+	if trigger == nil || attempt == nil {
+		t.Fatalf("spans: trigger %v, attempt %v", trigger != nil, attempt != nil)
+	}
+	if trigger.Parent().SpanID() != caller.SpanContext().SpanID() || attempt.Parent().SpanID() != trigger.SpanContext().SpanID() {
+		t.Errorf("trigger's parent %v (want the caller %v), attempt's parent %v (want the trigger %v)",
+			trigger.Parent().SpanID(), caller.SpanContext().SpanID(), attempt.Parent().SpanID(), trigger.SpanContext().SpanID())
+	}
+}

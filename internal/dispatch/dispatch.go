@@ -298,6 +298,9 @@ type producer struct {
 	hold func(ctx context.Context) error
 	// closeOnce closes cl once: at the term's end, or earlier by the watchdog (forceClose).
 	closeOnce sync.Once
+	// committed holds the producer IDs and epochs of the term's last transactions that committed: should Kafka
+	// leave one of them hanging, the term knows it committed (hanging.go).
+	committed commits
 }
 
 // transact writes recs in one transaction and commits it.
@@ -337,6 +340,7 @@ func (p *producer) transact(ctx context.Context, recs []*kgo.Record) error {
 		p.lastResult = "aborted"
 		return p.abort(first)
 	}
+	id, epoch, idErr := p.cl.ProducerID(ctx) // this transaction's: transaction version 2 bumps the epoch at its end
 	err := p.endTransaction(ctx, kgo.TryCommit)
 	p.inTxn = false
 	if err != nil {
@@ -344,6 +348,9 @@ func (p *producer) transact(ctx context.Context, recs []*kgo.Record) error {
 		// state it then reads says which.
 		p.lastResult = "failed"
 		return fmt.Errorf("committing the transaction: %w", err)
+	}
+	if idErr == nil {
+		p.committed.note(id, epoch)
 	}
 	return nil
 }

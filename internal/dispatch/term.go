@@ -214,9 +214,7 @@ func (t *leaderTerm) recover(ctx context.Context) error {
 	d, k := t.d, t.k
 	cl := t.p.cl
 	adm := kadm.NewClient(cl)
-	ticker := kadm.TopicsSet{}
-	ticker.Add(d.cfg.Names.Ticker, k)
-	settle := func(ctx context.Context) { t.settleHanging(ctx, adm, ticker) }
+	settle := func(ctx context.Context) { t.settleAtStart(ctx, adm) }
 	if err := d.waitStable(ctx, adm, k, settle, t.logger); err != nil {
 		return err
 	}

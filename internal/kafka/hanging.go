@@ -21,7 +21,9 @@ import (
 // transaction without their markers.
 //
 // FindHanging finds them and Settle writes their markers (WriteTxnMarkers, KIP-664, what kafka-transactions.sh
-// abort does). Proof that a transaction hangs, rather than being in flight:
+// abort does). Which marker is the caller's to choose (see package dispatch): the coordinator's decision is
+// gone once it has completed the transaction, and an abort of a transaction its producer saw commit loses
+// what it wrote. Proof that a transaction hangs, rather than being in flight:
 //
 //  1. DescribeProducers shows it open on the partition (producer ID, epoch, first offset);
 //  2. then no coordinator holds a transaction of that producer ID open (Ongoing or Prepare*) with that partition
@@ -31,11 +33,9 @@ import (
 // A transaction in flight is known to its coordinator from before its first record is appended (the partition
 // is added to it first, or verified: transaction.partition.verification.enable) until its marker is written on
 // every partition. So a transaction open at 1 and 3, which the coordinator did not hold open at 2 in between,
-// was open while its coordinator had done with it: no marker will come. Settling it writes the marker the
-// coordinator meant to write when that is known (the coordinator's last state for that producer: CompleteCommit
-// or CompleteAbort of that transaction's epoch, or of the next under transaction version 2), and an abort
-// otherwise: its records were never readable by a read_committed reader, so dropping them drops nothing
-// anyone has seen.
+// was open while its coordinator had done with it: no marker will come. FindHanging reports the coordinator's
+// decision when its state still says it (CompleteCommit or CompleteAbort of that transaction's epoch, or of the
+// next under transaction version 2).
 
 // Hanging is an open transaction on one partition that no coordinator holds open.
 type Hanging struct {
@@ -46,7 +46,9 @@ type Hanging struct {
 	CoordinatorEpoch int32
 	// StartOffset is the transaction's first offset on the partition: the last stable offset it holds.
 	StartOffset int64
-	// Commit is the coordinator's decision, when known (Decided); an unknown one is settled as an abort.
+	// TxnID is the transactional ID that holds the producer ID now, "" when no coordinator lists one.
+	TxnID string
+	// Commit is the coordinator's decision, when known (Decided).
 	Commit  bool
 	Decided bool
 }
@@ -109,6 +111,11 @@ func FindHanging(ctx context.Context, adm *kadm.Client, parts kadm.TopicsSet, kn
 		}
 		h := Hanging{Topic: k.topic, Partition: k.partition, ProducerID: k.pid, ProducerEpoch: p.ProducerEpoch,
 			CoordinatorEpoch: q.CoordinatorEpoch, StartOffset: p.CurrentTxnStartOffset}
+		for id, l := range listed {
+			if l.ProducerID == k.pid {
+				h.TxnID = id
+			}
+		}
 		h.Commit, h.Decided = decided(described, h)
 		if !h.Decided {
 			h.Commit, h.Decided = decided(known, h)
@@ -179,7 +186,7 @@ func decided(ts kadm.DescribedTransactions, h Hanging) (commit, ok bool) {
 	return false, false
 }
 
-// Settle writes the markers of hs, each its coordinator's decision or an abort. Writing markers needs the
+// Settle writes the markers of hs, a commit where Commit is set, an abort elsewhere. Writing markers needs the
 // ClusterAction permission on the cluster; without it the error says so.
 func Settle(ctx context.Context, adm *kadm.Client, hs []Hanging) error {
 	type markerKey struct {

@@ -56,7 +56,12 @@ func built(t *testing.T, command string) string {
 		case "fleet":
 			pkg = "github.com/tickgroup/tickgroup/examples/fleet" // the Go API's example program
 		}
-		out, err := exec.Command("go", "build", "-o", path, pkg).CombinedOutput()
+		cmd := exec.Command("go", "build", "-o", path, pkg)
+		if command == "otlpsink" { // the tests' collector: a module of its own (testdata/otlpsink/go.mod)
+			cmd = exec.Command("go", "build", "-o", path, ".")
+			cmd.Dir = filepath.Join("testdata", "otlpsink")
+		}
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("building %s: %v\n%s", command, err, out)
 		}

@@ -57,18 +57,6 @@ func setup(t *testing.T) *testBundle {
 	return &testBundle{opts: opts, cl: cl, reg: prometheus.NewRegistry(), ctx: ctx}
 }
 
-// signalled is a condition for eventually: ch has been closed (or signalled).
-func signalled(ch <-chan struct{}) func() bool {
-	return func() bool {
-		select {
-		case <-ch:
-			return true
-		default:
-			return false
-		}
-	}
-}
-
 func every(name string, d time.Duration) schedule.Spec {
 	return schedule.Spec{Name: name, Every: schedule.Duration(d)}
 }
@@ -120,7 +108,7 @@ func (b *testBundle) run(t *testing.T) *store.View {
 			t.Error("View.Run did not return")
 		}
 	})
-	kafkatest.Eventually(t, waitFor, "the View to load", signalled(v.Loaded()))
+	kafkatest.Eventually(t, waitFor, "the View to load", kafkatest.Signalled(v.Loaded()))
 	return v
 }
 

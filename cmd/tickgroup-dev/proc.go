@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +16,16 @@ import (
 
 // stopTimeout bounds how long a child may take to stop after SIGTERM before it is killed.
 const stopTimeout = 15 * time.Second
+
+// justStarted is how soon after its start a child may die of the SIGTERM that stops it and still count as
+// stopped cleanly: a Go program handles the signal within milliseconds of its start.
+const justStarted = 2 * time.Second
+
+// signaledBy reports whether the child ended by sig.
+func signaledBy(ee *exec.ExitError, sig syscall.Signal) bool {
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == sig
+}
 
 // proc is one supervised child process (a ticker replica or a worker). It runs in its own process group, so a
 // Ctrl-C in the terminal reaches only this program, which then stops the children in order; its output goes to
@@ -28,6 +39,8 @@ type proc struct {
 
 	// restartc asks Run to stop the child, call whileStopped, and start it again.
 	restartc chan restartRequest
+	// started is when the child was last started (Run's goroutine only).
+	started time.Time
 }
 
 type restartRequest struct {
@@ -115,17 +128,22 @@ func (p *proc) start(truncate bool) (*child.Process, error) {
 	}
 	defer logFile.Close() // the child has its own descriptor
 	fmt.Fprintf(logFile, "--- tickgroup-dev %s: starting %s: %s\n", time.Now().Format(time.RFC3339), p.name, strings.Join(p.argv, " "))
+	p.started = time.Now()
 	return child.Start(p.name, p.argv, child.Options{Env: childEnv(), Output: logFile, Group: true, ParentDeath: syscall.SIGTERM})
 }
 
-// stop stops the child's process group: SIGTERM, then SIGKILL after stopTimeout. A stop is clean only with exit
-// status 0 within the timeout.
+// stop stops the child's process group: SIGTERM, then SIGKILL after stopTimeout. A stop is clean with exit
+// status 0 within the timeout, or when the SIGTERM itself ended a child started less than justStarted before:
+// one stopped as it started (the run ended right after a handoff's restart) has no handler for it yet.
 func (p *proc) stop(c *child.Process) (time.Duration, error) {
 	start := time.Now()
 	err := c.Stop(stopTimeout)
+	var ee *exec.ExitError
 	switch {
 	case errors.Is(err, child.ErrKilled):
 		return time.Since(start), fmt.Errorf("%s did not stop within %s of SIGTERM and was killed (%s); see %s", p.name, stopTimeout, child.ExitText(c.Err()), p.logPath)
+	case errors.As(err, &ee) && start.Sub(p.started) < justStarted && signaledBy(ee, syscall.SIGTERM):
+		return time.Since(start), nil
 	case err != nil:
 		return time.Since(start), fmt.Errorf("%s stopped with %s; see %s", p.name, child.ExitText(err), p.logPath)
 	}

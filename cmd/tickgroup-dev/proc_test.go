@@ -54,3 +54,18 @@ func TestProcRunEndsDuringHandoff(t *testing.T) {
 		t.Errorf("the child was started again:\n%s", got)
 	}
 }
+
+// A child stopped as it starts, before it could handle SIGTERM (the run ended right after a handoff's restart),
+// dies of the signal: that is a clean stop (TestDevRun once failed on "ticker-1 stopped with signal:
+// terminated"). sleep handles no signal at all.
+func TestProcStopRightAfterStartIsClean(t *testing.T) {
+	t.Parallel()
+	p := newProc("ticker-1", []string{"sleep", "10"}, filepath.Join(t.TempDir(), "ticker-1.log"), "", &screen{w: &child.Log{}})
+	c, err := p.start(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.stop(c); err != nil {
+		t.Fatalf("stop right after the start = %v, want nil", err)
+	}
+}

@@ -69,7 +69,11 @@ schedules:
 	}
 	b.do("following the limit's link", chromedp.Click(chromedp.CSS("#limit")))
 	waitFor(t, 30*time.Second, "the fleet page at the limit's row", func() (bool, string) {
-		target := value(b, "reading the target", chromedp.Evaluate[string](`(function(e){return location.pathname + location.hash + " " + (e ? e.id : "")})(document.querySelector(":target"))`))
+		// The click navigates: an evaluation during the navigation fails, and the next poll reads the new page.
+		target, err := tryValue(b, chromedp.Evaluate[string](`(function(e){return location.pathname + location.hash + " " + (e ? e.id : "")})(document.querySelector(":target"))`))
+		if err != nil {
+			return false, err.Error()
+		}
 		return target == "/#limit-pay limit-pay", target
 	})
 	b.page(base + "/schedules/beat")

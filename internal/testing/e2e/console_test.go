@@ -84,6 +84,14 @@ func value[T any](b *browser, what string, a chromedp.Action[T]) T {
 	return v
 }
 
+// tryValue runs a, which returns a value; an error (the page navigating away meanwhile) is returned, for a
+// condition that polls.
+func tryValue[T any](b *browser, a chromedp.Action[T]) (T, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, a)
+}
+
 // page loads u and returns its HTML.
 func (b *browser) page(u string) string {
 	b.t.Helper()

@@ -352,8 +352,9 @@ func slotDelays(runs []limitRun) []time.Duration {
 }
 
 // TestE2ELimitFreeStartDelay: the cost of a limit that is not reached, on the start delay: 10 schedules every
-// second in a limit of 100 and 10 without a limit, on one worker, 20 s; both start within 1 s (p99), and the
-// figures go to docs/benchmarks.md.
+// second in a limit of 100 and 10 without a limit, on one worker, 20 s. The limited ones start within 0.5 s of
+// the others (p99), both within 2 s (a bound for a busy machine: alone they take under 1 s), and the figures go
+// to docs/benchmarks.md.
 func TestE2ELimitFreeStartDelay(t *testing.T) {
 	countOnly(t)
 	e := setup(t)
@@ -374,6 +375,7 @@ func TestE2ELimitFreeStartDelay(t *testing.T) {
 	from := time.Now().Add(2 * time.Second)
 	time.Sleep(22 * time.Second) // the figures are over 20 s of the fleet's own pace
 	ex := e.executions()
+	p99s := map[string]time.Duration{}
 	for _, prefix := range []string{"wide-", "open-"} {
 		var in []limitRun
 		for _, r := range runsOf(ex, prefix) {
@@ -387,9 +389,13 @@ func TestE2ELimitFreeStartDelay(t *testing.T) {
 		}
 		p50, p99 := d[len(d)/2], d[(len(d)*99+99)/100-1]
 		t.Logf("%s*: %d runs, start delay p50 %s, p99 %s", prefix, len(d), p50.Round(time.Millisecond), p99.Round(time.Millisecond))
-		if p99 > time.Second {
-			t.Errorf("%s*: start delay p99 %s; want under 1 s", prefix, p99)
+		if p99 > 2*time.Second {
+			t.Errorf("%s*: start delay p99 %s; want under 2 s", prefix, p99)
 		}
+		p99s[prefix] = p99
+	}
+	if extra := p99s["wide-"] - p99s["open-"]; extra > 500*time.Millisecond {
+		t.Errorf("the free limit adds %s to the start delay's p99; want at most 0.5 s", extra)
 	}
 	e.stop(w)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
+	"github.com/tickgroup/tickgroup/internal/store"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -23,11 +24,20 @@ func TestE2EPoolDownWaitsThenCatchesUp(t *testing.T) {
 	f := newFleet(t)
 	f.cli("init")
 	f.cli("schedule", "put", "steady", "--every", "1s", "--catchup", "all")
-	put := time.Now()
 	f.cli("schedule", "put", "late", "--every", "1s", "--pool", "late", "--catchup", "all") // makes the pool's topics
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
+	// When the schedule was written: its record's time (the command may take seconds on a busy machine).
+	opts, err := kafka.Config{Brokers: strings.Split(f.brokers, ","), Namespace: f.ns}.Opts(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _, err := store.Load(ctx, opts, f.ns+".schedules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := entries["late"].UpdatedAt
 	adm := kafkatest.Admin(t)
 	names := kafka.Config{Namespace: f.ns}.Names()
 	pool := names.Pool("late")

@@ -39,15 +39,24 @@ func StallTimeout(lead time.Duration) time.Duration { return max(lead/2, MinStal
 //
 // Spans are measured on the monotonic clock (time.Since of a base instant), so a wall-clock step on the host
 // neither makes nor hides a stall.
+//
+// A stall counts only while the leader's group membership reaches the cluster: unreachable (leader.Term's)
+// says when its group client last failed to reach a broker, and the stall is measured from the later of the
+// span's start and that instant. A leader whose transactions hang while its membership is healthy keeps every
+// other replica from leading, and gives way after the timeout. While the broker is away the membership cannot
+// reach it either, nobody else could lead, and giving way would only add a handover to the outage once the
+// broker is back: the transaction is given the timeout from the broker's return to commit.
 type watchdog struct {
 	timeout time.Duration
 	base    time.Time
 	// since is when the open span began, in nanoseconds after base plus one; 0 while none is open.
 	since atomic.Int64
+	// unreachable returns when the membership last failed to reach the cluster (nil: never).
+	unreachable func() time.Time
 }
 
-func newWatchdog(timeout time.Duration) *watchdog {
-	return &watchdog{timeout: timeout, base: time.Now()}
+func newWatchdog(timeout time.Duration, unreachable func() time.Time) *watchdog {
+	return &watchdog{timeout: timeout, base: time.Now(), unreachable: unreachable}
 }
 
 // begin opens a span; end closes it. A nil watchdog watches nothing.
@@ -63,14 +72,21 @@ func (w *watchdog) end() {
 	}
 }
 
-// stalled reports how long the open span has lasted, and whether that is beyond the timeout.
+// stalled reports how long the open span has lasted, and whether it is a stall: open for longer than the
+// timeout since the later of its start and the membership's last failure to reach the cluster.
 func (w *watchdog) stalled() (time.Duration, bool) {
 	s := w.since.Load()
 	if s == 0 {
 		return 0, false
 	}
-	d := time.Since(w.base) - time.Duration(s-1)
-	return d, d > w.timeout
+	begin := w.base.Add(time.Duration(s - 1))
+	d, counted := time.Since(begin), time.Since(begin)
+	if w.unreachable != nil {
+		if u := w.unreachable(); u.After(begin) {
+			counted = time.Since(u)
+		}
+	}
+	return d, counted > w.timeout
 }
 
 // run checks the open span every quarter of the timeout until ctx ends or a span stalls; then it calls stall

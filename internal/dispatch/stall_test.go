@@ -55,7 +55,7 @@ func TestWatchdog(t *testing.T) {
 	}
 	t.Run("idle", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			w := newWatchdog(timeout)
+			w := newWatchdog(timeout, nil)
 			stalls, stop := watch(w)
 			defer stop()
 			time.Sleep(100 * timeout)
@@ -67,7 +67,7 @@ func TestWatchdog(t *testing.T) {
 	})
 	t.Run("spans within the timeout", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			w := newWatchdog(timeout)
+			w := newWatchdog(timeout, nil)
 			stalls, stop := watch(w)
 			defer stop()
 			for range 20 {
@@ -84,7 +84,7 @@ func TestWatchdog(t *testing.T) {
 	})
 	t.Run("a span left open", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			w := newWatchdog(timeout)
+			w := newWatchdog(timeout, nil)
 			stalls, stop := watch(w)
 			defer stop()
 			time.Sleep(timeout / 3) // an idle stretch first: only the span counts
@@ -96,6 +96,40 @@ func TestWatchdog(t *testing.T) {
 			}
 			if d <= timeout {
 				t.Errorf("stall reported after %v, want more than %v", d, timeout)
+			}
+		})
+	})
+	t.Run("a span open while the cluster is away", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var failed atomic.Pointer[time.Time]
+			fail := func() { now := time.Now(); failed.Store(&now) }
+			w := newWatchdog(timeout, func() time.Time {
+				if f := failed.Load(); f != nil {
+					return *f
+				}
+				return time.Time{}
+			})
+			stalls, stop := watch(w)
+			defer stop()
+			w.begin()
+			began := time.Now()
+			// The membership fails to reach the cluster every 500 ms for three timeouts (an outage): no stall.
+			for time.Since(began) < 3*timeout {
+				fail()
+				time.Sleep(500 * time.Millisecond)
+			}
+			back := time.Now()
+			synctest.Wait()
+			if len(stalls) != 0 {
+				t.Fatalf("a span stalled after %v while the membership could not reach the cluster", <-stalls)
+			}
+			// Back: the span still open is a stall a timeout after the last failure.
+			d := <-stalls
+			if waited := time.Since(back); waited <= timeout-500*time.Millisecond || waited > timeout+timeout/4 {
+				t.Errorf("stall noticed %v after the cluster was back, want about the timeout %v", waited, timeout)
+			}
+			if d <= 3*timeout {
+				t.Errorf("stall reported after %v, want the whole span, more than %v", d, 3*timeout)
 			}
 		})
 	})

@@ -85,7 +85,7 @@ func (t *leaderTerm) producer() *producer {
 // error wrapping ErrStalled; see watch).
 func (d *Dispatcher) Lead(ctx context.Context, lt leader.Term) error {
 	t := &leaderTerm{d: d, k: lt.Partition, logger: d.logger.With("term", lt.Number, "leader", lt.Partition), start: time.Now(),
-		txnID: d.cfg.Names.LeaderTransactionalID(lt.Partition), repaired: map[int64]bool{}, dog: newWatchdog(d.cfg.StallTimeout)}
+		txnID: d.cfg.Names.LeaderTransactionalID(lt.Partition), repaired: map[int64]bool{}, dog: newWatchdog(d.cfg.StallTimeout, lt.Unreachable)}
 	outer := ctx
 	ctx, stop := context.WithCancelCause(ctx)
 	stopWatch := t.watch(ctx, stop)

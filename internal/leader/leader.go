@@ -87,6 +87,10 @@ type Term struct {
 	// MemberID and Generation are the group membership under which partition 0 was assigned.
 	MemberID   string
 	Generation int32
+	// Unreachable returns when the membership's group client last failed to reach a broker (a failed dial, or a
+	// request cut off), the zero time if it never did: a term's stall watchdog counts a stall only from then on
+	// (see reach). Nil in a Term made by hand: never.
+	Unreachable func() time.Time
 }
 
 // LeadFunc runs one term. It must return soon after ctx is done. A non-nil error ends the term and makes the
@@ -272,7 +276,9 @@ func (e *Elector) member(ctx context.Context) error {
 	if e.cfg.InstanceID != "" {
 		role = append(role, kgo.InstanceID(e.cfg.InstanceID))
 	}
+	r := &reach{}
 	cl, err := kgo.NewClient(append(append(e.opts[:len(e.opts):len(e.opts)], role...),
+		kgo.WithHooks(r),
 		kgo.ConsumerGroup(e.cfg.Group),
 		kgo.ConsumeTopics(e.cfg.Topic),
 		// Under the consumer protocol the broker decides the session timeout and heartbeat interval, and kgo
@@ -298,7 +304,7 @@ func (e *Elector) member(ctx context.Context) error {
 				return
 			}
 			for _, p := range parts {
-				e.start(cl, p, failed)
+				e.start(cl, p, r.last, failed)
 			}
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
@@ -441,7 +447,7 @@ func (e *Elector) awaitTerms() {
 
 // start begins a new term, which reports its failure on failed. It runs inside OnPartitionsAssigned and must
 // not block.
-func (e *Elector) start(cl *kgo.Client, p int32, failed chan<- error) {
+func (e *Elector) start(cl *kgo.Client, p int32, unreachable func() time.Time, failed chan<- error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.current[p] != nil {
@@ -449,7 +455,7 @@ func (e *Elector) start(cl *kgo.Client, p int32, failed chan<- error) {
 	}
 	e.terms++
 	member, gen := cl.GroupMetadata()
-	term := Term{Number: e.terms, Partition: p, MemberID: member, Generation: gen}
+	term := Term{Number: e.terms, Partition: p, MemberID: member, Generation: gen, Unreachable: unreachable}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &running{term: term, cancel: cancel, done: make(chan struct{})}
 	e.current[p] = r

@@ -36,7 +36,8 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	// RebalanceTimeout bounds how long a rebalance waits for members to rejoin. Defaults to 30s.
 	RebalanceTimeout time.Duration
-	// RejoinBackoff is the first pause before rejoining after a failed term; it doubles up to 10s. Defaults to 1s.
+	// RejoinBackoff is the first pause before rejoining after a failed term; it doubles up to 10s, and starts
+	// again from here after a membership of a minute or more. Defaults to 1s.
 	RejoinBackoff time.Duration
 	// InstanceName identifies this replica in logs. Defaults to the kgo member ID.
 	InstanceName string
@@ -206,9 +207,13 @@ func (e *Elector) Run(ctx context.Context) error {
 		if !e.waitGate(ctx) {
 			return nil
 		}
+		joined := time.Now()
 		err := e.member(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if time.Since(joined) >= healthyMembership {
+			backoff = e.cfg.RejoinBackoff // the failures before a long healthy membership are forgotten
 		}
 		if errors.Is(err, errGateClosed) {
 			continue // no backoff: nothing failed, and the gate decides when to rejoin
@@ -229,6 +234,10 @@ func (e *Elector) Run(ctx context.Context) error {
 		backoff = min(backoff*2, 10*time.Second)
 	}
 }
+
+// healthyMembership is how long a membership must have lasted for the rejoin backoff to start again from
+// Config.RejoinBackoff: a term that fails after a minute of healthy membership repeats no failure before it.
+const healthyMembership = time.Minute
 
 // errGateClosed ends a membership whose gate closed.
 var errGateClosed = errors.New("the gate closed")

@@ -16,23 +16,10 @@ import (
 	"github.com/tickgroup/tickgroup/internal/calendar"
 	"github.com/tickgroup/tickgroup/internal/calendarstore"
 	"github.com/tickgroup/tickgroup/internal/changelog"
-	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
 )
-
-// honoured reports whether this build's leader honours the policy p for an excluded slot (Schedule.OnExcluded):
-// OnExcludedSkip (and "", which is it) alone. The leader, next runs, a backfill, ticker status and ticker audit
-// skip an excluded slot; none of them moves one yet. So Put, Plan, Apply, Write, PlanFile and WriteFile refuse a
-// schedule with a move policy (ErrInvalidChange), rather than store a policy that the leader would run as skip.
-// The build whose leader moves slots honours the others.
-func honoured(p OnExcluded) bool { return p == "" || p == OnExcludedSkip }
-
-// errMoveUnsupported is the refusal of a schedule whose policy honoured refuses (a valid one: Validate ran first).
-func errMoveUnsupported(p OnExcluded) error {
-	return fmt.Errorf("on_excluded %s is not supported yet: the leader honours %s only", p, OnExcludedSkip)
-}
 
 // Calendar is a named calendar of excluded days, which schedules exclude (Schedule.Exclude): a day is excluded
 // when its date in the calendar's zone TZ is one of Dates, lies in one of Ranges, or falls on one of Weekdays. A
@@ -292,8 +279,8 @@ func (s *Schedules) calendarsFor(ctx context.Context, specs []schedule.Spec) (ma
 	return s.loadCalendars(ctx)
 }
 
-// checkCalendars refuses the schedules of specs that exclude a calendar the namespace does not have, or that
-// move excluded slots (honoured) (ErrInvalidChange), naming at most maxRefusals of them.
+// checkCalendars refuses the schedules of specs that exclude a calendar the namespace does not have
+// (ErrInvalidChange), naming at most maxRefusals of them.
 func (s *Schedules) checkCalendars(ctx context.Context, specs []schedule.Spec) error {
 	cals, err := s.calendarsFor(ctx, specs)
 	if err != nil {
@@ -302,8 +289,7 @@ func (s *Schedules) checkCalendars(ctx context.Context, specs []schedule.Spec) e
 	return s.checkExcludes(cals, specs)
 }
 
-// checkExcludes refuses the schedules of specs that exclude a calendar cals does not have, or whose policy for
-// an excluded slot this build does not honour (unless movesOK).
+// checkExcludes refuses the schedules of specs that exclude a calendar cals does not have.
 func (s *Schedules) checkExcludes(cals map[string]*calendar.Calendar, specs []schedule.Spec) error {
 	var errs []error
 	n := 0
@@ -311,11 +297,7 @@ func (s *Schedules) checkExcludes(cals map[string]*calendar.Calendar, specs []sc
 		if len(sp.Exclude) == 0 {
 			continue
 		}
-		err := calendarstore.CheckExclude(sp.Name, sp.Exclude, cals)
-		if p := OnExcluded(sp.OnExcluded); !s.movesOK && !honoured(p) {
-			err = fmt.Errorf("schedule %s: %w", errlimit.Quote(sp.Name), errMoveUnsupported(p))
-		}
-		if err != nil {
+		if err := calendarstore.CheckExclude(sp.Name, sp.Exclude, cals); err != nil {
 			if n++; n <= maxRefusals {
 				errs = append(errs, err)
 			}

@@ -224,9 +224,8 @@ func ExampleSchedules_PutLimit() {
 
 // A calendar names the days some schedules do not run on: here Germany's Christmas holidays and the weekends, in
 // Berlin's dates. It is written and read as schedules are; a schedule lists the calendars it excludes
-// (Schedule.Exclude), and its slots on the days they exclude are skipped: by the leader, and in its next runs.
-// This build's leader moves no slot, so a schedule that asks for it is refused rather than stored and run as
-// skip.
+// (Schedule.Exclude), and its slots on the days they exclude are skipped (by the leader, and in its next runs),
+// or moved to the next or the previous business day (OnExcluded).
 func ExampleSchedules_PutCalendar() {
 	ctx := context.Background()
 	kafka := tickgroup.KafkaConfig{
@@ -261,14 +260,25 @@ func ExampleSchedules_PutCalendar() {
 	for _, t := range next {
 		fmt.Println(t.Format(time.RFC3339))
 	}
-	moved := payroll
-	moved.OnExcluded = tickgroup.OnExcludedNextBusinessDay
-	err = s.Put(ctx, moved)
-	fmt.Println(errors.Is(err, tickgroup.ErrInvalidChange), err)
+	// Payday is the 25th, or the business day before when the 25th is excluded: in 2026, Christmas Eve.
+	payday := tickgroup.Schedule{Name: "payday", Cron: "0 6 25 * *", TZ: "Europe/Berlin", Exclude: []string{"de-holidays"},
+		OnExcluded: tickgroup.OnExcludedPreviousBusinessDay}
+	if err := s.Put(ctx, payday); err != nil {
+		panic(err)
+	}
+	next, err = payday.NextExcluding(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), 3, cals)
+	if err != nil {
+		panic(err)
+	}
+	for _, t := range next {
+		fmt.Println(t.Format(time.RFC3339))
+	}
 	// Output:
 	// de-holidays 2 dates, weekdays sat,sun, tz Europe/Berlin
 	// 2026-12-28T05:00:00Z
 	// 2026-12-29T05:00:00Z
 	// 2026-12-30T05:00:00Z
-	// true schedule "payroll": on_excluded next_business_day is not supported yet: the leader honours skip only
+	// 2026-12-24T05:00:00Z
+	// 2027-01-25T05:00:00Z
+	// 2027-02-25T05:00:00Z
 }

@@ -94,8 +94,10 @@ type Schedule struct {
 	Exclude []string `json:"exclude,omitempty" yaml:"exclude,omitempty"`
 	// OnExcluded is what happens to an excluded slot: skipped (OnExcludedSkip), or moved to the same wall-clock
 	// time of the next or the previous day that no calendar excludes. Only with Exclude; a move only for a cron
-	// schedule (an every schedule's slots are skipped). This build's leader honours OnExcludedSkip only, so Put,
-	// Apply and Write refuse a move (ErrInvalidChange). Defaults to "", which is OnExcludedSkip.
+	// schedule (an every schedule's slots are skipped). A moved run is still the tick of its slot (name@slot),
+	// due at the moved instant; moved slots landing on a day the schedule runs merge into that run, so the
+	// business day runs once. The previous release's leader runs a move as OnExcludedSkip: upgrade every ticker
+	// first. Defaults to "", which is OnExcludedSkip.
 	OnExcluded OnExcluded `json:"on_excluded,omitempty" yaml:"on_excluded,omitempty"`
 }
 
@@ -120,11 +122,12 @@ func (s Schedule) Next(after time.Time, n int) ([]time.Time, error) {
 	return c.Upcoming(after, n), nil
 }
 
-// NextExcluding is Next under the calendars s excludes (Exclude), found by name in calendars: the first n slots
-// after `after` on the days none of them excludes, as the leader emits them (it honours OnExcludedSkip only: a
-// slot on an excluded day is skipped). A calendar that s excludes and calendars lacks is an error (without it,
-// the slots of its days would be listed); an invalid s or calendar is Validate's error. Fewer than n slots come
-// when End comes first, or when the calendars exclude every slot for 400 days.
+// NextExcluding is Next under the calendars s excludes (Exclude), found by name in calendars: the instants of
+// its first n runs after `after`, as the leader emits them: under OnExcludedSkip its slots on the days none of
+// the calendars excludes, under a move the instants its slots run at (a run keeps its slot's tick ID; see
+// OnExcluded). A calendar that s excludes and calendars lacks is an error (without it, the slots of its days
+// would be listed); an invalid s or calendar is Validate's error. Fewer than n come when End comes first, or
+// when the calendars exclude every slot for 400 days.
 func (s Schedule) NextExcluding(after time.Time, n int, calendars []Calendar) ([]time.Time, error) {
 	c, err := s.spec().Compile()
 	if err != nil {

@@ -31,9 +31,6 @@ type Schedules struct {
 	k     KafkaConfig
 	cl    *kgo.Client
 	names kafka.Names
-	// movesOK accepts the policies that move an excluded slot, which this build does not honour (honoured); the
-	// tests of this package turn it on to reach the checks behind it.
-	movesOK bool
 }
 
 // Stored is a schedule as the schedules topic holds it.

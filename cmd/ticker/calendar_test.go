@@ -14,9 +14,9 @@ import (
 )
 
 // TestCalendarRefusalsWriteNothing: on an in-process kfake broker, the refusals that need the namespace exit 2
-// and write nothing: a schedule that moves its excluded slots (this build's leader honours skip only), one
-// excluding a calendar the namespace does not have, and the deletion of a calendar that a schedule excludes
-// (here a schedule record of a build that moves slots, written to the topic as that build would). list and get
+// and write nothing: a schedule that moves its excluded slots but is no cron schedule, one excluding a calendar
+// the namespace does not have, and the deletion of a calendar that a schedule excludes (here a schedule record
+// written to the topic as the ticker writes it). list and get
 // show that schedule, and a pause by this build keeps its exclusion.
 func TestCalendarRefusalsWriteNothing(t *testing.T) {
 	t.Parallel()
@@ -49,8 +49,8 @@ func TestCalendarRefusalsWriteNothing(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"schedule", "put", "other", "--cron", "0 9 * * *", "--exclude", "de", "--on-excluded", "next_business_day"},
-			`schedule "other": on_excluded next_business_day is not supported yet: the leader honours skip only`},
+		{[]string{"schedule", "put", "other", "--every", "1h", "--exclude", "de", "--on-excluded", "next_business_day"},
+			`schedule "other": on_excluded "next_business_day": only applies to cron schedules`},
 		{[]string{"schedule", "put", "other", "--cron", "0 9 * * *", "--exclude", "fr"}, `calendar "fr": no such calendar`},
 		{[]string{"calendar", "delete", "de", "--reason", "gone"}, `calendar "de": still excluded by 1 schedule ("close")`},
 	} {

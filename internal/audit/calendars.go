@@ -8,8 +8,8 @@ import (
 	"github.com/tickgroup/tickgroup/internal/schedule"
 )
 
-// Calendars. A schedule version that excludes calendars (on_excluded skip; this build moves no slot) has as its
-// slots its own slots that no calendar excludes. The audit reads the retained history of the calendars topic
+// Calendars. A schedule version that excludes calendars under on_excluded skip has as its slots its own slots
+// that no calendar excludes (under a move policy, its runs: see classifyRun). The audit reads the retained history of the calendars topic
 // (each record a version of one calendar, its LogAppendTime the change time) and tells, for each slot of the
 // definition, which calendars the leader applied to it:
 //
@@ -58,6 +58,7 @@ func (l *Log) excludes() bool {
 
 // epochs are the spans over which the calendars of one schedule version stay the same.
 type epochs struct {
+	moves  bool                 // the policy moves excluded slots: runs, not slots, are expected (classifyRun)
 	starts []time.Time          // ascending; starts[0] is the zero time
 	ex     []calendar.Exclusion // the calendars in force from each start
 	known  []bool               // false: a calendar the schedule names did not exist then
@@ -78,6 +79,10 @@ func epochsOf(sched *schedule.Schedule, cals map[string][]CalendarVersion) *epoc
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
 	e := &epochs{}
+	switch calendar.OnExcluded(sched.OnExcluded()) {
+	case calendar.NextBusinessDay, calendar.PreviousBusinessDay:
+		e.moves = sched.Spec().Every == 0 // an interval schedule's excluded slots are skipped whatever the policy
+	}
 	for i, at := range starts {
 		if i > 0 && at.Equal(starts[i-1]) {
 			continue
@@ -133,4 +138,30 @@ func (e *epochs) classify(slot, due time.Time, o Options) (excluded, optional bo
 		}
 	}
 	return ex && !in, ex && in, e.scheds[max(e.at(due), 0)]
+}
+
+// runs returns the schedule whose Next steps through the run instants from after on, under a move policy: the
+// epoch's in force at after. A run is then checked against the epochs over its span by classifyRun.
+func (e *epochs) runs(after time.Time) *schedule.Schedule {
+	return e.scheds[max(e.at(after), 0)]
+}
+
+// classifyRun says, under a move policy, whose run the instant at is (its slot: the tick's identity), and
+// whether it is optional: the calendars in force from its Due - Lead (less ChangeSlack) to the instant (plus
+// ChangeSlack) disagree about it, or one the schedule names did not exist then. sched is the schedule under the
+// calendars in force when it fell due.
+//
+// What is not derived under a move: the slots merged into another run or skipped for want of a business day
+// are not counted as excluded (Counts.Excluded); they are never expected, so never missing either.
+func (e *epochs) classifyRun(at, due time.Time, o Options) (slot time.Time, optional bool, sched *schedule.Schedule) {
+	i, j := e.at(due.Add(-o.Lead-o.ChangeSlack)), e.at(at.Add(o.ChangeSlack))
+	k := max(e.at(due), 0)
+	sched, slot = e.scheds[k], e.scheds[k].SlotOf(at)
+	for m := max(i, 0); m <= j; m++ {
+		s := e.scheds[m]
+		if !e.known[m] || !s.Next(at.Add(-time.Nanosecond)).Equal(at) || !s.SlotOf(at).Equal(slot) {
+			optional = true
+		}
+	}
+	return slot, optional, sched
 }

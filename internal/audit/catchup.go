@@ -108,7 +108,7 @@ func (x *emissionIndex) passedOver(name string, e expectation, due time.Time) bo
 		}
 		limit := e.sched.CatchupMax()
 		newer := 0 // slots after e that were due at the term's start
-		for s := e.sched.Next(e.slot); !s.IsZero() && !e.sched.Due(s).After(start.at) && newer < limit; s = e.sched.Next(s) {
+		for s := e.sched.Next(e.at); !s.IsZero() && !e.sched.Due(s).After(start.at) && newer < limit; s = e.sched.Next(s) {
 			newer++
 		}
 		return newer >= limit

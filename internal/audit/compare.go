@@ -51,6 +51,7 @@ const (
 // expectation is one tick a definition produces.
 type expectation struct {
 	slot     time.Time
+	at       time.Time // when it runs: slot, or where the calendars' move policy moved it (calendars.go)
 	shard    int
 	sched    *schedule.Schedule // with its calendars, as in force when the slot fell due
 	optional bool
@@ -218,7 +219,7 @@ func compareSchedule(l *Log, idx *emissionIndex, name string, ticks []*Tick, o O
 	for id, e := range expected {
 		t := l.Ticks[id]
 		seen[id] = true
-		due := e.sched.Due(e.slot)
+		due := e.sched.Due(e.at)
 		settled := !o.Now.Before(due.Add(o.Grace))
 		if t == nil || (len(t.Emissions) == 0 && len(t.Ledger) == 0) {
 			if e.optional {
@@ -280,7 +281,7 @@ func (sr *ScheduleReport) expect(l *Log, def *Definition, audited time.Time, o O
 	expected, auditedTo = map[string]expectation{}, o.To
 	var last time.Time
 	n, truncated := deriveExpected(def, audited, l.Calendars, o, func(id string, e expectation) {
-		last = e.slot
+		last = e.at
 		if e.excluded {
 			sr.Excluded++ // never missing; a tick of it emitted anyway is unexpected (compareSchedule)
 			return
@@ -403,7 +404,8 @@ func dataCoverage(l *Log, name string, def *Definition) time.Time {
 //
 // A version that excludes calendars classifies each slot by the calendars in force over its span (calendars.go):
 // an excluded slot is passed to fn marked excluded (and counts towards o.MaxTicks: it is derived too), one the
-// calendars' changes make uncertain is optional.
+// calendars' changes make uncertain is optional. Under a move policy the runs are derived instead, each named
+// by its slot and due at its instant; a run the calendars' changes make uncertain is optional.
 func deriveExpected(def *Definition, from time.Time, cals map[string][]CalendarVersion, o Options, fn func(string, expectation)) (int, bool) {
 	n := 0
 	var carry time.Time // a running leader's base after the previous version: its next slot, minus 1ns
@@ -439,7 +441,11 @@ func deriveExpected(def *Definition, from time.Time, cals map[string][]CalendarV
 		if !from.IsZero() && from.Add(-time.Nanosecond).After(after) {
 			after = from.Add(-time.Nanosecond)
 		}
-		for s := sched.Next(after); !s.IsZero() && !s.After(o.To); s = sched.Next(s) {
+		runs := sched
+		if ep != nil && ep.moves {
+			runs = ep.runs(after) // the run instants of the calendars in force (calendars.go)
+		}
+		for s := runs.Next(after); !s.IsZero() && !s.After(o.To); s = runs.Next(s) {
 			due := sched.Due(s)
 			optional := due.Sub(v.At) <= o.ChangeSlack || !s.After(base)
 			if next != nil {
@@ -453,8 +459,13 @@ func deriveExpected(def *Definition, from time.Time, cals map[string][]CalendarV
 					optional = true
 				}
 			}
-			x := expectation{slot: s, sched: sched, optional: optional}
-			if ep != nil {
+			x := expectation{slot: s, at: s, sched: sched, optional: optional}
+			switch {
+			case ep != nil && ep.moves:
+				var uncertain bool
+				x.slot, uncertain, x.sched = ep.classifyRun(s, due, o)
+				x.optional = x.optional || uncertain
+			case ep != nil:
 				var uncertain bool
 				x.excluded, uncertain, x.sched = ep.classify(s, due, o)
 				x.optional = x.optional || uncertain
@@ -464,7 +475,7 @@ func deriveExpected(def *Definition, from time.Time, cals map[string][]CalendarV
 					return n, true
 				}
 				x.shard = shard
-				fn(tick.ID(def.Name, s, shard, shards), x)
+				fn(tick.ID(def.Name, x.slot, shard, shards), x)
 				n++
 			}
 		}

@@ -96,17 +96,32 @@ type Tick struct {
 	ID       string
 	Schedule string
 	// Pool is the pool whose work topic holds the tick ("": the default pool).
-	Pool    string
-	Slot    time.Time
-	Shard   int
-	Shards  int
-	Trigger bool
+	Pool string
+	Slot time.Time
+	// NotBefore is the instant its work record says it starts at (tick.Tick.NotBefore); zero when absent. It is
+	// the slot's due instant, or the instant a calendar's move policy runs it at.
+	NotBefore time.Time
+	Shard     int
+	Shards    int
+	Trigger   bool
 	// Backfill is set for a backfill's tick (ID with "~backfill-"); it is also a Trigger in its work record.
 	Backfill bool
 	// Emissions are its work records, in the order read.
 	Emissions []Emission
 	// Ledger holds its valid started, released and outcome entries, in log order.
 	Ledger []ledger.Entry
+}
+
+// Due returns when t is due: its NotBefore, or else sched's due instant of its slot (sched may be nil: the
+// slot).
+func (t *Tick) Due(sched *schedule.Schedule) time.Time {
+	switch {
+	case !t.NotBefore.IsZero():
+		return t.NotBefore
+	case sched != nil:
+		return sched.Due(t.Slot)
+	}
+	return t.Slot
 }
 
 // IsTrigger reports whether id is a manual trigger's (ticker schedule trigger).

@@ -219,6 +219,9 @@ func (r *reader) emission(rec *kgo.Record, tk tick.Tick) {
 	t.Pool = r.pool
 	t.Trigger = t.Trigger || tk.Trigger
 	t.Backfill = t.Backfill || tk.Backfill != ""
+	if tk.NotBefore != nil && t.NotBefore.IsZero() {
+		t.NotBefore = tk.NotBefore.UTC()
+	}
 	at := tk.EmittedAt
 	if at.IsZero() {
 		at = rec.Timestamp

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -147,8 +148,9 @@ func ValidID(id string) bool {
 // Slots returns the slots of s in [from, to), at most limit+1 of them (so that a caller sees the range is too
 // long). The slots are the definition's whatever its pause: a backfill runs past slots a pause left out too.
 // A schedule that excludes calendars has as slots those its calendars (found by cals, as they are now) leave
-// (calendar.Apply, skip), as the leader's: excluded counts the others of the range (at most 1,000,000). A
-// calendar it excludes that cals does not find is an error: its days would run.
+// (calendar.Apply), as the leader's: under skip its slots on the days they do not exclude, under a move policy
+// the slots of the runs whose instants are in the range, in order of slot; excluded counts the others of the
+// range (at most 1,000,000). A calendar it excludes that cals does not find is an error: its days would run.
 func Slots(spec schedule.Spec, from, to time.Time, limit int, cals func(string) (*calendar.Calendar, bool)) (slots []time.Time, excluded int, err error) {
 	spec.Paused, spec.PausedUntil, spec.PauseReason = false, nil, ""
 	raw, err := spec.Compile()
@@ -166,24 +168,31 @@ func Slots(spec schedule.Spec, from, to time.Time, limit int, cals func(string) 
 				errlimit.Quote(spec.Name), strings.Join(missing, ", "))
 		}
 	}
+	end := to
 	for at := s.Next(from.Add(-time.Nanosecond)); !at.IsZero() && at.Before(to) && len(slots) <= limit; at = s.Next(at) {
-		slots = append(slots, at)
+		slots = append(slots, s.SlotOf(at)) // under a move policy, the run at `at` is its slot's
+		end = at
 	}
 	if s == raw {
 		return slots, 0, nil
 	}
-	// The excluded slots of the range (of the part listed, when it is too long), counted up to maxExcluded.
-	end := to
-	if len(slots) > limit {
-		end = slots[len(slots)-1]
+	if len(slots) <= limit {
+		end = to
 	}
-	kept := 0
+	// Under a move policy the runs of the range are those whose instant is in it, named by their slots, which
+	// need not be in order (a run moved to the previous business day comes before the slot it is): a backfill
+	// lists them in order of slot.
+	slices.SortFunc(slots, time.Time.Compare)
+	// The excluded slots of the range (of the part listed, when it is too long), counted up to maxExcluded: a
+	// slot of the definition that is no run's (skipped, or merged into another run under a move policy).
+	kept := make(map[int64]bool, len(slots))
+	for _, sl := range slots {
+		kept[sl.Unix()] = true
+	}
 	for at := raw.Next(from.Add(-time.Nanosecond)); !at.IsZero() && at.Before(end) && excluded < maxExcluded; at = raw.Next(at) {
-		if kept < len(slots) && at.Equal(slots[kept]) {
-			kept++
-			continue
+		if !kept[at.Unix()] {
+			excluded++
 		}
-		excluded++
 	}
 	return slots, excluded, nil
 }

@@ -83,15 +83,16 @@
 // moved there. The rule depends only on the schedule's slots and the calendars, so every replica, and a new
 // leader after failover, derives the same runs: Exclusion.Runs lists them, Upcoming the next few.
 //
-// What a leader does with them: one tick per Run, named by Run.Slot and due at Run.At (plus the slot's
-// jitter); skipped and merged slots are counted as excluded, not missed. Runs are in the order of At, and
+// What a leader does with them: one tick per Run, named by Run.Slot and due at Run.At (plus the jitter of that
+// instant); skipped and merged slots are counted as excluded, not missed. Runs are in the order of At, and
 // their identities need not be (under previous_business_day a run's slot is after its At, so it can be after
 // the slot of the run that follows), so a leader's progress is the At of the last run it emitted, not a slot.
 //
-// This build's leader honours skip only (skip.go): Apply turns a schedule and its calendars into the schedule
-// of its included slots (schedule.Schedule.Skipping), which the leader plans as any other, so that its state,
-// the last emitted slot, still only grows. The leader, next runs, a backfill and the audit all step through
-// that one sequence.
+// Apply turns a schedule and its calendars into the sequence the leader plans as any other: under Skip, the
+// schedule of its included slots (schedule.Schedule.Skipping, skip.go); under a move, the schedule of its runs'
+// instants, each named by its slot (schedule.Schedule.Moving and SlotOf, move.go). Either way the leader's
+// state, the last emitted instant, only grows, and the leader, next runs, a backfill and the audit all step
+// through that one sequence.
 //
 // # Limits
 //

@@ -136,6 +136,21 @@ func TestOracle(t *testing.T) {
 						}
 					}
 				}
+				// What a leader steps through (Apply): the same runs, one Next at a time, each with its slot.
+				applied := Exclusion{Calendars: excl, Policy: p, Location: loc}.Apply(s)
+				i := 0
+				for at := applied.Next(sch.After); !at.IsZero() && !at.After(sch.Until); at = applied.Next(at) {
+					if i >= len(got) {
+						t.Fatalf("%s: the applied schedule has a run at %s after the year's %d", p, show(at), len(got))
+					}
+					if slot := applied.SlotOf(at); !at.Equal(got[i].At) || !slot.Equal(got[i].Slot) {
+						t.Fatalf("%s: the applied schedule's run %d is %s at %s, Runs' %s", p, i, show(slot), show(at), runString(got[i], loc))
+					}
+					i++
+				}
+				if i != len(got) {
+					t.Fatalf("%s: the applied schedule has %d runs in the year, Runs %d", p, i, len(got))
+				}
 			}
 		})
 	}

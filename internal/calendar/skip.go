@@ -6,8 +6,8 @@ import (
 	"github.com/tickgroup/tickgroup/internal/schedule"
 )
 
-// What a leader honours of a schedule's calendars in this build: the Skip policy. A schedule's slot sequence
-// under its calendars is its own slots whose instants no calendar excludes (Exclusion.Excludes); Apply makes a
+// What a leader honours of a schedule's calendars under the Skip policy (move.go has the move policies). A
+// schedule's slot sequence under its calendars is its own slots whose instants no calendar excludes (Exclusion.Excludes); Apply makes a
 // schedule.Schedule of that sequence, so that the leader's plans (catch-up included), next runs, a backfill and
 // the audit all step through the same slots, with the schedule package's own Next and Plan. An excluded slot is
 // never emitted, so a leader's state (the last emitted slot) still only grows, and the exactly-once argument of
@@ -35,15 +35,22 @@ func Of(s *schedule.Schedule, get func(name string) (*Calendar, bool)) (e Exclus
 	return e, missing
 }
 
-// Apply returns s with the slots e excludes taken out (schedule.Schedule.Skipping), or s itself when e has no
-// calendar. Every policy is applied as Skip: this build's leader moves no slot (the writers refuse the move
-// policies), so a schedule with one that a later build wrote runs its business days and skips the others.
+// Apply returns s under e: with the slots e excludes taken out (schedule.Schedule.Skipping) under Skip, or as
+// the sequence of its runs (schedule.Schedule.Moving, move.go) under a move policy; s itself when e has no
+// calendar. A move applies to a cron schedule only (the writers refuse it for an interval one); an interval
+// schedule's excluded slots are skipped whatever the policy.
 func (e Exclusion) Apply(s *schedule.Schedule) *schedule.Schedule {
+	if s.Skipped() {
+		s = s.Skipping(nil)
+	}
 	if len(e.Calendars) == 0 {
-		if !s.Skipped() {
-			return s
+		return s
+	}
+	switch e.Policy {
+	case NextBusinessDay, PreviousBusinessDay:
+		if s.Spec().Every == 0 {
+			return e.moving(s)
 		}
-		return s.Skipping(nil)
 	}
 	return s.Skipping(e.Skip)
 }

@@ -79,6 +79,7 @@ type emission struct {
 	missed  int64
 	from    time.Time // the schedule's base before collect planned this emission (see park)
 	jitter  bool      // the schedule has a jitter: a slot's due instant may not be the slot (see due)
+	moves   bool      // the schedule's calendars move slots: slots are run instants, not identities (see slot)
 	metrics bool      // the schedule opts in to metrics of its own
 	pool    string
 }
@@ -106,6 +107,7 @@ func newEmission(it *item, slots []time.Time, missed int64) emission {
 		slots:   slots,
 		missed:  missed,
 		jitter:  s.Jittered(),
+		moves:   s.Moves(),
 		metrics: s.Metrics(),
 		pool:    s.Pool(),
 	}
@@ -120,6 +122,15 @@ func (em *emission) due(slot time.Time) time.Time {
 		return slot
 	}
 	return em.entry.Schedule.Due(slot)
+}
+
+// slot is the identity of the run at instant at (Schedule.SlotOf): at itself unless the schedule's calendars move
+// slots, whose runs' instants the emission's slots are then (package calendar, move.go).
+func (em *emission) slot(at time.Time) time.Time {
+	if !em.moves {
+		return at
+	}
+	return em.entry.Schedule.SlotOf(at)
 }
 
 // stored is what a term keeps of a schedule's state (package leaderstate).
@@ -647,8 +658,8 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		}
 		name, shards := src.Schedule, max(src.Shards, 1)
 		hash := em.it.hash // of the name; 0 until the first key is written (the ID starts with the name)
-		for _, slot := range em.slots {
-			due := em.due(slot)
+		for _, at := range em.slots {
+			due, slot := em.due(at), em.slot(at)
 			for shard := range shards {
 				k := len(arena)
 				arena = b.ticks.AppendID(arena, name, slot, shard, shards)
@@ -656,7 +667,7 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 				v := len(arena)
 				// A tick the Writer cannot write (a time json.Marshal refuses) gets an empty value, as the failed
 				// AppendEncode of its Tick did before: the Writer refuses exactly what json.Marshal does.
-				arena, _ = b.ticks.AppendTick(arena, src, key, slot, due, now, shard)
+				arena, _ = b.ticks.AppendTick(arena, src, key, slot, at, due, now, shard)
 				if hash == 0 {
 					hash = tick.NameHash(key[:len(name)])
 					em.it.hash = hash

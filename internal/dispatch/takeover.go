@@ -16,6 +16,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/errlimit"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leaderstate"
+	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
@@ -131,7 +132,7 @@ func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map
 		return nil, nil
 	}
 	// Every pool's work topic: a schedule moved between pools has its newest ticks in the pool it left.
-	found := map[string]tick.Tick{}
+	found := map[string]lastRun{}
 	for pool, pt := range pools {
 		rng := from
 		if pool != "" || rng == nil {
@@ -143,9 +144,9 @@ func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map
 		if err != nil {
 			return nil, err
 		}
-		for name, t := range in {
-			if t.Slot.After(found[name].Slot) {
-				found[name] = t
+		for name, r := range in {
+			if r.At.After(found[name].At) {
+				found[name] = r
 			}
 		}
 	}
@@ -154,22 +155,46 @@ func (d *Dispatcher) checkState(ctx context.Context, adm *kadm.Client, state map
 
 // recovered sets in pl and state the newest slot found for each schedule of names (a schedule without one starts
 // from its change time) and returns the names it set.
-func (d *Dispatcher) recovered(state map[string]stored, pl *planner, names []string, found map[string]tick.Tick, logger *slog.Logger) []string {
+func (d *Dispatcher) recovered(state map[string]stored, pl *planner, names []string, found map[string]lastRun, logger *slog.Logger) []string {
 	var recovered []string
 	for _, name := range names {
-		t, ok := found[name]
+		r, ok := found[name]
 		if !ok {
 			continue // nothing emitted within the look-back: the schedule starts from its change time
 		}
-		state[name] = stored{LastSlot: t.Slot, ScheduleVersion: t.ScheduleVersion} // counted by stateToCheck's added
+		state[name] = stored{LastSlot: r.At, ScheduleVersion: r.ScheduleVersion} // counted by stateToCheck's added
 		e, _ := pl.entry(name)
-		pl.set(name, e, t.Slot)
+		pl.set(name, e, r.At)
 		recovered = append(recovered, name)
 		d.metrics.stateRecovered.Inc()
 		logger.Warn("state missing for a schedule that has emitted before: recovered its last slot from the work topic",
-			"schedule", name, "last_slot", t.Slot, "schedule_version", t.ScheduleVersion)
+			"schedule", name, "last_slot", r.Slot, "last_run", r.At, "schedule_version", r.ScheduleVersion)
 	}
 	return recovered
+}
+
+// lastRun is the newest scheduled tick of a schedule found on the work topic: its run instant (a leader's
+// progress, see runAt), its slot and the schedule version that emitted it.
+type lastRun struct {
+	At, Slot        time.Time
+	ScheduleVersion int64
+}
+
+// runAt returns the run instant of t, a scheduled tick of s: its slot, unless s's calendars move slots
+// (schedule.Schedule.Moves). Then it is the run of s whose slot is t's and whose due instant is t's NotBefore,
+// found among the runs within s's jitter before NotBefore. If there is none (the calendars changed since), it is
+// NotBefore: at worst the runs within the jitter after the tick's own are passed over, never one run twice.
+func runAt(s *schedule.Schedule, t tick.Tick) time.Time {
+	if s == nil || !s.Moves() || t.NotBefore == nil {
+		return t.Slot
+	}
+	nb := *t.NotBefore
+	for at := s.Next(nb.Add(-time.Duration(s.Spec().Jitter) - time.Nanosecond)); !at.IsZero() && !at.After(nb); at = s.Next(at) {
+		if s.Due(at).Equal(nb) && s.SlotOf(at).Equal(t.Slot) {
+			return at
+		}
+	}
+	return nb
 }
 
 // lookbackRanges returns, per work partition with something to read, the offset its look-back starts at:
@@ -201,7 +226,7 @@ func (d *Dispatcher) lookbackRanges(ctx context.Context, adm *kadm.Client, topic
 
 // newestSlots reads the work partitions of the schedules named, each from its offset in from (read_committed),
 // and returns, per schedule, its newest scheduled tick (manual triggers do not count).
-func (d *Dispatcher) newestSlots(ctx context.Context, from map[int32]int64, pl *planner, names []string, topic string, partitions int, now time.Time) (map[string]tick.Tick, error) {
+func (d *Dispatcher) newestSlots(ctx context.Context, from map[int32]int64, pl *planner, names []string, topic string, partitions int, now time.Time) (map[string]lastRun, error) {
 	want := map[int32]map[string]bool{} // work partition -> schedules to look for
 	for _, name := range names {
 		e, _ := pl.entry(name)
@@ -217,14 +242,14 @@ func (d *Dispatcher) newestSlots(ctx context.Context, from map[int32]int64, pl *
 	}
 	// The partitions are read at once (up to 4 at a time): at a million schedules a takeover right after a
 	// transaction that was cut short finds thousands of schedules without state, on every partition.
-	found := map[string]tick.Tick{}
+	found := map[string]lastRun{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for p, wanted := range want {
 		from := from[p]
 		g.Go(func() error {
-			newest := map[string]tick.Tick{}
+			newest := map[string]lastRun{}
 			_, err := kafka.ReadStableFrom(gctx, d.opts, topic, p, from, func(r *kgo.Record) error {
 				name, _, ok := bytes.Cut(r.Key, []byte("@"))
 				if !ok || !wanted[string(name)] {
@@ -234,8 +259,9 @@ func (d *Dispatcher) newestSlots(ctx context.Context, from map[int32]int64, pl *
 				if err != nil || t.Trigger || t.Schedule != string(name) {
 					return nil
 				}
-				if t.Slot.After(newest[t.Schedule].Slot) && !t.Slot.After(now.Add(FutureStateLimit)) {
-					newest[t.Schedule] = t
+				e, _ := pl.entry(t.Schedule)
+				if at := runAt(e.Schedule, t); at.After(newest[t.Schedule].At) && !at.After(now.Add(FutureStateLimit)) {
+					newest[t.Schedule] = lastRun{At: at, Slot: t.Slot, ScheduleVersion: t.ScheduleVersion}
 				}
 				return nil
 			})
@@ -244,9 +270,9 @@ func (d *Dispatcher) newestSlots(ctx context.Context, from map[int32]int64, pl *
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			for name, t := range newest {
-				if t.Slot.After(found[name].Slot) {
-					found[name] = t
+			for name, r := range newest {
+				if r.At.After(found[name].At) {
+					found[name] = r
 				}
 			}
 			return nil

@@ -68,4 +68,11 @@
 // that every plan (the catch-up policies count the kept slots only) and every reader of slots sees one sequence,
 // still strictly increasing. Next's search is bounded (MaxSkip, MaxSkipSteps): a schedule whose every slot is
 // taken out for longer has no next slot.
+//
+// # Moved slots
+//
+// Under a move policy (a business-day move) a slot runs at another instant: Moving gives a copy of a schedule
+// whose sequence is its runs' instants, each run identified by one of the schedule's own slots (SlotOf). Next,
+// the plans and the catch-up policies step through the instants, which strictly increase, so a leader's
+// progress is the last instant it emitted; the tick of a run is still name@slot.
 package schedule

@@ -43,6 +43,7 @@ type rare struct {
 	exclude      []string // the caller's copy (Spec.clone)
 	onExcluded   string
 	skip         Skip // Skipping's: no part of the Spec
+	move         Move // Moving's: no part of the Spec
 }
 
 // The enumerated fields as written, "" first (the default, kept as written so that Spec restates it as such).
@@ -207,11 +208,18 @@ func (s *Schedule) Jittered() bool { return s.jitter != 0 }
 
 // Next returns the first slot strictly after `after`, in UTC, or the zero time if there is none (past End).
 // Slots are whole seconds, never before Start and never after End. A skipping schedule (Skipping) returns the
-// first slot its Skip keeps, and the zero time when it keeps none within MaxSkip.
+// first slot its Skip keeps, and the zero time when it keeps none within MaxSkip; a moving schedule (Moving)
+// returns its next run's instant, whose identity is SlotOf.
 func (s *Schedule) Next(after time.Time) time.Time {
-	if s.x != nil && s.x.skip != nil {
-		t, _ := s.nextKept(after)
-		return t
+	if s.x != nil {
+		switch {
+		case s.x.skip != nil:
+			t, _ := s.nextKept(after)
+			return t
+		case s.x.move != nil:
+			t, _ := s.x.move(after)
+			return t
+		}
 	}
 	return s.next(after)
 }

@@ -27,24 +27,32 @@ const (
 // Skipping returns a copy of s whose slots are those of s that skip keeps: Next, Upcoming, Plan and every plan
 // step over the slots skip takes out, so that the leader and every reader of the slots (next runs, a backfill,
 // the audit) enumerate the same sequence. It replaces any Skip s had; a nil skip returns s's slots unskipped.
-// The copy shares everything else with s (Spec is s's: a Skip is no part of the definition).
+// The copy shares everything else with s (Spec is s's: a Skip is no part of the definition). It also removes a
+// Move (Moving): Skipping(nil) is s's own slots.
 func (s *Schedule) Skipping(skip Skip) *Schedule {
 	c := *s
 	x := rare{}
 	if s.x != nil {
 		x = *s.x
 	}
-	x.skip = skip
+	x.skip, x.move = skip, nil
 	c.x = &x
 	return &c
 }
 
-// Skipped reports whether s has a Skip (Skipping).
-func (s *Schedule) Skipped() bool { return s.x != nil && s.x.skip != nil }
+// Skipped reports whether s has a Skip (Skipping) or a Move (Moving): its calendars applied.
+func (s *Schedule) Skipped() bool { return s.x != nil && (s.x.skip != nil || s.x.move != nil) }
 
 // SkipExhausted reports whether Next(after) is the zero time because its Skip took out every slot within
-// MaxSkip of after, rather than because End came first.
+// MaxSkip of after (or its Move found no run while its own slots go on), rather than because End came first.
 func (s *Schedule) SkipExhausted(after time.Time) bool {
+	if s.x != nil && s.x.move != nil {
+		at, _ := s.x.move(after)
+		return at.IsZero() && !s.next(after).IsZero()
+	}
+	if s.x == nil || s.x.skip == nil {
+		return false
+	}
 	_, exhausted := s.nextKept(after)
 	return exhausted
 }

@@ -195,10 +195,7 @@ func limitState(t *audit.Tick, u uses, now time.Time) (string, int, time.Time) {
 	}
 	due := t.Emissions[0].EmittedAt
 	if !t.Trigger && !t.Backfill && !t.Slot.IsZero() {
-		due = t.Slot
-		if s := u.sched[t.Schedule]; s != nil {
-			due = s.Due(t.Slot)
-		}
+		due = t.Due(u.sched[t.Schedule])
 	}
 	if due.After(now) {
 		return name, limitIdle, time.Time{}

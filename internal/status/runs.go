@@ -179,7 +179,7 @@ func lastRuns(l *audit.Log, entries map[string]store.Entry, o Options) map[strin
 		if !ok {
 			return time.Time{}, false
 		}
-		d := e.Schedule.Due(t.Slot)
+		d := t.Due(e.Schedule)    // its NotBefore: under a calendar's move, not its slot's due instant
 		return d, !d.After(o.Now) // one emitted ahead (ticker run --lead) is held by the workers until its instant
 	}
 	for _, t := range l.Ticks {

@@ -78,7 +78,7 @@ func timeline(l *audit.Log, entries map[string]store.Entry, rep *Report, o Optio
 		p := pool(poolOfTick(t, entries))
 		p.runs[i]++
 		if e, ok := entries[t.Schedule]; ok && !t.Trigger && !t.Backfill {
-			p.delays[i] = append(p.delays[i], max(start.Sub(e.Schedule.Due(t.Slot)), 0).Seconds())
+			p.delays[i] = append(p.delays[i], max(start.Sub(t.Due(e.Schedule)), 0).Seconds())
 		}
 	}
 	for _, s := range rep.Schedules {

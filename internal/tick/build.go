@@ -152,10 +152,11 @@ func (w *Writer) AppendID(dst []byte, schedule string, slot time.Time, shard, sh
 }
 
 // AppendTick appends the JSON of shard's tick of slot (AppendSlot's, with notBefore and emittedAt), whose ID is
-// id (AppendID's). It reports false, having appended nothing, for a tick AppendEncode would hand to json.Marshal
-// (a time in a year outside 0-9999, or with a zone offset of 24 hours or more).
-func (w *Writer) AppendTick(dst []byte, s Source, id []byte, slot, notBefore, emittedAt time.Time, shard int) ([]byte, bool) {
-	t, deadline := s.fill(Tick{V: Version, Schedule: s.Schedule, Slot: slot.UTC(), Shard: shard, Shards: max(s.Shards, 1)}, slot, emittedAt)
+// id (AppendID's), run at instant at: the slot itself, or the instant a calendar's move policy runs it at, from
+// which its deadline counts. It reports false, having appended nothing, for a tick AppendEncode would hand to
+// json.Marshal (a time in a year outside 0-9999, or with a zone offset of 24 hours or more).
+func (w *Writer) AppendTick(dst []byte, s Source, id []byte, slot, at, notBefore, emittedAt time.Time, shard int) ([]byte, bool) {
+	t, deadline := s.fill(Tick{V: Version, Schedule: s.Schedule, Slot: slot.UTC(), Shard: shard, Shards: max(s.Shards, 1)}, at, emittedAt)
 	if !deadline.IsZero() {
 		t.Deadline = &deadline
 	}

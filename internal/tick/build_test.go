@@ -103,7 +103,7 @@ func TestWriterIsAppendSlot(t *testing.T) {
 					}
 					want, err := AppendEncode(nil, tk)
 					var ok bool
-					value, ok = w.AppendTick(value[:0], src, key, slot, nb, emitted, tk.Shard)
+					value, ok = w.AppendTick(value[:0], src, key, slot, slot, nb, emitted, tk.Shard)
 					if err != nil { // a time past 9999 (a deadline or a zone from the last day of 9999)
 						if ok || len(value) != 0 {
 							t.Errorf("AppendTick = %s, %v; AppendEncode: %v", value, ok, err)
@@ -119,7 +119,7 @@ func TestWriterIsAppendSlot(t *testing.T) {
 	}
 	// A year json.Marshal refuses: nothing is appended, and false reported.
 	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
-	if got, ok := w.AppendTick([]byte("x"), sources[0], []byte("scan@x"), far, time.Time{}, base, 0); ok || string(got) != "x" {
+	if got, ok := w.AppendTick([]byte("x"), sources[0], []byte("scan@x"), far, far, time.Time{}, base, 0); ok || string(got) != "x" {
 		t.Errorf("AppendTick in year 10000 = %q, %v; want nothing and false", got, ok)
 	}
 	if got := w.AppendID(nil, "scan", far, 0, 1); string(got) != ID("scan", far, 0, 1) {
@@ -135,6 +135,6 @@ func BenchmarkWriter(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = w.AppendID(buf[:0], src.Schedule, slot, 0, 1)
-		buf, _ = w.AppendTick(buf, src, buf, slot, slot, slot, 0)
+		buf, _ = w.AppendTick(buf, src, buf, slot, slot, slot, slot, 0)
 	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,6 +28,13 @@ func TestE2ECalendarExcludesSlotAcrossFailover(t *testing.T) {
 	f.cli("calendar", "put", "hol", "--dates", "2020-01-01")
 	f.cli("schedule", "put", "beat", "--every", "1s", "--catchup", "all", "--exclude", "hol")
 	f.cli("schedule", "put", "ctl", "--every", "1s", "--catchup", "all")
+	// A run moved by previous_business_day: a cron schedule whose one slot is tomorrow at the first whole
+	// minute 20 s or more from now (UTC), and a calendar excluding tomorrow. It runs today at that time, as the
+	// tick of tomorrow's slot, once, across the failover below.
+	target := time.Now().UTC().Add(20 * time.Second).Truncate(time.Minute).Add(time.Minute)
+	tomorrow := target.AddDate(0, 0, 1)
+	f.cli("calendar", "put", "tomorrow", "--dates", tomorrow.Format(time.DateOnly))
+	f.cli("schedule", "put", "moved", "--cron", tomorrow.Format("4 15 2 1 *"), "--exclude", "tomorrow", "--on-excluded", "previous_business_day")
 	ticks := f.collect()
 	replicas := []*proc{f.ticker("a"), f.ticker("b")}
 	lead := leaderOf(t, 30*time.Second, replicas...)
@@ -117,6 +125,32 @@ func TestE2ECalendarExcludesSlotAcrossFailover(t *testing.T) {
 	// The audit (once the slots after the span are past) counts the span as excluded, never missing.
 	waitUntil(resumed.Add(3 * time.Second))
 	auditExcluded(t, f, "beat", excluded)
+
+	// The moved run: emitted once, as tomorrow's slot, to start today at its time.
+	waitUntil(target.Add(time.Second))
+	id := "moved@" + tomorrow.Format(time.RFC3339)
+	var got []seen
+	kafkatest.Eventually(t, 10*time.Second, "the moved run emitted", func() bool { got = ticks.of("moved"); return len(got) > 0 })
+	if len(got) != 1 || got[0].tick.ID != id || got[0].tick.NotBefore == nil || !got[0].tick.NotBefore.Equal(target) {
+		var ids []string
+		for _, s := range got {
+			ids = append(ids, fmt.Sprintf("%s (not before %v)", s.tick.ID, s.tick.NotBefore))
+		}
+		t.Errorf("moved: emitted %v, want %s once, not before %s", ids, id, target.Format(time.RFC3339))
+	}
+	out, code := runTicker(t, f, "audit", "--json", "--schedule", "moved", "--from", target.Add(-time.Hour).Format(time.RFC3339),
+		"--to", target.Add(time.Second).Format(time.RFC3339))
+	var rep struct {
+		Schedules []struct {
+			Expected, Emitted, Missing, Doubled, Unexpected int
+		} `json:"schedules"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Schedules) != 1 {
+		t.Fatalf("audit --json: %v\n%s", err, out)
+	}
+	if a := rep.Schedules[0]; code != 0 || a.Expected != 1 || a.Emitted != 1 || a.Missing != 0 || a.Doubled != 0 || a.Unexpected != 0 {
+		t.Errorf("audit of moved: exit %d, %+v: want the one moved run expected and emitted once\n%s", code, a, out)
+	}
 }
 
 // auditExcluded runs `ticker audit --json --schedule NAME` and checks that no slot of it is missing, doubled or

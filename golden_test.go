@@ -138,6 +138,40 @@ var goldens = []golden{
 			t.Errorf("%+v %v", s, err)
 		}
 	}},
+	// A schedule watched against deadlines. The previous release ignores start_by and finish_by.
+	{"schedule.watched.v0.1.json", func() ([]byte, error) {
+		return schedule.Encode(schedule.Spec{Name: "report", Cron: "0 6 * * *", TZ: "Europe/Berlin", StartBy: schedule.Duration(5 * time.Minute),
+			FinishBy: schedule.Duration(30 * time.Minute)})
+	}, func(t *testing.T, b []byte) {
+		s, err := schedule.Decode(b)
+		if err != nil || s.StartBy != schedule.Duration(5*time.Minute) || s.FinishBy != schedule.Duration(30*time.Minute) {
+			t.Errorf("%+v %v", s, err)
+		}
+	}},
+	// A tick of a watched schedule: start_by_ms and finish_by_ms, which the previous release's workers ignore.
+	{"tick.watched.v0.1.json", func() ([]byte, error) {
+		nb := g0
+		return tick.Encode(tick.Tick{V: 1, ID: "report@2026-12-01T10:00:30Z", Schedule: "report", Slot: g0, Shards: 1, NotBefore: &nb,
+			StartByMS: 300000, FinishByMS: 1800000, ScheduleVersion: 43, LeaderEpoch: 7, EmittedAt: g0.Add(-10 * time.Second)})
+	}, func(t *testing.T, b []byte) {
+		if tk := mustTick(t, b); tk.StartByMS != 300000 || tk.FinishByMS != 1800000 || tk.NotBefore == nil {
+			t.Errorf("%+v", tk)
+		}
+	}},
+	// A deadline breach, on the results topic under its own key. The previous release's ledger readers log it
+	// as an unreadable entry and ignore it; its audit counts it as undecodable (a note).
+	{"ledger.breach.v0.1.json", func() ([]byte, error) {
+		return ledger.EncodeBreach(ledger.Breach{ID: "report@2026-12-01T10:00:30Z", Schedule: "report", Slot: g0, Deadline: ledger.DeadlineFinishBy,
+			Due: g0.Add(30 * time.Minute), At: g0.Add(30 * time.Minute), Worker: "w1", Partition: 3, Offset: 101}), nil
+	}, func(t *testing.T, b []byte) {
+		br, err := ledger.DecodeBreach(b)
+		if err != nil || br.ID != "report@2026-12-01T10:00:30Z" || br.Deadline != ledger.DeadlineFinishBy {
+			t.Errorf("%+v %v", br, err)
+		}
+		if _, err := ledger.Entries(b); err == nil {
+			t.Error("a breach decodes as a ledger entry: a ledger reader would apply it")
+		}
+	}},
 	// A calendar, on the calendars topic, which the previous release does not know (it reads no such topic).
 	{"calendar.v0.1.json", func() ([]byte, error) {
 		return calendar.Encode(calendar.Spec{Name: "de", TZ: "Europe/Berlin", Dates: []string{"2026-12-25", "2026-12-26"},

@@ -47,6 +47,13 @@ type Schedule struct {
 	// Deadline is how long after its slot a tick is still worth running: a worker records a later one as
 	// skipped_late (StatusSkippedLate). Defaults to 0, no deadline.
 	Deadline Duration `json:"deadline,omitempty" yaml:"deadline,omitempty"`
+	// StartBy and FinishBy watch each scheduled run against deadlines from the instant it is due: a run not
+	// started by StartBy, or not finished by FinishBy, is a breach, which the worker records once per slot and
+	// kind on the results topic, counts (tickgroup_deadline_breaches_total) and notifies to its
+	// WorkerConfig.BreachWebhook. The run goes on: Deadline is what skips a late tick. Each 1s to 7 days, and
+	// FinishBy after StartBy when both are set. Defaults to 0, none. Workers of an earlier release ignore them.
+	StartBy  Duration `json:"start_by,omitempty" yaml:"start_by,omitempty"`
+	FinishBy Duration `json:"finish_by,omitempty" yaml:"finish_by,omitempty"`
 	// Overlap is what a worker does with a tick whose successor (same schedule and shard) is already due when
 	// it could start. Defaults to "", see Overlap.
 	Overlap Overlap `json:"overlap,omitempty" yaml:"overlap,omitempty"`
@@ -172,6 +179,7 @@ func (s Schedule) spec() schedule.Spec {
 		Name: s.Name, Every: schedule.Duration(s.Every), Offset: schedule.Duration(s.Offset), Cron: s.Cron, TZ: s.TZ,
 		Jitter: schedule.Duration(s.Jitter), Shards: s.Shards, Payload: s.Payload, Catchup: string(s.Catchup),
 		CatchupMax: s.CatchupMax, Deadline: schedule.Duration(s.Deadline), Overlap: string(s.Overlap),
+		StartBy: schedule.Duration(s.StartBy), FinishBy: schedule.Duration(s.FinishBy),
 		Timeout: schedule.Duration(s.Timeout), MaxAttempts: s.MaxAttempts, Pool: s.Pool, Start: copyTime(s.Start),
 		End: copyTime(s.End), Paused: s.Paused, Metrics: s.Metrics, PausedUntil: copyTime(s.PausedUntil), PauseReason: s.PauseReason,
 		Limit: s.Limit, Priority: s.Priority, Exclude: slices.Clone(s.Exclude), OnExcluded: string(s.OnExcluded),
@@ -184,6 +192,7 @@ func fromSpec(sp schedule.Spec) Schedule {
 		Name: sp.Name, Every: Duration(sp.Every), Offset: Duration(sp.Offset), Cron: sp.Cron, TZ: sp.TZ,
 		Jitter: Duration(sp.Jitter), Shards: sp.Shards, Payload: sp.Payload, Catchup: Catchup(sp.Catchup),
 		CatchupMax: sp.CatchupMax, Deadline: Duration(sp.Deadline), Overlap: Overlap(sp.Overlap),
+		StartBy: Duration(sp.StartBy), FinishBy: Duration(sp.FinishBy),
 		Timeout: Duration(sp.Timeout), MaxAttempts: sp.MaxAttempts, Pool: sp.Pool, Start: copyTime(sp.Start),
 		End: copyTime(sp.End), Paused: sp.Paused, Metrics: sp.Metrics, PausedUntil: copyTime(sp.PausedUntil), PauseReason: sp.PauseReason,
 		Limit: sp.Limit, Priority: sp.Priority, Exclude: slices.Clone(sp.Exclude), OnExcluded: OnExcluded(sp.OnExcluded),

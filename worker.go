@@ -63,6 +63,12 @@ type WorkerConfig struct {
 	// SkipInterrupted records a tick whose earlier run was cut off as interrupted and never runs it again (at
 	// most once). False, the default, runs it again with Tick.Interrupted set (at least once).
 	SkipInterrupted bool
+	// BreachWebhook, when set, is the URL each deadline breach this worker sees is POSTed to (a schedule's
+	// StartBy or FinishBy): JSON of the breach, with a Tickgroup-Signature header (HMAC-SHA256 of
+	// "TIMESTAMP.BODY" under BreachSecret, when set), retried with backoff up to 5 tries; see the README.
+	// BreachSecret is never logged.
+	BreachWebhook string
+	BreachSecret  []byte
 	// RecordOutput, when positive, keeps the last RecordOutput bytes (at most MaxRecordOutput) of each tick's
 	// last attempt's output in its outcome record (Outcome.Output), for ticker history and the console: what a
 	// handler hands to Tick.RecordOutput (an exec handler: its standard output and error). Zero, the default,
@@ -141,6 +147,8 @@ func newWorker(cfg WorkerConfig, handler worker.Handler) (*Worker, error) {
 		Forward:        cfg.Forward,
 		Pool:           cfg.Pool,
 		RecordOutput:   cfg.RecordOutput,
+		BreachWebhook:  cfg.BreachWebhook,
+		BreachSecret:   cfg.BreachSecret,
 	}
 	if cfg.SkipInterrupted {
 		wc.OnInterrupted = worker.OnInterruptedSkip

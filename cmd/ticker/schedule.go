@@ -407,6 +407,7 @@ type putCommand struct {
 	catchup, overlap, onExcluded             string
 	exclude                                  listFlag
 	every, offset, jitter, deadline, timeout cli.Duration
+	startBy, finishBy                        cli.Duration
 	start, end                               cli.Time
 	dryRun                                   bool
 }
@@ -422,13 +423,15 @@ func (c *putCommand) flags(fs *flag.FlagSet) string {
 	fs.StringVar(&c.catchup, "catchup", string(tickgroup.DefaultCatchup), "slots that fell due while no leader ran (failover, outage): all (emit each, up to --catchup-max), latest (only the newest) or skip (none)")
 	fs.IntVar(&c.spec.CatchupMax, "catchup-max", 0, fmt.Sprintf("with --catchup all: emit at most this many missed slots, the newest (0: %d)", schedule.DefaultCatchupMax))
 	fs.Var(&c.deadline, "deadline", "workers skip a tick that would start later than slot + deadline (0: never)")
+	fs.Var(&c.startBy, "start-by", fmt.Sprintf("a run not started by its due instant + start-by is a breach: recorded, counted and notified; it still runs (0: none; 1s to %s)", schedule.MaxWatchDeadline))
+	fs.Var(&c.finishBy, "finish-by", fmt.Sprintf("a run not finished by its due instant + finish-by is a breach (0: none; 1s to %s, after --start-by)", schedule.MaxWatchDeadline))
 	fs.StringVar(&c.overlap, "overlap", "", "a tick whose successor is already due when it could start: queue (run it anyway) or skip (skipped_overlap; the newest due tick runs); default: skip when the run before it outlasted the period, queue otherwise")
 	fs.Var(&c.timeout, "timeout", fmt.Sprintf("bound on one attempt of a tick, at most %s (0: the worker's --timeout, default none)", schedule.MaxTimeout))
 	fs.IntVar(&c.spec.MaxAttempts, "max-attempts", 0, "attempts per tick before the dead-letter topic (0: the worker's --max-attempts, default 3)")
 	fs.StringVar(&c.spec.Pool, "pool", "", "the worker pool that runs the ticks (worker run --pool NAME; default: the default pool)")
 	fs.StringVar(&c.spec.Limit, "limit", "", "count the runs against this limit, which must exist in the schedule's pool (ticker limit put)")
 	fs.IntVar(&c.spec.Priority, "priority", 0, fmt.Sprintf("order of the ticks held by their limit, %d to %d, the higher first (0: %d)", schedule.MinPriority, schedule.MaxPriority, schedule.DefaultPriority))
-	fs.Var(&c.exclude, "exclude", fmt.Sprintf("do not run on the days of these calendars (ticker calendar put), comma-separated, at most %d; refused by this build, whose leader does not honour them yet", schedule.MaxExclude))
+	fs.Var(&c.exclude, "exclude", fmt.Sprintf("do not run on the days of these calendars (ticker calendar put), comma-separated, at most %d", schedule.MaxExclude))
 	fs.StringVar(&c.onExcluded, "on-excluded", "", "with --exclude: an excluded slot is skipped (skip, the default), or runs at the same time on the next_business_day or previous_business_day (cron schedules only)")
 	fs.Var(&c.start, "start", "no slot before this instant (RFC 3339)")
 	fs.Var(&c.end, "end", "no slot after this instant (RFC 3339)")
@@ -450,6 +453,7 @@ func (c *putCommand) check(positional []string) error {
 	s.Exclude, s.OnExcluded = c.exclude, tickgroup.OnExcluded(c.onExcluded)
 	s.Every, s.Offset, s.Jitter = tickgroup.Duration(c.every), tickgroup.Duration(c.offset), tickgroup.Duration(c.jitter)
 	s.Deadline, s.Timeout = tickgroup.Duration(c.deadline), tickgroup.Duration(c.timeout)
+	s.StartBy, s.FinishBy = tickgroup.Duration(c.startBy), tickgroup.Duration(c.finishBy)
 	s.Start, s.End = c.start.T, c.end.T
 	if s.Paused {
 		s.PauseReason = c.reason

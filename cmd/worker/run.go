@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -118,30 +121,33 @@ func typed(name string, newCommand func() subcommand) func(ctx context.Context, 
 
 // runCommand is worker run: a worker of the pool, until a signal.
 type runCommand struct {
-	common         cli.Common
-	exec           string
-	execEnv        string
-	http           string
-	forward        string
-	pool           string
-	concurrency    int
-	maxAttempts    int
-	backoff        time.Duration
-	maxBackoff     time.Duration
-	timeout        time.Duration
-	killGrace      time.Duration
-	grace          time.Duration
-	start          string
-	workerID       string
-	outputLimit    int
-	sessionTimeout time.Duration
-	groupProtocol  string
-	onInterrupt    string
-	recordOutput   int
-	lease          time.Duration
-	priorityAging  time.Duration
-	instanceID     string
-	maxClockSkew   time.Duration
+	common           cli.Common
+	exec             string
+	execEnv          string
+	http             string
+	forward          string
+	pool             string
+	concurrency      int
+	maxAttempts      int
+	backoff          time.Duration
+	maxBackoff       time.Duration
+	timeout          time.Duration
+	killGrace        time.Duration
+	grace            time.Duration
+	start            string
+	workerID         string
+	outputLimit      int
+	sessionTimeout   time.Duration
+	groupProtocol    string
+	onInterrupt      string
+	recordOutput     int
+	breachWebhook    string
+	breachSecretFile string
+	breachSecret     []byte
+	lease            time.Duration
+	priorityAging    time.Duration
+	instanceID       string
+	maxClockSkew     time.Duration
 }
 
 func (f *runCommand) flags(fs *flag.FlagSet) string {
@@ -163,6 +169,8 @@ func (f *runCommand) flags(fs *flag.FlagSet) string {
 	fs.IntVar(&f.outputLimit, "output-limit", command.DefaultOutputLimit, "bytes of an exec handler's output kept and logged per attempt")
 	fs.StringVar(&f.groupProtocol, "group-protocol", string(kafka.GroupProtocolClassic), "group protocol of the worker group: classic, or consumer (KIP-848, Kafka 4.0+: the broker assigns partitions and decides the session timeout, group.consumer.session.timeout.ms, 45s by default, so --session-timeout does not apply; not with --instance-id)")
 	fs.DurationVar(&f.sessionTimeout, "session-timeout", worker.DefaultSessionTimeout, "group session timeout: how soon a crashed worker's partitions move (classic protocol only)")
+	fs.StringVar(&f.breachWebhook, "breach-webhook", "", "URL to POST every deadline breach to (a schedule's start_by or finish_by; retried up to 5 times; see --breach-secret-file)")
+	fs.StringVar(&f.breachSecretFile, "breach-secret-file", "", "file holding the secret that signs --breach-webhook's requests (Tickgroup-Signature: HMAC-SHA256), read at start, trailing newline dropped (default: requests unsigned)")
 	fs.IntVar(&f.recordOutput, "record-output", 0, fmt.Sprintf("keep the last N bytes (at most %d) of an exec handler's output per tick in its outcome record, for ticker history and the console (0: none; output may hold secrets, and every operator reads the results topic)", worker.MaxRecordOutput))
 	fs.StringVar(&f.onInterrupt, "on-interrupted", worker.OnInterruptedRerun, "a tick whose earlier run was cut off (crash, freeze, lost partition, or a lease this worker could not renew): rerun (again, with TICK_INTERRUPTED=1 and the attempt counting on) or skip (never again: at most once; outcome interrupted)")
 	fs.DurationVar(&f.lease, "lease", worker.DefaultLease, "how long a handler may run on without this worker renewing its run in the ledger (every lease/5); a run found unfinished elsewhere is waited for until its last renewal plus this (plus --max-clock-skew); at most 10m")
@@ -185,6 +193,23 @@ func (f *runCommand) check(positional []string) error {
 	if f.common.Kafka.ClientID == "" {
 		// The client ID shows in `ticker status` (which worker owns which partition) and in broker logs.
 		f.common.Kafka.ClientID = "tickgroup-worker-" + f.workerID
+	}
+	if f.breachSecretFile != "" {
+		if f.breachWebhook == "" {
+			return cli.Usagef("--breach-secret-file needs --breach-webhook")
+		}
+		b, err := os.ReadFile(f.breachSecretFile)
+		if err != nil {
+			return cli.Usagef("--breach-secret-file: %v", err)
+		}
+		if f.breachSecret = bytes.TrimRight(b, "\r\n"); len(f.breachSecret) == 0 {
+			return cli.Usagef("--breach-secret-file %s is empty", f.breachSecretFile)
+		}
+	}
+	if f.breachWebhook != "" {
+		if u, err := url.Parse(f.breachWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return cli.Usagef("--breach-webhook: want an http or https URL")
+		}
 	}
 	modes := 0
 	for _, m := range []string{f.exec, f.http, f.forward} {
@@ -308,6 +333,8 @@ func (f *runCommand) workerConfig(logger *slog.Logger, reg *prometheus.Registry)
 		Pool:            f.pool,
 		SkipInterrupted: f.onInterrupt == worker.OnInterruptedSkip,
 		RecordOutput:    f.recordOutput,
+		BreachWebhook:   f.breachWebhook,
+		BreachSecret:    f.breachSecret,
 		Lease:           f.lease,
 		InstanceID:      f.instanceID,
 		MaxClockSkew:    f.maxClockSkew,

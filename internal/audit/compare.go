@@ -212,7 +212,7 @@ func compareSchedule(l *Log, idx *emissionIndex, name string, ticks []*Tick, o O
 
 	seen := map[string]bool{}
 	add := func(tr TickReport) {
-		if o.AllTicks || len(tr.Problems) > 0 || tr.State == StatePassedOver {
+		if o.AllTicks || len(tr.Problems) > 0 || tr.State == StatePassedOver || len(tr.Breaches) > 0 {
 			sr.Ticks = append(sr.Ticks, tr)
 		}
 	}
@@ -304,6 +304,14 @@ func (sr *ScheduleReport) expect(l *Log, def *Definition, audited time.Time, o O
 func (sr *ScheduleReport) count(tr *TickReport, outcomeDue bool) {
 	if len(tr.Emissions) > 0 {
 		sr.Emitted++
+	}
+	for _, b := range tr.Breaches {
+		switch b {
+		case ledger.DeadlineStartBy:
+			sr.BreachedStartBy++
+		case ledger.DeadlineFinishBy:
+			sr.BreachedFinishBy++
+		}
 	}
 	for _, x := range tr.Executions {
 		if isOutcome(x.Status) {
@@ -487,6 +495,7 @@ func deriveExpected(def *Definition, from time.Time, cals map[string][]CalendarV
 func classify(t *Tick, expected, settled bool) TickReport {
 	tr := TickReport{ID: t.ID, Schedule: t.Schedule, Pool: cmp.Or(t.Pool, kafka.DefaultPool), Slot: t.Slot, Shard: t.Shard, Expected: expected}
 	tr.Emissions = append([]Emission{}, t.Emissions...)
+	tr.Breaches = slices.Clone(t.Breaches)
 	tr.Executions = executions(t.Ledger, settled)
 	var outcomes []ledger.Entry
 	started, interrupted := map[int]bool{}, false

@@ -110,6 +110,8 @@ type Tick struct {
 	Emissions []Emission
 	// Ledger holds its valid started, released and outcome entries, in log order.
 	Ledger []ledger.Entry
+	// Breaches are the deadlines (ledger.DeadlineStartBy, DeadlineFinishBy) its runs breached, each once.
+	Breaches []string
 }
 
 // Due returns when t is due: its NotBefore, or else sched's due instant of its slot (sched may be nil: the

@@ -237,6 +237,24 @@ func (r *reader) result(rec *kgo.Record) {
 	if ledger.IsClaimKey(rec.Key) && rec.Value == nil {
 		return
 	}
+	if ledger.IsBreachKey(rec.Key) {
+		if rec.Value == nil {
+			return
+		}
+		b, err := ledger.DecodeBreach(rec.Value)
+		if err != nil {
+			r.l.Undecodable++
+			return
+		}
+		t := r.l.tick(b.ID)
+		if t.Schedule == "" {
+			t.Schedule, t.Slot = b.Schedule, b.Slot.UTC()
+		}
+		if !slices.Contains(t.Breaches, b.Deadline) { // one per deadline, however many workers saw it
+			t.Breaches = append(t.Breaches, b.Deadline)
+		}
+		return
+	}
 	if rec.Value == nil {
 		// A tombstone deletes the key's earlier entries in its partition (what compaction will do).
 		t, ok := r.l.Ticks[string(rec.Key)]

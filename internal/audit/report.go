@@ -72,6 +72,10 @@ type Counts struct {
 	// Excluded: ticks of slots that the schedule's calendars exclude (on_excluded skip): not expected, never
 	// missing (a tick of one that was emitted anyway is unexpected).
 	Excluded int `json:"excluded"`
+	// BreachedStartBy and BreachedFinishBy: ticks whose run breached the schedule's start_by or finish_by (a
+	// breach record on the results topic; not a problem of the audit: the run still counts as it ran).
+	BreachedStartBy  int `json:"breached_start_by,omitempty"`
+	BreachedFinishBy int `json:"breached_finish_by,omitempty"`
 	// Outcomes counts ticks by their (first) outcome status.
 	Outcomes map[string]int `json:"outcomes"`
 }
@@ -93,6 +97,8 @@ func (c *Counts) add(o Counts) {
 	c.Pending += o.Pending
 	c.Unexpected += o.Unexpected
 	c.Excluded += o.Excluded
+	c.BreachedStartBy += o.BreachedStartBy
+	c.BreachedFinishBy += o.BreachedFinishBy
 	for k, v := range o.Outcomes {
 		c.Outcomes[k] += v
 	}
@@ -161,9 +167,11 @@ type TickReport struct {
 	// Due is when the leader should have emitted it (slot + jitter); the slot itself for unexpected ticks.
 	Due time.Time `json:"due"`
 	// Expected: the definition requires it (false for optional, unexpected, unaudited and trigger ticks).
-	Expected   bool        `json:"expected"`
-	State      string      `json:"state"`
-	Problems   []string    `json:"problems"`
+	Expected bool     `json:"expected"`
+	State    string   `json:"state"`
+	Problems []string `json:"problems"`
+	// Breaches are the deadlines its runs breached (start_by, finish_by), each once.
+	Breaches   []string    `json:"breaches,omitempty"`
 	Emissions  []Emission  `json:"emissions"`
 	Executions []Execution `json:"executions"`
 }

@@ -88,6 +88,7 @@ type emission struct {
 func newEmission(it *item, slots []time.Time, missed int64) emission {
 	e := it.entry
 	s := e.Schedule
+	startBy, finishBy := s.Watch()
 	return emission{
 		src: tick.Source{
 			Schedule:    s.Name(),
@@ -99,6 +100,8 @@ func newEmission(it *item, slots []time.Time, missed int64) emission {
 			Metrics:     s.Metrics(),
 			Timeout:     s.Timeout(),
 			MaxAttempts: s.MaxAttempts(),
+			StartBy:     startBy,
+			FinishBy:    finishBy,
 			Limit:       s.Limit(),
 			Priority:    s.Priority(),
 		},

@@ -205,8 +205,8 @@ func (o *Owner) apply(recs []*kgo.Record, known [][]Entry) {
 			continue // a refetch after remove and add
 		}
 		o.readTo = r.Offset + 1
-		if r.Value == nil {
-			continue // a tombstone (an operator's deletion); the ledger keeps what it has
+		if r.Value == nil || IsBreachKey(r.Key) {
+			continue // a tombstone (an operator's deletion; the ledger keeps what it has), or a breach (no entry)
 		}
 		var es []Entry
 		if known != nil && known[i] != nil {

@@ -30,6 +30,8 @@ type Schedule struct {
 // rare holds the fields of a Spec that a plain interval schedule leaves unset.
 type rare struct {
 	deadline     Duration
+	startBy      Duration
+	finishBy     Duration
 	timeout      Duration
 	maxAttempts  int32
 	pool         string
@@ -99,6 +101,7 @@ func (s *Schedule) Spec() Spec {
 	}
 	if s.x != nil {
 		sp.Cron, sp.TZ, sp.Start, sp.End, sp.Deadline = s.x.cronExpr, s.x.tz, s.x.start, s.x.end, s.x.deadline
+		sp.StartBy, sp.FinishBy = s.x.startBy, s.x.finishBy
 		sp.Timeout, sp.MaxAttempts, sp.Pool = s.x.timeout, int(s.x.maxAttempts), s.x.pool
 		sp.PausedUntil, sp.PauseReason = s.x.pausedUntil, s.x.pauseReason
 		sp.Limit, sp.Priority = s.x.limit, int(s.x.priority)
@@ -167,6 +170,14 @@ func (s *Schedule) OnExcluded() string {
 
 // Overlap is Spec().Overlap without the copy.
 func (s *Schedule) Overlap() string { return overlaps[s.overlap] }
+
+// Watch returns Spec().StartBy and FinishBy without the copy (0: none).
+func (s *Schedule) Watch() (startBy, finishBy time.Duration) {
+	if s.x == nil {
+		return 0, 0
+	}
+	return time.Duration(s.x.startBy), time.Duration(s.x.finishBy)
+}
 
 // Deadline is Spec().Deadline without the copy.
 func (s *Schedule) Deadline() time.Duration {

@@ -157,6 +157,13 @@ type Spec struct {
 	CatchupMax int `json:"catchup_max,omitempty" yaml:"catchup_max,omitempty"`
 	// Deadline is how long after its slot a tick is still worth running; 0 means no deadline.
 	Deadline Duration `json:"deadline,omitempty" yaml:"deadline,omitempty"`
+	// StartBy and FinishBy are the deadlines a run is watched against, from the instant it is due (its slot's
+	// due instant, or the instant a calendar's move runs it at): a run that has not started by StartBy, or not
+	// finished by FinishBy, is a breach, recorded once per slot and kind, counted and notified (package
+	// worker). It still runs: Deadline is what skips a late tick. 0 means none; each at most MaxWatchDeadline,
+	// and FinishBy after StartBy when both are set.
+	StartBy  Duration `json:"start_by,omitempty" yaml:"start_by,omitempty"`
+	FinishBy Duration `json:"finish_by,omitempty" yaml:"finish_by,omitempty"`
 	// Overlap is what a worker does with a tick whose successor (same schedule and shard) is already due when
 	// it could start: OverlapQueue (it runs: every tick runs, one after the other), OverlapSkip (it does not run
 	// and is recorded as skipped_overlap; the newest due tick always runs), or empty, the default: skip for a
@@ -205,6 +212,9 @@ type Spec struct {
 	// schedule.
 	OnExcluded string `json:"on_excluded,omitempty" yaml:"on_excluded,omitempty"`
 }
+
+// MaxWatchDeadline bounds StartBy and FinishBy: a week.
+const MaxWatchDeadline = 7 * 24 * time.Hour
 
 // FieldError is one problem with one field of a Spec.
 type FieldError struct {
@@ -296,10 +306,11 @@ func (s Spec) compile(write bool) (*Schedule, error) {
 	// A pause with an end emits from that end on, as a schedule with a later Start would: it is not paused in
 	// the leader's sense (Paused), only Pausing.
 	sch := &Schedule{name: s.Name, payload: s.Payload, jitter: s.Jitter, paused: s.Paused && s.PausedUntil == nil, metrics: s.Metrics}
-	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil || s.Deadline != 0 || s.Timeout != 0 || s.MaxAttempts != 0 || s.Pool != "" ||
+	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil || s.Deadline != 0 || s.StartBy != 0 || s.FinishBy != 0 || s.Timeout != 0 || s.MaxAttempts != 0 || s.Pool != "" ||
 		s.PausedUntil != nil || s.PauseReason != "" || s.Limit != "" || s.Priority != 0 || s.Exclude != nil || s.OnExcluded != "" {
 		c := s.clone()
-		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End, deadline: s.Deadline, timeout: s.Timeout, maxAttempts: int32(s.MaxAttempts),
+		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End, deadline: s.Deadline, startBy: s.StartBy, finishBy: s.FinishBy,
+			timeout: s.Timeout, maxAttempts: int32(s.MaxAttempts),
 			pool: s.Pool, pausedUntil: c.PausedUntil, pauseReason: s.PauseReason, limit: s.Limit, priority: int8(s.Priority),
 			exclude: c.Exclude, onExcluded: s.OnExcluded}
 	}
@@ -409,6 +420,17 @@ func (s Spec) checkRun(v *validator) {
 	}
 	if s.Deadline < 0 {
 		v.fail("deadline", s.Deadline.String(), "must not be negative")
+	}
+	for _, d := range []struct {
+		field string
+		v     Duration
+	}{{"start_by", s.StartBy}, {"finish_by", s.FinishBy}} {
+		if d.v < 0 || time.Duration(d.v) > MaxWatchDeadline || (d.v > 0 && time.Duration(d.v) < time.Second) {
+			v.fail(d.field, d.v.String(), "must be between 1s and %s (0 means none)", MaxWatchDeadline)
+		}
+	}
+	if s.StartBy > 0 && s.FinishBy > 0 && s.FinishBy <= s.StartBy {
+		v.fail("finish_by", s.FinishBy.String(), "must be after start_by (%s): a run cannot finish before it starts", s.StartBy)
 	}
 	switch {
 	case s.Timeout < 0 || time.Duration(s.Timeout) > MaxTimeout:

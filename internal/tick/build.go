@@ -24,6 +24,9 @@ type Source struct {
 	// them to the worker.
 	Timeout     time.Duration
 	MaxAttempts int
+	// StartBy and FinishBy are the schedule's watched deadlines (Tick.StartByMS, Tick.FinishByMS), for its
+	// scheduled ticks; 0: none.
+	StartBy, FinishBy time.Duration
 	// Limit and Priority are the schedule's (Tick.Limit, Tick.Priority).
 	Limit    string
 	Priority int
@@ -94,6 +97,9 @@ func (s Source) fill(t Tick, base, emittedAt time.Time) (Tick, time.Time) {
 	t.Metrics = s.Metrics
 	t.TimeoutMS = s.Timeout.Milliseconds()
 	t.MaxAttempts = s.MaxAttempts
+	if !t.Trigger {
+		t.StartByMS, t.FinishByMS = s.StartBy.Milliseconds(), s.FinishBy.Milliseconds()
+	}
 	t.Limit, t.Priority = s.Limit, s.Priority
 	if s.Limit != "" {
 		t.V = VersionLimited

@@ -80,6 +80,11 @@ type Tick struct {
 	// dead-letter topic. 0 (absent) leaves each to the worker's flags; workers ignore values out of range.
 	TimeoutMS   int64 `json:"timeout_ms,omitempty"`
 	MaxAttempts int   `json:"max_attempts,omitempty"`
+	// StartByMS and FinishByMS are the schedule's watched deadlines (start_by, finish_by), in milliseconds from
+	// the tick's StartAt: a run not started, or not finished, by then is a breach, which the worker records
+	// (ledger.Breach). Scheduled ticks only; 0 (absent): none. Earlier workers ignore them.
+	StartByMS  int64 `json:"start_by_ms,omitempty"`
+	FinishByMS int64 `json:"finish_by_ms,omitempty"`
 	// Limit names the limit the tick counts against (at most N runs at once, at most R starts per window, across
 	// the pool's workers); empty: none. A limited tick is written with VersionLimited, and on the limit's
 	// partition (Partition), so that every tick of a limit meets at one owner.
@@ -325,6 +330,14 @@ func appendTick(b []byte, t *Tick, id []byte, st *stamps) ([]byte, bool) {
 	if t.MaxAttempts != 0 {
 		b = append(b, `,"max_attempts":`...)
 		b = strconv.AppendInt(b, int64(t.MaxAttempts), 10)
+	}
+	if t.StartByMS != 0 {
+		b = append(b, `,"start_by_ms":`...)
+		b = strconv.AppendInt(b, t.StartByMS, 10)
+	}
+	if t.FinishByMS != 0 {
+		b = append(b, `,"finish_by_ms":`...)
+		b = strconv.AppendInt(b, t.FinishByMS, 10)
 	}
 	if t.Limit != "" {
 		b = append(b, `,"limit":`...)

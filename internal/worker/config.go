@@ -76,6 +76,12 @@ type Config struct {
 	// attempt number counting on and Attempt.Interrupted set; OnInterruptedSkip records the outcome
 	// "interrupted" and never runs it again (at most once).
 	OnInterrupted string
+	// BreachWebhook, when set, is the URL that every deadline breach this worker sees (ledger.Breach, see
+	// deadlines.go) is POSTed to as JSON (package notify: retried, signed with BreachSecret when it is set, its
+	// failures counted as tickgroup_notify_dropped_total{webhook="breach-<pool>"}). BreachSecret is never
+	// logged.
+	BreachWebhook string
+	BreachSecret  []byte
 	// RecordOutput, when positive, keeps the last RecordOutput bytes of a tick's last attempt's output (what the
 	// handler hands to Attempt.Output) in its outcome record. At most MaxRecordOutput.
 	RecordOutput int

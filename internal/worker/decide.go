@@ -25,6 +25,8 @@ type before struct {
 	// newer, when not zero, is the start instant of a later tick of the same key that the overlap policy skips
 	// this one for.
 	newer time.Time
+	// watch watches the tick's start_by and finish_by (deadlines.go); nil: none.
+	watch *watch
 }
 
 // decide is the one place where both engines, the lanes and forward mode, decide what becomes of a record before

@@ -56,6 +56,8 @@ type Attempt struct {
 	handlerStarts func()
 	// ran is when the handler ran (set by Worker.attempt; zero when it never started).
 	ran span
+	// watch is told when the first attempt's handler starts (deadlines.go); nil: nothing watched.
+	watch *watch
 }
 
 // span is when a handler ran: from its start to its return. A tick's run, for its overlap policy, is the span

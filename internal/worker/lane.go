@@ -338,7 +338,11 @@ func (l *lane) handle(it *item) (*result, bool) {
 	if prior != nil {
 		b.attempts, b.interrupted = prior.Attempts, prior.Interrupted()
 	}
+	if it.err == nil {
+		b.watch = w.watchDeadlines(rec, it.t)
+	}
 	o, dl := w.process(l.runCtx, b, l)
+	b.watch.stop(w.cfg.Now(), !o.ran.from.IsZero() && !o.cut)
 	if o.cut {
 		return nil, false
 	}
@@ -696,7 +700,7 @@ func (w *Worker) process(ctx context.Context, b before, g gate) (result, error) 
 		w.logger.Info("running an interrupted tick again", "tick_id", t.ID, "partition", rec.Partition, "attempt", base+1)
 	}
 	for attempt := 1; ; attempt++ {
-		a := Attempt{N: base + attempt, Interrupted: interrupted, Worker: w.cfg.WorkerID, again: attempt > 1}
+		a := Attempt{N: base + attempt, Interrupted: interrupted, Worker: w.cfg.WorkerID, again: attempt > 1, watch: b.watch}
 		if n := w.cfg.RecordOutput; n > 0 {
 			o.Output = ""
 			a.Output = func(s string) { o.Output = tailOf(s, n) }
@@ -774,6 +778,9 @@ func (w *Worker) attempt(ctx context.Context, rec *kgo.Record, t tick.Tick, a *A
 		if t.Metrics && !t.Trigger {
 			w.m.scheduleDelay.WithLabelValues(t.Schedule).Observe(delay)
 		}
+	}
+	if !a.again {
+		a.watch.starts(w.cfg.Now()) // this delivery's first attempt: the run starts (a re-run's too)
 	}
 	actx, cancel := hctx, context.CancelFunc(func() {})
 	timeout := w.timeout(&t)

@@ -36,6 +36,8 @@ type metrics struct {
 	takeover       prometheus.Histogram
 	ledgerBatch    prometheus.Histogram
 	panics         prometheus.Counter
+	breaches       *prometheus.CounterVec
+	breachErrs     prometheus.Counter
 	// Per limit (label limit), kept by the lane of the limit's partition.
 	limitRunning     *prometheus.GaugeVec
 	limitWaiting     *prometheus.GaugeVec
@@ -116,6 +118,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Ledger entries (starts, renewals, releases, outcomes) per record this worker wrote to the results topic: entries that wait while the partition has records in flight go together in the next one.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000},
 		}),
+		breaches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickgroup_deadline_breaches_total",
+			Help: "Runs that breached their schedule's start_by or finish_by (label deadline), by schedule: only schedules that set one have series. A run this worker took over from another that saw the breach too counts again here; the results topic keeps one record per tick and deadline.",
+		}, []string{"schedule", "deadline"}),
+		breachErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickgroup_deadline_breach_errors_total",
+			Help: "Breach records that could not be written to the results topic (the breach is still counted, logged and notified).",
+		}),
 		panics: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tickgroup_worker_handler_panics_total",
 			Help: "Attempts whose handler panicked: each is recovered and counts as a failed attempt (retried, then dead-lettered).",
@@ -164,7 +174,7 @@ func (m *metrics) register(reg prometheus.Registerer) (unregister func(), err er
 	if reg == nil {
 		return func() {}, nil
 	}
-	cs := []prometheus.Collector{m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.cancelsRefused, m.ledgerSkips, m.takeover, m.ledgerBatch, m.panics,
+	cs := []prometheus.Collector{m.ticks, m.startDelay, m.scheduleDelay, m.duration, m.inflight, m.partitions, m.deadLetters, m.commits, m.outcomeErrs, m.deadLetterErrs, m.ledgerBad, m.ledgerRefused, m.cancelsRefused, m.ledgerSkips, m.takeover, m.ledgerBatch, m.panics, m.breaches, m.breachErrs,
 		m.limitRunning, m.limitWaiting, m.limitOldestWait, m.limitRateRefused, m.limitUnknown}
 	unregister = func() {
 		for _, c := range cs {

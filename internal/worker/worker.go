@@ -20,6 +20,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/ledger"
 	"github.com/tickgroup/tickgroup/internal/limit"
+	"github.com/tickgroup/tickgroup/internal/notify"
 )
 
 // Deps are the worker's collaborators.
@@ -68,6 +69,8 @@ type Worker struct {
 	// *session is the state of one Run, made by Run and left to the next Run when it returns (every goroutine
 	// of a Run ends before it returns). Its fields are promoted: w.lanes is the current Run's.
 	*session
+	// breachHook notifies deadline breaches (Config.BreachWebhook; nil: none).
+	breachHook *notify.Webhook
 }
 
 // session is one Run of a Worker: its clients, its ledger, its lanes and runners, and the channels of its
@@ -141,7 +144,14 @@ func New(cfg Config, handler Handler, deps Deps) (*Worker, error) {
 		view = limit.NewView(conn, names.Limits, logger, nil)
 		cfg.Limits = view
 	}
+	var hook *notify.Webhook
+	if cfg.BreachWebhook != "" {
+		if hook, err = notify.New("breach-"+cmp.Or(cfg.Pool, kafka.DefaultPool), cfg.BreachWebhook, cfg.BreachSecret, logger.With("component", "breach-webhook"), deps.Registerer); err != nil {
+			return nil, fmt.Errorf("worker config: %w", err)
+		}
+	}
 	return &Worker{
+		breachHook: hook,
 		cfg:        cfg,
 		handler:    handler,
 		logger:     logger,
@@ -257,6 +267,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopCommitter := background(ctx, w.committer)
 	stopSummary := background(ctx, func(ctx context.Context) { w.summarize(ctx, time.Minute) })
 	defer stopSummary()
+	if w.breachHook != nil {
+		defer background(ctx, func(ctx context.Context) { _ = w.breachHook.Run(ctx) })()
+	}
 
 	stopView := func() {}
 	if w.limitView != nil { // started once fatal can stop the poll loop

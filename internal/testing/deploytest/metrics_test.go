@@ -61,6 +61,8 @@ var (
 		"tickgroup_worker_ledger_refused_total": "counter",
 		// Per opted-in schedule (metrics: true).
 		"tickgroup_worker_schedule_start_delay_seconds": "histogram",
+		// Per schedule that sets start_by or finish_by.
+		"tickgroup_deadline_breaches_total": "counter",
 		// Per named limit, from the worker owning the limit's work partition; and the limits topic's refused records.
 		"tickgroup_worker_limit_running":             "gauge",
 		"tickgroup_worker_limit_waiting":             "gauge",

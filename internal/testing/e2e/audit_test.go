@@ -38,6 +38,7 @@ type auditTick struct {
 	ID       string   `json:"id"`
 	State    string   `json:"state"`
 	Problems []string `json:"problems"`
+	Breaches []string `json:"breaches"`
 }
 
 type auditSchedule struct {

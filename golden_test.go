@@ -138,6 +138,29 @@ var goldens = []golden{
 			t.Errorf("%+v %v", s, err)
 		}
 	}},
+	// A chain: it runs after another schedule's slots. It carries a definition a release before chains reads
+	// as valid and that never makes a slot (every 24h, ending at the epoch), so that release neither runs nor
+	// repairs it.
+	{"schedule.chain.v0.1.json", func() ([]byte, error) {
+		return schedule.Encode(schedule.Spec{Name: "load", After: "extract", When: schedule.WhenSuccess, Shards: 2})
+	}, func(t *testing.T, b []byte) {
+		s, err := schedule.Decode(b)
+		if err != nil || s.After != "extract" || s.When != schedule.WhenSuccess || s.Every != 0 || s.End != nil {
+			t.Errorf("%+v %v", s, err)
+		}
+		var old schedule.Spec // what a release before chains decodes: the same fields, without after and when
+		if err := json.Unmarshal(b, &old); err != nil {
+			t.Fatal(err)
+		}
+		old.After, old.When = "", ""
+		c, err := old.Compile()
+		if err != nil {
+			t.Fatalf("a release before chains would take the chain for invalid (and repair it): %v", err)
+		}
+		if next := c.Next(time.Now()); !next.IsZero() {
+			t.Errorf("a release before chains would run the chain at %s", next)
+		}
+	}},
 	// A schedule watched against deadlines. The previous release ignores start_by and finish_by.
 	{"schedule.watched.v0.1.json", func() ([]byte, error) {
 		return schedule.Encode(schedule.Spec{Name: "report", Cron: "0 6 * * *", TZ: "Europe/Berlin", StartBy: schedule.Duration(5 * time.Minute),

@@ -54,6 +54,16 @@ type Schedule struct {
 	// FinishBy after StartBy when both are set. Defaults to 0, none. Workers of an earlier release ignore them.
 	StartBy  Duration `json:"start_by,omitempty" yaml:"start_by,omitempty"`
 	FinishBy Duration `json:"finish_by,omitempty" yaml:"finish_by,omitempty"`
+	// After makes the schedule a chain: instead of slots of its own (Every, Cron), it runs once for each slot of
+	// the schedule After names that ends as When says, as the tick of that slot (NAME@slot), shortly after the
+	// slot's last outcome. The upstream must exist, and chains may not form a cycle (ErrInvalidChange); a schedule
+	// a chain follows cannot be deleted before the chain. Only the upstream's scheduled slots count (not its
+	// manual triggers or backfills). The previous release neither runs nor changes a chain: upgrade every ticker
+	// first. Defaults to "", none.
+	After string `json:"after,omitempty" yaml:"after,omitempty"`
+	// When is the upstream slot's outcome a chain runs on: WhenSuccess (every shard ok; the default), WhenFailure
+	// (a shard failed or was dead-lettered) or WhenAny (it ended). Only with After.
+	When When `json:"when,omitempty" yaml:"when,omitempty"`
 	// Overlap is what a worker does with a tick whose successor (same schedule and shard) is already due when
 	// it could start. Defaults to "", see Overlap.
 	Overlap Overlap `json:"overlap,omitempty" yaml:"overlap,omitempty"`
@@ -179,7 +189,7 @@ func (s Schedule) spec() schedule.Spec {
 		Name: s.Name, Every: schedule.Duration(s.Every), Offset: schedule.Duration(s.Offset), Cron: s.Cron, TZ: s.TZ,
 		Jitter: schedule.Duration(s.Jitter), Shards: s.Shards, Payload: s.Payload, Catchup: string(s.Catchup),
 		CatchupMax: s.CatchupMax, Deadline: schedule.Duration(s.Deadline), Overlap: string(s.Overlap),
-		StartBy: schedule.Duration(s.StartBy), FinishBy: schedule.Duration(s.FinishBy),
+		StartBy: schedule.Duration(s.StartBy), FinishBy: schedule.Duration(s.FinishBy), After: s.After, When: string(s.When),
 		Timeout: schedule.Duration(s.Timeout), MaxAttempts: s.MaxAttempts, Pool: s.Pool, Start: copyTime(s.Start),
 		End: copyTime(s.End), Paused: s.Paused, Metrics: s.Metrics, PausedUntil: copyTime(s.PausedUntil), PauseReason: s.PauseReason,
 		Limit: s.Limit, Priority: s.Priority, Exclude: slices.Clone(s.Exclude), OnExcluded: string(s.OnExcluded),
@@ -192,7 +202,7 @@ func fromSpec(sp schedule.Spec) Schedule {
 		Name: sp.Name, Every: Duration(sp.Every), Offset: Duration(sp.Offset), Cron: sp.Cron, TZ: sp.TZ,
 		Jitter: Duration(sp.Jitter), Shards: sp.Shards, Payload: sp.Payload, Catchup: Catchup(sp.Catchup),
 		CatchupMax: sp.CatchupMax, Deadline: Duration(sp.Deadline), Overlap: Overlap(sp.Overlap),
-		StartBy: Duration(sp.StartBy), FinishBy: Duration(sp.FinishBy),
+		StartBy: Duration(sp.StartBy), FinishBy: Duration(sp.FinishBy), After: sp.After, When: When(sp.When),
 		Timeout: Duration(sp.Timeout), MaxAttempts: sp.MaxAttempts, Pool: sp.Pool, Start: copyTime(sp.Start),
 		End: copyTime(sp.End), Paused: sp.Paused, Metrics: sp.Metrics, PausedUntil: copyTime(sp.PausedUntil), PauseReason: sp.PauseReason,
 		Limit: sp.Limit, Priority: sp.Priority, Exclude: slices.Clone(sp.Exclude), OnExcluded: OnExcluded(sp.OnExcluded),
@@ -259,6 +269,19 @@ const (
 	// OverlapSkip does not run a tick whose successor is due (it is recorded as StatusSkippedOverlap); the
 	// newest due tick always runs. It also skips a catch-up's older slots.
 	OverlapSkip Overlap = "skip"
+)
+
+// When is the outcome of an upstream slot a chain runs on (Schedule.When).
+type When string
+
+// The outcomes a chain runs on.
+const (
+	// WhenSuccess: every shard of the upstream slot succeeded. The default.
+	WhenSuccess When = "success"
+	// WhenFailure: a shard of the upstream slot failed or was dead-lettered.
+	WhenFailure When = "failure"
+	// WhenAny: the upstream slot ended, whatever its outcome (skipped and cancelled slots included).
+	WhenAny When = "any"
 )
 
 // OnExcluded is a policy for an excluded slot (Schedule.OnExcluded): what happens to a slot on a day that one of

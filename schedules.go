@@ -163,6 +163,9 @@ func (s *Schedules) Put(ctx context.Context, sched Schedule, opts ...ChangeOptio
 // write writes the schedule records of ws and logs them as op, with what current held before. Their change-log
 // records are made and checked first: nothing is written of a change the log would refuse.
 func (s *Schedules) write(ctx context.Context, op string, o changeOpts, current map[string]store.Entry, ws []store.Change) error {
+	if err := checkChains(current, ws); err != nil {
+		return err
+	}
 	cs, err := s.changeRecords(op, o, current, ws)
 	if err != nil {
 		return err

@@ -404,7 +404,7 @@ func (c *applyCommand) run(ctx context.Context, client *tickgroup.Schedules, std
 type putCommand struct {
 	target
 	spec                                     tickgroup.Schedule
-	catchup, overlap, onExcluded             string
+	catchup, overlap, onExcluded, when       string
 	exclude                                  listFlag
 	every, offset, jitter, deadline, timeout cli.Duration
 	startBy, finishBy                        cli.Duration
@@ -417,6 +417,8 @@ func (c *putCommand) flags(fs *flag.FlagSet) string {
 	fs.Var(&c.offset, "offset", "with --every: shift of the slots from epoch alignment")
 	fs.StringVar(&c.spec.Cron, "cron", "", "cron expression: 5 fields, or 6 with leading seconds; @hourly, @daily, ... macros")
 	fs.StringVar(&c.spec.TZ, "tz", "", "IANA time zone of --cron (default UTC), e.g. Europe/Berlin")
+	fs.StringVar(&c.spec.After, "after", "", "a chain: no slots of its own; run once for each slot of this schedule that ends as --when says (instead of --every or --cron)")
+	fs.StringVar(&c.when, "when", "", "with --after: the upstream slot's outcome to run on: success (the default), failure or any")
 	fs.Var(&c.jitter, "jitter", "delay each slot's emission by a deterministic amount in [0, jitter)")
 	fs.IntVar(&c.spec.Shards, "shards", 1, "ticks per slot, shard 0..N-1, spread over distinct work partitions")
 	fs.StringVar(&c.spec.Payload, "payload", "", "opaque string carried by every tick (TICK_PAYLOAD, stdin of --exec)")
@@ -439,7 +441,7 @@ func (c *putCommand) flags(fs *flag.FlagSet) string {
 	fs.BoolVar(&c.spec.Metrics, "metrics", false, "export per-schedule metric series for this schedule")
 	c.reasonFlag(fs, "why (kept in the change log; with --paused, shown with the schedule)")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print whether the schedule would be created or replaced, and its next 5 slots, without writing it")
-	return "Usage: ticker schedule put NAME (--every D [--offset D] | --cron EXPR [--tz ZONE]) [flags]\n\nCreate or replace a schedule. It is validated first; an invalid one is refused (exit status 2) and nothing is written."
+	return "Usage: ticker schedule put NAME (--every D [--offset D] | --cron EXPR [--tz ZONE] | --after NAME [--when OUTCOME]) [flags]\n\nCreate or replace a schedule. It is validated first; an invalid one is refused (exit status 2) and nothing is written."
 }
 
 // check builds the schedule from the flags and validates it: an invalid one is bad usage, and nothing is written.
@@ -451,6 +453,10 @@ func (c *putCommand) check(positional []string) error {
 	s.Name = c.name
 	s.Catchup, s.Overlap = tickgroup.Catchup(c.catchup), tickgroup.Overlap(c.overlap)
 	s.Exclude, s.OnExcluded = c.exclude, tickgroup.OnExcluded(c.onExcluded)
+	s.When = tickgroup.When(c.when)
+	if s.After != "" && c.catchup == string(tickgroup.DefaultCatchup) {
+		s.Catchup = "" // the flag's default: a chain has no slots to catch up
+	}
 	s.Every, s.Offset, s.Jitter = tickgroup.Duration(c.every), tickgroup.Duration(c.offset), tickgroup.Duration(c.jitter)
 	s.Deadline, s.Timeout = tickgroup.Duration(c.deadline), tickgroup.Duration(c.timeout)
 	s.StartBy, s.FinishBy = tickgroup.Duration(c.startBy), tickgroup.Duration(c.finishBy)

@@ -52,6 +52,7 @@ const (
 type expectation struct {
 	slot     time.Time
 	at       time.Time // when it runs: slot, or where the calendars' move policy moved it (calendars.go)
+	due      time.Time // when it is due, when not the schedule's due instant of at (a chain's: chains.go)
 	shard    int
 	sched    *schedule.Schedule // with its calendars, as in force when the slot fell due
 	optional bool
@@ -206,7 +207,9 @@ func compareSchedule(l *Log, idx *emissionIndex, name string, ticks []*Tick, o O
 
 	expected := map[string]expectation{}
 	auditedTo := o.To
-	if defined {
+	if up, when, since := chainVersion(def); up != "" {
+		expected = sr.expectChain(l, def, up, when, since, audited, o)
+	} else if defined {
 		expected, auditedTo = sr.expect(l, def, audited, o)
 	}
 
@@ -219,7 +222,10 @@ func compareSchedule(l *Log, idx *emissionIndex, name string, ticks []*Tick, o O
 	for id, e := range expected {
 		t := l.Ticks[id]
 		seen[id] = true
-		due := e.sched.Due(e.at)
+		due := e.due
+		if due.IsZero() {
+			due = e.sched.Due(e.at)
+		}
 		settled := !o.Now.Before(due.Add(o.Grace))
 		if t == nil || (len(t.Emissions) == 0 && len(t.Ledger) == 0) {
 			if e.optional {

@@ -152,6 +152,29 @@ func TestScheduleMissingCalendarHasNoNextRuns(t *testing.T) {
 	}
 }
 
+// A chain's page links the schedule it runs after, and that schedule's page the chains that follow it.
+func TestChainPagesLinkUpAndDownstream(t *testing.T) {
+	c, srv := testConsole(t, false)
+	rep := c.snap.Load().rep
+	spec := schedule.Spec{Name: "load", After: "beat", When: schedule.WhenFailure}
+	s, err := spec.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Entries[spec.Name] = store.Entry{Schedule: s, Version: 1, UpdatedAt: rep.At}
+	rep.Schedules = append(rep.Schedules, status.Schedule{Name: spec.Name, Schedule: spec.Describe()})
+	c.details[spec.Name] = &detail{at: time.Now().Add(time.Hour)}
+	code, body := get(t, srv, "/schedules/load")
+	if code != 200 || !strings.Contains(body, `<dd id="upstream"><a href="/schedules/beat">beat</a>: once for each of its slots that ends with failure</dd>`) ||
+		!strings.Contains(body, "it runs after beat's slots, not on slots of its own") || !strings.Contains(body, "after beat (when failure)") {
+		t.Fatalf("the chain's page: %d\n%s", code, body)
+	}
+	code, body = get(t, srv, "/schedules/beat")
+	if code != 200 || !strings.Contains(body, `<dd id="downstream"><a href="/schedules/load">load</a> (when failure)</dd>`) {
+		t.Fatalf("the upstream's page: %d\n%s", code, body)
+	}
+}
+
 func TestActionsNeedAuthAndCSRF(t *testing.T) {
 	c, srv := testConsole(t, true)
 	post := func(form url.Values, hdr ...string) int {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -218,7 +219,11 @@ type schedulePage struct {
 	Limit, LimitURL, LimitText, Priority string
 	Next                                 []nextSlot
 	// MissingCalendars are the calendars the schedule excludes that the namespace does not have: no next run.
-	MissingCalendars      string
+	MissingCalendars string
+	// After is the schedule a chain runs after (with AfterURL, its page, and When); Followers are the chains
+	// that run after this one.
+	After, AfterURL, When string
+	Followers             []follower
 	Runs                  []run
 	Grid                  *gridView
 	SlotNote              string // about the runs of the slot a grid cell's link asked for
@@ -230,6 +235,9 @@ type schedulePage struct {
 	Acting                bool
 	CSRF                  string
 }
+
+// follower is a chain that runs after a schedule, on its page.
+type follower struct{ Name, URL, When string }
 
 type nextSlot struct {
 	UTC   time.Time
@@ -266,6 +274,15 @@ func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, pr Princi
 	row := rowOf(sc, s.rep, s.at)
 	p.Missed1h, p.Missed1d = row.Missed1h, row.Missed1d
 	p.MissingCalendars = strings.Join(sc.MissingCalendars, ", ")
+	if up, when := e.Schedule.After(); up != "" {
+		p.After, p.AfterURL, p.When = up, c.cfg.Prefix+schedulePath(up), when
+	}
+	for n, o := range s.rep.Entries {
+		if up, when := o.Schedule.After(); up == name && pr.Sees(n) {
+			p.Followers = append(p.Followers, follower{Name: n, URL: c.cfg.Prefix + schedulePath(n), When: when})
+		}
+	}
+	slices.SortFunc(p.Followers, func(a, b follower) int { return strings.Compare(a.Name, b.Name) })
 	if !e.Schedule.Paused() && p.MissingCalendars == "" { // without its calendars, e.Schedule would show their days
 		for _, t := range e.Schedule.Upcoming(now, detailNext) {
 			p.Next = append(p.Next, nextSlot{UTC: t, Local: t.In(loc).Format(time.RFC3339)})

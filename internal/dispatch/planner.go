@@ -80,6 +80,7 @@ type emission struct {
 	from    time.Time // the schedule's base before collect planned this emission (see park)
 	jitter  bool      // the schedule has a jitter: a slot's due instant may not be the slot (see due)
 	moves   bool      // the schedule's calendars move slots: slots are run instants, not identities (see slot)
+	at      time.Time // a chain's emission: the instant its ticks run at (emitted at once), for every slot
 	metrics bool      // the schedule opts in to metrics of its own
 	pool    string
 }
@@ -663,6 +664,9 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		hash := em.it.hash // of the name; 0 until the first key is written (the ID starts with the name)
 		for _, at := range em.slots {
 			due, slot := em.due(at), em.slot(at)
+			if !em.at.IsZero() {
+				due, at = em.at, em.at // a chain's tick: named by the upstream slot, due at once
+			}
 			for shard := range shards {
 				k := len(arena)
 				arena = b.ticks.AppendID(arena, name, slot, shard, shards)

@@ -67,6 +67,8 @@ type leaderTerm struct {
 	// dog watches the producer's transactions (watch); pMu guards p for it, the one reader off Lead's goroutine.
 	dog *watchdog
 	pMu sync.Mutex
+	// ch is the term's chains (chains.go); nil until run builds them.
+	ch *chains
 }
 
 func (t *leaderTerm) setProducer(p *producer) {
@@ -368,6 +370,8 @@ func (t *leaderTerm) run(ctx context.Context) error {
 		Epoch: int64(t.t.epoch), DeadLetter: t.k == 0, Metrics: d.metrics.backfill}, backfillTerm{t})
 	t.bf.Start(ctx)
 	t.closers = append(t.closers, t.bf.Stop, t.sweepHanging(ctx))
+	t.refreshChains(ctx)
+	t.closers = append(t.closers, t.stopChains)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var calendarsChanged <-chan struct{} // nil without calendars: never ready
@@ -409,17 +413,30 @@ func (t *leaderTerm) run(ctx context.Context) error {
 			t.logger.Info("leader term ending", "cause", context.Cause(ctx))
 			return nil
 		case <-timer.C:
-			// A pool back (retryDown), a schedule read at last: the backfills waiting for them go on.
+			// A pool back (retryDown), a schedule read at last: the backfills and chains waiting for them go on.
 			if err := t.bf.Step(ctx); err != nil {
+				return err
+			}
+			if t.ch.dirty {
+				t.refreshChains(ctx)
+			}
+			if err := t.emitChains(ctx); err != nil {
 				return err
 			}
 		case <-d.view.Changed():
 			d.distribute(-1) // to every term of this process; this one's come on changes.notify
 		case <-calendarsChanged:
 			d.distributeCalendars() // likewise
+		case <-t.ch.notify():
+			if err := t.emitChains(ctx); err != nil {
+				return err
+			}
 		case <-t.changes.notify:
 			if err := t.applyChanges(ctx); err != nil {
 				return err
+			}
+			if t.ch.dirty {
+				t.refreshChains(ctx)
 			}
 			if t.changes.takeCalendars() {
 				t.applyCalendars()
@@ -559,7 +576,11 @@ func (t *leaderTerm) applyChanges(ctx context.Context) error {
 	var gone []string
 	for _, name := range t.changes.take() {
 		old, known := pl.entry(name)
-		if e, ok := d.view.Get(name); ok {
+		e, ok := d.view.Get(name)
+		if t.ch.involves(name, old, known) || (ok && isChain(e)) {
+			t.ch.dirty = true
+		}
+		if ok {
 			// A schedule moved to another pool goes on from the first slot not emitted yet, there: the ticks
 			// emitted ahead stay in the pool they were written to and run there, once.
 			t.unparkChanged(name)
@@ -619,6 +640,9 @@ func (t *leaderTerm) ensurePools(ctx context.Context, pools ...string) {
 		}
 		delete(t.down, pool)
 		t.pools[pool] = poolTopic{work: n.Work, partitions: parts}
+		if t.ch != nil {
+			t.ch.dirty = true // an upstream in the pool can be followed now
+		}
 		t.logger.Info("pool ready", "pool", pool, "work", n.Work, "work_partitions", parts, "schedules_resumed", len(t.parked[pool]))
 		for it, gen := range t.parked[pool] {
 			t.pl.unpark(it, gen)

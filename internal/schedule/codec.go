@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -27,12 +28,32 @@ type stored struct {
 	Spec
 }
 
+// A chain (Spec.After) has no slots of its own, and a release before chains would take a record without every
+// or cron for an invalid one, which its leader repairs (restating the last valid definition, or deleting a new
+// one). So a chain's record also carries a definition that such a release reads as valid and that never makes
+// a slot: every 24h, ending at the Unix epoch. Decode drops it.
+var (
+	chainEvery = Duration(24 * time.Hour)
+	chainEnd   = time.Unix(0, 0).UTC()
+)
+
+// storedChain is the stored form of a chain: stored, with the fields a release before chains reads.
+type storedChain struct {
+	stored
+	Every Duration   `json:"every"`
+	End   *time.Time `json:"end"`
+}
+
 // Encode validates s and returns its stored form, JSON. An invalid spec is never written.
 func Encode(s Spec) ([]byte, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("encoding schedule: %w", err)
 	}
-	b, err := json.Marshal(stored{V: Version, Spec: s})
+	var v any = stored{V: Version, Spec: s}
+	if s.After != "" {
+		v = storedChain{stored: stored{V: Version, Spec: s}, Every: chainEvery, End: &chainEnd}
+	}
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encoding schedule %q: %w", s.Name, err)
 	}
@@ -55,6 +76,9 @@ func Decode(b []byte) (Spec, error) {
 	}
 	if v != nil && *v != Version {
 		return Spec{}, fmt.Errorf("decoding schedule: version %d: %w", *v, ErrUnknownVersion)
+	}
+	if s.After != "" && s.Every == chainEvery && s.End != nil && s.End.Equal(chainEnd) {
+		s.Every, s.End = 0, nil // the definition a release before chains reads (see chainEvery)
 	}
 	if err := s.Validate(); err != nil {
 		return Spec{}, fmt.Errorf("decoding schedule: %w", err)

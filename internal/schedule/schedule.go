@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"cmp"
 	"encoding/binary"
 	"hash/fnv"
 	"time"
@@ -32,6 +33,7 @@ type rare struct {
 	deadline     Duration
 	startBy      Duration
 	finishBy     Duration
+	after, when  string // a chain's upstream and outcome (Spec.After, When)
 	timeout      Duration
 	maxAttempts  int32
 	pool         string
@@ -102,6 +104,7 @@ func (s *Schedule) Spec() Spec {
 	if s.x != nil {
 		sp.Cron, sp.TZ, sp.Start, sp.End, sp.Deadline = s.x.cronExpr, s.x.tz, s.x.start, s.x.end, s.x.deadline
 		sp.StartBy, sp.FinishBy = s.x.startBy, s.x.finishBy
+		sp.After, sp.When = s.x.after, s.x.when
 		sp.Timeout, sp.MaxAttempts, sp.Pool = s.x.timeout, int(s.x.maxAttempts), s.x.pool
 		sp.PausedUntil, sp.PauseReason = s.x.pausedUntil, s.x.pauseReason
 		sp.Limit, sp.Priority = s.x.limit, int(s.x.priority)
@@ -171,6 +174,15 @@ func (s *Schedule) OnExcluded() string {
 // Overlap is Spec().Overlap without the copy.
 func (s *Schedule) Overlap() string { return overlaps[s.overlap] }
 
+// After returns the upstream of a chain and the outcome it runs on (When, its default filled in); "" for a
+// schedule with slots of its own.
+func (s *Schedule) After() (upstream, when string) {
+	if s.x == nil || s.x.after == "" {
+		return "", ""
+	}
+	return s.x.after, cmp.Or(s.x.when, WhenSuccess)
+}
+
 // Watch returns Spec().StartBy and FinishBy without the copy (0: none).
 func (s *Schedule) Watch() (startBy, finishBy time.Duration) {
 	if s.x == nil {
@@ -237,6 +249,9 @@ func (s *Schedule) Next(after time.Time) time.Time {
 
 // next is Next without the Skip: the definition's own slots.
 func (s *Schedule) next(after time.Time) time.Time {
+	if s.x != nil && s.x.after != "" {
+		return time.Time{} // a chain has no slots of its own
+	}
 	if start := s.start(); start != nil && after.Before(*start) {
 		// The first slot at or after Start.
 		after = start.Add(-time.Nanosecond)

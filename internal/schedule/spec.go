@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -164,6 +165,13 @@ type Spec struct {
 	// and FinishBy after StartBy when both are set.
 	StartBy  Duration `json:"start_by,omitempty" yaml:"start_by,omitempty"`
 	FinishBy Duration `json:"finish_by,omitempty" yaml:"finish_by,omitempty"`
+	// After makes the schedule a chain: it has no slots of its own (no every or cron), and runs once for each
+	// slot of the schedule After names that ends as When says, as the tick of that slot (name@slot). A schedule
+	// name, not its own; that it exists, and that the chains form no cycle, is checked when it is written.
+	After string `json:"after,omitempty" yaml:"after,omitempty"`
+	// When is the upstream outcome a chain runs on: WhenSuccess (the default, as is empty), WhenFailure or
+	// WhenAny. Only with After.
+	When string `json:"when,omitempty" yaml:"when,omitempty"`
 	// Overlap is what a worker does with a tick whose successor (same schedule and shard) is already due when
 	// it could start: OverlapQueue (it runs: every tick runs, one after the other), OverlapSkip (it does not run
 	// and is recorded as skipped_overlap; the newest due tick always runs), or empty, the default: skip for a
@@ -212,6 +220,13 @@ type Spec struct {
 	// schedule.
 	OnExcluded string `json:"on_excluded,omitempty" yaml:"on_excluded,omitempty"`
 }
+
+// The outcomes of an upstream slot a chain runs on (Spec.When).
+const (
+	WhenSuccess = "success" // every shard of the slot succeeded
+	WhenFailure = "failure" // a shard of the slot failed or was dead-lettered
+	WhenAny     = "any"     // the slot ended, whatever its outcome
+)
 
 // MaxWatchDeadline bounds StartBy and FinishBy: a week.
 const MaxWatchDeadline = 7 * 24 * time.Hour
@@ -307,18 +322,22 @@ func (s Spec) compile(write bool) (*Schedule, error) {
 	// the leader's sense (Paused), only Pausing.
 	sch := &Schedule{name: s.Name, payload: s.Payload, jitter: s.Jitter, paused: s.Paused && s.PausedUntil == nil, metrics: s.Metrics}
 	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil || s.Deadline != 0 || s.StartBy != 0 || s.FinishBy != 0 || s.Timeout != 0 || s.MaxAttempts != 0 || s.Pool != "" ||
-		s.PausedUntil != nil || s.PauseReason != "" || s.Limit != "" || s.Priority != 0 || s.Exclude != nil || s.OnExcluded != "" {
+		s.PausedUntil != nil || s.PauseReason != "" || s.Limit != "" || s.Priority != 0 || s.Exclude != nil || s.OnExcluded != "" || s.After != "" {
 		c := s.clone()
 		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End, deadline: s.Deadline, startBy: s.StartBy, finishBy: s.FinishBy,
 			timeout: s.Timeout, maxAttempts: int32(s.MaxAttempts),
 			pool: s.Pool, pausedUntil: c.PausedUntil, pauseReason: s.PauseReason, limit: s.Limit, priority: int8(s.Priority),
-			exclude: c.Exclude, onExcluded: s.OnExcluded}
+			exclude: c.Exclude, onExcluded: s.OnExcluded, after: s.After, when: s.When}
 	}
 	switch {
+	case s.After != "":
+		s.checkChain(v)
+	case s.When != "":
+		v.fail("when", s.When, "is only for a chain (after)")
 	case s.Every != 0 && s.Cron != "":
 		v.fail("cron", s.Cron, "set either every or cron, not both")
 	case s.Every == 0 && s.Cron == "":
-		v.fail("every", "", "one of every or cron is required")
+		v.fail("every", "", "one of every or cron is required (or after, for a chain)")
 	case s.Every != 0:
 		s.compileEvery(v, sch)
 	default:
@@ -449,6 +468,32 @@ func (s Spec) checkRun(v *validator) {
 	}
 	if s.Priority != 0 && (s.Priority < MinPriority || s.Priority > MaxPriority) {
 		v.fail("priority", fmt.Sprint(s.Priority), "must be between %d and %d (0 means %d)", MinPriority, MaxPriority, DefaultPriority)
+	}
+}
+
+// checkChain checks a chain (After set): a schedule's name, not its own, a known When, and none of the fields
+// that make time slots, which a chain has not.
+func (s Spec) checkChain(v *validator) {
+	switch {
+	case !validName(s.After) || onlyDots(s.After):
+		v.fail("after", s.After, "is no schedule name: 1 to %d characters of a-z, 0-9, '.', '_' and '-', not only dots", MaxNameLen)
+	case s.After == s.Name:
+		v.fail("after", s.After, "is the schedule itself: a chain runs after another schedule")
+	}
+	switch s.When {
+	case "", WhenSuccess, WhenFailure, WhenAny:
+	default:
+		v.fail("when", s.When, "must be %q, %q or %q", WhenSuccess, WhenFailure, WhenAny)
+	}
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{{"every", s.Every != 0}, {"cron", s.Cron != ""}, {"tz", s.TZ != ""}, {"offset", s.Offset != 0}, {"jitter", s.Jitter != 0},
+		{"catchup", s.Catchup != ""}, {"catchup_max", s.CatchupMax != 0}, {"start", s.Start != nil}, {"end", s.End != nil},
+		{"exclude", len(s.Exclude) > 0}, {"on_excluded", s.OnExcluded != ""}} {
+		if f.set {
+			v.fail(f.field, "", "does not apply to a chain (after): it runs when %s's slots end, not on slots of its own", s.After)
+		}
 	}
 }
 
@@ -592,6 +637,9 @@ func Printable(s string) bool {
 
 // Describe returns a short human description: `every 30s`, `every 1m +15s`, `cron "0 6 * * MON-FRI" Europe/Berlin`.
 func (s Spec) Describe() string {
+	if s.After != "" {
+		return fmt.Sprintf("after %s (when %s)", s.After, cmp.Or(s.When, WhenSuccess))
+	}
 	if s.Cron != "" {
 		tz := s.TZ
 		if tz == "" {

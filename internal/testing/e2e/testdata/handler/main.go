@@ -4,7 +4,8 @@
 // $HANDLER_HEARTBEAT is set, so a test can tell when a killed run last lived), decides, and appends
 // "done <TICK_ID> <TICK_ATTEMPT> <pid> <TICK_WORKER> ok|fail <unix ns>". Each line is one O_APPEND write, so
 // concurrent handlers never interleave. Schedules named flaky* fail their first two attempts; schedules named
-// broken* always fail. A run that succeeds prints "ran <TICK_ID>". With TRACEPARENT and an OTLP endpoint
+// broken* always fail; schedules named third* fail every attempt of the slots whose Unix second, halved, is a
+// multiple of 3 (every third slot of a 2 s schedule). A run that succeeds prints "ran <TICK_ID>". With TRACEPARENT and an OTLP endpoint
 // (OTEL_EXPORTER_OTLP_ENDPOINT) in its environment, it exports a span "handler", a child of TRACEPARENT's. With
 // $HANDLER_ENV_DUMP set, it first appends "env <its environment>".
 package main
@@ -59,7 +60,7 @@ func main() {
 		time.Sleep(time.Until(end))
 	}
 	n, _ := strconv.Atoi(attempt)
-	ok := !(strings.HasPrefix(sched, "broken") || strings.HasPrefix(sched, "flaky") && n < 3)
+	ok := !(strings.HasPrefix(sched, "broken") || strings.HasPrefix(sched, "flaky") && n < 3 || strings.HasPrefix(sched, "third") && thirdFails())
 	result := "ok"
 	if !ok {
 		result = "fail"
@@ -99,4 +100,11 @@ func traced(traceparent string) func() {
 		_ = tp.Shutdown(ctx)
 		os.Exit(exit)
 	}
+}
+
+// thirdFails reports whether the slot (TICK_SLOT_UNIX_MS) is one a third* schedule fails: its Unix second, halved,
+// a multiple of 3.
+func thirdFails() bool {
+	ms, err := strconv.ParseInt(os.Getenv("TICK_SLOT_UNIX_MS"), 10, 64)
+	return err == nil && (ms/1000/2)%3 == 0
 }

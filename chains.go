@@ -1,0 +1,100 @@
+package tickgroup
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tickgroup/tickgroup/internal/errlimit"
+	"github.com/tickgroup/tickgroup/internal/store"
+)
+
+// checkChains refuses the writes ws to current that would leave a chain (Schedule.After) without its upstream
+// or make chains a cycle: a chain after a schedule that does not exist (or is deleted by ws), the deletion of a
+// schedule a chain runs after, and a chain whose upstreams lead back to it. At most maxRefusals are named.
+func checkChains(current map[string]store.Entry, ws []store.Change) error {
+	after := map[string]string{} // schedule -> its upstream ("" for a schedule with slots of its own)
+	for name, e := range current {
+		up, _ := e.Schedule.After()
+		after[name] = up
+	}
+	var written, deleted []string
+	for _, w := range ws {
+		switch w.Op {
+		case store.OpDelete:
+			delete(after, w.Name)
+			deleted = append(deleted, w.Name)
+		default:
+			after[w.Name] = w.Spec.After
+			written = append(written, w.Name)
+		}
+	}
+	var errs []error
+	refuse := func(err error) {
+		if len(errs) < maxRefusals {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range deleted {
+		var followers []string
+		for f, up := range after {
+			if up == name {
+				followers = append(followers, f)
+			}
+		}
+		if len(followers) > 0 {
+			slices.Sort(followers)
+			refuse(fmt.Errorf("schedule %s: still followed by %s (after): delete them, or let them follow another schedule, first",
+				errlimit.Quote(name), quoteList(followers)))
+		}
+	}
+	for _, name := range written {
+		up := after[name]
+		if up == "" {
+			continue
+		}
+		if _, ok := after[up]; !ok {
+			refuse(fmt.Errorf("schedule %s: after %s: no such schedule (create it first)", errlimit.Quote(name), errlimit.Quote(up)))
+			continue
+		}
+		// Follow the upstreams: a chain of n schedules has at most n links, so n+1 steps find any cycle.
+		path := []string{name}
+		for cur, steps := up, 0; cur != "" && steps <= len(after); cur, steps = after[cur], steps+1 {
+			if cur == name {
+				refuse(fmt.Errorf("schedule %s: after %s: the chains would be a cycle (%s)", errlimit.Quote(name), errlimit.Quote(up),
+					cycle(append(path, name))))
+				break
+			}
+			path = append(path, cur)
+		}
+	}
+	return invalid(errors.Join(errs...))
+}
+
+// cycle writes a cycle of chains as "a after b after c after a".
+func cycle(path []string) string {
+	s := ""
+	for i, n := range path {
+		if i > 0 {
+			s += " after "
+		}
+		s += errlimit.Quote(n)
+	}
+	return s
+}
+
+// quoteList quotes up to 5 names, and says how many more there are.
+func quoteList(names []string) string {
+	const most = 5
+	s := ""
+	for i, n := range names[:min(most, len(names))] {
+		if i > 0 {
+			s += ", "
+		}
+		s += errlimit.Quote(n)
+	}
+	if len(names) > most {
+		s += fmt.Sprintf(" and %d more", len(names)-most)
+	}
+	return s
+}

@@ -1,0 +1,126 @@
+package e2e
+
+import (
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
+)
+
+// TestE2EChainsUnderKills: third-a runs every 2 s and fails every third slot (max_attempts 1, so it is
+// dead-lettered); load runs after third-a when a slot succeeds. Two tickers and two workers; midway the leader
+// and then a worker are killed (kill -9). By the handlers' own log and the work topic: load ran exactly once for
+// each of third-a's slots that succeeded (as load@<that slot>) and never for one that failed, across both kills;
+// a cycle is refused when written.
+func TestE2EChainsUnderKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	e := setup(t)
+	f := e.f
+	f.cli("schedule", "put", "third-a", "--every", "2s", "--max-attempts", "1")
+	f.cli("schedule", "put", "load", "--after", "third-a", "--when", "success")
+	if out, err := f.cliErr("schedule", "put", "third-a", "--after", "load"); err == nil || !strings.Contains(out+err.Error(), "cycle") {
+		t.Errorf("a cycle was not refused: %v\n%s", err, out)
+	}
+	ticks := f.collect()
+	tickers := []*proc{f.ticker("a"), f.ticker("b")}
+	workers := []*proc{e.start(nil, "--exec", handlerBin), e.start(nil, "--exec", handlerBin)}
+	lead := leaderOf(t, 30*time.Second, tickers...)
+
+	// ran returns the slots of third-a that finished ok and failed, by the handlers' log, and load's runs.
+	ran := func() (ok, failed []time.Time, loads map[string]int) {
+		loads = map[string]int{}
+		for id, xs := range e.executions() {
+			name, rest, _ := strings.Cut(id, "@")
+			slot, err := time.Parse(time.RFC3339, rest)
+			if err != nil {
+				continue
+			}
+			for _, x := range xs {
+				if !x.done {
+					continue
+				}
+				switch name {
+				case "third-a":
+					if x.result == "ok" {
+						ok = append(ok, slot)
+					} else {
+						failed = append(failed, slot)
+					}
+				case "load":
+					loads[id]++
+				}
+			}
+		}
+		slices.SortFunc(ok, time.Time.Compare)
+		return ok, failed, loads
+	}
+	runs := func(n int) func() bool {
+		return func() bool { ok, failed, _ := ran(); return len(ok) >= n && len(failed) >= n/2 }
+	}
+	kafkatest.Eventually(t, 60*time.Second, "third-a's first 3 successes", runs(3))
+	lead.signal(syscall.SIGKILL)
+	t.Logf("leader %s killed", lead.name)
+	kafkatest.Eventually(t, 60*time.Second, "third-a's 6 successes", runs(6))
+	e.kill9(workers[0])
+	t.Logf("worker %s killed", workers[0].name)
+	kafkatest.Eventually(t, 90*time.Second, "third-a's 9 successes", runs(9))
+
+	// Every success of third-a up to the last but one has its load run (the last may still be on its way).
+	ok, failed, _ := ran()
+	last := ok[len(ok)-2]
+	kafkatest.Eventually(t, 30*time.Second, "load's runs for third-a's successes", func() bool {
+		_, _, loads := ran()
+		for _, s := range ok {
+			if !s.After(last) && loads["load@"+s.UTC().Format(time.RFC3339)] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	_, _, loads := ran()
+	for _, s := range ok {
+		if id := "load@" + s.UTC().Format(time.RFC3339); !s.After(last) && loads[id] != 1 {
+			t.Errorf("%s ran %d times, want once (third-a's slot succeeded)", id, loads[id])
+		}
+	}
+	for _, s := range failed {
+		if id := "load@" + s.UTC().Format(time.RFC3339); loads[id] != 0 {
+			t.Errorf("%s ran %d times, want never (third-a's slot failed)", id, loads[id])
+		}
+	}
+	// On the work topic: each load tick emitted once, each named by a slot of third-a that succeeded (the
+	// handlers' log is read after the ticks: a slot's "done" line comes before its outcome, so before its load).
+	emitted := map[string]int{}
+	for _, s := range ticks.of("load") {
+		emitted[s.tick.ID]++
+	}
+	okNow, _, _ := ran()
+	okSet := map[string]bool{}
+	for _, s := range okNow {
+		okSet["load@"+s.UTC().Format(time.RFC3339)] = true
+	}
+	for id, n := range emitted {
+		if n != 1 {
+			t.Errorf("%s emitted %d times, want once", id, n)
+		}
+		if !okSet[id] {
+			t.Errorf("%s emitted, but third-a's slot did not succeed (by the handlers' log)", id)
+		}
+	}
+	t.Logf("third-a: %d slots ok, %d failed; load: %d runs, each once, across a leader and a worker kill -9", len(ok), len(failed), len(loads))
+
+	// ticker audit derives load's expected ticks from third-a's outcomes: none missing, doubled or unexpected.
+	rep, _ := runAudit(t, f, "--to", last.Format(time.RFC3339))
+	for _, name := range []string{"third-a", "load"} {
+		a := rep.schedule(t, name)
+		t.Logf("audit of %s: expected %d, emitted %d, missing %d, doubled %d, unexpected %d", name, a.Expected, a.Emitted, a.Missing, a.Doubled, a.Unexpected)
+		if a.Missing != 0 || a.Doubled != 0 || a.Unexpected != 0 || a.Expected == 0 {
+			t.Errorf("audit of %s: %+v", name, a.auditCounts)
+		}
+	}
+}

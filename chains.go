@@ -9,23 +9,29 @@ import (
 	"github.com/tickgroup/tickgroup/internal/store"
 )
 
-// checkChains refuses the writes ws to current that would leave a chain (Schedule.After) without its upstream
-// or make chains a cycle: a chain after a schedule that does not exist (or is deleted by ws), the deletion of a
-// schedule a chain runs after, and a chain whose upstreams lead back to it. At most maxRefusals are named.
+// checkChains refuses the writes ws to current that would leave a chain (Schedule.After) without its upstream,
+// make chains a cycle or leave a gate (Schedule.Requires) without its schedule: a chain after a schedule that
+// does not exist (or is deleted by ws), the deletion of a schedule a chain runs after or a gate requires, a chain
+// whose upstreams lead back to it, and a gate requiring a schedule that does not exist. At most maxRefusals are
+// named.
 func checkChains(current map[string]store.Entry, ws []store.Change) error {
 	after := map[string]string{} // schedule -> its upstream ("" for a schedule with slots of its own)
+	gates := map[string]string{} // schedule -> the schedule its gate requires
 	for name, e := range current {
 		up, _ := e.Schedule.After()
 		after[name] = up
+		gates[name], _ = e.Schedule.Requires()
 	}
 	var written, deleted []string
 	for _, w := range ws {
 		switch w.Op {
 		case store.OpDelete:
 			delete(after, w.Name)
+			delete(gates, w.Name)
 			deleted = append(deleted, w.Name)
 		default:
 			after[w.Name] = w.Spec.After
+			gates[w.Name] = w.Spec.Requires
 			written = append(written, w.Name)
 		}
 	}
@@ -46,6 +52,23 @@ func checkChains(current map[string]store.Entry, ws []store.Change) error {
 			slices.Sort(followers)
 			refuse(fmt.Errorf("schedule %s: still followed by %s (after): delete them, or let them follow another schedule, first",
 				errlimit.Quote(name), quoteList(followers)))
+		}
+		var gated []string
+		for g, req := range gates {
+			if req == name {
+				gated = append(gated, g)
+			}
+		}
+		if len(gated) > 0 {
+			slices.Sort(gated)
+			refuse(fmt.Errorf("schedule %s: still required by %s (requires): change their gates first", errlimit.Quote(name), quoteList(gated)))
+		}
+	}
+	for _, name := range written {
+		if req := gates[name]; req != "" {
+			if _, ok := after[req]; !ok {
+				refuse(fmt.Errorf("schedule %s: requires %s: no such schedule (create it first)", errlimit.Quote(name), errlimit.Quote(req)))
+			}
 		}
 	}
 	for _, name := range written {

@@ -161,6 +161,25 @@ var goldens = []golden{
 			t.Errorf("a release before chains would run the chain at %s", next)
 		}
 	}},
+	// A gated schedule. The previous release ignores requires and requires_within (it runs every slot).
+	{"schedule.gated.v0.1.json", func() ([]byte, error) {
+		return schedule.Encode(schedule.Spec{Name: "report", Cron: "0 7 * * *", Requires: "extract", RequiresWithin: schedule.Duration(24 * time.Hour)})
+	}, func(t *testing.T, b []byte) {
+		s, err := schedule.Decode(b)
+		if err != nil || s.Requires != "extract" || s.RequiresWithin != schedule.Duration(24*time.Hour) {
+			t.Errorf("%+v %v", s, err)
+		}
+	}},
+	// A slot a gate held back: major version 3, which the previous release's workers dead-letter, never run.
+	{"tick.gated.v0.1.json", func() ([]byte, error) {
+		nb := g0
+		return tick.Encode(tick.Tick{ID: "report@2026-12-01T10:00:30Z", Schedule: "report", Slot: g0, Shards: 1, NotBefore: &nb,
+			Gate: "requires extract: its slot 2026-12-01T10:00:00Z ended with failure", ScheduleVersion: 44, LeaderEpoch: 7, EmittedAt: g0})
+	}, func(t *testing.T, b []byte) {
+		if tk := mustTick(t, b); tk.V != tick.VersionGated || tk.Gate == "" {
+			t.Errorf("%+v", tk)
+		}
+	}},
 	// A schedule watched against deadlines. The previous release ignores start_by and finish_by.
 	{"schedule.watched.v0.1.json", func() ([]byte, error) {
 		return schedule.Encode(schedule.Spec{Name: "report", Cron: "0 6 * * *", TZ: "Europe/Berlin", StartBy: schedule.Duration(5 * time.Minute),

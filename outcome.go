@@ -54,6 +54,7 @@ const (
 	StatusSkippedOverlap Status = "skipped_overlap" // overlap skip: a newer tick of its schedule was already due
 	StatusInterrupted    Status = "interrupted"     // a run was cut off and the worker does not run it again
 	StatusCancelled      Status = "cancelled"       // its schedule was paused or deleted before it started
+	StatusSkippedGate    Status = "skipped_gate"    // its gate's required slot had not succeeded (Schedule.Requires)
 )
 
 // Outcomes returns the outcomes in the value of a results-topic record, for a program that reads that topic

@@ -407,7 +407,7 @@ type putCommand struct {
 	catchup, overlap, onExcluded, when       string
 	exclude                                  listFlag
 	every, offset, jitter, deadline, timeout cli.Duration
-	startBy, finishBy                        cli.Duration
+	startBy, finishBy, requiresWithin        cli.Duration
 	start, end                               cli.Time
 	dryRun                                   bool
 }
@@ -418,6 +418,8 @@ func (c *putCommand) flags(fs *flag.FlagSet) string {
 	fs.StringVar(&c.spec.Cron, "cron", "", "cron expression: 5 fields, or 6 with leading seconds; @hourly, @daily, ... macros")
 	fs.StringVar(&c.spec.TZ, "tz", "", "IANA time zone of --cron (default UTC), e.g. Europe/Berlin")
 	fs.StringVar(&c.spec.After, "after", "", "a chain: no slots of its own; run once for each slot of this schedule that ends as --when says (instead of --every or --cron)")
+	fs.StringVar(&c.spec.Requires, "requires", "", "a gate: each slot runs only if this schedule's latest slot within --requires-within before it succeeded (else it is recorded skipped_gate, with the reason)")
+	fs.Var(&c.requiresWithin, "requires-within", fmt.Sprintf("with --requires: how far before a slot the required schedule's slot may be (1s to %s)", schedule.MaxRequiresWithin))
 	fs.StringVar(&c.when, "when", "", "with --after: the upstream slot's outcome to run on: success (the default), failure or any")
 	fs.Var(&c.jitter, "jitter", "delay each slot's emission by a deterministic amount in [0, jitter)")
 	fs.IntVar(&c.spec.Shards, "shards", 1, "ticks per slot, shard 0..N-1, spread over distinct work partitions")
@@ -460,6 +462,7 @@ func (c *putCommand) check(positional []string) error {
 	s.Every, s.Offset, s.Jitter = tickgroup.Duration(c.every), tickgroup.Duration(c.offset), tickgroup.Duration(c.jitter)
 	s.Deadline, s.Timeout = tickgroup.Duration(c.deadline), tickgroup.Duration(c.timeout)
 	s.StartBy, s.FinishBy = tickgroup.Duration(c.startBy), tickgroup.Duration(c.finishBy)
+	s.RequiresWithin = tickgroup.Duration(c.requiresWithin)
 	s.Start, s.End = c.start.T, c.end.T
 	if s.Paused {
 		s.PauseReason = c.reason

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -91,6 +92,8 @@ type Follower struct {
 	from   time.Time
 	logger *slog.Logger
 
+	caughtUp atomic.Bool // every partition read to its end as of the start
+
 	mu      sync.Mutex
 	ended   []Ended
 	notify  chan struct{}
@@ -123,7 +126,11 @@ func NewFollower(opts []kgo.Opt, ups []Upstream, from time.Time, logger *slog.Lo
 // may lag its slot by no less than zero, and hosts' clocks differ by up to a second.
 const FromMargin = time.Minute
 
-// Notify is signalled (coalesced) when slots ended.
+// CaughtUp reports whether the follower has read every partition to the end it had when Run started: the
+// slots that ended before then are all known.
+func (f *Follower) CaughtUp() bool { return f.caughtUp.Load() }
+
+// Notify is signalled (coalesced) when slots ended, and once when the follower caught up.
 func (f *Follower) Notify() <-chan struct{} { return f.notify }
 
 // Take returns the slots that ended since the last call, in the order they ended.
@@ -146,7 +153,9 @@ func (f *Follower) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	cl, err := kgo.NewClient(append(f.opts[:len(f.opts):len(f.opts)], kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+	// Control records are kept (and passed over), so that the offset read reaches a partition's end even when
+	// its last record is a transaction's marker: CaughtUp compares it with the end.
+	cl, err := kgo.NewClient(append(f.opts[:len(f.opts):len(f.opts)], kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
 	if err != nil {
 		return fmt.Errorf("chain: %w", err)
 	}
@@ -166,6 +175,28 @@ func (f *Follower) Run(ctx context.Context) error {
 			start[topic][p] = at
 		}
 	}
+	ends := map[string]map[int32]int64{} // the stable end of each partition as of the start: caught up once read to it
+	for topic, ps := range parts {
+		listed, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			return fmt.Errorf("chain: listing the end offsets of %s: %w", topic, err)
+		}
+		ends[topic] = map[int32]int64{}
+		for _, p := range ps {
+			if o, ok := listed.Lookup(topic, p); ok && o.Err == nil && o.Offset > 0 {
+				if off := start[topic][p].EpochOffset().Offset; off >= 0 && off < o.Offset { // -1: it starts at the end
+					ends[topic][p] = o.Offset
+				}
+			}
+		}
+	}
+	behind := 0
+	for _, m := range ends {
+		behind += len(m)
+	}
+	if behind == 0 {
+		f.setCaughtUp()
+	}
 	cl.AddConsumePartitions(start)
 	for {
 		fs := cl.PollFetches(ctx)
@@ -178,7 +209,17 @@ func (f *Follower) Run(ctx context.Context) error {
 			}
 		})
 		var ended []Ended
-		fs.EachRecord(func(r *kgo.Record) { ended = f.record(r, ended) })
+		caught := false
+		fs.EachRecord(func(r *kgo.Record) {
+			if !r.Attrs.IsControl() {
+				ended = f.record(r, ended)
+			}
+			if end, ok := ends[r.Topic][r.Partition]; ok && r.Offset+1 >= end {
+				delete(ends[r.Topic], r.Partition)
+				behind--
+				caught = behind == 0
+			}
+		})
 		if len(ended) > 0 {
 			f.mu.Lock()
 			f.ended = append(f.ended, ended...)
@@ -188,6 +229,18 @@ func (f *Follower) Run(ctx context.Context) error {
 			default:
 			}
 		}
+		if caught {
+			f.setCaughtUp() // after this fetch's slots were handed over
+		}
+	}
+}
+
+// setCaughtUp marks the follower caught up and signals it.
+func (f *Follower) setCaughtUp() {
+	f.caughtUp.Store(true)
+	select {
+	case f.notify <- struct{}{}:
+	default:
 	}
 }
 

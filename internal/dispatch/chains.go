@@ -36,6 +36,11 @@ type chains struct {
 	f    *chain.Follower
 	stop func()
 	held []chain.Ended // ended slots waiting for a chain's pool, in order
+	// Gates (gates.go): the owned gated schedules, the ended slots of the schedules they require (in the
+	// order they ended, within the widest window), and the gated schedules parked until the follower caught up.
+	gates  map[string]gateOf
+	hist   map[string][]chain.Ended
+	parked map[*item]uint32
 	// dirty says a change touched a chain or an upstream: the next refreshChains rebuilds them (a scan of
 	// every owned schedule, so it is done only then, and once at the term's start).
 	dirty bool
@@ -75,19 +80,26 @@ func (t *leaderTerm) refreshChains(ctx context.Context) {
 	c := t.ch
 	c.dirty = false
 	c.down = map[string][]string{}
+	c.gates = map[string]gateOf{}
 	ups := map[string]chain.Upstream{}
 	var from time.Time
 	for name, it := range t.pl.items {
 		up, _ := it.entry.Schedule.After()
-		if up == "" || it.entry.Schedule.Paused() {
+		req, within := it.entry.Schedule.Requires()
+		if up == "" && req == "" || it.entry.Schedule.Paused() {
 			continue
 		}
-		c.down[up] = append(c.down[up], name)
-		base := t.pl.base(name) // the state read, or the chain's change time when later
-		if b, ok := c.base[name]; ok && b.After(base) {
-			base = b
+		base := t.pl.base(name) // the state read, or the change time when later
+		if up != "" {
+			c.down[up] = append(c.down[up], name)
+			if b, ok := c.base[name]; ok && b.After(base) {
+				base = b
+			}
+			c.base[name] = base
+		} else {
+			c.gates[name] = gateOf{schedule: req, within: within}
+			base, up = base.Add(-within), req // the slots of req within the window before the next slot
 		}
-		c.base[name] = base
 		if from.IsZero() || base.Before(from) {
 			from = base
 		}
@@ -154,11 +166,9 @@ func (t *leaderTerm) emitChains(ctx context.Context) error {
 	if c == nil {
 		return nil
 	}
+	t.takeEnded()
 	ended := c.held
 	c.held = nil
-	if c.f != nil {
-		ended = append(ended, c.f.Take()...)
-	}
 	if len(ended) == 0 {
 		return nil
 	}
@@ -204,6 +214,34 @@ emit:
 		t.logger.Debug("chain emitted", "schedule", name, "upstream_slot", em.slots[0])
 	}
 	return nil
+}
+
+// takeEnded takes the slots the follower saw end: those of chains' upstreams wait in held for emitChains, those
+// of gates' required schedules go to hist. Once the follower has caught up, the gated schedules parked for it
+// are armed again.
+func (t *leaderTerm) takeEnded() {
+	c := t.ch
+	if c == nil || c.f == nil {
+		return
+	}
+	for _, e := range c.f.Take() {
+		if _, ok := c.down[e.Schedule]; ok {
+			c.held = append(c.held, e)
+		}
+		if c.required(e.Schedule) {
+			if c.hist == nil {
+				c.hist = map[string][]chain.Ended{}
+			}
+			c.hist[e.Schedule] = append(c.hist[e.Schedule], e)
+		}
+	}
+	c.pruneHist(t.d.cfg.Now())
+	if c.f.CaughtUp() && len(c.parked) > 0 {
+		for it, gen := range c.parked {
+			t.pl.unpark(it, gen)
+		}
+		c.parked = nil
+	}
 }
 
 // stopChains stops the follower (the term's end).

@@ -81,6 +81,7 @@ type emission struct {
 	jitter  bool      // the schedule has a jitter: a slot's due instant may not be the slot (see due)
 	moves   bool      // the schedule's calendars move slots: slots are run instants, not identities (see slot)
 	at      time.Time // a chain's emission: the instant its ticks run at (emitted at once), for every slot
+	gates   []string  // a gated schedule's emission: per slot, why its gate holds it back ("": it runs)
 	metrics bool      // the schedule opts in to metrics of its own
 	pool    string
 }
@@ -341,6 +342,15 @@ func (p *planner) entry(name string) (store.Entry, bool) {
 	return it.entry, true
 }
 
+// leadOf is how far ahead of its slots' instants schedule e is emitted: the lead, or none for a gated schedule
+// (schedule.Spec.Requires), whose gate is decided on the slot's instant (gates.go).
+func (p *planner) leadOf(e store.Entry) time.Duration {
+	if req, _ := e.Schedule.Requires(); req != "" {
+		return 0
+	}
+	return p.lead
+}
+
 // base returns the base of schedule name (zero when it is unknown).
 func (p *planner) base(name string) time.Time {
 	if it, ok := p.items[name]; ok {
@@ -476,7 +486,7 @@ func (p *planner) arm(it *item) {
 		p.noteExhausted(it) // past its end, or its calendars exclude every slot for a long time
 		return
 	}
-	d := due{at: e.Schedule.Due(next).Add(-p.lead).UnixNano(), it: it, gen: it.gen}
+	d := due{at: e.Schedule.Due(next).Add(-p.leadOf(e)).UnixNano(), it: it, gen: it.gen}
 	if p.bulk {
 		p.heap.cur = append(p.heap.cur, d)
 		return
@@ -539,7 +549,8 @@ func (p *planner) collect(b *batch, now time.Time, max int) []emission {
 			// The slots of earlier emissions stay as they are: slots only grows (by reallocation, past its
 			// capacity).
 			var plan schedule.Plan
-			slots, plan = e.Schedule.AppendPlanAhead(slots, it.base, now, now.Add(p.lead))
+			lead := p.leadOf(e)
+			slots, plan = e.Schedule.AppendPlanAhead(slots, it.base, now, now.Add(lead))
 			if n := len(plan.Emit); n > 0 {
 				it.base = plan.Emit[n-1]
 			}
@@ -555,11 +566,11 @@ func (p *planner) collect(b *batch, now time.Time, max int) []emission {
 				if c.After(it.base) {
 					it.base = c
 				}
-				p.heap.push(due{at: e.Schedule.Due(plan.Next).Add(-p.lead).UnixNano(), it: it, gen: d.gen})
+				p.heap.push(due{at: e.Schedule.Due(plan.Next).Add(-lead).UnixNano(), it: it, gen: d.gen})
 			case !plan.Next.IsZero():
 				// Everything before Next was considered: emitted or passed over by the catch-up policy.
 				it.base = plan.Next.Add(-time.Nanosecond)
-				p.heap.push(due{at: e.Schedule.Due(plan.Next).Add(-p.lead).UnixNano(), it: it, gen: d.gen})
+				p.heap.push(due{at: e.Schedule.Due(plan.Next).Add(-lead).UnixNano(), it: it, gen: d.gen})
 			case e.Schedule.Skipped():
 				p.noteExhausted(it)
 			}
@@ -662,8 +673,11 @@ func appendRecords(b *batch, ems []emission, names recordTopics, partitions int,
 		}
 		name, shards := src.Schedule, max(src.Shards, 1)
 		hash := em.it.hash // of the name; 0 until the first key is written (the ID starts with the name)
-		for _, at := range em.slots {
+		for i, at := range em.slots {
 			due, slot := em.due(at), em.slot(at)
+			if em.gates != nil {
+				src.Gate = em.gates[i]
+			}
 			if !em.at.IsZero() {
 				due, at = em.at, em.at // a chain's tick: named by the upstream slot, due at once
 			}

@@ -513,6 +513,7 @@ func (e *emitter) emit(ctx context.Context, now time.Time) error {
 		ems := pl.collect(&e.next, now, d.cfg.MaxBatch)
 		collected := len(ems)
 		ems = t.routable(ems)
+		ems = t.gateEmissions(ems)
 		var recs []*kgo.Record
 		if len(ems) > 0 {
 			recs = appendRecords(&e.next, ems, e.topics, t.partitions, t.t, now, d.cfg.Now())

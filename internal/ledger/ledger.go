@@ -91,6 +91,9 @@ const (
 	// StatusCancelled: the schedule was paused or deleted after the tick was emitted (ahead of its slot) and
 	// before it started: it did not run.
 	StatusCancelled = "cancelled"
+	// StatusSkippedGate: the schedule requires another's slot (schedule.Spec.Requires) and that slot had not
+	// succeeded when this one was due; the error says why. It did not run.
+	StatusSkippedGate = "skipped_gate"
 )
 
 // ErrUnknownVersion is returned by Decode for an entry of another major version.

@@ -30,24 +30,26 @@ type Schedule struct {
 
 // rare holds the fields of a Spec that a plain interval schedule leaves unset.
 type rare struct {
-	deadline     Duration
-	startBy      Duration
-	finishBy     Duration
-	after, when  string // a chain's upstream and outcome (Spec.After, When)
-	timeout      Duration
-	maxAttempts  int32
-	pool         string
-	cronExpr, tz string
-	cron         *cronSched
-	start, end   *time.Time
-	pausedUntil  *time.Time // with Spec().Paused: no slot before it (see start)
-	pauseReason  string
-	limit        string
-	priority     int8
-	exclude      []string // the caller's copy (Spec.clone)
-	onExcluded   string
-	skip         Skip // Skipping's: no part of the Spec
-	move         Move // Moving's: no part of the Spec
+	deadline       Duration
+	startBy        Duration
+	finishBy       Duration
+	after, when    string // a chain's upstream and outcome (Spec.After, When)
+	requires       string // a gate's schedule and window (Spec.Requires, RequiresWithin)
+	requiresWithin Duration
+	timeout        Duration
+	maxAttempts    int32
+	pool           string
+	cronExpr, tz   string
+	cron           *cronSched
+	start, end     *time.Time
+	pausedUntil    *time.Time // with Spec().Paused: no slot before it (see start)
+	pauseReason    string
+	limit          string
+	priority       int8
+	exclude        []string // the caller's copy (Spec.clone)
+	onExcluded     string
+	skip           Skip // Skipping's: no part of the Spec
+	move           Move // Moving's: no part of the Spec
 }
 
 // The enumerated fields as written, "" first (the default, kept as written so that Spec restates it as such).
@@ -105,6 +107,7 @@ func (s *Schedule) Spec() Spec {
 		sp.Cron, sp.TZ, sp.Start, sp.End, sp.Deadline = s.x.cronExpr, s.x.tz, s.x.start, s.x.end, s.x.deadline
 		sp.StartBy, sp.FinishBy = s.x.startBy, s.x.finishBy
 		sp.After, sp.When = s.x.after, s.x.when
+		sp.Requires, sp.RequiresWithin = s.x.requires, s.x.requiresWithin
 		sp.Timeout, sp.MaxAttempts, sp.Pool = s.x.timeout, int(s.x.maxAttempts), s.x.pool
 		sp.PausedUntil, sp.PauseReason = s.x.pausedUntil, s.x.pauseReason
 		sp.Limit, sp.Priority = s.x.limit, int(s.x.priority)
@@ -181,6 +184,14 @@ func (s *Schedule) After() (upstream, when string) {
 		return "", ""
 	}
 	return s.x.after, cmp.Or(s.x.when, WhenSuccess)
+}
+
+// Requires returns the schedule a gate requires and its window (Spec.Requires, RequiresWithin); "" without a gate.
+func (s *Schedule) Requires() (schedule string, within time.Duration) {
+	if s.x == nil {
+		return "", 0
+	}
+	return s.x.requires, time.Duration(s.x.requiresWithin)
 }
 
 // Watch returns Spec().StartBy and FinishBy without the copy (0: none).

@@ -172,6 +172,12 @@ type Spec struct {
 	// When is the upstream outcome a chain runs on: WhenSuccess (the default, as is empty), WhenFailure or
 	// WhenAny. Only with After.
 	When string `json:"when,omitempty" yaml:"when,omitempty"`
+	// Requires gates the schedule's slots on another's: a slot runs only if the latest slot of the schedule
+	// Requires names that is due within RequiresWithin before it (at or before it) ended with success by the time
+	// it is due; otherwise it is recorded skipped_gate, with the reason. Not for a chain; RequiresWithin is then
+	// required, 1s to MaxRequiresWithin. That the schedule exists is checked when it is written.
+	Requires       string   `json:"requires,omitempty" yaml:"requires,omitempty"`
+	RequiresWithin Duration `json:"requires_within,omitempty" yaml:"requires_within,omitempty"`
 	// Overlap is what a worker does with a tick whose successor (same schedule and shard) is already due when
 	// it could start: OverlapQueue (it runs: every tick runs, one after the other), OverlapSkip (it does not run
 	// and is recorded as skipped_overlap; the newest due tick always runs), or empty, the default: skip for a
@@ -227,6 +233,9 @@ const (
 	WhenFailure = "failure" // a shard of the slot failed or was dead-lettered
 	WhenAny     = "any"     // the slot ended, whatever its outcome
 )
+
+// MaxRequiresWithin bounds Spec.RequiresWithin: 31 days.
+const MaxRequiresWithin = 31 * 24 * time.Hour
 
 // MaxWatchDeadline bounds StartBy and FinishBy: a week.
 const MaxWatchDeadline = 7 * 24 * time.Hour
@@ -322,12 +331,12 @@ func (s Spec) compile(write bool) (*Schedule, error) {
 	// the leader's sense (Paused), only Pausing.
 	sch := &Schedule{name: s.Name, payload: s.Payload, jitter: s.Jitter, paused: s.Paused && s.PausedUntil == nil, metrics: s.Metrics}
 	if s.Cron != "" || s.TZ != "" || s.Start != nil || s.End != nil || s.Deadline != 0 || s.StartBy != 0 || s.FinishBy != 0 || s.Timeout != 0 || s.MaxAttempts != 0 || s.Pool != "" ||
-		s.PausedUntil != nil || s.PauseReason != "" || s.Limit != "" || s.Priority != 0 || s.Exclude != nil || s.OnExcluded != "" || s.After != "" {
+		s.PausedUntil != nil || s.PauseReason != "" || s.Limit != "" || s.Priority != 0 || s.Exclude != nil || s.OnExcluded != "" || s.After != "" || s.Requires != "" {
 		c := s.clone()
 		sch.x = &rare{cronExpr: s.Cron, tz: s.TZ, start: c.Start, end: c.End, deadline: s.Deadline, startBy: s.StartBy, finishBy: s.FinishBy,
 			timeout: s.Timeout, maxAttempts: int32(s.MaxAttempts),
 			pool: s.Pool, pausedUntil: c.PausedUntil, pauseReason: s.PauseReason, limit: s.Limit, priority: int8(s.Priority),
-			exclude: c.Exclude, onExcluded: s.OnExcluded, after: s.After, when: s.When}
+			exclude: c.Exclude, onExcluded: s.OnExcluded, after: s.After, when: s.When, requires: s.Requires, requiresWithin: s.RequiresWithin}
 	}
 	switch {
 	case s.After != "":
@@ -344,6 +353,7 @@ func (s Spec) compile(write bool) (*Schedule, error) {
 		s.compileCron(v, sch)
 	}
 	s.checkRun(v)
+	s.checkGate(v)
 	s.checkPolicies(v)
 	s.checkExclude(v)
 	if err := v.err(); err != nil {
@@ -494,6 +504,23 @@ func (s Spec) checkChain(v *validator) {
 		if f.set {
 			v.fail(f.field, "", "does not apply to a chain (after): it runs when %s's slots end, not on slots of its own", s.After)
 		}
+	}
+}
+
+// checkGate checks Requires and RequiresWithin.
+func (s Spec) checkGate(v *validator) {
+	switch {
+	case s.Requires == "" && s.RequiresWithin != 0:
+		v.fail("requires_within", s.RequiresWithin.String(), "is only for a gate (requires)")
+	case s.Requires == "":
+	case !validName(s.Requires) || onlyDots(s.Requires):
+		v.fail("requires", s.Requires, "is no schedule name: 1 to %d characters of a-z, 0-9, '.', '_' and '-', not only dots", MaxNameLen)
+	case s.Requires == s.Name:
+		v.fail("requires", s.Requires, "is the schedule itself")
+	case s.After != "":
+		v.fail("requires", s.Requires, "does not apply to a chain (after): a chain already runs on its upstream's outcome")
+	case s.RequiresWithin < Duration(time.Second) || time.Duration(s.RequiresWithin) > MaxRequiresWithin:
+		v.fail("requires_within", s.RequiresWithin.String(), "must be between 1s and %s: how far before a slot the required schedule's slot may be", MaxRequiresWithin)
 	}
 }
 

@@ -27,6 +27,8 @@ type Source struct {
 	// StartBy and FinishBy are the schedule's watched deadlines (Tick.StartByMS, Tick.FinishByMS), for its
 	// scheduled ticks; 0: none.
 	StartBy, FinishBy time.Duration
+	// Gate, when set, is why the schedule's gate holds the slot back (Tick.Gate): set per slot by the leader.
+	Gate string
 	// Limit and Priority are the schedule's (Tick.Limit, Tick.Priority).
 	Limit    string
 	Priority int
@@ -103,6 +105,9 @@ func (s Source) fill(t Tick, base, emittedAt time.Time) (Tick, time.Time) {
 	t.Limit, t.Priority = s.Limit, s.Priority
 	if s.Limit != "" {
 		t.V = VersionLimited
+	}
+	if s.Gate != "" && !t.Trigger {
+		t.Gate, t.V = s.Gate, VersionGated
 	}
 	if s.Deadline > 0 {
 		return t, base.Add(s.Deadline)

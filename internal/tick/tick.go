@@ -28,6 +28,11 @@ const Version = 1
 // never runs a limited tick: it says so instead of breaking the bound silently.
 const VersionLimited = 2
 
+// VersionGated is the major version of a tick that its schedule's gate skips (Tick.Gate): a worker records it
+// as skipped_gate without running it. Releases from before gates refuse it as an unknown version (they
+// dead-letter it), so none of them runs a slot the gate held back.
+const VersionGated = 3
+
 // Overlap policies (Tick.Overlap).
 const (
 	OverlapQueue = "queue"
@@ -85,6 +90,10 @@ type Tick struct {
 	// (ledger.Breach). Scheduled ticks only; 0 (absent): none. Earlier workers ignore them.
 	StartByMS  int64 `json:"start_by_ms,omitempty"`
 	FinishByMS int64 `json:"finish_by_ms,omitempty"`
+	// Gate, when set, says why the schedule's gate (schedule.Spec.Requires) holds this slot back: the worker
+	// records the tick as skipped_gate, with Gate as its error, and does not run it. A gated tick is written
+	// with VersionGated.
+	Gate string `json:"gate,omitempty"`
 	// Limit names the limit the tick counts against (at most N runs at once, at most R starts per window, across
 	// the pool's workers); empty: none. A limited tick is written with VersionLimited, and on the limit's
 	// partition (Partition), so that every tick of a limit meets at one owner.
@@ -205,7 +214,10 @@ func PartitionOfHash(h uint32, shard int, partitions int) int32 {
 
 // version is the major version a tick is written with.
 func version(t *Tick) int {
-	if t.Limit != "" {
+	switch {
+	case t.Gate != "":
+		return VersionGated
+	case t.Limit != "":
 		return VersionLimited
 	}
 	return Version
@@ -213,7 +225,7 @@ func version(t *Tick) int {
 
 // AppendEncode appends the JSON form of t (what Encode returns) to dst.
 func AppendEncode(dst []byte, t Tick) ([]byte, error) {
-	if t.V == 0 || t.Limit != "" {
+	if t.V == 0 || t.Limit != "" || t.Gate != "" {
 		t.V = version(&t)
 	}
 	if b, ok := appendTick(dst, &t, nil, nil); ok {
@@ -251,7 +263,7 @@ func Decode(b []byte) (Tick, error) {
 			return Tick{}, fmt.Errorf("decoding tick: %w", errlimit.Wrap(err))
 		}
 	}
-	if t.V != Version && t.V != VersionLimited {
+	if t.V != Version && t.V != VersionLimited && t.V != VersionGated {
 		return Tick{}, fmt.Errorf("decoding tick: version %d: %w", t.V, ErrUnknownVersion)
 	}
 	switch {
@@ -338,6 +350,10 @@ func appendTick(b []byte, t *Tick, id []byte, st *stamps) ([]byte, bool) {
 	if t.FinishByMS != 0 {
 		b = append(b, `,"finish_by_ms":`...)
 		b = strconv.AppendInt(b, t.FinishByMS, 10)
+	}
+	if t.Gate != "" {
+		b = append(b, `,"gate":`...)
+		b = jsonfast.AppendString(b, t.Gate)
 	}
 	if t.Limit != "" {
 		b = append(b, `,"limit":`...)

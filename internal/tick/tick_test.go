@@ -73,7 +73,7 @@ func TestDecodeRejects(t *testing.T) {
 	}{
 		{"garbage", "\x00\x01not json", false},
 		{"empty", "", false},
-		{"future version", `{"v":3,"id":"a@2026-01-01T00:00:00Z","schedule":"a","slot":"2026-01-01T00:00:00Z"}`, true},
+		{"future version", `{"v":4,"id":"a@2026-01-01T00:00:00Z","schedule":"a","slot":"2026-01-01T00:00:00Z"}`, true},
 		{"no version", `{"id":"a@2026-01-01T00:00:00Z","schedule":"a","slot":"2026-01-01T00:00:00Z"}`, true},
 		{"no slot", `{"v":1,"id":"a@x","schedule":"a"}`, false},
 		{"foreign id", `{"v":1,"id":"b@2026-01-01T00:00:00Z","schedule":"a","slot":"2026-01-01T00:00:00Z"}`, false},

@@ -46,6 +46,10 @@ func (w *Worker) decide(b before) (o result, dl error, run bool) {
 	slot := t.Slot
 	o.ID, o.Schedule, o.Slot, o.Interrupted, o.Attempts = t.ID, t.Schedule, &slot, b.interrupted, b.attempts
 	switch {
+	case t.Gate != "":
+		o.Status = StatusSkippedGate
+		o.Error = t.Gate
+		w.logger.Info("tick skipped by its schedule's gate", "tick_id", t.ID, "partition", rec.Partition, "reason", t.Gate)
 	case b.cancelled != nil:
 		o.Status = StatusCancelled
 		o.Error = fmt.Sprintf("schedule %s (version %d) after the tick was emitted", b.cancelled.Reason, b.cancelled.Before)

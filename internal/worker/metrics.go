@@ -16,6 +16,8 @@ const (
 	resultSkippedOverlap = "skipped_overlap"
 	// resultCancelled: not started because its schedule was paused or deleted after it was emitted.
 	resultCancelled = "cancelled"
+	// resultSkippedGate: not started because the slot of the schedule it requires had not succeeded.
+	resultSkippedGate = "skipped_gate"
 )
 
 type metrics struct {
@@ -51,7 +53,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		ticks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickgroup_worker_ticks_total",
-			Help: "Ticks handled by this worker by result: ok, failed (permanent failure), retried (one per retry), skipped_late, skipped_overlap (a newer tick of the schedule was due: overlap skip), dead_lettered, interrupted (not run again after an interruption), cancelled (its schedule was paused or deleted after it was emitted).",
+			Help: "Ticks handled by this worker by result: ok, failed (permanent failure), retried (one per retry), skipped_late, skipped_overlap (a newer tick of the schedule was due: overlap skip), dead_lettered, interrupted (not run again after an interruption), cancelled (its schedule was paused or deleted after it was emitted), skipped_gate (the slot of the schedule it requires had not succeeded).",
 		}, []string{"result"}),
 		startDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tickgroup_worker_start_delay_seconds",
@@ -154,7 +156,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, d := range []string{"finished", "rerun", "interrupted"} {
 		m.ledgerSkips.WithLabelValues(d)
 	}
-	for _, r := range []string{resultOK, resultFailed, resultRetried, resultSkippedLate, resultSkippedOverlap, resultDeadLettered, resultInterrupted, resultCancelled} {
+	for _, r := range []string{resultOK, resultFailed, resultRetried, resultSkippedLate, resultSkippedOverlap, resultDeadLettered, resultInterrupted, resultCancelled, resultSkippedGate} {
 		m.ticks.WithLabelValues(r)
 	}
 	for _, r := range []string{reasonMaxAttempts, reasonPermanent, reasonUndecodable, reasonUnknownVersion, reasonTooLarge, reasonForgedCancel} {

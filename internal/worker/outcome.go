@@ -24,6 +24,7 @@ const (
 	StatusSkippedOverlap = ledger.StatusSkippedOverlap
 	StatusInterrupted    = ledger.StatusInterrupted
 	StatusCancelled      = ledger.StatusCancelled
+	StatusSkippedGate    = ledger.StatusSkippedGate
 )
 
 // Dead-letter reasons, the tickgroup-reason header of a dead-letter record.

@@ -54,7 +54,7 @@ func (w *Worker) logSummary(interval time.Duration) {
 		return
 	}
 	attrs := []any{slog.Duration("period", interval)}
-	for _, r := range []string{resultOK, resultFailed, resultRetried, resultSkippedLate, resultSkippedOverlap, resultDeadLettered, resultInterrupted, resultCancelled, summaryFinishedBefore} {
+	for _, r := range []string{resultOK, resultFailed, resultRetried, resultSkippedLate, resultSkippedOverlap, resultDeadLettered, resultInterrupted, resultCancelled, resultSkippedGate, summaryFinishedBefore} {
 		if n := counts[r]; n > 0 {
 			attrs = append(attrs, r, n)
 		}

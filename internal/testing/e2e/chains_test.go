@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"syscall"
@@ -123,4 +124,93 @@ func TestE2EChainsUnderKills(t *testing.T) {
 			t.Errorf("audit of %s: %+v", name, a.auditCounts)
 		}
 	}
+}
+
+// TestE2EGateSkipsWithReason: third-g runs every 2 s and fails every third slot; gated runs every 2 s, 1 s
+// after each of third-g's slots, and requires third-g within 2 s. Each of gated's slots runs when third-g's slot
+// before it succeeded, and is recorded skipped_gate, with the reason, when it failed: by the handlers' own log
+// and ticker history. A gate requiring a schedule that does not exist is refused.
+func TestE2EGateSkipsWithReason(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	e := setup(t)
+	f := e.f
+	if out, err := f.cliErr("schedule", "put", "gated", "--every", "2s", "--requires", "nope", "--requires-within", "2s"); err == nil ||
+		!strings.Contains(out+err.Error(), `requires "nope": no such schedule`) {
+		t.Errorf("a gate requiring nothing was not refused: %v\n%s", err, out)
+	}
+	f.cli("schedule", "put", "third-g", "--every", "2s", "--max-attempts", "1")
+	f.cli("schedule", "put", "gated", "--every", "2s", "--offset", "1s", "--requires", "third-g", "--requires-within", "2s")
+	f.ticker("a")
+	e.start(nil, "--exec", handlerBin)
+
+	// Six of gated's slots decided once the fleet formed: each runs if third-g's slot a second before it
+	// succeeded, and is skipped with the reason otherwise.
+	type hist struct {
+		Ticks []struct {
+			ID         string `json:"id"`
+			Slot       time.Time
+			State      string `json:"state"`
+			Executions []struct {
+				Status, Error string
+			} `json:"executions"`
+		} `json:"ticks"`
+	}
+	var h hist
+	var decided int
+	start := time.Now().Add(5 * time.Second)
+	waitFor(t, 90*time.Second, "six of gated's slots decided", func() (bool, string) {
+		out, code := runTicker(t, f, "history", "gated", "--since", "10m", "--grace", "1s", "--json")
+		if code != 0 || json.Unmarshal([]byte(out), &h) != nil {
+			return false, out
+		}
+		decided = 0
+		for _, tk := range h.Ticks {
+			if tk.Slot.After(start) && (tk.State == "ok" || tk.State == "skipped_gate") {
+				decided++
+			}
+		}
+		return decided >= 6, ""
+	})
+	ran := e.executions()
+	aOK := func(slot time.Time) (bool, bool) {
+		for _, x := range ran["third-g@"+slot.UTC().Format(time.RFC3339)] {
+			if x.done {
+				return x.result == "ok", true
+			}
+		}
+		return false, false
+	}
+	skipped := 0
+	for _, tk := range h.Ticks {
+		if !tk.Slot.After(start) || tk.State != "ok" && tk.State != "skipped_gate" {
+			continue
+		}
+		up := tk.Slot.Add(-time.Second)
+		ok, known := aOK(up)
+		if !known {
+			t.Errorf("%s: third-g's slot %s did not run (by the handlers' log)", tk.ID, up.Format(time.RFC3339))
+			continue
+		}
+		switch {
+		case ok && tk.State != "ok":
+			t.Errorf("%s is %s, but third-g's slot %s succeeded", tk.ID, tk.State, up.Format(time.RFC3339))
+		case !ok && tk.State != "skipped_gate":
+			t.Errorf("%s is %s, but third-g's slot %s failed", tk.ID, tk.State, up.Format(time.RFC3339))
+		case !ok:
+			skipped++
+			want := "requires third-g: its slot " + up.UTC().Format(time.RFC3339) + " ended with failure"
+			if len(tk.Executions) == 0 || tk.Executions[0].Error != want {
+				t.Errorf("%s: skipped with %+v, want the reason %q", tk.ID, tk.Executions, want)
+			}
+			if len(ran[tk.ID]) != 0 {
+				t.Errorf("%s was skipped by its gate, but its handler ran", tk.ID)
+			}
+		}
+	}
+	if skipped == 0 {
+		t.Errorf("no slot of gated was skipped in %d decided: the test saw no failed slot of third-g", decided)
+	}
+	t.Logf("gated: %d slots decided, %d skipped by the gate with their reason", decided, skipped)
 }

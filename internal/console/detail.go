@@ -47,7 +47,8 @@ type run struct {
 	Attempts  int
 	Worker    string
 	Outcome   string
-	Marked    bool // run again after an interruption its handler was told of
+	Marked    bool     // run again after an interruption its handler was told of
+	Breaches  []string // the deadlines (start_by, finish_by) its run breached
 	Problems  []string
 	ErrorText string
 	Output    string // the last attempt's output, when the worker records it
@@ -254,7 +255,7 @@ const (
 
 // runOf is the run of tick report t.
 func (c *Console) runOf(t audit.TickReport, kind string) run {
-	r := run{Slot: t.Slot, ID: t.ID, Shard: t.Shard, Kind: kind, State: t.State, Problems: t.Problems}
+	r := run{Slot: t.Slot, ID: t.ID, Shard: t.Shard, Kind: kind, State: t.State, Problems: t.Problems, Breaches: t.Breaches}
 	if len(t.Emissions) > 0 {
 		e := t.Emissions[0].EmittedAt
 		r.Emitted = &e

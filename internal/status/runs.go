@@ -29,6 +29,9 @@ type Run struct {
 	// Attempts is the number of attempts the ledger shows (the outcome's count, or the highest attempt started).
 	Attempts int    `json:"attempts"`
 	Worker   string `json:"worker,omitempty"`
+	// Breaches are the deadlines (start_by, finish_by) the run breached, each once (a breach record on the
+	// results topic).
+	Breaches []string `json:"breaches,omitempty"`
 	// StartedAt is the first attempt's start, from its started entry.
 	StartedAt *time.Time `json:"started_at,omitempty"`
 	// StartDelaySeconds is how late the tick started: the first attempt's start as its started entry records it
@@ -239,7 +242,7 @@ func ran(t *audit.Tick) bool {
 
 // runOf reads tick t (due at due) as the ledger tells it at now.
 func runOf(t *audit.Tick, due, now time.Time, grace time.Duration) *Run {
-	r := &Run{Slot: t.Slot.UTC(), TickID: t.ID, Shard: t.Shard}
+	r := &Run{Slot: t.Slot.UTC(), TickID: t.ID, Shard: t.Shard, Breaches: slices.Clone(t.Breaches)}
 	var first *time.Time
 	var outcome *ledger.Entry
 	for i, e := range t.Ledger {

@@ -820,7 +820,11 @@ func runStatus(r *Run) string {
 	if r == nil {
 		return "-"
 	}
-	return r.Status
+	s := r.Status
+	for _, b := range r.Breaches {
+		s += ",missed_" + b // ok,missed_finish_by
+	}
+	return s
 }
 
 func missedText(n *int) string {

@@ -146,6 +146,7 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 	f.cli("schedule", "put", "idle-job", "--every", "1s", "--pool", "idle") // no worker serves pool idle
 	f.cli("schedule", "put", "team-a-report", "--every", "1h")
 	f.cli("schedule", "put", "team-b-report", "--every", "1h")
+	f.cli("schedule", "put", "after-beat", "--after", "beat", "--when", "failure")
 	created := time.Now().Truncate(time.Second)
 	f.ticker("a")
 	e.start(nil, "--exec", handlerBin, "--record-output", "256")
@@ -189,6 +190,15 @@ func TestE2EConsoleInABrowser(t *testing.T) {
 		return strings.Contains(html, `id="clocks"`) && strings.Contains(html, "<td>a</td>"), "no clock row of ticker a"
 	})
 	b.shot("fleet")
+
+	// A chain's page links the schedule it runs after; a click on it leads there, whose page links the chain.
+	if html := b.page(base + "/schedules/after-beat"); !strings.Contains(html, `id="upstream"`) {
+		t.Fatalf("the chain's page shows no upstream:\n%s", html)
+	}
+	b.submit("following the chain's upstream link", "#upstream a")
+	if got := b.text("#downstream"); got != "after-beat (when failure)" {
+		t.Errorf("beat's page, reached by the chain's link, lists as followers %q, want after-beat (when failure)", got)
+	}
 
 	// Without a token the schedule page has no forms, and an action is refused with 401.
 	if html := b.page(base + "/schedules/beat"); strings.Contains(html, `id="trigger"`) {

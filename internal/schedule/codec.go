@@ -88,8 +88,8 @@ func Decode(b []byte) (Spec, error) {
 
 // Limits of ParseFile.
 const (
-	MaxFileBytes   = 16 << 20
-	MaxFileEntries = 100_000
+	MaxFileBytes   = 256 << 20 // 1,000,000 interval schedules take about 52 MiB
+	MaxFileEntries = 1_000_000
 )
 
 // yamlFields maps each Spec field's YAML name to its index, for ParseFile's field-by-field decoding.

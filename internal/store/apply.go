@@ -3,7 +3,9 @@ package store
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -67,23 +69,42 @@ func SameSpec(a, b schedule.Spec) bool {
 
 // Write writes changes to topic in order, and stops at the first error.
 //
-// It returns the offset (version) of each change written, in order, also when it fails part way.
+// It returns the offset (version) of each change written, in order, also when it fails part way: the changes
+// before the first that failed. The records are produced together (the client keeps them in order per
+// partition, one in flight after another), not one round trip each: 100,000 changes are one pipeline, not
+// 100,000 waits. An encoding error is found before anything is produced.
 func Write(ctx context.Context, cl *kgo.Client, topic string, changes []Change) ([]int64, error) {
+	recs := make([]*kgo.Record, len(changes))
+	for i, c := range changes {
+		r := &kgo.Record{Topic: topic, Key: []byte(c.Name)}
+		if c.Op != OpDelete {
+			b, err := schedule.Encode(c.Spec)
+			if err != nil {
+				return nil, err
+			}
+			r.Value = b
+		}
+		recs[i] = r
+	}
+	errs := make([]error, len(recs))
+	var wg sync.WaitGroup
+	wg.Add(len(recs))
+	for i, r := range recs {
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			errs[i] = err
+			wg.Done()
+		})
+	}
+	wg.Wait()
 	offsets := make([]int64, 0, len(changes))
-	for _, c := range changes {
-		var (
-			o   int64
-			err error
-		)
-		if c.Op == OpDelete {
-			o, err = Delete(ctx, cl, topic, c.Name)
-		} else {
-			o, err = Put(ctx, cl, topic, c.Spec)
+	for i, r := range recs {
+		if err := errs[i]; err != nil {
+			if changes[i].Op == OpDelete {
+				return offsets, fmt.Errorf("deleting schedule %s: %w", changes[i].Name, err)
+			}
+			return offsets, fmt.Errorf("writing schedule %s: %w", changes[i].Name, err)
 		}
-		if err != nil {
-			return offsets, err
-		}
-		offsets = append(offsets, o)
+		offsets = append(offsets, r.Offset)
 	}
 	return offsets, nil
 }

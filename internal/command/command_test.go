@@ -80,7 +80,7 @@ func TestExecHandlerFailureAndTimeoutKillsGroup(t *testing.T) {
 	}
 	// Cancelled once the grandchild has written its pid (its trap is set by then): not at a fixed instant, which
 	// a loaded machine may reach before the shell runs.
-	ctx, cancel := cancelWhenExists(pidFile)
+	ctx, cancel := cancelWhenWritten(pidFile)
 	defer cancel()
 	start := time.Now()
 	if err := h3.Handle(ctx, testTick(tickgroup.Tick{Attempt: 1})); err == nil {
@@ -222,4 +222,21 @@ func TestExecHandlerTraceparent(t *testing.T) {
 			t.Errorf("TRACEPARENT = %q, %v; want %q", b, err, tc.want)
 		}
 	}
+}
+
+// cancelWhenWritten is cancelWhenExists for a file written as a line: it is cancelled once path holds one whole
+// line, not when it is created (the shell's `echo $$ > file` creates the file first, and a cancel between the two
+// would kill the writer before its pid is in the file).
+func cancelWhenWritten(path string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	go func() {
+		for ctx.Err() == nil {
+			if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return ctx, cancel
 }

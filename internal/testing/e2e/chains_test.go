@@ -20,6 +20,7 @@ func TestE2EChainsUnderKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
+	countOnly(t)
 	e := setup(t)
 	f := e.f
 	f.cli("schedule", "put", "third-a", "--every", "2s", "--max-attempts", "1")
@@ -134,6 +135,7 @@ func TestE2EGateSkipsWithReason(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
+	countOnly(t)
 	e := setup(t)
 	f := e.f
 	if out, err := f.cliErr("schedule", "put", "gated", "--every", "2s", "--requires", "nope", "--requires-within", "2s"); err == nil ||

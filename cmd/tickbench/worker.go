@@ -48,6 +48,7 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	sleep := fs.Duration("handler-sleep", 0, "how long the handler takes (waiting, not computing): 0 is a no-op handler")
 	forward := fs.Bool("forward", false, "forward mode instead of a handler: each tick republished to <ns>.fwd, exactly once, in a transaction with its outcome and offset")
 	limited := fs.Bool("limited", false, "then fill a second fresh namespace with the same ticks, each counting against a limit (one per partition, none reached), and measure the worker library again: the cost of a limit")
+	herd := fs.Int("herd", 0, "then the drain of a herd: this many ticks of as many schedules, all due at one instant and written ahead of it, run by the same workers (0: none); compared with --ticks / the worker rate of this run")
 	brokerPID := fs.Int("broker-pid", 0, "the process ID of a broker on this machine (scripts/kafka-dev.sh pid): its CPU per tick over the worker phase is printed too")
 	fs.Usage = cli.Usage(fs, "Usage: tickbench worker [flags]\n\n"+
 		"Writes --ticks ticks into a fresh namespace, then measures (1) raw franz-go consumption (read_committed,\n"+
@@ -67,6 +68,9 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 			return cli.Usagef("--broker-pid %d: %v", *brokerPID, err)
 		}
 	}
+	if *herd < 0 || *herd > 0 && (*sleep > 0 || *forward) {
+		return cli.Usagef("--herd (not negative) measures the no-op handler: leave --handler-sleep and --forward out")
+	}
 	if *forward && *sleep > 0 {
 		return cli.Usagef("--forward has no handler to sleep in: leave --handler-sleep out")
 	}
@@ -83,7 +87,8 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	if _, err := fill(ctx, base, names.Work, *n, *parts, *schedules, false); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "fill:   %8d ticks in %6.2fs  %9.0f ticks/s\n", *n, time.Since(start).Seconds(), float64(*n)/time.Since(start).Seconds())
+	fillRate := float64(*n) / time.Since(start).Seconds()
+	fmt.Fprintf(stdout, "fill:   %8d ticks in %6.2fs  %9.0f ticks/s\n", *n, time.Since(start).Seconds(), fillRate)
 
 	// (1) Raw consumption: read_committed, no group, no processing.
 	raw, ends, counts, err := consumeRaw(ctx, base, names.Work, *n)
@@ -150,7 +155,12 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	}
 	printMemory(stdout)
 	if *limited {
-		return limitedPhase(ctx, stdout, *brokers, *n, *parts, *schedules, *concurrency, *workers, *sleep, *keep, wRate)
+		if err := limitedPhase(ctx, stdout, *brokers, *n, *parts, *schedules, *concurrency, *workers, *sleep, *keep, wRate); err != nil {
+			return err
+		}
+	}
+	if *herd > 0 {
+		return herdPhase(ctx, stdout, *brokers, *herd, *parts, *concurrency, *workers, wRate, fillRate, *keep)
 	}
 	return nil
 }

@@ -11,9 +11,9 @@ import (
 // Chains. A chain (schedule.Spec.After) has no slots of its own: it is expected to run once for each slot of its
 // upstream that ended as its When says, as the tick name@slot. The audit derives those from the upstream's
 // ticks in the log: a slot ends once every shard's tick has an outcome (the first one in log order), and counts
-// as package chain counts it. A slot that ended before the chain's version took effect is not expected (the
-// leader acts on the slots after the change); one that ended within ChangeSlack of it, or of a later version,
-// is optional. The expected tick is due when the slot's last shard finished (its outcome's finished_at).
+// as package chain counts it. A slot at or before the chain's newest version took effect is not expected (the
+// leader acts on the slots after the change); one within ChangeSlack after it is optional, as is every slot of
+// a chain whose newest version is paused. The newest version's When judges every slot. The expected tick is due when the slot's last shard finished (its outcome's finished_at).
 
 // chainVersion returns the upstream and When of def's newest version, if it is a chain.
 func chainVersion(def *Definition) (up, when string, since time.Time) {
@@ -25,7 +25,20 @@ func chainVersion(def *Definition) (up, when string, since time.Time) {
 		return "", "", time.Time{}
 	}
 	up, when = v.Schedule.After()
-	return up, when, v.At
+	since = v.At
+	// Since the first of the versions in a row that follow the same upstream: a pause, a resume or a change of
+	// When does not start the chain anew.
+	for i := len(def.Versions) - 2; i >= 0 && up != ""; i-- {
+		p := def.Versions[i].Schedule
+		if p == nil {
+			break
+		}
+		if pu, _ := p.After(); pu != up {
+			break
+		}
+		since = def.Versions[i].At
+	}
+	return up, when, since
 }
 
 // expectChain derives the expected ticks of chain def (after up, on when) in [from, o.To].
@@ -83,11 +96,12 @@ func (sr *ScheduleReport) expectChain(l *Log, def *Definition, up, when string, 
 		case st.other:
 			o2 = chain.Other
 		}
-		if !chain.Matches(when, o2) || st.last.Before(since) {
-			continue
-		}
 		slot := time.Unix(unix, 0).UTC()
-		x := expectation{slot: slot, at: st.last, sched: sched, optional: st.last.Sub(since) <= o.ChangeSlack, due: st.last}
+		if !chain.Matches(when, o2) || !slot.After(since) {
+			continue // the leader acts on the upstream's slots after the chain's change
+		}
+		// A paused chain emits nothing from its pause on: the slots before it may have run, so none is missing.
+		x := expectation{slot: slot, at: st.last, sched: sched, optional: slot.Sub(since) <= o.ChangeSlack || sched.Paused(), due: st.last}
 		for shard := range shards {
 			x.shard = shard
 			out[tick.ID(def.Name, slot, shard, shards)] = x

@@ -98,7 +98,8 @@ type Follower struct {
 	ended   []Ended
 	notify  chan struct{}
 	pending map[slotKey]*partial
-	seen    map[string]bool // tick IDs whose outcome counted, of the pending slots
+	seen    map[string]bool      // tick IDs whose outcome counted, of the pending slots
+	last    map[string]time.Time // each upstream's last slot that ended: an outcome read again ends nothing
 }
 
 type slotKey struct {
@@ -119,12 +120,12 @@ func NewFollower(opts []kgo.Opt, ups []Upstream, from time.Time, logger *slog.Lo
 		m[u.Schedule] = u
 	}
 	return &Follower{opts: opts, ups: m, from: from, logger: logger, notify: make(chan struct{}, 1),
-		pending: map[slotKey]*partial{}, seen: map[string]bool{}}
+		pending: map[slotKey]*partial{}, seen: map[string]bool{}, last: map[string]time.Time{}}
 }
 
-// FromMargin is how long before a chain's progress a follower starts reading: an outcome record's timestamp
-// may lag its slot by no less than zero, and hosts' clocks differ by up to a second.
-const FromMargin = time.Minute
+// FromMargin is how long before a chain's progress a follower starts reading: an outcome can be written before
+// its slot (a tick cancelled while emitted ahead, up to the longest lead, 5 minutes), and hosts' clocks differ.
+const FromMargin = 6 * time.Minute
 
 // CaughtUp reports whether the follower has read every partition to the end it had when Run started: the
 // slots that ended before then are all known.
@@ -160,34 +161,19 @@ func (f *Follower) Run(ctx context.Context) error {
 		return fmt.Errorf("chain: %w", err)
 	}
 	defer cl.Close()
-	start := map[string]map[int32]kgo.Offset{}
-	for topic, ps := range parts {
-		listed, err := kadm.NewClient(cl).ListOffsetsAfterMilli(ctx, f.from.Add(-FromMargin).UnixMilli(), topic)
-		if err != nil {
-			return fmt.Errorf("chain: listing the offsets of %s: %w", topic, err)
+	// Where to start and where the end is: tried until it succeeds (a broker away, a leader moving), since a
+	// follower that never starts would hold every chain and gate of the term.
+	var start map[string]map[int32]kgo.Offset
+	var ends map[string]map[int32]int64
+	for pause := time.Second; ; pause = min(2*pause, 30*time.Second) {
+		if start, ends, err = f.positions(ctx, cl, parts); err == nil {
+			break
 		}
-		start[topic] = map[int32]kgo.Offset{}
-		for _, p := range ps {
-			at := kgo.NewOffset().AtEnd()
-			if o, ok := listed.Lookup(topic, p); ok && o.Err == nil && o.Offset >= 0 {
-				at = kgo.NewOffset().At(o.Offset)
-			}
-			start[topic][p] = at
-		}
-	}
-	ends := map[string]map[int32]int64{} // the stable end of each partition as of the start: caught up once read to it
-	for topic, ps := range parts {
-		listed, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
-		if err != nil {
-			return fmt.Errorf("chain: listing the end offsets of %s: %w", topic, err)
-		}
-		ends[topic] = map[int32]int64{}
-		for _, p := range ps {
-			if o, ok := listed.Lookup(topic, p); ok && o.Err == nil && o.Offset > 0 {
-				if off := start[topic][p].EpochOffset().Offset; off >= 0 && off < o.Offset { // -1: it starts at the end
-					ends[topic][p] = o.Offset
-				}
-			}
+		f.logger.Warn("chains: finding where to read the upstreams' outcomes; retrying", "err", err, "retry_in", pause)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(pause):
 		}
 	}
 	behind := 0
@@ -198,6 +184,54 @@ func (f *Follower) Run(ctx context.Context) error {
 		f.setCaughtUp()
 	}
 	cl.AddConsumePartitions(start)
+	return f.tail(ctx, cl, ends, behind)
+}
+
+// positions returns, per topic and partition, the offset to start at (the first record at or after from less
+// FromMargin) and, for those that have records to read, the stable end as of now.
+func (f *Follower) positions(ctx context.Context, cl *kgo.Client, parts map[string][]int32) (map[string]map[int32]kgo.Offset, map[string]map[int32]int64, error) {
+	adm := kadm.NewClient(cl)
+	start := map[string]map[int32]kgo.Offset{}
+	for topic, ps := range parts {
+		listed, err := adm.ListOffsetsAfterMilli(ctx, f.from.Add(-FromMargin).UnixMilli(), topic)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing the offsets of %s: %w", topic, err)
+		}
+		start[topic] = map[int32]kgo.Offset{}
+		for _, p := range ps {
+			o, ok := listed.Lookup(topic, p)
+			switch {
+			case !ok || o.Err != nil:
+				return nil, nil, fmt.Errorf("listing the offsets of %s partition %d: %v", topic, p, o.Err)
+			case o.Offset >= 0:
+				start[topic][p] = kgo.NewOffset().At(o.Offset)
+			default: // nothing written since: from the end
+				start[topic][p] = kgo.NewOffset().AtEnd()
+			}
+		}
+	}
+	ends := map[string]map[int32]int64{} // the stable end of each partition as of the start: caught up once read to it
+	for topic, ps := range parts {
+		listed, err := adm.ListCommittedOffsets(ctx, topic)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing the end offsets of %s: %w", topic, err)
+		}
+		ends[topic] = map[int32]int64{}
+		for _, p := range ps {
+			o, ok := listed.Lookup(topic, p)
+			if !ok || o.Err != nil {
+				return nil, nil, fmt.Errorf("listing the end offsets of %s partition %d: %v", topic, p, o.Err)
+			}
+			if off := start[topic][p].EpochOffset().Offset; off >= 0 && off < o.Offset { // -1: it starts at the end
+				ends[topic][p] = o.Offset
+			}
+		}
+	}
+	return start, ends, nil
+}
+
+// tail reads the started client until ctx ends, behind partitions short of their end in ends.
+func (f *Follower) tail(ctx context.Context, cl *kgo.Client, ends map[string]map[int32]int64, behind int) error {
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -277,8 +311,8 @@ func (f *Follower) outcome(e ledger.Entry, ended []Ended) []Ended {
 		return ended
 	}
 	up, isUp := f.ups[name]
-	if !isUp || f.seen[e.ID] {
-		return ended
+	if !isUp || f.seen[e.ID] || !slot.After(f.last[name]) {
+		return ended // another schedule's, a shard already counted, or a slot that ended already
 	}
 	f.seen[e.ID] = true
 	k := slotKey{name, slot.Unix()}
@@ -307,6 +341,7 @@ func (f *Follower) outcome(e ledger.Entry, ended []Ended) []Ended {
 		o = Failure
 	}
 	delete(f.pending, k)
+	f.last[name] = slot
 	for s := range max(up.Shards, 1) {
 		delete(f.seen, idOf(name, slot, s, up.Shards))
 	}

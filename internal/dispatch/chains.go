@@ -41,6 +41,10 @@ type chains struct {
 	gates  map[string]gateOf
 	hist   map[string][]chain.Ended
 	parked map[*item]uint32
+	// caught is the follower's CaughtUp as of the last takeEnded, read before its Take: every slot that ended
+	// before the follower started is then in hist. followed are the upstreams the follower reads.
+	caught   bool
+	followed map[string]bool
 	// dirty says a change touched a chain or an upstream: the next refreshChains rebuilds them (a scan of
 	// every owned schedule, so it is done only then, and once at the term's start).
 	dirty bool
@@ -54,7 +58,16 @@ func (c *chains) involves(name string, old store.Entry, known bool) bool {
 	if _, up := c.down[name]; up {
 		return true
 	}
-	return known && isChain(old)
+	if c.required(name) {
+		return true
+	}
+	return known && (isChain(old) || isGated(old))
+}
+
+// isGated reports whether e has a gate (schedule.Spec.Requires).
+func isGated(e store.Entry) bool {
+	req, _ := e.Schedule.Requires()
+	return req != ""
 }
 
 // isChain reports whether e is a chain's definition (schedule.Spec.After).
@@ -110,6 +123,7 @@ func (t *leaderTerm) refreshChains(ctx context.Context) {
 		if !ok {
 			continue // written in the same breath as the chain, or deleted by a race: its next change refreshes
 		}
+		t.ensurePools(ctx, ue.Schedule.Pool()) // a pool this term leads nothing in yet
 		pt, ok := t.pools[ue.Schedule.Pool()]
 		if !ok {
 			continue // its pool is not ready: the pool's return refreshes the chains
@@ -120,6 +134,18 @@ func (t *leaderTerm) refreshChains(ctx context.Context) {
 	}
 	for _, names := range c.down {
 		slices.Sort(names)
+	}
+	watched := map[string]bool{}
+	for up := range c.down {
+		watched[up] = true
+	}
+	for _, g := range c.gates {
+		watched[g.schedule] = true
+	}
+	t.changes.watch(watched)
+	c.followed = map[string]bool{}
+	for up := range ups {
+		c.followed[up] = true
 	}
 	var sig strings.Builder
 	keys := make([]string, 0, len(ups))
@@ -138,6 +164,7 @@ func (t *leaderTerm) refreshChains(ctx context.Context) {
 		c.stop()
 		c.f, c.stop = nil, nil
 	}
+	c.held, c.caught = nil, false // the new follower reads them again
 	c.sig = sig.String()
 	if len(ups) == 0 {
 		return
@@ -174,10 +201,11 @@ func (t *leaderTerm) emitChains(ctx context.Context) error {
 	}
 	now := t.d.cfg.Now()
 	var ems []emission
+	inBatch := map[string]time.Time{} // each chain's last slot in this batch: a slot read twice is emitted once
 	for i, e := range ended {
 		for _, name := range c.down[e.Schedule] {
 			it, ok := t.pl.items[name]
-			if !ok || !e.Slot.After(c.base[name]) {
+			if !ok || !e.Slot.After(c.base[name]) || !e.Slot.After(inBatch[name]) {
 				continue
 			}
 			_, when := it.entry.Schedule.After()
@@ -192,6 +220,7 @@ func (t *leaderTerm) emitChains(ctx context.Context) error {
 			em := newEmission(it, []time.Time{e.Slot}, 0)
 			em.at = now
 			ems = append(ems, em)
+			inBatch[name] = e.Slot
 		}
 	}
 emit:
@@ -224,6 +253,7 @@ func (t *leaderTerm) takeEnded() {
 	if c == nil || c.f == nil {
 		return
 	}
+	c.caught = c.f.CaughtUp() // before Take: a follower caught up has handed over every slot read before
 	for _, e := range c.f.Take() {
 		if _, ok := c.down[e.Schedule]; ok {
 			c.held = append(c.held, e)
@@ -235,8 +265,8 @@ func (t *leaderTerm) takeEnded() {
 			c.hist[e.Schedule] = append(c.hist[e.Schedule], e)
 		}
 	}
-	c.pruneHist(t.d.cfg.Now())
-	if c.f.CaughtUp() && len(c.parked) > 0 {
+	c.pruneHist(t.d.cfg.Now(), t.pl.base)
+	if c.caught && len(c.parked) > 0 {
 		for it, gen := range c.parked {
 			t.pl.unpark(it, gen)
 		}

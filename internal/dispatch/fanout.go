@@ -19,8 +19,12 @@ import (
 type changeSub struct {
 	mu        sync.Mutex
 	names     map[string]struct{}
-	calendars bool          // a calendar changed since the last takeCalendars
-	notify    chan struct{} // capacity 1: a pending signal
+	calendars bool // a calendar changed since the last takeCalendars
+	// watched are the names the term's chains and gates read (their upstreams), which another leader may own:
+	// a change of one only sets watchedChanged (the term refreshes its chains), never enters names.
+	watched        map[string]bool
+	watchedChanged bool
+	notify         chan struct{} // capacity 1: a pending signal
 }
 
 // addCalendars tells the term that a calendar changed.
@@ -35,6 +39,44 @@ func (c *changeSub) addCalendars() {
 }
 
 // takeCalendars reports (and forgets) whether a calendar changed since the last call.
+// watch sets the names whose changes the term's chains and gates follow.
+func (c *changeSub) watch(names map[string]bool) {
+	c.mu.Lock()
+	c.watched = names
+	c.mu.Unlock()
+}
+
+// addWatched notes the changed names that the term watches.
+func (c *changeSub) addWatched(names []string) {
+	c.mu.Lock()
+	hit := false
+	for _, n := range names {
+		if c.watched[n] {
+			hit = true
+			break
+		}
+	}
+	if hit {
+		c.watchedChanged = true
+	}
+	c.mu.Unlock()
+	if hit {
+		select {
+		case c.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// takeWatched reports whether a watched name changed since the last call.
+func (c *changeSub) takeWatched() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	changed := c.watchedChanged
+	c.watchedChanged = false
+	return changed
+}
+
 func (c *changeSub) takeCalendars() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -110,6 +152,11 @@ func (d *Dispatcher) distribute(skip int32) {
 	names := d.view.TakeChanged()
 	if len(names) == 0 {
 		return
+	}
+	for k, c := range d.subs {
+		if k != skip {
+			c.addWatched(names) // the upstreams of a term's chains and gates, whoever leads them
+		}
 	}
 	if d.leaders <= 1 {
 		// One leader: every name is leader 0's, without hashing them (a View's load lists every name).

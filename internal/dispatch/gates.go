@@ -38,13 +38,15 @@ func (c *chains) required(name string) bool {
 	return false
 }
 
-// pruneHist drops the ended slots older than every window that could still ask for them.
-func (c *chains) pruneHist(now time.Time) {
-	var widest time.Duration
-	for _, g := range c.gates {
-		widest = max(widest, g.within)
+// pruneHist drops the ended slots older than every window that could still ask for them: those of the gated
+// schedules' next slots (after their bases, which catch-up after an outage may leave far behind now).
+func (c *chains) pruneHist(now time.Time, base func(string) time.Time) {
+	keep := now
+	for name, g := range c.gates {
+		if b := base(name).Add(-g.within - time.Hour); b.Before(keep) {
+			keep = b
+		}
 	}
-	keep := now.Add(-widest - time.Hour)
 	for name, h := range c.hist {
 		i := 0
 		for i < len(h) && h[i].Slot.Before(keep) {
@@ -71,7 +73,7 @@ func (t *leaderTerm) gateEmissions(ems []emission) []emission {
 			out = append(out, *em)
 			continue
 		}
-		if c.f == nil || !c.f.CaughtUp() {
+		if c.f == nil || !c.caught || !c.followed[g.schedule] {
 			if c.parked == nil {
 				c.parked = map[*item]uint32{}
 			}

@@ -435,6 +435,9 @@ func (t *leaderTerm) run(ctx context.Context) error {
 			if err := t.applyChanges(ctx); err != nil {
 				return err
 			}
+			if t.changes.takeWatched() && t.ch != nil {
+				t.ch.dirty = true // an upstream of a chain or gate changed (perhaps another leader's)
+			}
 			if t.ch.dirty {
 				t.refreshChains(ctx)
 			}
@@ -578,7 +581,7 @@ func (t *leaderTerm) applyChanges(ctx context.Context) error {
 	for _, name := range t.changes.take() {
 		old, known := pl.entry(name)
 		e, ok := d.view.Get(name)
-		if t.ch.involves(name, old, known) || (ok && isChain(e)) {
+		if t.ch.involves(name, old, known) || (ok && (isChain(e) || isGated(e))) {
 			t.ch.dirty = true
 		}
 		if ok {

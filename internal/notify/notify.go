@@ -6,7 +6,8 @@
 //
 //   - Content-Type: application/json
 //   - Tickgroup-Event: the notification's kind (for a breach: deadline_breach)
-//   - Tickgroup-Delivery: a unique ID of the notification, the same on every try (a receiver dedupes on it)
+//   - Tickgroup-Delivery: the notification's ID, the same on every try and from every sender of the same
+//     notification (a receiver dedupes on it)
 //   - Tickgroup-Timestamp: the Unix seconds of the try
 //   - Tickgroup-Signature: sha256=HEX, the HMAC-SHA256 under the secret of "TIMESTAMP.BODY" (absent without a
 //     secret). A receiver recomputes it, compares in constant time and refuses an old timestamp (a replay).
@@ -85,10 +86,14 @@ func New(name, url string, secret []byte, logger *slog.Logger, reg prometheus.Re
 	return w, nil
 }
 
-// Send enqueues a notification of kind event whose JSON is body. It never blocks: with the queue full, the
-// notification is dropped and counted.
-func (w *Webhook) Send(event string, body []byte) {
-	m := message{event: event, id: rand.Text(), body: body}
+// Send enqueues a notification of kind event whose JSON is body, with the delivery ID id (Tickgroup-Delivery:
+// the same for the same notification, whoever sends it; "" gets a random one). It never blocks: with the queue
+// full, the notification is dropped and counted.
+func (w *Webhook) Send(event, id string, body []byte) {
+	if id == "" {
+		id = rand.Text()
+	}
+	m := message{event: event, id: id, body: body}
 	select {
 	case w.queue <- m:
 	default:

@@ -49,7 +49,7 @@ func TestWebhookRetriesSignsAndGivesUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- w.Run(ctx) }()
-	w.Send("deadline_breach", []byte(`{"id":"a@1"}`))
+	w.Send("deadline_breach", "", []byte(`{"id":"a@1"}`))
 	if body := <-got; string(body) != `{"id":"a@1"}` {
 		t.Errorf("delivered %s", body)
 	}
@@ -60,7 +60,7 @@ func TestWebhookRetriesSignsAndGivesUp(t *testing.T) {
 	mu.Unlock()
 
 	w.url = "http://127.0.0.1:1/" // nothing listens
-	w.Send("deadline_breach", []byte(`{}`))
+	w.Send("deadline_breach", "", []byte(`{}`))
 	kafkatest.Eventually(t, 10*time.Second, "the undeliverable notification counted dropped", func() bool {
 		return value(w.failed.WithLabelValues("tries")) == 1
 	})

@@ -33,7 +33,7 @@ type watch struct {
 
 	mu                sync.Mutex
 	startBy, finishBy time.Time // zero: not watched
-	started           bool
+	started, stopped  bool
 	seen              map[string]bool
 	timers            []*time.Timer
 }
@@ -57,6 +57,9 @@ func (w *Worker) watchDeadlines(rec *kgo.Record, t tick.Tick) *watch {
 			continue
 		}
 		*d.instant = at.Add(by)
+		if !d.instant.After(now) {
+			continue // passed already: a late start (starts) or a late end (stop) says so, if the tick runs at all
+		}
 		deadline := d.deadline
 		x.timers = append(x.timers, time.AfterFunc(d.instant.Sub(now), func() { x.passed(deadline) }))
 	}
@@ -66,7 +69,7 @@ func (w *Worker) watchDeadlines(rec *kgo.Record, t tick.Tick) *watch {
 // passed is deadline's timer: the run has not started (start_by) or not finished (finish_by).
 func (x *watch) passed(deadline string) {
 	x.mu.Lock()
-	breach := deadline == ledger.DeadlineFinishBy || !x.started
+	breach := !x.stopped && (deadline == ledger.DeadlineFinishBy || !x.started)
 	x.mu.Unlock()
 	if breach {
 		x.breach(deadline, x.w.cfg.Now())
@@ -94,6 +97,7 @@ func (x *watch) stop(at time.Time, ran bool) {
 		return
 	}
 	x.mu.Lock()
+	x.stopped = true
 	for _, tm := range x.timers {
 		tm.Stop()
 	}
@@ -132,7 +136,7 @@ func (x *watch) breach(deadline string, at time.Time) {
 		})
 	}
 	if w.breachHook != nil {
-		body, _ := json.Marshal(b) // no value of its fields fails
-		w.breachHook.Send("deadline_breach", body)
+		body, _ := json.Marshal(b)                                                           // no value of its fields fails
+		w.breachHook.Send("deadline_breach", string(ledger.BreachKey(t.ID, deadline)), body) // one delivery ID per breach, whoever sees it
 	}
 }

@@ -88,8 +88,8 @@ type Term struct {
 	// MemberID and Generation are the group membership under which partition 0 was assigned.
 	MemberID   string
 	Generation int32
-	// Unreachable returns when the membership's group client last failed to reach a broker (a failed dial, or a
-	// request cut off), the zero time if it never did: a term's stall watchdog counts a stall only from then on
+	// Unreachable returns when the membership's group client last failed to reach its group coordinator (a
+	// failed dial, or a group request cut off), the zero time if it never did: a term's stall watchdog counts a stall only from then on
 	// (see reach). Nil in a Term made by hand: never.
 	Unreachable func() time.Time
 }
@@ -285,7 +285,7 @@ func (e *Elector) member(ctx context.Context) error {
 	if e.cfg.InstanceID != "" {
 		role = append(role, kgo.InstanceID(e.cfg.InstanceID))
 	}
-	r := &reach{}
+	r := newReach()
 	cl, err := kgo.NewClient(append(append(e.opts[:len(e.opts):len(e.opts)], role...),
 		kgo.WithHooks(r),
 		kgo.ConsumerGroup(e.cfg.Group),

@@ -16,14 +16,7 @@ type Move func(after time.Time) (at, slot time.Time)
 // last emitted instant) only grows; SlotOf gives each run's identity. It replaces any Skip or Move s had
 // (Skipping(nil) removes both). The copy shares everything else with s.
 func (s *Schedule) Moving(move Move) *Schedule {
-	c := *s
-	x := rare{}
-	if s.x != nil {
-		x = *s.x
-	}
-	x.skip, x.move = nil, move
-	c.x = &x
-	return &c
+	return s.withRare(func(x *rare) { x.skip, x.move = nil, move })
 }
 
 // Moves reports whether s has a Move (Moving): its instants may not be its slots.

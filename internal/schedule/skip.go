@@ -30,12 +30,17 @@ const (
 // The copy shares everything else with s (Spec is s's: a Skip is no part of the definition). It also removes a
 // Move (Moving): Skipping(nil) is s's own slots.
 func (s *Schedule) Skipping(skip Skip) *Schedule {
+	return s.withRare(func(x *rare) { x.skip, x.move = skip, nil })
+}
+
+// withRare returns a copy of s whose rarely set fields are s's as set changes them (s keeps its own).
+func (s *Schedule) withRare(set func(x *rare)) *Schedule {
 	c := *s
 	x := rare{}
 	if s.x != nil {
 		x = *s.x
 	}
-	x.skip, x.move = skip, nil
+	set(&x)
 	c.x = &x
 	return &c
 }

@@ -28,13 +28,13 @@ func TestE2ECalendarExcludesSlotAcrossFailover(t *testing.T) {
 	f.cli("calendar", "put", "hol", "--dates", "2020-01-01")
 	f.cli("schedule", "put", "beat", "--every", "1s", "--catchup", "all", "--exclude", "hol")
 	f.cli("schedule", "put", "ctl", "--every", "1s", "--catchup", "all")
-	// A run moved by previous_business_day: a cron schedule whose one slot is tomorrow at the first whole
-	// minute 20 s or more from now (UTC), and a calendar excluding tomorrow. It runs today at that time, as the
-	// tick of tomorrow's slot, once, across the failover below.
-	target := time.Now().UTC().Add(20 * time.Second).Truncate(time.Minute).Add(time.Minute)
+	// A run moved by previous_business_day: a cron schedule (with seconds) whose one slot is tomorrow, 25 s
+	// from now's time of day (UTC), and a calendar excluding tomorrow. It runs today at that time, as the tick
+	// of tomorrow's slot, once, across the failover below.
+	target := time.Now().UTC().Add(25 * time.Second).Truncate(time.Second)
 	tomorrow := target.AddDate(0, 0, 1)
 	f.cli("calendar", "put", "tomorrow", "--dates", tomorrow.Format(time.DateOnly))
-	f.cli("schedule", "put", "moved", "--cron", tomorrow.Format("4 15 2 1 *"), "--exclude", "tomorrow", "--on-excluded", "previous_business_day")
+	f.cli("schedule", "put", "moved", "--cron", tomorrow.Format("5 4 15 2 1 *"), "--exclude", "tomorrow", "--on-excluded", "previous_business_day")
 	ticks := f.collect()
 	replicas := []*proc{f.ticker("a"), f.ticker("b")}
 	lead := leaderOf(t, 30*time.Second, replicas...)

@@ -42,25 +42,11 @@ func checkChains(current map[string]store.Entry, ws []store.Change) error {
 		}
 	}
 	for _, name := range deleted {
-		var followers []string
-		for f, up := range after {
-			if up == name {
-				followers = append(followers, f)
-			}
-		}
-		if len(followers) > 0 {
-			slices.Sort(followers)
+		if followers := namedBy(after, name); len(followers) > 0 {
 			refuse(fmt.Errorf("schedule %s: still followed by %s (after): delete them, or let them follow another schedule, first",
 				errlimit.Quote(name), quoteList(followers)))
 		}
-		var gated []string
-		for g, req := range gates {
-			if req == name {
-				gated = append(gated, g)
-			}
-		}
-		if len(gated) > 0 {
-			slices.Sort(gated)
+		if gated := namedBy(gates, name); len(gated) > 0 {
 			refuse(fmt.Errorf("schedule %s: still required by %s (requires): change their gates first", errlimit.Quote(name), quoteList(gated)))
 		}
 	}
@@ -92,6 +78,18 @@ func checkChains(current map[string]store.Entry, ws []store.Change) error {
 		}
 	}
 	return invalid(errors.Join(errs...))
+}
+
+// namedBy returns the schedules of links (schedule -> the schedule it names) that name name, sorted.
+func namedBy(links map[string]string, name string) []string {
+	var out []string
+	for s, n := range links {
+		if n == name {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // cycle writes a cycle of chains as "a after b after c after a".

@@ -141,18 +141,7 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 	}
 	fmt.Fprintf(stdout, "ratio:  worker/raw = %.3f\n", wRate/rawRate)
 	printPerPartition(stdout, counts, done)
-	fmt.Fprintf(stdout, "cost:   %.1f µs of CPU per tick (this process: the worker and its Kafka clients; %.2f cores), %.0f allocations per tick\n",
-		float64(cpu.Microseconds())/float64(*n), cpu.Seconds()/wd.Seconds(), float64(allocs)/float64(*n))
-	if machine0.ok && machine.ok && machine.total > machine0.total {
-		ncpu := runtime.NumCPU()
-		busy := float64(machine.busy-machine0.busy) / float64(machine.total-machine0.total)
-		line := fmt.Sprintf("machine: %.2f of %d CPUs busy over the worker phase", busy*float64(ncpu), ncpu)
-		if *brokerPID != 0 && brokerErr == nil {
-			b := broker1 - broker0
-			line += fmt.Sprintf("; the broker (pid %d) %.1f µs of CPU per tick (%.2f cores)", *brokerPID, float64(b.Microseconds())/float64(*n), b.Seconds()/wd.Seconds())
-		}
-		fmt.Fprintln(stdout, line)
-	}
+	printCost(stdout, *n, wd, cpu, allocs, machine0, machine, *brokerPID, broker1-broker0, brokerErr)
 	printMemory(stdout)
 	if *limited {
 		if err := limitedPhase(ctx, stdout, *brokers, *n, *parts, *schedules, *concurrency, *workers, *sleep, *keep, wRate); err != nil {
@@ -163,6 +152,23 @@ func runWorkerBench(ctx context.Context, args []string, getenv func(string) stri
 		return herdPhase(ctx, stdout, *brokers, *herd, *parts, *concurrency, *workers, wRate, fillRate, *keep)
 	}
 	return nil
+}
+
+// printCost prints what the worker phase of n ticks over d cost: this process's CPU (cpu) and allocations, how
+// busy the machine's CPUs were between machine0 and machine, and, with brokerPID, the broker's CPU (broker).
+func printCost(stdout io.Writer, n int, d, cpu time.Duration, allocs uint64, machine0, machine machineCPU, brokerPID int, broker time.Duration, brokerErr error) {
+	fmt.Fprintf(stdout, "cost:   %.1f µs of CPU per tick (this process: the worker and its Kafka clients; %.2f cores), %.0f allocations per tick\n",
+		float64(cpu.Microseconds())/float64(n), cpu.Seconds()/d.Seconds(), float64(allocs)/float64(n))
+	if !machine0.ok || !machine.ok || machine.total <= machine0.total {
+		return
+	}
+	ncpu := runtime.NumCPU()
+	busy := float64(machine.busy-machine0.busy) / float64(machine.total-machine0.total)
+	line := fmt.Sprintf("machine: %.2f of %d CPUs busy over the worker phase", busy*float64(ncpu), ncpu)
+	if brokerPID != 0 && brokerErr == nil {
+		line += fmt.Sprintf("; the broker (pid %d) %.1f µs of CPU per tick (%.2f cores)", brokerPID, float64(broker.Microseconds())/float64(n), broker.Seconds()/d.Seconds())
+	}
+	fmt.Fprintln(stdout, line)
 }
 
 // printMemory prints this process's Go heap and resident memory.

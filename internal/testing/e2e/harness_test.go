@@ -412,7 +412,7 @@ func containsFold(s, sub string) bool {
 func fmtSscan(s string, v *float64) (int, error) { return fmt.Sscanf(s, "%g", v) }
 
 // logLines is how many lines of each process's log a failed test prints: E2E_LOG_LINES, or 60. E2E_WORKER_LOG_LEVEL sets the workers' --log-level (info by default); E2E_LOG_DIR, when set, receives
-// every process's whole log on failure.
+// every process's whole log on failure, and the handlers' log of every test that has one (worker_test.go).
 func logLines() int {
 	if n, err := strconv.Atoi(os.Getenv("E2E_LOG_LINES")); err == nil && n > 0 {
 		return n

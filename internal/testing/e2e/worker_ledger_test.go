@@ -113,11 +113,13 @@ func TestE2ELedgerChurn(t *testing.T) {
 			prev := xs[i-1]
 			if prev.done && prev.result == "ok" {
 				// The one window no ledger can close: the handler had exited, and its worker was killed before
-				// the outcome record was acknowledged. Allowed only when the kill followed the run at once.
+				// the outcome record was acknowledged. Allowed only when the kill followed the run closely: within
+				// what an outcome's write can take on a loaded machine (the suite runs tests in parallel on 2
+				// cores). That no outcome of the first run was written is checked exactly below: one per tick.
 				e.mu.Lock()
 				at, wasKilled := e.killAt[prev.worker]
 				e.mu.Unlock()
-				if !wasKilled || at.Sub(prev.last) > 500*time.Millisecond || at.Before(prev.last.Add(-50*time.Millisecond)) {
+				if !wasKilled || at.Sub(prev.last) > 2*time.Second || at.Before(prev.last.Add(-50*time.Millisecond)) {
 					t.Errorf("tick %s ran again (attempt %s on %s) after it had finished on %s at %s (killed: %v at %s)", id, x.attempt, x.worker, prev.worker,
 						prev.last.Format("15:04:05.000"), wasKilled, at.Format("15:04:05.000"))
 				} else {

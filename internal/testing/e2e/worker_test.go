@@ -54,6 +54,9 @@ func setup(t *testing.T) *env {
 	cfg := kafka.Config{Brokers: brokers, Namespace: f.ns}
 	e := &env{t: t, f: f, ns: f.ns, brokers: brokers, names: cfg.Names(), killed: map[string]bool{}, killAt: map[string]time.Time{}}
 	e.log = filepath.Join(t.TempDir(), "handler.log")
+	if dir := os.Getenv("E2E_LOG_DIR"); dir != "" {
+		e.log = filepath.Join(dir, t.Name()+"-handler.log") // kept, beside the processes' logs of a failure
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	adm := kafkatest.Admin(t)
@@ -83,6 +86,13 @@ func (e *env) start(handlerEnv []string, extra ...string) *proc {
 	id := "w" + strconv.Itoa(n)
 	args := append([]string{"run", "--start", "earliest", "--session-timeout", "6s", "--log-level", cmp.Or(os.Getenv("E2E_WORKER_LOG_LEVEL"), "info"), "--worker-id", id}, extra...)
 	return e.f.startEnv(id, "worker", append([]string{"HANDLER_LOG=" + e.log}, handlerEnv...), args...)
+}
+
+// wasKilled reports whether the worker named was killed by kill9.
+func (e *env) wasKilled(worker string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.killed[worker]
 }
 
 func (e *env) kill9(p *proc) {

@@ -64,11 +64,14 @@ func runEmitBench(ctx context.Context, args []string, getenv func(string) string
 	}
 	defer cleanup()
 	extra := o.tickerArgs()
-	leaderProc, err := startTicker(bin, o.brokers, ns.cfg.Namespace, "leader", extra, stderr)
+	replicas, err := startReplicas(bin, o, ns.cfg.Namespace, extra, stderr)
+	for _, p := range replicas {
+		defer p.stop()
+	}
 	if err != nil {
 		return err
 	}
-	defer leaderProc.stop()
+	leaderProc := replicas[0]
 
 	// Tick arrivals, read_committed.
 	ticks, err := consumeArrivals(ctx, ns.opts, ns.names.Work)
@@ -77,7 +80,7 @@ func runEmitBench(ctx context.Context, args []string, getenv func(string) string
 	}
 	defer ticks.stop()
 
-	r := &emitRun{o: o, ns: ns, base: b, bin: bin, extra: extra, leader: leaderProc, ticks: ticks,
+	r := &emitRun{o: o, ns: ns, base: b, bin: bin, extra: extra, leader: leaderProc, replicas: replicas, ticks: ticks,
 		baselines: []baselineRun{{at: b.at, rate: b.rate}}, stdout: stdout, stderr: stderr}
 	defer r.stopStandby()
 	if err := r.watch(ctx); err != nil {
@@ -91,6 +94,9 @@ func runEmitBench(ctx context.Context, args []string, getenv func(string) string
 	final := leaderProc.scrape()
 	if leaderProc.killed && r.standby != nil {
 		final = r.standby.scrape() // the counters of the term that finished the run
+	}
+	if len(replicas) > 1 {
+		final = liveCounters(replicas)
 	}
 	if o.profileDir != "" && !leaderProc.killed {
 		saveProfile(leaderProc.addr, filepath.Join(o.profileDir, "heap-end.pb.gz"))
@@ -111,6 +117,8 @@ type emitOptions struct {
 	takeover   bool
 	lead       time.Duration
 	leaders    int
+	replicas   int
+	killOne    bool
 	profileDir string
 }
 
@@ -129,6 +137,8 @@ func parseEmitOptions(args []string, getenv func(string) string, stderr io.Write
 	fs.BoolVar(&o.takeover, "takeover", false, "run a standby ticker beside the leader and SIGKILL the leader halfway through the run; report the takeover time, the state rebuild, the lag around it and every slot missing or doubled")
 	fs.DurationVar(&o.lead, "lead", -1, "the tickers' --lead (default: theirs)")
 	fs.IntVar(&o.leaders, "leaders", 1, "leaders of the namespace (ticker init --leaders): the one ticker process leads them all; the lag is also reported per leader")
+	fs.IntVar(&o.replicas, "replicas", 1, "ticker processes started at once, sharing the --leaders: each one's peak RSS is reported")
+	fs.BoolVar(&o.killOne, "kill-one", false, "with --replicas 2 or more: SIGKILL the replica leading the most leaders halfway through the run, and report the ticks its takeover made late and every slot missing or doubled")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "write the leader's heap profiles to this directory: heap-peak.pb.gz whenever its RSS reaches a new peak (at most every 2s), heap-end.pb.gz at the end")
 	fs.Usage = cli.Usage(fs, emitUsage)
 	if err := cli.Parse(fs, args, getenv); err != nil {
@@ -139,6 +149,14 @@ func parseEmitOptions(args []string, getenv func(string) string, stderr io.Write
 	}
 	if o.leaders < 1 || o.leaders > kafka.MaxLeaders {
 		return o, cli.Usagef("--leaders %d: want 1 to %d", o.leaders, kafka.MaxLeaders)
+	}
+	switch {
+	case o.replicas < 1 || o.replicas > 16:
+		return o, cli.Usagef("--replicas %d: want 1 to 16", o.replicas)
+	case o.killOne && o.replicas < 2:
+		return o, cli.Usagef("--kill-one needs --replicas 2 or more")
+	case o.takeover && o.replicas > 1:
+		return o, cli.Usagef("--takeover runs one leader and a standby: use --kill-one with --replicas")
 	}
 	return o, nil
 }
@@ -159,7 +177,12 @@ machine's speed drifts over the minutes of a run.
 
 With --takeover a standby ticker starts beside the leader once the leader emits, and the leader gets SIGKILL
 halfway through the run: the report adds the takeover time, both terms' start phases (from their logs), the
-lag of the slots around the kill, the slots missing or doubled, and the standby's memory.`
+lag of the slots around the kill, the slots missing or doubled, and the standby's memory.
+
+With --replicas R, R ticker processes start at once and share the namespace's --leaders; the report gives each
+one's peak RSS ("peak RSS N MiB"). With --kill-one, the replica leading the most leaders gets SIGKILL halfway
+through the run, and the report says how many ticks of the slots after the kill were visible after their slot
+("N ticks late after the takeover") and which slots went missing or doubled.`
 
 // tickerArgs are the flags the benchmark passes to each ticker it starts.
 func (o emitOptions) tickerArgs() []string {
@@ -255,7 +278,14 @@ type emitRun struct {
 	bin    string
 	extra  []string
 	leader *tickerProc
-	ticks  *arrivalConsumer
+	// replicas are the ticker processes of --replicas, leader the first (one process without it).
+	replicas []*tickerProc
+	ticks    *arrivalConsumer
+
+	// With --kill-one: the replica killed, the leaders it led then, and when.
+	victim    *tickerProc
+	victimLed int
+	victimAt  time.Time
 
 	standby                 *tickerProc
 	killedAt                time.Time
@@ -278,6 +308,9 @@ func (r *emitRun) stopStandby() {
 // sample records the peak memory of each ticker process.
 func (r *emitRun) sample() {
 	r.leader.sample(r.o.profileDir)
+	for _, p := range r.replicas[1:] {
+		p.sample("")
+	}
 	if r.standby != nil {
 		rss := r.standby.sample("")
 		if r.killedAt.IsZero() {
@@ -288,8 +321,9 @@ func (r *emitRun) sample() {
 	}
 }
 
-// again reports whether the baseline is measured again between slots (all schedules on one slot, no takeover).
-func (r *emitRun) again() bool { return !r.o.spread && !r.o.takeover }
+// again reports whether the baseline is measured again between slots (all schedules on one slot, no takeover,
+// no kill).
+func (r *emitRun) again() bool { return !r.o.spread && !r.o.takeover && !r.o.killOne }
 
 // rebaseline measures the raw baseline again.
 func (r *emitRun) rebaseline(ctx context.Context) error {
@@ -343,6 +377,7 @@ func (r *emitRun) watch(ctx context.Context) error {
 		if err := r.takeover(got, want); err != nil {
 			return err
 		}
+		r.killOne(got, want)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -400,6 +435,10 @@ func (r *emitRun) report(final admin.Samples) {
 	bySlot := r.reportLag(arrivals)
 	if !r.o.spread {
 		r.reportSlots(bySlot)
+	}
+	if len(r.replicas) > 1 {
+		r.reportReplicas(final, arrivals)
+		return
 	}
 	fmt.Fprintf(stdout, "leader memory: peak RSS %.0f MiB (%.0f B a schedule), peak Go heap in use %.0f MiB; transactions committed %.0f, ticks emitted %.0f (the last leader's counters)\n",
 		r.leader.peakRSS/(1<<20), r.leader.peakRSS/float64(r.o.n), r.leader.peakHeap/(1<<20), final[`tickgroup_transactions_total{result="committed"}`], final["tickgroup_ticks_emitted_total"])
@@ -772,13 +811,22 @@ func reportTakeover(w io.Writer, arrivals []arrival, killedAt time.Time, standby
 			around = append(around, a.lag())
 		}
 	}
+	missing, doubled, schedules := gaps(arrivals, every)
+	fmt.Fprintf(w, "takeover: kill -> first tick of the new term (epoch > %d) visible: %v; new leader's term start: %s\n",
+		oldEpoch, takeover.Round(time.Millisecond), standby.termStart())
+	fmt.Fprintf(w, "takeover: lag of the %d ticks of the slots around it (slot -> visible): %s\n", len(around), quantiles(around))
+	fmt.Fprintf(w, "takeover: %d slots missing, %d doubled, over %d schedules\n", missing, doubled, schedules)
+	fmt.Fprintf(w, "takeover: standby peak RSS %.0f MiB while it waited; peak RSS %.0f MiB as the new leader\n", standbyRSS/(1<<20), takeoverRSS/(1<<20))
+}
+
+// gaps counts, per schedule, the slots missing between its first and last slot seen and the slots seen twice.
+func gaps(arrivals []arrival, every time.Duration) (missing, doubled, schedules int) {
 	type span struct {
 		min, max int64
 		n        int
 	}
 	seen := make(map[uint64]uint8, len(arrivals))
 	spans := map[int32]*span{}
-	doubled := 0
 	for _, a := range arrivals {
 		k := uint64(uint32(a.sched))<<32 | uint64(uint32(a.slot))
 		if seen[k]++; seen[k] > 1 {
@@ -793,16 +841,11 @@ func reportTakeover(w io.Writer, arrivals []arrival, killedAt time.Time, standby
 		sp.min, sp.max = min(sp.min, a.slot), max(sp.max, a.slot)
 		sp.n++
 	}
-	missing := 0
-	step := int64(every / time.Second)
+	step := int64(max(every/time.Second, 1))
 	for _, sp := range spans {
 		missing += int((sp.max-sp.min)/step+1) - sp.n
 	}
-	fmt.Fprintf(w, "takeover: kill -> first tick of the new term (epoch > %d) visible: %v; new leader's term start: %s\n",
-		oldEpoch, takeover.Round(time.Millisecond), standby.termStart())
-	fmt.Fprintf(w, "takeover: lag of the %d ticks of the slots around it (slot -> visible): %s\n", len(around), quantiles(around))
-	fmt.Fprintf(w, "takeover: %d slots missing, %d doubled, over %d schedules\n", missing, doubled, len(spans))
-	fmt.Fprintf(w, "takeover: standby peak RSS %.0f MiB while it waited; peak RSS %.0f MiB as the new leader\n", standbyRSS/(1<<20), takeoverRSS/(1<<20))
+	return missing, doubled, len(spans)
 }
 
 func loadSchedules(ctx context.Context, base []kgo.Opt, topic string, n int, every time.Duration, spread bool) error {

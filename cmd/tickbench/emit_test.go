@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"testing"
 	"time"
 
@@ -60,5 +61,39 @@ func TestMedian(t *testing.T) {
 	}
 	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
 		t.Errorf("median(4, 1, 3, 2) = %v", got)
+	}
+}
+
+// gaps counts a slot between a schedule's first and last seen that never came, and a slot seen twice.
+func TestGaps(t *testing.T) {
+	at := func(sched int32, slots ...int64) []arrival {
+		var as []arrival
+		for _, s := range slots {
+			as = append(as, arrival{sched: sched, slot: s})
+		}
+		return as
+	}
+	as := append(at(1, 0, 10, 20, 40), at(2, 5, 15, 15, 25)...)
+	missing, doubled, schedules := gaps(as, 10*time.Second)
+	if missing != 1 || doubled != 1 || schedules != 2 {
+		t.Fatalf("gaps = %d missing, %d doubled, %d schedules; want 1, 1, 2", missing, doubled, schedules)
+	}
+}
+
+// --kill-one needs replicas to kill one of, and --takeover is a one-leader run of its own.
+func TestEmitReplicaFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"--replicas", "3", "--kill-one", "--leaders", "12"}, true},
+		{[]string{"--kill-one"}, false},
+		{[]string{"--replicas", "0"}, false},
+		{[]string{"--replicas", "2", "--takeover"}, false},
+	} {
+		o, err := parseEmitOptions(c.args, func(string) string { return "" }, io.Discard)
+		if (err == nil) != c.ok {
+			t.Errorf("%v: %+v, %v; want ok %v", c.args, o, err, c.ok)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package tickgroup
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"slices"
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/backfill"
@@ -132,6 +134,11 @@ type ChangeRecord struct {
 	// record, as the change says; false when compaction has removed it since (the change cannot be checked any
 	// more). A change the topic contradicts is never returned (ChangeLogStats.Forged).
 	Confirmed bool
+	// Bulk, when not 0, is the number of changes logged with this one in a record of a bulk apply (BulkApply):
+	// Before is then not recorded, and After is the schedules topic's record, known only while Confirmed.
+	Bulk int
+	// Deleted reports that the change deleted the schedule.
+	Deleted bool
 }
 
 // ChangeAuthor is who made a change, as far as the writer knew.
@@ -192,7 +199,7 @@ func (s *Schedules) ChangeLog(ctx context.Context, name string, since time.Time)
 func changeRecord(e changelog.Entry) ChangeRecord {
 	r := ChangeRecord{Op: ChangeLogOp(e.Op), Schedule: e.Schedule, Limit: e.Limit, Calendar: e.Calendar, At: e.At, LoggedAt: e.Time, Reason: e.Reason, Version: e.Offset,
 		By:        ChangeAuthor{Principal: e.By.Principal, User: e.By.User, Host: e.By.Host, Name: e.By.Name},
-		Confirmed: e.Status == changelog.Confirmed, Trigger: e.Trigger}
+		Confirmed: e.Status == changelog.Confirmed, Trigger: e.Trigger, Bulk: e.Bulk}
 	switch {
 	case changelog.IsBackfill(e.Op):
 		r.Backfill = changelog.BackfillID(e.After)
@@ -204,6 +211,7 @@ func changeRecord(e changelog.Entry) ChangeRecord {
 		r.CalendarAfter = publicCalendar(changelog.DecodeCalendar(e.Calendar, e.After))
 		return r
 	}
+	r.Deleted = !changelog.IsBackfill(e.Op) && e.Op != changelog.OpTrigger && e.Change.Deleted()
 	if sp := changelog.Spec(e.Before); sp != nil {
 		b := fromSpec(*sp)
 		r.Before = &b
@@ -252,6 +260,36 @@ func (s *Schedules) logChanges(ctx context.Context, cs []changelog.Change, offse
 	}
 	if err := changelog.Write(ctx, s.cl, s.names.Changes, cs...); err != nil {
 		return fmt.Errorf("the schedules were written, but not their change-log record: %w", err)
+	}
+	return nil
+}
+
+// checkBulk checks the author and the reason of o as a bulk record of the change log will check them (name is
+// a schedule of the apply): nothing is written of an apply the log would refuse.
+func (s *Schedules) checkBulk(o changeOpts, name string) error {
+	c := changelog.Change{Op: changelog.OpApplyBulk, At: time.Now().UTC(), By: s.who(o), Reason: o.reason, Items: []changelog.Item{{Schedule: name}}, Applied: 1}
+	if _, err := changelog.Encode(c); err != nil {
+		return invalid(err)
+	}
+	return nil
+}
+
+// logBulk records the changes of ws written at offsets (a prefix of ws, when a write failed) in the change log
+// compactly: up to changelog.MaxBulk in a record, each by its schedule and offset, in the order of the offsets.
+func (s *Schedules) logBulk(ctx context.Context, o changeOpts, ws []store.Change, offsets []int64) error {
+	items := make([]changelog.Item, len(offsets))
+	for i, off := range offsets {
+		items[i] = changelog.Item{Schedule: ws[i].Name, Offset: off, Deleted: ws[i].Op == store.OpDelete}
+	}
+	slices.SortFunc(items, func(a, b changelog.Item) int { return cmp.Compare(a.Offset, b.Offset) })
+	who, now := s.who(o), time.Now().UTC()
+	var cs []changelog.Change
+	for chunk := range slices.Chunk(items, changelog.MaxBulk) {
+		cs = append(cs, changelog.Change{Op: changelog.OpApplyBulk, At: now, By: who, Reason: o.reason, Items: chunk, Offset: chunk[0].Offset,
+			Applied: len(items)})
+	}
+	if err := changelog.Write(ctx, s.cl, s.names.Changes, cs...); err != nil {
+		return fmt.Errorf("the schedules were written, but not their change-log records: %w", err)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/changelog"
+	"github.com/tickgroup/tickgroup/internal/kafka"
 )
 
 // TestChangeLogRoundTrip: every change of the schedules client is in the change log with its reason, its author
@@ -463,5 +464,99 @@ func TestChangeLogOfOneSchedule(t *testing.T) {
 	}
 	if got := of("s03"); len(got) != 8 || !got[6].Confirmed || got[6].Op != tickgroup.ChangeLogBackfill || got[7].Op != tickgroup.ChangeLogDelete {
 		t.Errorf("the changes of s03: %+v", got)
+	}
+}
+
+// An apply of BulkApply changes or more is logged compactly: a record per 2,000 changes, each change by its
+// schedule and version. Read back, each is a change of its own, confirmed by the schedules topic, with the
+// definition it wrote (from that topic) and no definition before; its deletions are told apart. An apply below
+// the threshold is logged a change a record, its definitions before and after included.
+func TestChangeLogOfBulkApply(t *testing.T) {
+	k := testKafka(t)
+	ctx := t.Context()
+	s, err := tickgroup.NewSchedules(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	since := time.Now().Add(-time.Second)
+	n := tickgroup.BulkApply + 1500
+	want := make([]tickgroup.Schedule, n)
+	for i := range want {
+		want[i] = tickgroup.Schedule{Name: fmt.Sprintf("b%05d", i), Every: tickgroup.Duration(time.Minute)}
+	}
+	if _, err := s.Apply(ctx, want, false, tickgroup.Reason("bulk"), tickgroup.By("deploy")); err != nil {
+		t.Fatal(err)
+	}
+	// The second apply: 10 changed and the last 1,000 pruned (1,010 changes: logged in bulk too).
+	for i := range 10 {
+		want[i].Every = tickgroup.Duration(time.Hour)
+	}
+	if _, err := s.Apply(ctx, want[:n-1000], true); err != nil {
+		t.Fatal(err)
+	}
+	// The third: one change, logged alone.
+	want[20].Every = tickgroup.Duration(2 * time.Hour)
+	if _, err := s.Apply(ctx, want[:n-1000], true); err != nil {
+		t.Fatal(err)
+	}
+
+	keys := map[string]int{}
+	if _, err := kafka.ReadStable(ctx, []kgo.Opt{kgo.SeedBrokers(k.Brokers...)}, k.Namespace+".changes", 0, func(r *kgo.Record) error {
+		if !r.Attrs.IsControl() {
+			keys[string(r.Key)]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if keys["~apply"] != 3 || keys["b00020"] != 1 || len(keys) != 2 {
+		t.Errorf("change-log records by key: %v; want 2 bulk records for %d changes, 1 for 1,010, and b00020's own", keys, n)
+	}
+
+	all, stats, err := s.ChangeLog(ctx, "", since)
+	if err != nil || stats != (tickgroup.ChangeLogStats{}) {
+		t.Fatalf("ChangeLog: %v, %+v", err, stats)
+	}
+	if len(all) != n+1010+1 {
+		t.Fatalf("%d changes read, want %d", len(all), n+1010+1)
+	}
+	first, second, third := all[:n], all[n:n+1010], all[n+1010]
+	for i, r := range first {
+		if r.Bulk != n || r.Before != nil || r.Deleted || r.Reason != "bulk" || r.By.Name != "deploy" || r.Op != tickgroup.ChangeLogApply {
+			t.Fatalf("first apply, change %d: %+v", i, r)
+		}
+		// Compaction has not run: the record of every change is there, but the 10 the second apply replaced
+		// are still the first apply's (a compacted topic keeps them until its cleaner runs).
+		if !r.Confirmed || r.After == nil || r.After.Name != r.Schedule {
+			t.Fatalf("first apply, change %d: confirmed %v, after %+v", i, r.Confirmed, r.After)
+		}
+	}
+	deleted := 0
+	for _, r := range second {
+		if r.Bulk != 1010 || !r.Confirmed {
+			t.Fatalf("second apply: %+v", r)
+		}
+		if r.Deleted {
+			deleted++
+			if r.After != nil {
+				t.Errorf("a deletion of %s with a definition after", r.Schedule)
+			}
+		} else if time.Duration(r.After.Every) != time.Hour {
+			t.Errorf("%s changed to %v, want 1h", r.Schedule, r.After.Every)
+		}
+	}
+	if deleted != 1000 {
+		t.Errorf("%d deletions in the second apply, want 1,000", deleted)
+	}
+	if third.Bulk != 0 || third.Before == nil || time.Duration(third.Before.Every) != time.Minute || time.Duration(third.After.Every) != 2*time.Hour {
+		t.Errorf("the one change of the third apply: %+v", third)
+	}
+
+	// One schedule's log finds its changes in the bulk records.
+	got, stats, err := s.ChangeLog(ctx, "b00005", since)
+	if err != nil || stats != (tickgroup.ChangeLogStats{}) || len(got) != 2 || got[0].Bulk != n || got[1].Bulk != 1010 ||
+		time.Duration(got[1].After.Every) != time.Hour || !got[1].Confirmed {
+		t.Errorf("ChangeLog(b00005) = %+v, %+v, %v", got, stats, err)
 	}
 }

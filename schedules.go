@@ -160,20 +160,41 @@ func (s *Schedules) Put(ctx context.Context, sched Schedule, opts ...ChangeOptio
 	return s.write(ctx, changelog.OpPut, o, current, []store.Change{{Op: store.OpReplace, Name: sched.Name, Spec: sched.spec()}})
 }
 
+// BulkApply is the number of changes from which Write (Apply, WriteFile) logs them compactly: up to 2,000 in a
+// change-log record, each by its schedule and version only, rather than one record per change with its
+// definitions before and after. A million changes then cost the change log about 30 MB rather than a record
+// each. Such a change reads back (ChangeLog) with Bulk set: its definition before is not recorded, and its
+// definition after is the schedules topic's record while compaction keeps it.
+const BulkApply = 1000
+
 // write writes the schedule records of ws and logs them as op, with what current held before. Their change-log
-// records are made and checked first: nothing is written of a change the log would refuse.
+// records are made and checked first: nothing is written of a change the log would refuse. An apply of
+// BulkApply changes or more is logged compactly (logBulk).
 func (s *Schedules) write(ctx context.Context, op string, o changeOpts, current map[string]store.Entry, ws []store.Change) error {
 	if err := checkChains(current, ws); err != nil {
 		return err
 	}
-	cs, err := s.changeRecords(op, o, current, ws)
+	bulk := op == changelog.OpApply && len(ws) >= BulkApply
+	var cs []changelog.Change
+	var err error
+	if bulk {
+		err = s.checkBulk(o, ws[0].Name)
+	} else {
+		cs, err = s.changeRecords(op, o, current, ws)
+	}
 	if err != nil {
 		return err
 	}
 	offsets, err := store.Write(ctx, s.cl, s.names.Schedules, ws)
 	if len(offsets) > 0 {
 		// What was written is logged, even when a later write failed.
-		if lerr := s.logChanges(ctx, cs, offsets); lerr != nil {
+		var lerr error
+		if bulk {
+			lerr = s.logBulk(ctx, o, ws, offsets)
+		} else {
+			lerr = s.logChanges(ctx, cs, offsets)
+		}
+		if lerr != nil {
 			return errors.Join(err, lerr)
 		}
 	}

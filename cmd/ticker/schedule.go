@@ -622,9 +622,19 @@ func logWritten(r tickgroup.ChangeRecord) string {
 		if r.After.Paused {
 			def += ", paused " + pauseText(*r.After)
 		}
-		return def
+		return def + bulkText(r)
+	case !r.Deleted && r.Bulk > 0:
+		return "(its definition is no longer kept: compaction removed it)" + bulkText(r)
 	}
-	return "(deleted)"
+	return "(deleted)" + bulkText(r)
+}
+
+// bulkText says that a change was logged with others of a bulk apply, its definition before not recorded.
+func bulkText(r tickgroup.ChangeRecord) string {
+	if r.Bulk == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" [bulk apply of %d; before not recorded]", r.Bulk)
 }
 
 // printLogJSON prints the change log as JSON.
@@ -648,6 +658,8 @@ func printLogJSON(stdout io.Writer, log []tickgroup.ChangeRecord, stats tickgrou
 		Confirmed      bool                `json:"confirmed"`
 		Backfill       string              `json:"backfill,omitempty"`
 		Trigger        string              `json:"trigger,omitempty"`
+		Bulk           int                 `json:"bulk,omitempty"`
+		Deleted        bool                `json:"deleted,omitempty"`
 	}
 	out := struct {
 		Changes []record `json:"changes"`
@@ -659,7 +671,7 @@ func printLogJSON(stdout io.Writer, log []tickgroup.ChangeRecord, stats tickgrou
 			By:     map[string]string{"principal": r.By.Principal, "user": r.By.User, "host": r.By.Host, "name": r.By.Name},
 			Reason: r.Reason, Before: r.Before, After: r.After, LimitBefore: limitJSON(r.LimitBefore), LimitAfter: limitJSON(r.LimitAfter),
 			CalendarBefore: calendarJSON(r.CalendarBefore), CalendarAfter: calendarJSON(r.CalendarAfter),
-			Version: r.Version, Confirmed: r.Confirmed, Backfill: r.Backfill, Trigger: r.Trigger})
+			Version: r.Version, Confirmed: r.Confirmed, Backfill: r.Backfill, Trigger: r.Trigger, Bulk: r.Bulk, Deleted: r.Deleted})
 	}
 	return printJSON(stdout, out)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/tickgroup/tickgroup"
 	"github.com/tickgroup/tickgroup/internal/cli"
 )
 
@@ -176,5 +177,24 @@ func TestApplyWithLimits(t *testing.T) {
 	}
 	if _, err := ticker("limit", "get", "new"); cli.ExitCode(err) != 1 {
 		t.Errorf("the refused file's limit: %v, want not found (nothing written)", err)
+	}
+}
+
+// The log says what a change of a bulk apply wrote, that its definition before was not recorded, and tells a
+// deletion from a definition compaction has removed since.
+func TestLogWrittenBulk(t *testing.T) {
+	def := &tickgroup.Schedule{Name: "a", Every: tickgroup.Duration(time.Minute)}
+	for _, c := range []struct {
+		r    tickgroup.ChangeRecord
+		want string
+	}{
+		{tickgroup.ChangeRecord{After: def, Bulk: 2500, Confirmed: true}, "every 1m0s [bulk apply of 2500; before not recorded]"},
+		{tickgroup.ChangeRecord{Bulk: 2500}, "(its definition is no longer kept: compaction removed it) [bulk apply of 2500; before not recorded]"},
+		{tickgroup.ChangeRecord{Bulk: 2500, Deleted: true, Confirmed: true}, "(deleted) [bulk apply of 2500; before not recorded]"},
+		{tickgroup.ChangeRecord{Deleted: true}, "(deleted)"},
+	} {
+		if got := logWritten(c.r); got != c.want {
+			t.Errorf("logWritten(%+v) = %q, want %q", c.r, got, c.want)
+		}
 	}
 }

@@ -17,7 +17,9 @@
 // schedule (ReadSchedule) never takes it for a schedule's, and its ops (limit_put, limit_delete) are ones a
 // reader of an earlier release does not know: it counts the record invalid and does not show it. A change of a
 // named calendar (package calendarstore) is recorded alike, keyed calendarstore.Key(name), "~calendar/NAME",
-// with the ops calendar_put and calendar_delete, checked against the calendars topic. The who and the reason of
+// with the ops calendar_put and calendar_delete, checked against the calendars topic. A bulk apply's changes
+// are recorded up to MaxBulk a record (op apply_bulk, keyed BulkKey), each by its schedule and offset only: a
+// reader expands such a record into a change per item (Change.Expand). The who and the reason of
 // a confirmed change are as trustworthy as the ACL on the topic: grant Write on it only to those who may change
 // schedules.
 package changelog
@@ -68,10 +70,30 @@ const (
 	// After calendar records), and Calendar names the calendar where Schedule is empty.
 	OpCalendarPut    = "calendar_put"
 	OpCalendarDelete = "calendar_delete"
+	// A bulk apply's changes, up to MaxBulk in one record keyed BulkKey: each by its schedule and the offset of
+	// the record it wrote, without definitions (Items). A reader expands it into one change of op apply per item
+	// (Expand), checked against the schedules topic by key, and by value or tombstone. A reader of an earlier
+	// release does not know the op: it counts the record invalid and does not show it.
+	OpApplyBulk = "apply_bulk"
 )
 
+// BulkKey is the key of a bulk apply's records: no schedule's name (names are [a-z0-9._-]).
+const BulkKey = "~apply"
+
+// MaxBulk is the most changes one bulk record holds: with names of at most schedule.MaxNameLen bytes, a record
+// stays under 320 KB, within the broker's default limit of a message (1 MB).
+const MaxBulk = 2000
+
+// Item is one change of a bulk apply: the schedule, the schedules-topic record it wrote, and whether that
+// record deleted it (a tombstone).
+type Item struct {
+	Schedule string `json:"s"`
+	Offset   int64  `json:"o"`
+	Deleted  bool   `json:"d,omitempty"`
+}
+
 var ops = map[string]bool{OpPut: true, OpPause: true, OpResume: true, OpDelete: true, OpApply: true, OpBackfill: true, OpBackfillCancel: true, OpTrigger: true,
-	OpLimitPut: true, OpLimitDelete: true, OpCalendarPut: true, OpCalendarDelete: true}
+	OpLimitPut: true, OpLimitDelete: true, OpCalendarPut: true, OpCalendarDelete: true, OpApplyBulk: true}
 
 // BackfillID returns the ID of the backfill whose request or cancellation b is ("" when it is not one).
 func BackfillID(b []byte) string {
@@ -199,6 +221,40 @@ type Change struct {
 	Offset int64 `json:"schedule_offset"`
 	// Trigger is the ID of a trigger's (first) tick, for op trigger.
 	Trigger string `json:"trigger,omitempty"`
+	// Items are a bulk apply's changes, for op apply_bulk (Offset is then the first item's), and Applied the
+	// number of changes of the whole apply, whose records hold them all.
+	Items   []Item `json:"items,omitempty"`
+	Applied int    `json:"applied,omitempty"`
+
+	// bulk marks a change Expand made of a bulk record's item; deleted says that it wrote a tombstone. Verify
+	// checks such a change by the record's key and by value or tombstone: it records no definition.
+	bulk, deleted bool
+}
+
+// Bulk reports whether c is an item of a bulk record (Expand): it records no definitions, and Deleted tells a
+// deletion.
+func (c Change) Bulk() bool { return c.bulk }
+
+// Deleted reports whether c deleted its schedule.
+func (c Change) Deleted() bool {
+	if c.bulk {
+		return c.deleted
+	}
+	return c.Op == OpDelete || c.Op == OpApply && c.After == nil
+}
+
+// Expand returns the changes of a bulk record, one of op apply per item, each with the record's time, author
+// and reason; any other change alone.
+func (c Change) Expand() []Change {
+	if c.Op != OpApplyBulk {
+		return []Change{c}
+	}
+	out := make([]Change, len(c.Items))
+	for i, it := range c.Items {
+		out[i] = Change{V: c.V, Kind: c.Kind, Op: OpApply, Schedule: it.Schedule, At: c.At, By: c.By, Reason: c.Reason, Offset: it.Offset,
+			bulk: true, deleted: it.Deleted}
+	}
+	return out
 }
 
 // Key is the key of c's record: its schedule, limit.Key of its limit, or calendarstore.Key of its calendar.
@@ -208,6 +264,8 @@ func (c Change) Key() string {
 		return limit.Key(c.Limit)
 	case IsCalendar(c.Op):
 		return calendarstore.Key(c.Calendar)
+	case c.Op == OpApplyBulk:
+		return BulkKey
 	}
 	return c.Schedule
 }
@@ -267,6 +325,10 @@ func (c Change) check() error {
 		return fmt.Errorf("change: a %s names a limit", c.Op)
 	case c.Calendar != "":
 		return fmt.Errorf("change: a %s names a calendar", c.Op)
+	case c.Op == OpApplyBulk:
+		return c.checkBulk()
+	case c.Items != nil || c.Applied != 0:
+		return fmt.Errorf("change: a %s with bulk items", c.Op)
 	}
 	if c.Op == OpTrigger {
 		if c.Before != nil || c.After != nil || c.Trigger == "" || len(c.Trigger) > 1024 {
@@ -292,6 +354,30 @@ func (c Change) check() error {
 		return errors.New("change: a delete with a definition written")
 	case c.Op != OpDelete && c.Op != OpApply && c.After == nil:
 		return fmt.Errorf("change: a %s without the definition it wrote", c.Op)
+	}
+	return nil
+}
+
+// checkBulk checks a bulk record: no schedule or definition of its own, 1 to MaxBulk items of valid names at
+// increasing offsets, the first of which is its Offset.
+func (c Change) checkBulk() error {
+	switch {
+	case c.Schedule != "" || c.Before != nil || c.After != nil || c.Trigger != "":
+		return errors.New("change: a bulk record names a schedule or a definition of its own")
+	case len(c.Items) == 0 || len(c.Items) > MaxBulk:
+		return fmt.Errorf("change: a bulk record of %d items: want 1 to %d", len(c.Items), MaxBulk)
+	case c.Applied < len(c.Items):
+		return fmt.Errorf("change: a bulk record of %d items, of an apply of %d", len(c.Items), c.Applied)
+	case c.Offset != c.Items[0].Offset:
+		return fmt.Errorf("change: a bulk record at offset %d whose first item is at %d", c.Offset, c.Items[0].Offset)
+	}
+	for i, it := range c.Items {
+		switch {
+		case !schedule.ValidName(it.Schedule):
+			return fmt.Errorf("change: bulk item %d: %s is no schedule name", i, errlimit.Quote(it.Schedule))
+		case i > 0 && it.Offset <= c.Items[i-1].Offset:
+			return fmt.Errorf("change: bulk item %d: offset %d after %d", i, it.Offset, c.Items[i-1].Offset)
+		}
 	}
 	return nil
 }
@@ -481,6 +567,10 @@ func (v *Verifier) Verify(c Change, logged time.Time) Status {
 		}
 		if !bytes.Equal(r.Value, c.After) || json.Unmarshal(r.Value, &named) != nil || c.Op == OpBackfill && named.Schedule != c.Schedule {
 			return Forged
+		}
+	} else if c.bulk {
+		if string(r.Key) != c.Schedule || (r.Value == nil) != c.deleted {
+			return Forged // a bulk item names its schedule, and a tombstone or not: no definition to compare
 		}
 	} else if string(r.Key) != v.name(c) || !bytes.Equal(r.Value, c.After) && !(r.Value == nil && c.After == nil) {
 		return Forged

@@ -324,3 +324,75 @@ func TestVerifyWindow(t *testing.T) {
 		t.Errorf("a record within the window: %s, want confirmed", got)
 	}
 }
+
+func bulkRecord() Change {
+	return Change{Op: OpApplyBulk, At: time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC), By: Who{Name: "deploy"}, Reason: "bulk",
+		Items: []Item{{Schedule: "a", Offset: 3}, {Schedule: "b", Offset: 4, Deleted: true}, {Schedule: "c", Offset: 9}}, Offset: 3, Applied: 5}
+}
+
+// A bulk record pins its format (a record of this shape is what an earlier release counts invalid and passes
+// over), decodes as written, and is refused when its items are no changes of one apply.
+func TestBulkRecord(t *testing.T) {
+	b, err := Encode(bulkRecord())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const golden = `{"v":1,"kind":"schedule_change","op":"apply_bulk","schedule":"","at":"2026-12-07T10:00:00Z","by":{"name":"deploy"},"reason":"bulk","schedule_offset":3,"items":[{"s":"a","o":3},{"s":"b","o":4,"d":true},{"s":"c","o":9}],"applied":5}`
+	if string(b) != golden {
+		t.Errorf("bulk record\n got %s\nwant %s", b, golden)
+	}
+	c, err := Decode(b)
+	if err != nil || c.Key() != BulkKey || len(c.Items) != 3 {
+		t.Fatalf("Decode = %+v, %v", c, err)
+	}
+	xs := c.Expand()
+	if len(xs) != 3 || xs[1].Schedule != "b" || xs[1].Op != OpApply || xs[1].Offset != 4 || !xs[1].Deleted() || xs[0].Deleted() || !xs[2].Bulk() || xs[2].Reason != "bulk" {
+		t.Errorf("Expand = %+v", xs)
+	}
+	for name, bad := range map[string]func(*Change){
+		"no items":              func(c *Change) { c.Items = nil },
+		"too many":              func(c *Change) { c.Items = make([]Item, MaxBulk+1) },
+		"a bad name":            func(c *Change) { c.Items[1].Schedule = "~limit/x" },
+		"offsets not rising":    func(c *Change) { c.Items[2].Offset = 4 },
+		"offset not the first":  func(c *Change) { c.Offset = 4 },
+		"a schedule of its own": func(c *Change) { c.Schedule = "a" },
+		"fewer applied":         func(c *Change) { c.Applied = 2 },
+		"a definition":          func(c *Change) { c.After = []byte(`{"v":1,"name":"a","every":"1m0s"}`) },
+	} {
+		c := bulkRecord()
+		bad(&c)
+		if _, err := Encode(c); err == nil {
+			t.Errorf("%s: encoded", name)
+		}
+	}
+	put := valid()
+	put.Items = []Item{{Schedule: "scan", Offset: 7}}
+	if _, err := Encode(put); err == nil {
+		t.Error("a put with bulk items encoded")
+	}
+}
+
+// A bulk item is checked by key, and by value or tombstone: it records no definition.
+func TestVerifyBulk(t *testing.T) {
+	def := []byte(`{"v":1,"name":"a","every":"1m0s"}`)
+	records := map[int64]SchedulesRecord{3: {Key: []byte("a"), Value: def}, 4: {Key: []byte("b")}, 9: {Key: []byte("c"), Value: def}}
+	v := Verifier{Records: records, End: 10}
+	for _, x := range bulkRecord().Expand() {
+		if got := v.Verify(x, time.Time{}); got != Confirmed {
+			t.Errorf("%s at %d: %s", x.Schedule, x.Offset, got)
+		}
+	}
+	forged := Change{Op: OpApplyBulk, At: time.Now(), Items: []Item{{Schedule: "x", Offset: 3}, {Schedule: "b", Offset: 4}, {Schedule: "c", Offset: 9, Deleted: true}}, Offset: 3, Applied: 3}
+	w := Verifier{Records: records, End: 10}
+	for _, x := range forged.Expand() {
+		if got := w.Verify(x, time.Time{}); got != Forged {
+			t.Errorf("%s at %d (deleted %v): %s, want forged", x.Schedule, x.Offset, x.Deleted(), got)
+		}
+	}
+	e := Entry{Change: bulkRecord().Expand()[0]}
+	u := Verifier{Records: records, End: 10}
+	u.verify(&e)
+	if e.Status != Confirmed || string(e.After) != string(def) {
+		t.Errorf("a confirmed bulk change: %s, after %s", e.Status, e.After)
+	}
+}

@@ -1,6 +1,7 @@
 package changelog
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -54,6 +55,31 @@ type Entry struct {
 	Status    Status
 	LogOffset int64
 	Time      time.Time
+	// Bulk is the number of changes of the bulk apply this one came from (Change.Expand: Applied); 0 for a
+	// record of its own. A confirmed bulk change has the schedules topic's record as After (it records no
+	// definition).
+	Bulk int
+}
+
+// entries returns the entries of the change c read at offset, logged at t: the items of a bulk record, or c.
+func entries(c Change, offset int64, t time.Time) []Entry {
+	xs := c.Expand()
+	es := make([]Entry, len(xs))
+	for i, x := range xs {
+		es[i] = Entry{Change: x, LogOffset: offset, Time: t}
+		if c.Op == OpApplyBulk {
+			es[i].Bulk = c.Applied
+		}
+	}
+	return es
+}
+
+// verify sets e's Status, and the After of a confirmed bulk change: the record it names.
+func (v *Verifier) verify(e *Entry) {
+	e.Status = v.Verify(e.Change, e.Time)
+	if e.bulk && e.Status == Confirmed && !e.deleted {
+		e.After = v.Records[e.Offset].Value
+	}
 }
 
 // Stats counts what Read passed over.
@@ -80,7 +106,7 @@ func Read(ctx context.Context, opts []kgo.Opt, topics Topics, keep func(Change, 
 			stats.Invalid++
 			return nil
 		}
-		all = append(all, Entry{Change: c, LogOffset: r.Offset, Time: r.Timestamp.UTC()})
+		all = append(all, entries(c, r.Offset, r.Timestamp.UTC())...)
 		return nil
 	})
 	if err != nil {
@@ -115,7 +141,7 @@ func Read(ctx context.Context, opts []kgo.Opt, topics Topics, keep func(Change, 
 	out := all[:0]
 	for _, e := range all {
 		// Every change is verified, kept or not: an earlier claim of a record decides a later one's.
-		e.Status = v.Verify(e.Change, e.Time)
+		v.verify(&e)
 		if e.Status == Forged {
 			stats.Forged++
 			continue
@@ -171,8 +197,8 @@ const (
 // ReadSchedule returns the changes of schedule name logged at or after since, oldest first, checked as Read
 // checks them, and at most the newest MaxScheduleChanges of them. It reads what one schedule's changes need,
 // whatever the size of the namespace: the change log from since minus ScheduleMargin on (by its records'
-// timestamps), decoding only the records keyed name (the change log is keyed by schedule), and of the schedules
-// and backfills topics only the records those changes name.
+// timestamps), decoding only the records keyed name (the change log is keyed by schedule) and the bulk records
+// that name it, and of the schedules and backfills topics only the records those changes name.
 //
 // Its Stats count the records of name it read. A change is checked against the changes of name read, not
 // against those of the whole log: a change whose record is older than the first change read (when the newest
@@ -212,16 +238,27 @@ func ReadSchedule(ctx context.Context, opts []kgo.Opt, topics Topics, name strin
 		dropped = all[len(all)-n-1].Time
 		all = append(all[:0], all[len(all)-n:]...)
 	}
+	item := []byte(`"s":"` + name + `"`) // how a bulk record names name (names need no escaping)
 	_, err = kafka.ReadStableFrom(ctx, opts, changes, 0, from, func(r *kgo.Record) error {
-		if r.Attrs.IsControl() || string(r.Key) != name {
+		switch {
+		case r.Attrs.IsControl():
 			return nil
-		}
-		c, err := Decode(r.Value)
-		if err != nil || c.Schedule != name {
-			stats.Invalid++
+		case string(r.Key) == BulkKey:
+			e, ok := bulkEntry(r, name, item)
+			if !ok {
+				return nil
+			}
+			all = append(all, e)
+		case string(r.Key) != name:
 			return nil
+		default:
+			c, err := Decode(r.Value)
+			if err != nil || c.Schedule != name {
+				stats.Invalid++
+				return nil
+			}
+			all = append(all, Entry{Change: c, LogOffset: r.Offset, Time: r.Timestamp.UTC()})
 		}
-		all = append(all, Entry{Change: c, LogOffset: r.Offset, Time: r.Timestamp.UTC()})
 		if len(all) == 2*MaxScheduleChanges {
 			keep(MaxScheduleChanges)
 		}
@@ -244,7 +281,7 @@ func ReadSchedule(ctx context.Context, opts []kgo.Opt, topics Topics, name strin
 	}
 	out := all[:0]
 	for _, e := range all {
-		e.Status = v.Verify(e.Change, e.Time)
+		v.verify(&e)
 		if e.Status == Forged {
 			stats.Forged++
 			continue
@@ -254,6 +291,25 @@ func ReadSchedule(ctx context.Context, opts []kgo.Opt, topics Topics, name strin
 		}
 	}
 	return out, stats, nil
+}
+
+// bulkEntry returns the change of schedule name in the bulk record r, if it holds one: item is how its value
+// names name, looked for before the record is decoded. A record that does not decode is passed over: it is
+// counted invalid only where it is read whole (Read), not once per schedule whose log is asked for.
+func bulkEntry(r *kgo.Record, name string, item []byte) (Entry, bool) {
+	if !bytes.Contains(r.Value, item) {
+		return Entry{}, false
+	}
+	c, err := Decode(r.Value)
+	if err != nil || c.Op != OpApplyBulk {
+		return Entry{}, false
+	}
+	for _, e := range entries(c, r.Offset, r.Timestamp.UTC()) {
+		if e.Schedule == name {
+			return e, true
+		}
+	}
+	return Entry{}, false
 }
 
 // readClaimed reads into v the records of the schedules and backfills topics that the changes of es claim, and

@@ -420,6 +420,10 @@ func changeText(r tickgroup.ChangeRecord) string {
 		return "backfill " + r.Backfill
 	case r.Trigger != "":
 		return "trigger " + r.Trigger
+	case r.Bulk > 0 && r.After == nil && !r.Deleted:
+		return fmt.Sprintf("(bulk apply of %d: definition no longer kept)", r.Bulk)
+	case r.Bulk > 0:
+		return fmt.Sprintf("%s (bulk apply of %d; before not recorded)", changeText(tickgroup.ChangeRecord{After: r.After}), r.Bulk)
 	case r.After == nil:
 		return "(deleted)"
 	case r.After.Paused && r.After.PauseReason != "":

@@ -214,6 +214,9 @@ func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
 	if err != nil {
 		return err
 	}
+	// A replica takes part in the election once its views are loaded: a term waits for them before it plans, so
+	// a replica that led before would make every slot due meanwhile late, where a loaded one could have led.
+	loaded := make(chan struct{})
 	elector, err := leader.New(leader.Config{
 		Topic:             names.Ticker,
 		Group:             names.TickerGroup,
@@ -223,7 +226,7 @@ func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
 		InstanceName:      cfg.Instance,
 		InstanceID:        cfg.InstanceID,
 		Readiness:         &t.ready,
-		Gate:              clk,
+		Gate:              leader.After(loaded, "the schedules and calendars are not loaded yet", clk),
 		Leaders:           leaders,
 	}, withRole("election"), leadTerm(disp, lag, t.logger), t.logger, reg)
 	if err != nil {
@@ -237,19 +240,18 @@ func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
 	g.Go(func() error { return clk.Run(gctx) })
 	g.Go(func() error { return elector.Run(gctx) })
 	g.Go(func() error {
-		select {
-		case <-gctx.Done():
-		case <-view.Loaded():
-			t.ready.Set("schedules", true)
+		for _, v := range []struct {
+			name   string
+			loaded <-chan struct{}
+		}{{"schedules", view.Loaded()}, {"calendars", calendars.Loaded()}} {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-v.loaded:
+				t.ready.Set(v.name, true)
+			}
 		}
-		return nil
-	})
-	g.Go(func() error {
-		select {
-		case <-gctx.Done():
-		case <-calendars.Loaded():
-			t.ready.Set("calendars", true)
-		}
+		close(loaded)
 		return nil
 	})
 	return g.Wait()

@@ -31,7 +31,7 @@ import (
 
 func init() {
 	register("emit", command{
-		summary: "load N schedules into a fresh namespace, run one real ticker, measure emission lag and leader memory",
+		summary: "load N schedules into a fresh namespace, run real tickers (one, or --replicas R), measure emission lag and memory",
 		run:     runEmitBench,
 	})
 }

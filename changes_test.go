@@ -23,13 +23,8 @@ import (
 // and the definitions before and after; a pause carries its reason and end; a record the schedules topic
 // contradicts and one that is no change are counted, not returned.
 func TestChangeLogRoundTrip(t *testing.T) {
-	k := testKafka(t)
+	k, s := newSchedules(t)
 	ctx := t.Context()
-	s, err := tickgroup.NewSchedules(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	start := time.Now().Add(-time.Second)
 	if err := s.Put(ctx, tickgroup.Schedule{Name: "scan", Every: tickgroup.Duration(time.Minute)}, tickgroup.Reason("first version"), tickgroup.By("deploy-42")); err != nil {
 		t.Fatal(err)
@@ -149,13 +144,8 @@ func topicEnds(t *testing.T, cl *kgo.Client, topics ...string) map[string]int64 
 // anything is written, with an error that names the field and matches ErrInvalidChange: no tick, no backfill
 // request, no schedule record and no change-log record exists of it.
 func TestInvalidChangeWritesNothing(t *testing.T) {
-	k := testKafka(t)
+	k, s := newSchedules(t)
 	ctx := t.Context()
-	s, err := tickgroup.NewSchedules(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	scan := tickgroup.Schedule{Name: "scan", Every: tickgroup.Duration(time.Minute), Pool: "batch"}
 	if err := s.Put(ctx, scan); err != nil {
 		t.Fatal(err)
@@ -232,13 +222,8 @@ func TestInvalidChangeWritesNothing(t *testing.T) {
 // could never open it: a browser rewrites /schedules/..); a schedule so named by an earlier release is still read
 // and can be paused and deleted.
 func TestDotNamesRefusedOnWrite(t *testing.T) {
-	k := testKafka(t)
+	k, s := newSchedules(t)
 	ctx := t.Context()
-	s, err := tickgroup.NewSchedules(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	if err := s.Put(ctx, tickgroup.Schedule{Name: "a..b", Every: tickgroup.Duration(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
@@ -295,13 +280,8 @@ func TestDotNamesRefusedOnWrite(t *testing.T) {
 // would hide (a resume's value is predictable), are forged and take nothing: the resume that follows is confirmed,
 // with its own author and reason.
 func TestChangeLogClaimWrittenAhead(t *testing.T) {
-	k := testKafka(t)
+	k, s := newSchedules(t)
 	ctx := t.Context()
-	s, err := tickgroup.NewSchedules(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	start := time.Now().Add(-time.Second)
 	if err := s.Put(ctx, tickgroup.Schedule{Name: "scan", Every: tickgroup.Duration(time.Minute)}, tickgroup.Reason("first version")); err != nil {
 		t.Fatal(err)
@@ -375,13 +355,8 @@ func readFirst(t *testing.T, brokers []string, topic string) *kgo.Record {
 // TestChangeLogOfOneSchedule: the change log of one schedule is what the whole change log holds of it, read
 // without the other schedules' records, and at most its newest 1,000 changes.
 func TestChangeLogOfOneSchedule(t *testing.T) {
-	k := testKafka(t)
+	k, s := newSchedules(t)
 	ctx := t.Context()
-	s, err := tickgroup.NewSchedules(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	since := time.Now().Add(-time.Second)
 	var want []tickgroup.Schedule
 	for i := range 30 {
@@ -472,13 +447,8 @@ func TestChangeLogOfOneSchedule(t *testing.T) {
 // definition it wrote (from that topic) and no definition before; its deletions are told apart. An apply below
 // the threshold is logged a change a record, its definitions before and after included.
 func TestChangeLogOfBulkApply(t *testing.T) {
-	k := testKafka(t)
+	k, s := newSchedules(t)
 	ctx := t.Context()
-	s, err := tickgroup.NewSchedules(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	since := time.Now().Add(-time.Second)
 	n := tickgroup.BulkApply + 1500
 	want := make([]tickgroup.Schedule, n)
@@ -559,4 +529,16 @@ func TestChangeLogOfBulkApply(t *testing.T) {
 		time.Duration(got[1].After.Every) != time.Hour || !got[1].Confirmed {
 		t.Errorf("ChangeLog(b00005) = %+v, %+v, %v", got, stats, err)
 	}
+}
+
+// newSchedules returns a fresh namespace and a schedules client of it, closed when the test ends.
+func newSchedules(t *testing.T) (tickgroup.KafkaConfig, *tickgroup.Schedules) {
+	t.Helper()
+	k := testKafka(t)
+	s, err := tickgroup.NewSchedules(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return k, s
 }

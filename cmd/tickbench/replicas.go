@@ -14,16 +14,14 @@ import (
 // replica-1 to replica-R at once, which share the namespace's leaders among them. On an error the processes
 // started so far are returned with it, for the caller to stop.
 func startReplicas(bin string, o emitOptions, ns string, extra []string, stderr io.Writer) ([]*tickerProc, error) {
-	if o.replicas <= 1 {
-		p, err := startTicker(bin, o.brokers, ns, "leader", extra, stderr)
-		if err != nil {
-			return nil, err
-		}
-		return []*tickerProc{p}, nil
-	}
+	n := max(o.replicas, 1)
 	var ps []*tickerProc
-	for i := range o.replicas {
-		p, err := startTicker(bin, o.brokers, ns, "replica-"+strconv.Itoa(i+1), extra, stderr)
+	for i := range n {
+		name := "replica-" + strconv.Itoa(i+1)
+		if n == 1 {
+			name = "leader"
+		}
+		p, err := startTicker(bin, o.brokers, ns, name, extra, stderr)
 		if err != nil {
 			return ps, err
 		}

@@ -17,9 +17,7 @@ func TestAfter(t *testing.T) {
 	}
 	changed := g.Changed()
 	close(loaded)
-	select {
-	case <-changed:
-	default:
+	if !closed(changed)() {
 		t.Fatal("the load did not wake a waiter")
 	}
 	if why := g.Refusal(); why != "clock off" {
@@ -27,9 +25,7 @@ func TestAfter(t *testing.T) {
 	}
 	changed = g.Changed()
 	clock.set("")
-	select {
-	case <-changed:
-	default:
+	if !closed(changed)() {
 		t.Fatal("the next gate's change did not wake a waiter")
 	}
 	if why := g.Refusal(); why != "" {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leader"
 	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/shares"
 	"github.com/tickgroup/tickgroup/internal/store"
 	"github.com/tickgroup/tickgroup/internal/worklag"
 )
@@ -176,6 +179,16 @@ func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
 		return err
 	}
 	view := store.NewView(withRole("schedules"), names.Schedules, names.DLQ, t.logger, reg)
+	// With two leaders or more, a replica reads only its leaders' shares of the schedules, once leader 0 has
+	// copied them (package shares); leader 0's term keeps the copy.
+	view.UseShares(names.Shares, leaders)
+	var copier *shares.Copier
+	if leaders > 1 {
+		if copier, err = shares.New(shares.Config{Names: names, Leaders: leaders, ReplicationFactor: o.ReplicationFactor,
+			TransactionTimeout: cfg.TransactionTimeout}, withRole("shares"), t.logger, reg); err != nil {
+			return err
+		}
+	}
 	// Every replica follows the calendars, as it follows the schedules: a term reads them to their end before it
 	// plans (dispatch, calendars.go), and a standby's are warm.
 	calendars := calendarstore.NewView(withRole("calendars"), names.Calendars, t.logger, reg)
@@ -197,7 +210,7 @@ func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
 		return err
 	}
 	lag, err := worklag.New(worklag.Config{Topic: names.Work, Group: names.WorkerGroup, Interval: cfg.WorkLagInterval,
-		Pools: func() []kafka.Names { return poolsOf(view, names) }}, t.opts, t.logger, reg)
+		Pools: func() []kafka.Names { return poolsOf(view, names, t.opts, t.logger) }}, t.opts, t.logger, reg)
 	if err != nil {
 		return err
 	}
@@ -228,7 +241,7 @@ func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
 		Readiness:         &t.ready,
 		Gate:              leader.After(loaded, "the schedules and calendars are not loaded yet", clk),
 		Leaders:           leaders,
-	}, withRole("election"), leadTerm(disp, lag, t.logger), t.logger, reg)
+	}, withRole("election"), leadTerm(disp, lag, copier, t.logger), t.logger, reg)
 	if err != nil {
 		return err
 	}
@@ -257,30 +270,46 @@ func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
 	return g.Wait()
 }
 
-// leadTerm is one leader term: the dispatcher emits, and the work-lag monitor measures for the fleet, so the lag
-// series come from one replica. The term ends with the dispatcher; the monitor's own failures only log.
-func leadTerm(disp *dispatch.Dispatcher, lag *worklag.Monitor, logger *slog.Logger) leader.LeadFunc {
+// leadTerm is one leader term: the dispatcher emits; with leader 0's, the work-lag monitor measures for the
+// fleet (so the lag series come from one replica) and the copier keeps the schedule shares (nil: one leader).
+// The term ends with the dispatcher; the others' own failures only log, but a missing permission ends the term.
+func leadTerm(disp *dispatch.Dispatcher, lag *worklag.Monitor, copier *shares.Copier, logger *slog.Logger) leader.LeadFunc {
 	return func(ctx context.Context, term leader.Term) error {
 		if term.Partition != 0 {
-			return disp.Lead(ctx, term) // the work lag is measured by leader 0's term alone
+			return disp.Lead(ctx, term)
 		}
 		ctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		var lagErr error
-		go func() {
-			defer close(done)
-			if lagErr = lag.Run(ctx); lagErr != nil {
-				logger.Error("work lag monitor stopped", "err", lagErr)
-				if kafka.IsACLError(lagErr) {
+		var (
+			wg     sync.WaitGroup
+			mu     sync.Mutex
+			aclErr error
+		)
+		side := func(name string, run func(context.Context) error) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := run(ctx)
+				if err == nil {
+					return
+				}
+				logger.Error(name+" stopped", "err", err)
+				if kafka.IsACLError(err) {
+					mu.Lock()
+					aclErr = err
+					mu.Unlock()
 					cancel() // a missing permission stops the ticker, as it does for the leader's own work
 				}
-			}
-		}()
+			}()
+		}
+		side("work lag monitor", lag.Run)
+		if copier != nil {
+			side("schedule shares copier", copier.Run)
+		}
 		err := disp.Lead(ctx, term)
 		cancel()
-		<-done
-		if err == nil && kafka.IsACLError(lagErr) {
-			return lagErr
+		wg.Wait()
+		if err == nil && aclErr != nil {
+			return aclErr
 		}
 		return err
 	}
@@ -379,15 +408,51 @@ func EnsurePoolTopics(ctx context.Context, k KafkaConfig, pool string, o TopicOp
 	return err
 }
 
-// poolsOf returns the names of every pool other than the default that a schedule of view names.
-func poolsOf(view *store.View, names kafka.Names) []kafka.Names {
+// poolsOf returns the names of every pool other than the default: those a schedule of view names, and, when the
+// View holds only its leaders' shares, those whose work topic exists.
+func poolsOf(view *store.View, names kafka.Names, opts []kgo.Opt, logger *slog.Logger) []kafka.Names {
 	seen := map[string]bool{}
 	var out []kafka.Names
-	for _, e := range view.All() {
-		if p := e.Schedule.Pool(); p != "" && !seen[p] {
+	add := func(p string) {
+		if p != "" && !seen[p] {
 			seen[p] = true
 			out = append(out, names.Pool(p))
 		}
 	}
+	for _, e := range view.All() {
+		add(e.Schedule.Pool())
+	}
+	if view.Sharded() {
+		pools, err := listPools(opts, names)
+		if err != nil {
+			logger.Warn("listing the pools' topics for the work lag", "err", err)
+		}
+		for _, p := range pools {
+			add(p)
+		}
+	}
 	return out
+}
+
+// listPools returns the pools other than the default whose work topic exists.
+func listPools(opts []kgo.Opt, names kafka.Names) ([]string, error) {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tds, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, topic := range tds.Names() {
+		if p, ok := names.PoolOfWork(topic); ok && p != "" {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -38,6 +38,7 @@ done
 [[ -n $bootstrap ]] || { echo "acls.sh: --bootstrap-server is required" >&2; exit 2; }
 principal[forward]=${principal[worker]}
 principal[ticker-pools]=${principal[ticker]}
+principal[ticker-leaders]=${principal[ticker]}
 principal[operator-pools]=${principal[operator]}
 principal[auditor-pools]=${principal[auditor]}
 [[ -n ${principal[pool-worker]:-} ]] || principal[pool-worker]=User:worker-$pool

@@ -143,6 +143,13 @@ func (t *leaderTerm) refreshChains(ctx context.Context) {
 		watched[g.schedule] = true
 	}
 	t.changes.watch(watched)
+	var foreign []string
+	for name := range watched {
+		if !t.owned(name) {
+			foreign = append(foreign, name)
+		}
+	}
+	t.d.watchUpstreams(t.k, foreign)
 	c.followed = map[string]bool{}
 	for up := range ups {
 		c.followed[up] = true
@@ -279,4 +286,5 @@ func (t *leaderTerm) stopChains() {
 	if t.ch != nil && t.ch.stop != nil {
 		t.ch.stop()
 	}
+	t.d.watchUpstreams(t.k, nil)
 }

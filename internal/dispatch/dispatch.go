@@ -81,6 +81,10 @@ type Dispatcher struct {
 	subs    map[int32]*changeSub // the running terms, by leader (fanout.go)
 	leaders int                  // the number of leaders, once a term has read it
 
+	// watchMu orders the View's Watch calls; upstreams are each term's names of other leaders (fanout.go).
+	watchMu   sync.Mutex
+	upstreams map[int32][]string
+
 	warmMu sync.Mutex
 	warm   map[int32]*leaderstate.Follower // the followed ticker-topic partitions (Follow), by leader
 

@@ -208,3 +208,26 @@ func (d *Dispatcher) leaderCount(ctx context.Context, adm *kadm.Client, k int32)
 	d.leaders = n
 	return n, nil
 }
+
+// watchUpstreams tells the View which schedules of other leaders term k looks up (the upstreams of its chains
+// and gates; nil at its end). On the shares, the View follows them, for every term of this process.
+func (d *Dispatcher) watchUpstreams(k int32, names []string) {
+	d.watchMu.Lock()
+	defer d.watchMu.Unlock()
+	if d.upstreams == nil {
+		d.upstreams = map[int32][]string{}
+	}
+	if len(names) == 0 {
+		if _, ok := d.upstreams[k]; !ok {
+			return
+		}
+		delete(d.upstreams, k)
+	} else {
+		d.upstreams[k] = names
+	}
+	var all []string
+	for _, ns := range d.upstreams {
+		all = append(all, ns...)
+	}
+	d.view.Watch(all)
+}

@@ -340,11 +340,13 @@ func stateDeadLetter(r *kgo.Record, dlq string) *kgo.Record {
 // repairSchedules repairs, in one transaction, every key of the schedules topic whose newest record cannot
 // stand (store.Broken): it restates the last valid definition (or writes a tombstone when there was none) and
 // dead-letters an invalid record, once for the whole fleet (only the leader does it, and a committed repair
-// is what the next leader's View sees). done remembers the records repaired in this term.
-func (d *Dispatcher) repairSchedules(ctx context.Context, p *producer, logger *slog.Logger, done map[int64]bool) error {
+// is what the next leader's View sees). done remembers the records repaired in this term. owned, when set,
+// keeps the keys of one leader: on the shares, each leader repairs those it leads.
+func (d *Dispatcher) repairSchedules(ctx context.Context, p *producer, logger *slog.Logger, done map[int64]bool, owned func(string) bool) error {
 	var recs []*kgo.Record
+	var repaired []int64
 	for _, b := range d.view.Broken() {
-		if done[b.Record.Offset] {
+		if done[b.Record.Offset] || (owned != nil && !owned(b.Name)) {
 			continue
 		}
 		rep, err := store.Repair(b, d.cfg.Names.Schedules)
@@ -353,6 +355,7 @@ func (d *Dispatcher) repairSchedules(ctx context.Context, p *producer, logger *s
 			continue
 		}
 		recs = append(recs, rep)
+		repaired = append(repaired, b.Record.Offset)
 		if b.Invalid != nil {
 			recs = append(recs, store.DeadLetter(b.Record, d.cfg.Names.DLQ, b.Invalid))
 			logger.Warn("invalid schedule record: restating the last valid definition and dead-lettering the record",
@@ -368,8 +371,8 @@ func (d *Dispatcher) repairSchedules(ctx context.Context, p *producer, logger *s
 	if err := d.commit(ctx, p, recs); err != nil {
 		return err
 	}
-	for _, b := range d.view.Broken() {
-		done[b.Record.Offset] = true
+	for _, o := range repaired {
+		done[o] = true
 	}
 	return nil
 }

@@ -151,7 +151,10 @@ type Names struct {
 	Limits string
 	// Calendars holds the named calendars of excluded days (package calendarstore), written by operators; the
 	// schedules that exclude them are checked against it when written.
-	Calendars                string
+	Calendars string
+	// Shares is the schedules topic split along the leaders (package shares): one partition per leader, a copy
+	// of the schedules topic that leader 0 keeps, so that a replica reads only the schedules it leads.
+	Shares                   string
 	TickerGroup, WorkerGroup string
 	// TransactionalID is shared by every ticker replica: a new leader's InitProducerID fences the old one.
 	TransactionalID string
@@ -173,6 +176,7 @@ func (c Config) Names() Names {
 		BackfillProgress: ns + ".backfills.progress",
 		Limits:           ns + ".limits",
 		Calendars:        ns + ".calendars",
+		Shares:           ns + ".schedules.shares",
 		TickerGroup:      ns + ".ticker",
 		WorkerGroup:      ns + ".workers",
 		TransactionalID:  ns + ".ticker",

@@ -90,6 +90,10 @@ func LeaderOf(schedule string, leaders int) int32 {
 	return int32(crc32.ChecksumIEEE([]byte(schedule)) % uint32(leaders))
 }
 
+// SharesTransactionalID is the transactional ID of leader 0's copy of the schedules into the shares topic
+// (package shares): under the ticker's prefix, apart from every leader's own.
+func (n Names) SharesTransactionalID() string { return n.TransactionalID + ".shares" }
+
 // LeaderTransactionalID is the transactional ID of leader k: the namespace's TransactionalID for leader 0 (so a
 // one-leader namespace keeps the ID it always had), <TransactionalID>-<k> for the others. Each leader fences
 // only its own predecessors.
@@ -140,7 +144,7 @@ func (n Names) Specs(o TopicOptions) []TopicSpec {
 		"segment.ms":             s("600000"),
 		"segment.bytes":          s("1048576"),
 	}
-	return []TopicSpec{
+	specs := []TopicSpec{
 		{Name: n.Ticker, Partitions: max(o.Leaders, 1), Configs: state},
 		{Name: n.Schedules, Partitions: 1, Configs: schedules},
 		{Name: n.Work, Partitions: parts, Configs: map[string]*string{"cleanup.policy": s("compact,delete"), "retention.ms": s(work)}},
@@ -162,6 +166,26 @@ func (n Names) Specs(o TopicOptions) []TopicSpec {
 		// a namespace made before it has no calendar.
 		{Name: n.Calendars, Partitions: 1, Configs: schedules},
 	}
+	if o.Leaders > 1 {
+		// The schedule shares, made where the number of leaders is known (ticker init --leaders K, or leader
+		// 0's copier); no role needs it to start: a namespace without it runs every replica on the whole
+		// schedules topic.
+		specs = append(specs, n.SharesSpec(o.Leaders))
+	}
+	return specs
+}
+
+// SharesSpec is the schedule shares topic of a namespace with leaders leaders: compacted as the schedules topic
+// is, one partition per leader, its timestamps the schedules topic's (copied, hence CreateTime).
+func (n Names) SharesSpec(leaders int32) TopicSpec {
+	s := func(v string) *string { return &v }
+	return TopicSpec{Name: n.Shares, Partitions: leaders, Configs: map[string]*string{
+		"cleanup.policy":            s("compact"),
+		"min.cleanable.dirty.ratio": s("0.1"),
+		"segment.ms":                s("600000"),
+		"max.compaction.lag.ms":     s("3600000"),
+		"message.timestamp.type":    s("CreateTime"),
+	}}
 }
 
 // EnsureTopics creates the namespace's missing topics and checks the ones that exist: the ticker topic must have

@@ -318,6 +318,20 @@ type View struct {
 	notify      chan struct{}
 	loaded      chan struct{}
 	once        sync.Once
+
+	// The shares (shares.go): set by UseShares.
+	sharesTopic string
+	leaders     int
+	sharesWait  time.Duration // sharesWait unless a test sets it
+	// sharded and runCtx are set (under mu) when Run takes the shares.
+	sharded bool
+	runCtx  context.Context
+	// foreign holds the watched schedules of each leader not acquired here (under mu).
+	foreign map[int32]*fold
+	// shareMu orders Acquire, Release and Watch, which start and stop the followers.
+	shareMu sync.Mutex
+	shares  map[int32]*share
+	watched map[int32]*share
 }
 
 // NewView returns a View of topic. Undecodable records are logged, counted and skipped; those written while
@@ -334,6 +348,9 @@ func NewView(opts []kgo.Opt, topic, dlq string, logger *slog.Logger, reg prometh
 		loading: true,
 		notify:  make(chan struct{}, 1),
 		loaded:  make(chan struct{}),
+		foreign: map[int32]*fold{},
+		shares:  map[int32]*share{},
+		watched: map[int32]*share{},
 	}
 }
 
@@ -386,7 +403,13 @@ func (v *View) TakeChanged() []string {
 func (v *View) Get(name string) (Entry, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.fold.get(name)
+	if e, ok := v.fold.get(name); ok || !v.sharded {
+		return e, ok
+	}
+	if f := v.foreign[kafka.LeaderOf(name, v.leaders)]; f != nil {
+		return f.get(name)
+	}
+	return Entry{}, false
 }
 
 // Snapshot returns a copy of all schedules.
@@ -424,6 +447,17 @@ func (v *View) All() iter.Seq2[string, Entry] {
 
 // Run follows the topic until ctx ends.
 func (v *View) Run(ctx context.Context) error {
+	if v.sharesTopic != "" {
+		adm, err := kgo.NewClient(v.opts...)
+		if err != nil {
+			return fmt.Errorf("schedules: client: %w", err)
+		}
+		complete := v.sharesComplete(ctx, adm)
+		adm.Close()
+		if complete {
+			return v.runShares(ctx)
+		}
+	}
 	cl, err := kgo.NewClient(append(v.opts[:len(v.opts):len(v.opts)],
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{v.topic: {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),

@@ -106,6 +106,8 @@ func userOf(role string) string {
 		return "worker"
 	case "ticker-pools", "operator-pools", "auditor-pools":
 		return strings.TrimSuffix(role, "-pools")
+	case "ticker-leaders":
+		return "ticker"
 	}
 	return role
 }

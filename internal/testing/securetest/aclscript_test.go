@@ -20,7 +20,7 @@ func TestACLScriptMatchesList(t *testing.T) {
 		t.Fatalf("deploy/acls.sh --dry-run: %v\n%s", err, out)
 	}
 	principal := map[string]string{"ticker": "User:t", "worker": "User:w", "forward": "User:w", "operator": "User:o", "auditor": "User:a",
-		"ticker-pools": "User:t", "operator-pools": "User:o", "auditor-pools": "User:a", "pool-worker": "User:s", "pool-forward": "User:s"}
+		"ticker-pools": "User:t", "ticker-leaders": "User:t", "operator-pools": "User:o", "auditor-pools": "User:a", "pool-worker": "User:s", "pool-forward": "User:s"}
 	flag := map[string]string{"topic": "--topic", "group": "--group", "transactional-id": "--transactional-id"}
 	var want []string
 	for _, a := range shippedACLs(t, "prod", "out", "scan") {

@@ -1,0 +1,361 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/errlimit"
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/shares"
+)
+
+// The shares. A View given the shares topic (UseShares) decides when it starts: when the shares are complete
+// (package shares: the copy's progress at the schedules topic's end), it reads nothing until a term asks for
+// its leader's share (Acquire), reads that partition of the shares topic, and drops it when the term ends
+// (Release). A replica then holds the schedules of the leaders it runs, not the namespace's. Otherwise it reads
+// the whole schedules topic, as before the shares; it takes the shares at its next start.
+//
+// A share record is taken for the schedules record it copies (shares.Source): its offset there is the
+// schedule's version and its timestamp the change time, so a term on the shares and a term on the whole topic
+// plan the same slots. The shares trail the schedules topic by the copy's delay (a transaction of leader 0's
+// copier, milliseconds; seconds while leader 0 is taken over): a change reaches a term that much later.
+//
+// A term also looks up schedules of other leaders: the upstreams of its chains and gates. Watch names them; the
+// View follows the partitions that hold them, keeping those schedules only, in a fold of its own per partition.
+
+// sharesWait is how long a starting View waits for the shares to be complete (leader 0 copying the last
+// changes) before it reads the whole schedules topic instead.
+const sharesWait = 10 * time.Second
+
+// UseShares makes v read the shares topic when the shares are complete, for a namespace of leaders leaders
+// (two or more; with one, the share is the whole topic). It must be called before Run.
+func (v *View) UseShares(topic string, leaders int) {
+	if leaders > 1 {
+		v.sharesTopic, v.leaders = topic, leaders
+	}
+}
+
+// Sharded reports whether v reads the shares (set once Loaded is closed): it then holds only the schedules of
+// the leaders acquired, and the upstreams watched.
+func (v *View) Sharded() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.sharded
+}
+
+// share is the follower of one partition of the shares topic: a leader's share, or the watched schedules of a
+// leader this replica does not run (keep non-nil, into a fold of its own).
+type share struct {
+	k      int32
+	keep   map[string]bool
+	fold   *fold // the View's fold for a leader's share
+	refs   int
+	cancel context.CancelFunc
+	loaded chan struct{}
+	done   chan struct{}
+}
+
+// sharesComplete reports whether the shares hold the whole schedules topic, waiting up to sharesWait for
+// leader 0's copy to get there.
+func (v *View) sharesComplete(ctx context.Context, cl *kgo.Client) bool {
+	deadline := time.Now().Add(cmp.Or(v.sharesWait, sharesWait))
+	for {
+		progress, exists, err := shares.Progress(ctx, v.opts, v.sharesTopic)
+		if err == nil && !exists {
+			v.logger.Info("no schedule shares in this namespace: this replica reads the whole schedules topic")
+			return false
+		}
+		var end int64
+		if err == nil {
+			end, err = shares.SourceEnd(ctx, kadm.NewClient(cl), v.topic)
+		}
+		if err == nil && progress >= end-1 {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			v.logger.Info("the schedule shares are not complete: this replica reads the whole schedules topic until it starts again",
+				"progress", progress, "end", end, "err", err)
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// runShares is Run on the shares: the followers are started by Acquire and Watch, and stopped with ctx.
+func (v *View) runShares(ctx context.Context) error {
+	v.mu.Lock()
+	v.sharded, v.runCtx = true, ctx
+	v.markLoaded()
+	v.mu.Unlock()
+	v.logger.Info("schedules: this replica reads the shares of the leaders it runs", "leaders", v.leaders)
+	<-ctx.Done()
+	v.shareMu.Lock()
+	for _, s := range v.shares {
+		s.cancel()
+		<-s.done
+	}
+	for _, s := range v.watched {
+		s.cancel()
+		<-s.done
+	}
+	v.shareMu.Unlock()
+	v.logger.Info("schedules view stopped")
+	return nil
+}
+
+// Acquire makes v hold leader k's schedules, and returns once they are loaded (on the whole topic: once v is
+// loaded). Every Acquire is followed by a Release.
+func (v *View) Acquire(ctx context.Context, k int32) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-v.loaded:
+	}
+	v.shareMu.Lock()
+	v.mu.Lock()
+	sharded, runCtx := v.sharded, v.runCtx
+	v.mu.Unlock()
+	if !sharded {
+		v.shareMu.Unlock()
+		return nil
+	}
+	s := v.shares[k]
+	if s == nil {
+		s = v.startShare(runCtx, k, nil, v.fold)
+		v.shares[k] = s
+	}
+	s.refs++
+	v.shareMu.Unlock()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.loaded:
+		return nil
+	case <-s.done:
+		return runCtx.Err()
+	}
+}
+
+// Release undoes an Acquire: once no term holds leader k, its schedules are dropped.
+func (v *View) Release(k int32) {
+	v.shareMu.Lock()
+	defer v.shareMu.Unlock()
+	s := v.shares[k]
+	if s == nil {
+		return
+	}
+	if s.refs--; s.refs > 0 {
+		return
+	}
+	delete(v.shares, k)
+	s.cancel()
+	<-s.done
+	v.mu.Lock()
+	dropped := v.fold.drop(func(name string) bool { return kafka.LeaderOf(name, v.leaders) == k })
+	v.metrics.schedules.Set(float64(len(v.fold.entries)))
+	v.mu.Unlock()
+	v.logger.Info("schedule share dropped", "leader", k, "schedules", dropped)
+}
+
+// Watch makes v follow the schedules named (of any leader; those of leaders acquired are held already), for Get.
+// A name newly watched is read from its share's start: the names of a partition whose set changed are listed
+// as changed once read (TakeChanged). No-op unless Sharded.
+func (v *View) Watch(names []string) {
+	v.shareMu.Lock()
+	defer v.shareMu.Unlock()
+	v.mu.Lock()
+	sharded, runCtx := v.sharded, v.runCtx
+	v.mu.Unlock()
+	if !sharded || runCtx.Err() != nil {
+		return
+	}
+	want := map[int32]map[string]bool{}
+	for _, n := range names {
+		k := kafka.LeaderOf(n, v.leaders)
+		if want[k] == nil {
+			want[k] = map[string]bool{}
+		}
+		want[k][n] = true
+	}
+	for k, s := range v.watched {
+		if !maps.Equal(s.keep, want[k]) {
+			s.cancel()
+			<-s.done
+			delete(v.watched, k)
+			v.mu.Lock()
+			delete(v.foreign, k)
+			v.mu.Unlock()
+		}
+	}
+	for k, keep := range want {
+		if v.watched[k] == nil {
+			v.watched[k] = v.startShare(runCtx, k, keep, newFold())
+		}
+	}
+}
+
+// startShare starts the follower of partition k into f (keep: only those names). Called with shareMu held.
+func (v *View) startShare(ctx context.Context, k int32, keep map[string]bool, f *fold) *share {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &share{k: k, keep: keep, fold: f, cancel: cancel, loaded: make(chan struct{}), done: make(chan struct{})}
+	go v.followShare(ctx, s)
+	return s
+}
+
+// followShare reads partition s.k of the shares topic into s.fold until ctx ends: to its end first (then
+// s.loaded is closed), then as it grows.
+func (v *View) followShare(ctx context.Context, s *share) {
+	defer close(s.done)
+	start := time.Now()
+	var next int64
+	for {
+		var err error
+		next, err = kafka.ReadStable(ctx, v.opts, v.sharesTopic, s.k, func(r *kgo.Record) error {
+			v.foldShare(s, r, false)
+			return nil
+		})
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		v.logger.Warn("reading a schedule share; retrying", "leader", s.k, "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	v.mu.Lock()
+	n := len(s.fold.entries)
+	if s.keep != nil {
+		v.foreign[s.k] = s.fold
+		for name := range s.keep {
+			v.changed[name] = struct{}{} // read at last: a term waiting for it goes on
+		}
+	}
+	v.metrics.schedules.Set(float64(len(v.fold.entries)))
+	v.mu.Unlock()
+	close(s.loaded)
+	if s.keep == nil {
+		v.logger.Info("schedule share loaded", "leader", s.k, "schedules", n, "took", time.Since(start).Round(time.Millisecond))
+	} else {
+		v.signal()
+	}
+	v.followFrom(ctx, s, next)
+}
+
+// followFrom follows partition s.k of the shares topic from offset next until ctx ends.
+func (v *View) followFrom(ctx context.Context, s *share, next int64) {
+	cl, err := kgo.NewClient(append(v.opts[:len(v.opts):len(v.opts)],
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{v.sharesTopic: {s.k: kgo.NewOffset().At(next)}}),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)...)
+	if err != nil {
+		v.logger.Error("schedule share: client", "leader", s.k, "err", err)
+		return
+	}
+	defer cl.Close()
+	for {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			return
+		}
+		fetches.EachError(func(_ string, _ int32, err error) {
+			v.logger.Warn("fetching a schedule share", "leader", s.k, "err", err)
+		})
+		changed := false
+		fetches.EachRecord(func(r *kgo.Record) { changed = v.foldShare(s, r, true) || changed })
+		if changed {
+			v.signal()
+		}
+	}
+}
+
+// foldShare folds one share record into s.fold, as the schedules record it copies; changed: note its name in
+// v.changed. It reports whether it noted one.
+func (v *View) foldShare(s *share, r *kgo.Record, changed bool) bool {
+	if shares.Internal(r.Key) || (s.keep != nil && !s.keep[string(r.Key)]) {
+		return false
+	}
+	if kafka.LeaderOf(string(r.Key), v.leaders) != s.k || !shares.Source(r, v.topic) {
+		v.logger.Debug("a record of the schedule shares that the copier did not write: skipped", "leader", s.k, "offset", r.Offset)
+		return false
+	}
+	d := decode(r)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if bad := s.fold.applyDecoded(r, d); bad != nil && s.keep == nil {
+		v.metrics.invalid.Inc()
+		v.logger.Debug("invalid schedule record: keeping the last valid definition until its leader repairs it", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", bad)
+	}
+	if !changed {
+		return false
+	}
+	v.changed[string(r.Key)] = struct{}{}
+	if s.keep == nil {
+		v.metrics.schedules.Set(float64(len(v.fold.entries)))
+		v.metrics.broken.Set(float64(len(v.fold.broken)))
+	}
+	return true
+}
+
+// signal tells the View's reader that schedules changed.
+func (v *View) signal() {
+	select {
+	case v.notify <- struct{}{}:
+	default:
+	}
+}
+
+// drop deletes the keys for which of is true, and returns how many live schedules it deleted. A map that lost
+// most of its keys is made anew: Go's maps do not shrink.
+func (f *fold) drop(of func(string) bool) int {
+	n := 0
+	for name := range f.entries {
+		if of(name) {
+			delete(f.entries, name)
+			n++
+		}
+	}
+	for name := range f.gone {
+		if of(name) {
+			delete(f.gone, name)
+		}
+	}
+	for name := range f.broken {
+		if of(name) {
+			delete(f.broken, name)
+		}
+	}
+	if n > len(f.entries) {
+		f.entries = maps.Clone(f.entries)
+		f.gone = maps.Clone(f.gone)
+	}
+	return n
+}
+
+// watchedNames are the names v follows for Get beyond its leaders' shares, sorted (tests).
+func (v *View) watchedNames() []string {
+	v.shareMu.Lock()
+	defer v.shareMu.Unlock()
+	var out []string
+	for _, s := range v.watched {
+		out = slices.AppendSeq(out, maps.Keys(s.keep))
+	}
+	slices.Sort(out)
+	return out
+}

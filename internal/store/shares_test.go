@@ -1,0 +1,146 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
+	"github.com/tickgroup/tickgroup/internal/shares"
+	"github.com/tickgroup/tickgroup/internal/store"
+)
+
+const sharedLeaders = 3
+
+// sharesNames are the test namespace's names as the copier takes them.
+var sharesNames = kafka.Names{Namespace: "ns", Schedules: schedulesTopic, Shares: "ns.schedules.shares", TransactionalID: "ns.ticker"}
+
+// catchUp copies the schedules written so far into their shares.
+func (b *testBundle) catchUp(t *testing.T) {
+	t.Helper()
+	c, err := shares.New(shares.Config{Names: sharesNames, Leaders: sharedLeaders}, b.opts, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CatchUp(b.ctx); err != nil {
+		t.Fatalf("copying the shares: %v", err)
+	}
+}
+
+// runShares starts a View given the shares, as `ticker run` of a namespace of sharedLeaders leaders does.
+func (b *testBundle) runShares(t *testing.T) *store.View {
+	t.Helper()
+	v := store.NewView(b.opts, schedulesTopic, dlqTopic, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	v.UseShares(sharesNames.Shares, sharedLeaders)
+	store.SetSharesWait(v, time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- v.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("View.Run: %v", err)
+		}
+	})
+	kafkatest.Eventually(t, 20*time.Second, "the View to start", kafkatest.Signalled(v.Loaded()))
+	return v
+}
+
+// namesOf returns n schedule names of leader k, and one of another leader.
+func namesOf(k int32, n int) (own []string, other string) {
+	for i := 0; len(own) < n || other == ""; i++ {
+		name := fmt.Sprintf("s-%d", i)
+		if kafka.LeaderOf(name, sharedLeaders) == k {
+			if len(own) < n {
+				own = append(own, name)
+			}
+		} else if other == "" {
+			other = name
+		}
+	}
+	return own, other
+}
+
+// TestViewOnShares: once the shares are complete, a View holds only the leaders acquired, with the versions
+// and change times of the schedules topic; it follows their changes, looks up a watched schedule of another
+// leader, and drops a share released.
+func TestViewOnShares(t *testing.T) {
+	b := setup(t)
+	own, other := namesOf(1, 3)
+	for _, n := range append(own, other) {
+		b.put(t, every(n, time.Minute))
+	}
+	b.delete(t, own[2])
+	b.catchUp(t)
+
+	full := b.run(t)
+	v := b.runShares(t)
+	if !v.Sharded() {
+		t.Fatal("the View does not read the complete shares")
+	}
+	if v.Len() != 0 {
+		t.Fatalf("before any Acquire the View holds %d schedules, want 0", v.Len())
+	}
+	if err := v.Acquire(b.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range own[:2] {
+		got, ok := v.Get(n)
+		want, _ := full.Get(n)
+		if !ok || got.Version != want.Version || !got.UpdatedAt.Equal(want.UpdatedAt) || !store.SameSpec(got.Spec(), want.Spec()) {
+			t.Errorf("%s on the shares = %+v (%v), on the whole topic %+v", n, got, ok, want)
+		}
+	}
+	if _, ok := v.Get(own[2]); ok {
+		t.Errorf("deleted %s is on the shares", own[2])
+	}
+	if _, ok := v.Get(other); ok {
+		t.Errorf("%s, another leader's, is held", other)
+	}
+	v.TakeChanged()
+
+	// A change reaches the share once copied.
+	b.put(t, every(own[0], 2*time.Minute))
+	b.catchUp(t)
+	waitChanged(t, v, own[0])
+	if e, _ := v.Get(own[0]); time.Duration(e.Spec().Every) != 2*time.Minute {
+		t.Errorf("%s after its change: %v", own[0], e.Spec())
+	}
+
+	// A watched schedule of another leader is followed, and listed once read.
+	v.Watch([]string{other})
+	waitChanged(t, v, other)
+	if _, ok := v.Get(other); !ok {
+		t.Errorf("watched %s is not found", other)
+	}
+	v.Watch(nil)
+	if _, ok := v.Get(other); ok {
+		t.Errorf("%s is still found once no longer watched", other)
+	}
+
+	v.Release(1)
+	if v.Len() != 0 {
+		t.Errorf("after Release the View holds %d schedules, want 0", v.Len())
+	}
+}
+
+// TestViewWithoutCompleteShares: a View whose shares are missing, or behind the schedules topic (no copier
+// running), reads the whole topic.
+func TestViewWithoutCompleteShares(t *testing.T) {
+	b := setup(t)
+	b.put(t, every("a", time.Minute))
+	if v := b.runShares(t); v.Sharded() || v.Len() != 1 {
+		t.Errorf("without shares: sharded %v, %d schedules; want the whole topic", v.Sharded(), v.Len())
+	}
+	b.catchUp(t)
+	b.put(t, every("b", time.Minute))
+	if v := b.runShares(t); v.Sharded() || v.Len() != 2 {
+		t.Errorf("shares behind: sharded %v, %d schedules; want the whole topic", v.Sharded(), v.Len())
+	}
+}

@@ -19,7 +19,8 @@ import (
 // (package shares: the copy's progress at the schedules topic's end), it reads nothing until a term asks for
 // its leader's share (Acquire), reads that partition of the shares topic, and drops it when the term ends
 // (Release). A replica then holds the schedules of the leaders it runs, not the namespace's. Otherwise it reads
-// the whole schedules topic, as before the shares; it takes the shares at its next start.
+// the whole schedules topic, as before the shares, until the shares hold all it read: then it switches to them,
+// keeping the schedules of the leaders it runs and reading their shares from there (runShares).
 //
 // A share record is taken for the schedules record it copies (shares.Source): its offset there is the
 // schedule's version and its timestamp the change time, so a term on the shares and a term on the whole topic
@@ -31,7 +32,10 @@ import (
 
 // sharesWait is how long a starting View waits for the shares to be complete (leader 0 copying the last
 // changes) before it reads the whole schedules topic instead.
-const sharesWait = 10 * time.Second
+const sharesWait = 3 * time.Second
+
+// sharesPoll is how often a View reading the whole topic checks whether the shares are complete.
+var sharesPoll = 5 * time.Second
 
 // UseShares makes v read the shares topic when the shares are complete, for a namespace of leaders leaders
 // (two or more; with one, the share is the whole topic). It must be called before Run.
@@ -55,6 +59,7 @@ type share struct {
 	k      int32
 	keep   map[string]bool
 	fold   *fold // the View's fold for a leader's share
+	skip   int64 // the offset up to which the fold has the schedules records (a switch from the whole topic)
 	refs   int
 	cancel context.CancelFunc
 	loaded chan struct{}
@@ -79,25 +84,49 @@ func (v *View) sharesComplete(ctx context.Context, cl *kgo.Client) bool {
 			return true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			v.logger.Info("the schedule shares are not complete: this replica reads the whole schedules topic until it starts again",
+			v.logger.Info("the schedule shares are not complete: this replica reads the whole schedules topic until they are",
 				"progress", progress, "end", end, "err", err)
 			return false
 		}
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(time.Second):
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
 
-// runShares is Run on the shares: the followers are started by Acquire and Watch, and stopped with ctx.
-func (v *View) runShares(ctx context.Context) error {
+// runShares is Run on the shares: the followers are started by Acquire and Watch, and stopped with ctx. A View
+// that read the whole topic up to offset last (-1: none) switches to the shares: the leaders acquired so far
+// keep their schedules, and their shares are read for the records after last; the others' are dropped.
+func (v *View) runShares(ctx context.Context, last int64) error {
+	v.shareMu.Lock()
 	v.mu.Lock()
 	v.sharded, v.runCtx = true, ctx
 	v.markLoaded()
+	dropped := 0
+	if last >= 0 {
+		for k, refs := range v.held {
+			if refs > 0 {
+				s := v.startShare(ctx, k, nil, v.fold, last)
+				s.refs = refs
+				v.shares[k] = s
+			}
+		}
+		dropped = v.fold.drop(func(name string) bool { return v.held[kafka.LeaderOf(name, v.leaders)] == 0 })
+		v.metrics.schedules.Set(float64(len(v.fold.entries)))
+	}
+	clear(v.held)
+	watch := v.watchNames
 	v.mu.Unlock()
-	v.logger.Info("schedules: this replica reads the shares of the leaders it runs", "leaders", v.leaders)
+	v.shareMu.Unlock()
+	if last >= 0 {
+		v.Watch(watch)
+		v.logger.Info("schedules: the shares are complete; this replica now reads only those of the leaders it runs",
+			"leaders", v.leaders, "dropped", dropped)
+	} else {
+		v.logger.Info("schedules: this replica reads the shares of the leaders it runs", "leaders", v.leaders)
+	}
 	<-ctx.Done()
 	v.shareMu.Lock()
 	for _, s := range v.shares {
@@ -113,6 +142,37 @@ func (v *View) runShares(ctx context.Context) error {
 	return nil
 }
 
+// awaitShares checks now and then, while v reads the whole topic, whether the shares hold everything v folded;
+// then it calls stop, and Run goes on with the shares.
+func (v *View) awaitShares(ctx context.Context, adm *kgo.Client, stop context.CancelFunc) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-v.loaded:
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(sharesPoll):
+		}
+		progress, exists, err := shares.Progress(ctx, v.opts, v.sharesTopic)
+		if err != nil || !exists {
+			continue
+		}
+		if n, err := shares.Partitions(ctx, kadm.NewClient(adm), v.sharesTopic); err != nil || n != v.leaders {
+			continue
+		}
+		v.mu.Lock()
+		folded := v.folded
+		v.mu.Unlock()
+		if progress >= folded {
+			stop()
+			return
+		}
+	}
+}
+
 // Acquire makes v hold leader k's schedules, and returns once they are loaded (on the whole topic: once v is
 // loaded). Every Acquire is followed by a Release.
 func (v *View) Acquire(ctx context.Context, k int32) error {
@@ -126,12 +186,13 @@ func (v *View) Acquire(ctx context.Context, k int32) error {
 	sharded, runCtx := v.sharded, v.runCtx
 	v.mu.Unlock()
 	if !sharded {
+		v.held[k]++
 		v.shareMu.Unlock()
 		return nil
 	}
 	s := v.shares[k]
 	if s == nil {
-		s = v.startShare(runCtx, k, nil, v.fold)
+		s = v.startShare(runCtx, k, nil, v.fold, -1)
 		v.shares[k] = s
 	}
 	s.refs++
@@ -152,6 +213,9 @@ func (v *View) Release(k int32) {
 	defer v.shareMu.Unlock()
 	s := v.shares[k]
 	if s == nil {
+		if v.held[k] > 0 {
+			v.held[k]--
+		}
 		return
 	}
 	if s.refs--; s.refs > 0 {
@@ -175,6 +239,7 @@ func (v *View) Watch(names []string) {
 	defer v.shareMu.Unlock()
 	v.mu.Lock()
 	sharded, runCtx := v.sharded, v.runCtx
+	v.watchNames = names
 	v.mu.Unlock()
 	if !sharded || runCtx.Err() != nil {
 		return
@@ -199,15 +264,16 @@ func (v *View) Watch(names []string) {
 	}
 	for k, keep := range want {
 		if v.watched[k] == nil {
-			v.watched[k] = v.startShare(runCtx, k, keep, newFold())
+			v.watched[k] = v.startShare(runCtx, k, keep, newFold(), -1)
 		}
 	}
 }
 
-// startShare starts the follower of partition k into f (keep: only those names). Called with shareMu held.
-func (v *View) startShare(ctx context.Context, k int32, keep map[string]bool, f *fold) *share {
+// startShare starts the follower of partition k into f (keep: only those names; skip: the records of offsets
+// up to skip are in f already). Called with shareMu held.
+func (v *View) startShare(ctx context.Context, k int32, keep map[string]bool, f *fold, skip int64) *share {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &share{k: k, keep: keep, fold: f, cancel: cancel, loaded: make(chan struct{}), done: make(chan struct{})}
+	s := &share{k: k, keep: keep, fold: f, skip: skip, cancel: cancel, loaded: make(chan struct{}), done: make(chan struct{})}
 	go v.followShare(ctx, s)
 	return s
 }
@@ -293,6 +359,9 @@ func (v *View) foldShare(s *share, r *kgo.Record, changed bool) bool {
 	}
 	if kafka.LeaderOf(string(r.Key), v.leaders) != s.k || !shares.Source(r, v.topic) {
 		v.logger.Debug("a record of the schedule shares that the copier did not write: skipped", "leader", s.k, "offset", r.Offset)
+		return false
+	}
+	if r.Offset <= s.skip {
 		return false
 	}
 	d := decode(r)

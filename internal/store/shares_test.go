@@ -140,7 +140,35 @@ func TestViewWithoutCompleteShares(t *testing.T) {
 	}
 	b.catchUp(t)
 	b.put(t, every("b", time.Minute))
-	if v := b.runShares(t); v.Sharded() || v.Len() != 2 {
+	defer store.SetSharesPoll(store.SetSharesPoll(100 * time.Millisecond))
+	v := b.runShares(t)
+	if v.Sharded() || v.Len() != 2 {
 		t.Errorf("shares behind: sharded %v, %d schedules; want the whole topic", v.Sharded(), v.Len())
+	}
+
+	// Once the copy is complete, the View switches to the shares: it keeps the schedules of the leader it runs
+	// and drops the others', then follows that leader's share.
+	k := kafka.LeaderOf("b", sharedLeaders)
+	if err := v.Acquire(b.ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release(k)
+	v.TakeChanged()
+	b.catchUp(t)
+	kafkatest.Eventually(t, waitFor, "the switch to the shares", v.Sharded)
+	if _, ok := v.Get("b"); !ok {
+		t.Error("b, of the leader acquired, was dropped by the switch")
+	}
+	if _, ok := v.Get("a"); ok != (kafka.LeaderOf("a", sharedLeaders) == k) {
+		t.Errorf("a (leader %d) held: %v, after the switch with leader %d", kafka.LeaderOf("a", sharedLeaders), ok, k)
+	}
+	if got := v.TakeChanged(); len(got) != 0 {
+		t.Errorf("the switch reported changes %v, want none", got)
+	}
+	b.put(t, every("b", 3*time.Minute))
+	b.catchUp(t)
+	waitChanged(t, v, "b")
+	if e, _ := v.Get("b"); time.Duration(e.Spec().Every) != 3*time.Minute {
+		t.Errorf("b after its change on the shares: %v", e.Spec())
 	}
 }

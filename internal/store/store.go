@@ -332,6 +332,11 @@ type View struct {
 	shareMu sync.Mutex
 	shares  map[int32]*share
 	watched map[int32]*share
+	// held counts the Acquires of each leader while v reads the whole topic; watchNames is the last Watch.
+	held       map[int32]int
+	watchNames []string
+	// folded is the offset of the last schedules record folded from the whole topic (under mu).
+	folded int64
 }
 
 // NewView returns a View of topic. Undecodable records are logged, counted and skipped; those written while
@@ -351,6 +356,8 @@ func NewView(opts []kgo.Opt, topic, dlq string, logger *slog.Logger, reg prometh
 		foreign: map[int32]*fold{},
 		shares:  map[int32]*share{},
 		watched: map[int32]*share{},
+		held:    map[int32]int{},
+		folded:  -1,
 	}
 }
 
@@ -447,17 +454,39 @@ func (v *View) All() iter.Seq2[string, Entry] {
 
 // Run follows the topic until ctx ends.
 func (v *View) Run(ctx context.Context) error {
-	if v.sharesTopic != "" {
-		adm, err := kgo.NewClient(v.opts...)
-		if err != nil {
-			return fmt.Errorf("schedules: client: %w", err)
-		}
-		complete := v.sharesComplete(ctx, adm)
-		adm.Close()
-		if complete {
-			return v.runShares(ctx)
-		}
+	if v.sharesTopic == "" {
+		return v.runWhole(ctx)
 	}
+	adm, err := kgo.NewClient(v.opts...)
+	if err != nil {
+		return fmt.Errorf("schedules: client: %w", err)
+	}
+	defer adm.Close()
+	if v.sharesComplete(ctx, adm) {
+		return v.runShares(ctx, -1)
+	}
+	// The whole topic until the shares are complete (shares.go), then the shares.
+	wholeCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		v.awaitShares(wholeCtx, adm, stop)
+	}()
+	err = v.runWhole(wholeCtx)
+	stop()
+	<-watching
+	if err != nil || ctx.Err() != nil {
+		return err
+	}
+	v.mu.Lock()
+	last := v.folded
+	v.mu.Unlock()
+	return v.runShares(ctx, last)
+}
+
+// runWhole follows the whole schedules topic until ctx ends.
+func (v *View) runWhole(ctx context.Context) error {
 	cl, err := kgo.NewClient(append(v.opts[:len(v.opts):len(v.opts)],
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{v.topic: {0: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -517,6 +546,7 @@ func (v *View) Run(ctx context.Context) error {
 			if !v.loading {
 				v.changed[string(r.Key)] = struct{}{}
 			}
+			v.folded = r.Offset
 			if r.Offset >= end-1 {
 				v.markLoaded()
 			}

@@ -181,11 +181,11 @@ func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
 	view := store.NewView(withRole("schedules"), names.Schedules, names.DLQ, t.logger, reg)
 	// With two leaders or more, a replica reads only its leaders' shares of the schedules, once leader 0 has
 	// copied them (package shares); leader 0's term keeps the copy.
-	view.UseShares(names.Shares, leaders)
+	view.UseShares(names.Shares, leaders, t.opts)
 	var copier *shares.Copier
 	if leaders > 1 {
 		if copier, err = shares.New(shares.Config{Names: names, Leaders: leaders, ReplicationFactor: o.ReplicationFactor,
-			TransactionTimeout: cfg.TransactionTimeout}, withRole("shares"), t.logger, reg); err != nil {
+			TransactionTimeout: cfg.TransactionTimeout}, t.opts, t.logger, reg); err != nil {
 			return err
 		}
 	}

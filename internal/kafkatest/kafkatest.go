@@ -169,7 +169,8 @@ func NewNamespace(t testing.TB) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, _ = adm.DeleteTopics(ctx, ns+".ticker", ns+".schedules", ns+".work", ns+".results", ns+".dlq", ns+".clock", ns+".changes")
+		_, _ = adm.DeleteTopics(ctx, ns+".ticker", ns+".schedules", ns+".work", ns+".results", ns+".dlq", ns+".clock", ns+".changes",
+			ns+".schedules.shares", ns+".backfills", ns+".backfills.progress", ns+".limits", ns+".calendars")
 		_, _ = adm.DeleteGroups(ctx, ns+".ticker", ns+".workers")
 	})
 	return ns

@@ -6,6 +6,7 @@ type metrics struct {
 	schedules prometheus.Gauge
 	invalid   prometheus.Counter
 	broken    prometheus.Gauge
+	sharded   prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -22,9 +23,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_schedules_broken",
 			Help: "Keys of the schedules topic whose newest record is invalid (or a stale repair) and waits for the leader's repair.",
 		}),
+		sharded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tickgroup_schedules_sharded",
+			Help: "1 when this replica reads only the shares of the schedules of the leaders it runs, 0 when it reads the whole schedules topic.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.schedules, m.invalid, m.broken)
+		reg.MustRegister(m.schedules, m.invalid, m.broken, m.sharded)
 	}
 	return m
 }

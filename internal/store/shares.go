@@ -38,10 +38,11 @@ const sharesWait = 3 * time.Second
 var sharesPoll = 5 * time.Second
 
 // UseShares makes v read the shares topic when the shares are complete, for a namespace of leaders leaders
-// (two or more; with one, the share is the whole topic). It must be called before Run.
-func (v *View) UseShares(topic string, leaders int) {
+// (two or more; with one, the share is the whole topic), with clients of opts (several at once: no metrics
+// hooks). It must be called before Run.
+func (v *View) UseShares(topic string, leaders int, opts []kgo.Opt) {
 	if leaders > 1 {
-		v.sharesTopic, v.leaders = topic, leaders
+		v.sharesTopic, v.leaders, v.sharesOpts = topic, leaders, opts
 	}
 }
 
@@ -71,7 +72,7 @@ type share struct {
 func (v *View) sharesComplete(ctx context.Context, cl *kgo.Client) bool {
 	deadline := time.Now().Add(cmp.Or(v.sharesWait, sharesWait))
 	for {
-		progress, exists, err := shares.Progress(ctx, v.opts, v.sharesTopic)
+		progress, exists, err := shares.Progress(ctx, v.sharesOpts, v.sharesTopic)
 		if err == nil && !exists {
 			v.logger.Info("no schedule shares in this namespace: this replica reads the whole schedules topic")
 			return false
@@ -103,6 +104,7 @@ func (v *View) runShares(ctx context.Context, last int64) error {
 	v.shareMu.Lock()
 	v.mu.Lock()
 	v.sharded, v.runCtx = true, ctx
+	v.metrics.sharded.Set(1)
 	v.markLoaded()
 	dropped := 0
 	if last >= 0 {
@@ -156,7 +158,7 @@ func (v *View) awaitShares(ctx context.Context, adm *kgo.Client, stop context.Ca
 			return
 		case <-time.After(sharesPoll):
 		}
-		progress, exists, err := shares.Progress(ctx, v.opts, v.sharesTopic)
+		progress, exists, err := shares.Progress(ctx, v.sharesOpts, v.sharesTopic)
 		if err != nil || !exists {
 			continue
 		}
@@ -286,7 +288,7 @@ func (v *View) followShare(ctx context.Context, s *share) {
 	var next int64
 	for {
 		var err error
-		next, err = kafka.ReadStable(ctx, v.opts, v.sharesTopic, s.k, func(r *kgo.Record) error {
+		next, err = kafka.ReadStable(ctx, v.sharesOpts, v.sharesTopic, s.k, func(r *kgo.Record) error {
 			v.foldShare(s, r, false)
 			return nil
 		})
@@ -304,7 +306,14 @@ func (v *View) followShare(ctx context.Context, s *share) {
 		}
 	}
 	v.mu.Lock()
-	n := len(s.fold.entries)
+	n := 0
+	if s.keep == nil {
+		for name := range s.fold.entries {
+			if kafka.LeaderOf(name, v.leaders) == s.k {
+				n++
+			}
+		}
+	}
 	if s.keep != nil {
 		v.foreign[s.k] = s.fold
 		for name := range s.keep {
@@ -324,7 +333,7 @@ func (v *View) followShare(ctx context.Context, s *share) {
 
 // followFrom follows partition s.k of the shares topic from offset next until ctx ends.
 func (v *View) followFrom(ctx context.Context, s *share, next int64) {
-	cl, err := kgo.NewClient(append(v.opts[:len(v.opts):len(v.opts)],
+	cl, err := kgo.NewClient(append(v.sharesOpts[:len(v.sharesOpts):len(v.sharesOpts)],
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{v.sharesTopic: {s.k: kgo.NewOffset().At(next)}}),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -357,6 +366,8 @@ func (v *View) foldShare(s *share, r *kgo.Record, changed bool) bool {
 	if shares.Internal(r.Key) || (s.keep != nil && !s.keep[string(r.Key)]) {
 		return false
 	}
+	c := *r // taken for the schedules record in a copy: the caller goes on with the share's offset
+	r = &c
 	if kafka.LeaderOf(string(r.Key), v.leaders) != s.k || !shares.Source(r, v.topic) {
 		v.logger.Debug("a record of the schedule shares that the copier did not write: skipped", "leader", s.k, "offset", r.Offset)
 		return false

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ func (b *testBundle) catchUp(t *testing.T) {
 func (b *testBundle) runShares(t *testing.T) *store.View {
 	t.Helper()
 	v := store.NewView(b.opts, schedulesTopic, dlqTopic, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
-	v.UseShares(sharesNames.Shares, sharedLeaders)
+	v.UseShares(sharesNames.Shares, sharedLeaders, b.opts)
 	store.SetSharesWait(v, time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -170,5 +171,32 @@ func TestViewWithoutCompleteShares(t *testing.T) {
 	waitChanged(t, v, "b")
 	if e, _ := v.Get("b"); time.Duration(e.Spec().Every) != 3*time.Minute {
 		t.Errorf("b after its change on the shares: %v", e.Spec())
+	}
+}
+
+// TestSharesHoldEverySchedule: the shares of every leader, acquired in turn, hold what the whole topic does,
+// with the same versions.
+func TestSharesHoldEverySchedule(t *testing.T) {
+	b := setup(t)
+	for i := range 30 {
+		b.put(t, every(fmt.Sprintf("s%02d", i), time.Second))
+	}
+	b.delete(t, "s07")
+	b.put(t, every("s03", time.Minute))
+	b.catchUp(t)
+	want := versions(b.run(t))
+	v := b.runShares(t)
+	got := map[string]int64{}
+	for k := range int32(sharedLeaders) {
+		if err := v.Acquire(b.ctx, k); err != nil {
+			t.Fatal(err)
+		}
+		for name, version := range versions(v) {
+			got[name] = version
+		}
+		v.Release(k)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("the shares hold %v\nthe whole topic %v", got, want)
 	}
 }

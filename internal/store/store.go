@@ -321,6 +321,7 @@ type View struct {
 
 	// The shares (shares.go): set by UseShares.
 	sharesTopic string
+	sharesOpts  []kgo.Opt
 	leaders     int
 	sharesWait  time.Duration // sharesWait unless a test sets it
 	// sharded and runCtx are set (under mu) when Run takes the shares.
@@ -457,7 +458,7 @@ func (v *View) Run(ctx context.Context) error {
 	if v.sharesTopic == "" {
 		return v.runWhole(ctx)
 	}
-	adm, err := kgo.NewClient(v.opts...)
+	adm, err := kgo.NewClient(v.sharesOpts...)
 	if err != nil {
 		return fmt.Errorf("schedules: client: %w", err)
 	}

@@ -37,6 +37,9 @@ type Copier struct {
 	opts    []kgo.Opt
 	logger  *slog.Logger
 	metrics *metrics
+
+	// testHold, set by this package's tests only, runs inside each copy transaction before its commit.
+	testHold func()
 }
 
 // New returns a Copier; opts reach the Kafka brokers.
@@ -116,7 +119,7 @@ func (c *Copier) session(ctx context.Context, once bool) (caughtUp bool, err err
 	defer p.Close()
 	// Fence: a committed transaction of this ID ends the predecessor's open one and refuses its later commits,
 	// so that the progress read next is final.
-	if err := commit(ctx, p, []*kgo.Record{{Topic: n.Shares, Partition: 0, Key: []byte(FenceKey)}}); err != nil {
+	if err := commit(ctx, p, []*kgo.Record{{Topic: n.Shares, Partition: 0, Key: []byte(FenceKey)}}, nil); err != nil {
 		return false, fmt.Errorf("fencing the previous copier: %w", err)
 	}
 	last, _, err := Progress(ctx, c.opts, n.Shares)
@@ -172,7 +175,7 @@ func (c *Copier) session(ctx context.Context, once bool) (caughtUp bool, err err
 			continue
 		}
 		recs = append(recs, progressRecord(n.Shares, last))
-		if err := commit(ctx, p, recs); err != nil {
+		if err := commit(ctx, p, recs, c.testHold); err != nil {
 			return caughtUp, err
 		}
 		c.metrics.copied.Add(float64(len(recs) - 1))
@@ -209,8 +212,8 @@ func (c *Copier) ensureTopic(ctx context.Context, adm *kadm.Client) error {
 	return nil
 }
 
-// commit writes recs in one transaction.
-func commit(ctx context.Context, p *kgo.Client, recs []*kgo.Record) error {
+// commit writes recs in one transaction; hold (when set) runs before it commits.
+func commit(ctx context.Context, p *kgo.Client, recs []*kgo.Record, hold func()) error {
 	if err := p.BeginTransaction(); err != nil {
 		return err
 	}
@@ -233,6 +236,9 @@ func commit(ctx context.Context, p *kgo.Client, recs []*kgo.Record) error {
 	flushErr := p.Flush(ctx)
 	wg.Wait()
 	err := errors.Join(perr, flushErr)
+	if hold != nil {
+		hold()
+	}
 	if endErr := p.EndTransaction(ctx, kgo.TransactionEndTry(err == nil)); endErr != nil {
 		return errors.Join(err, endErr)
 	}

@@ -366,12 +366,12 @@ func (v *View) foldShare(s *share, r *kgo.Record, changed bool) bool {
 	if shares.Internal(r.Key) || (s.keep != nil && !s.keep[string(r.Key)]) {
 		return false
 	}
-	c := *r // taken for the schedules record in a copy: the caller goes on with the share's offset
-	r = &c
-	if kafka.LeaderOf(string(r.Key), v.leaders) != s.k || !shares.Source(r, v.topic) {
+	src, ok := shares.Source(r, v.topic)
+	if !ok || kafka.LeaderOf(string(r.Key), v.leaders) != s.k {
 		v.logger.Debug("a record of the schedule shares that the copier did not write: skipped", "leader", s.k, "offset", r.Offset)
 		return false
 	}
+	r = src
 	if r.Offset <= s.skip {
 		return false
 	}

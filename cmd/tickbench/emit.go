@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"os"
@@ -26,6 +27,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/leaderstate"
 	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/shares"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -55,6 +57,13 @@ func runEmitBench(ctx context.Context, args []string, getenv func(string) string
 	// The schedules.
 	if err := loadSchedules(ctx, ns.opts, ns.names.Schedules, o.n, o.every, o.spread); err != nil {
 		return err
+	}
+	if o.leaders > 1 {
+		// The schedule shares, as leader 0 keeps them: the replicas then start on their leaders' shares, as in a
+		// namespace whose schedules were written while it ran.
+		if err := copyShares(ctx, ns, o.leaders, stdout); err != nil {
+			return err
+		}
 	}
 
 	// The ticker.
@@ -915,4 +924,18 @@ func saveProfile(addr, path string) {
 		return
 	}
 	_ = os.WriteFile(path, b, 0o600)
+}
+
+// copyShares copies the schedules written into their shares (package shares), and says how long it took.
+func copyShares(ctx context.Context, ns *benchNamespace, leaders int, stdout io.Writer) error {
+	c, err := shares.New(shares.Config{Names: ns.names, Leaders: leaders}, ns.opts, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := c.CatchUp(ctx); err != nil {
+		return fmt.Errorf("copying the schedule shares: %w", err)
+	}
+	fmt.Fprintf(stdout, "schedule shares: copied in %v (leader 0's copier, at a namespace's move to the shares)\n", time.Since(start).Round(time.Millisecond))
+	return nil
 }

@@ -114,7 +114,7 @@ func newBenchNamespaceLeaders(ctx context.Context, brokers, prefix string, parti
 		defer cancel()
 		n := ns.names
 		_, _ = ns.adm.DeleteGroups(cctx, n.TickerGroup, n.WorkerGroup)
-		_, _ = ns.adm.DeleteTopics(cctx, n.Ticker, n.Schedules, n.Work, n.Results, n.DLQ, n.Clock, n.Changes, n.Work+".raw", n.Ticker+".raw", n.Work+".rtt")
+		_, _ = ns.adm.DeleteTopics(cctx, n.Ticker, n.Schedules, n.Work, n.Results, n.DLQ, n.Clock, n.Changes, n.Shares, n.Work+".raw", n.Ticker+".raw", n.Work+".rtt")
 	}
 	if err := kafka.EnsureTopics(ctx, ns.adm, ns.names, kafka.TopicOptions{WorkPartitions: int32(partitions), Leaders: int32(leaders)}); err != nil {
 		ns.close()

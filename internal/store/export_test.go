@@ -2,12 +2,8 @@ package store
 
 import "time"
 
-// SetSharesWait sets how long v waits for the shares to be complete when it starts.
-func SetSharesWait(v *View, d time.Duration) { v.sharesWait = d }
-
-// SetSharesPoll sets how often a View on the whole topic looks at the shares, and returns the setting before.
-func SetSharesPoll(d time.Duration) time.Duration {
-	old := sharesPoll
-	sharesPoll = d
-	return old
+// SetSharesTiming sets how long v waits for complete shares when it starts, how often it checks their progress,
+// and how long stalled shares are read before it reads the whole topic again.
+func SetSharesTiming(v *View, wait, poll, stale time.Duration) {
+	v.sharesWait, v.sharesPoll, v.sharesStale = wait, poll, stale
 }

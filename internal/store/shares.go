@@ -34,8 +34,13 @@ import (
 // changes) before it reads the whole schedules topic instead.
 const sharesWait = 3 * time.Second
 
-// sharesPoll is how often a View reading the whole topic checks whether the shares are complete.
-var sharesPoll = 5 * time.Second
+// sharesPoll is how often a View checks the copy's progress: on the whole topic, whether the shares are complete;
+// on the shares, whether they stalled.
+const sharesPoll = 5 * time.Second
+
+// sharesStale is how long the shares may stay behind the schedules topic without moving before a View on them
+// reads the whole topic again: longer than a takeover of leader 0 and its copier's retries.
+const sharesStale = time.Minute
 
 // UseShares makes v read the shares topic when the shares are complete, for a namespace of leaders leaders
 // (two or more; with one, the share is the whole topic), with clients of opts (several at once: no metrics
@@ -97,10 +102,13 @@ func (v *View) sharesComplete(ctx context.Context, cl *kgo.Client) bool {
 	}
 }
 
-// runShares is Run on the shares: the followers are started by Acquire and Watch, and stopped with ctx. A View
-// that read the whole topic up to offset last (-1: none) switches to the shares: the leaders acquired so far
-// keep their schedules, and their shares are read for the records after last; the others' are dropped.
-func (v *View) runShares(ctx context.Context, last int64) error {
+// runShares is Run on the shares: the followers are started by Acquire and Watch. A View that read the whole
+// topic up to offset last (-1: none) switches to the shares: the leaders acquired so far keep their schedules,
+// and their shares are read for the records after last; the others' are dropped. It returns when ctx ends
+// (false), or when the shares stall (true): behind the schedules topic and not moving for sharesStale, as when
+// no copier runs (leader 0 of a build before the shares, or a copy refused). The View then reads the whole topic
+// again, keeping what it holds.
+func (v *View) runShares(ctx context.Context, adm *kgo.Client, last int64) (stalled bool) {
 	v.shareMu.Lock()
 	v.mu.Lock()
 	v.sharded, v.runCtx = true, ctx
@@ -129,8 +137,9 @@ func (v *View) runShares(ctx context.Context, last int64) error {
 	} else {
 		v.logger.Info("schedules: this replica reads the shares of the leaders it runs", "leaders", v.leaders)
 	}
-	<-ctx.Done()
+	stalled = v.watchStall(ctx, adm)
 	v.shareMu.Lock()
+	defer v.shareMu.Unlock()
 	for _, s := range v.shares {
 		s.cancel()
 		<-s.done
@@ -139,9 +148,51 @@ func (v *View) runShares(ctx context.Context, last int64) error {
 		s.cancel()
 		<-s.done
 	}
-	v.shareMu.Unlock()
-	v.logger.Info("schedules view stopped")
-	return nil
+	if !stalled {
+		v.logger.Info("schedules view stopped")
+		return false
+	}
+	v.mu.Lock()
+	for k, s := range v.shares {
+		v.held[k] = s.refs
+	}
+	clear(v.shares)
+	clear(v.watched)
+	clear(v.foreign)
+	v.sharded = false
+	v.metrics.sharded.Set(0)
+	v.mu.Unlock()
+	return true
+}
+
+// watchStall returns true once the shares are behind the schedules topic and have not moved for sharesStale,
+// false when ctx ends.
+func (v *View) watchStall(ctx context.Context, adm *kgo.Client) bool {
+	last, since := int64(-2), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(cmp.Or(v.sharesPoll, sharesPoll)):
+		}
+		progress, _, err := shares.Progress(ctx, v.sharesOpts, v.sharesTopic)
+		if err != nil {
+			continue
+		}
+		end, err := shares.SourceEnd(ctx, kadm.NewClient(adm), v.topic)
+		if err != nil {
+			continue
+		}
+		if progress >= end-1 || progress != last {
+			last, since = progress, time.Now()
+			continue
+		}
+		if time.Since(since) >= cmp.Or(v.sharesStale, sharesStale) {
+			v.logger.Warn("the schedule shares are behind the schedules topic and not moving (no copier: leader 0 of an earlier build, or its copy refused): this replica reads the whole schedules topic again until they catch up",
+				"progress", progress, "end", end, "for", time.Since(since).Round(time.Second))
+			return true
+		}
+	}
 }
 
 // awaitShares checks now and then, while v reads the whole topic, whether the shares hold everything v folded;
@@ -156,7 +207,7 @@ func (v *View) awaitShares(ctx context.Context, adm *kgo.Client, stop context.Ca
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(sharesPoll):
+		case <-time.After(cmp.Or(v.sharesPoll, sharesPoll)):
 		}
 		progress, exists, err := shares.Progress(ctx, v.sharesOpts, v.sharesTopic)
 		if err != nil || !exists {
@@ -378,6 +429,9 @@ func (v *View) foldShare(s *share, r *kgo.Record, changed bool) bool {
 	d := decode(r)
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if s.keep == nil {
+		v.folded = max(v.folded, r.Offset) // what a read of the whole topic after a stall need not report again
+	}
 	if bad := s.fold.applyDecoded(r, d); bad != nil && s.keep == nil {
 		v.metrics.invalid.Inc()
 		v.logger.Debug("invalid schedule record: keeping the last valid definition until its leader repairs it", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", bad)

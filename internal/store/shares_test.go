@@ -35,11 +35,14 @@ func (b *testBundle) catchUp(t *testing.T) {
 }
 
 // runShares starts a View given the shares, as `ticker run` of a namespace of sharedLeaders leaders does.
-func (b *testBundle) runShares(t *testing.T) *store.View {
+func (b *testBundle) runShares(t *testing.T) *store.View { return b.runSharesStale(t, time.Minute) }
+
+// runSharesStale is runShares with shares stalled for stale read again whole.
+func (b *testBundle) runSharesStale(t *testing.T, stale time.Duration) *store.View {
 	t.Helper()
 	v := store.NewView(b.opts, schedulesTopic, dlqTopic, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
 	v.UseShares(sharesNames.Shares, sharedLeaders, b.opts)
-	store.SetSharesWait(v, time.Second)
+	store.SetSharesTiming(v, time.Second, 100*time.Millisecond, stale)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- v.Run(ctx) }()
@@ -141,7 +144,6 @@ func TestViewWithoutCompleteShares(t *testing.T) {
 	}
 	b.catchUp(t)
 	b.put(t, every("b", time.Minute))
-	defer store.SetSharesPoll(store.SetSharesPoll(100 * time.Millisecond))
 	v := b.runShares(t)
 	if v.Sharded() || v.Len() != 2 {
 		t.Errorf("shares behind: sharded %v, %d schedules; want the whole topic", v.Sharded(), v.Len())
@@ -198,5 +200,40 @@ func TestSharesHoldEverySchedule(t *testing.T) {
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("the shares hold %v\nthe whole topic %v", got, want)
+	}
+}
+
+// TestViewLeavesStalledShares: a View on shares that stay behind the schedules topic (no copier: leader 0 of an
+// earlier build) reads the whole topic again, keeping its leader's schedules, and takes the shares again once
+// they catch up.
+func TestViewLeavesStalledShares(t *testing.T) {
+	b := setup(t)
+	own, other := namesOf(2, 2)
+	b.put(t, every(own[0], time.Minute))
+	b.catchUp(t)
+	v := b.runSharesStale(t, 500*time.Millisecond)
+	if err := v.Acquire(b.ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release(2)
+	v.TakeChanged()
+
+	b.put(t, every(own[1], time.Minute)) // not copied
+	b.put(t, every(other, time.Minute))
+	kafkatest.Eventually(t, waitFor, "the View to leave the stalled shares", func() bool { return !v.Sharded() })
+	waitChanged(t, v, own[1], other)
+	for _, n := range []string{own[0], own[1], other} {
+		if _, ok := v.Get(n); !ok {
+			t.Errorf("%s is not found on the whole topic", n)
+		}
+	}
+
+	b.catchUp(t)
+	kafkatest.Eventually(t, waitFor, "the View back on the shares", v.Sharded)
+	if _, ok := v.Get(own[1]); !ok {
+		t.Errorf("%s, of the leader acquired, was dropped", own[1])
+	}
+	if _, ok := v.Get(other); ok {
+		t.Errorf("%s, of another leader, is still held", other)
 	}
 }

@@ -323,7 +323,8 @@ type View struct {
 	sharesTopic string
 	sharesOpts  []kgo.Opt
 	leaders     int
-	sharesWait  time.Duration // sharesWait unless a test sets it
+	// sharesWait, sharesPoll and sharesStale are the package's constants unless a test sets them.
+	sharesWait, sharesPoll, sharesStale time.Duration
 	// sharded and runCtx are set (under mu) when Run takes the shares.
 	sharded bool
 	runCtx  context.Context
@@ -463,27 +464,32 @@ func (v *View) Run(ctx context.Context) error {
 		return fmt.Errorf("schedules: client: %w", err)
 	}
 	defer adm.Close()
-	if v.sharesComplete(ctx, adm) {
-		return v.runShares(ctx, -1)
+	sharded, last := v.sharesComplete(ctx, adm), int64(-1)
+	for {
+		if sharded {
+			if !v.runShares(ctx, adm, last) {
+				return nil
+			}
+			sharded = false // the shares stalled: the whole topic again, until they are complete
+		}
+		// The whole topic until the shares are complete (shares.go), then the shares.
+		wholeCtx, stop := context.WithCancel(ctx)
+		watching := make(chan struct{})
+		go func() {
+			defer close(watching)
+			v.awaitShares(wholeCtx, adm, stop)
+		}()
+		err := v.runWhole(wholeCtx)
+		stop()
+		<-watching
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+		v.mu.Lock()
+		last = v.folded
+		v.mu.Unlock()
+		sharded = true
 	}
-	// The whole topic until the shares are complete (shares.go), then the shares.
-	wholeCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	watching := make(chan struct{})
-	go func() {
-		defer close(watching)
-		v.awaitShares(wholeCtx, adm, stop)
-	}()
-	err = v.runWhole(wholeCtx)
-	stop()
-	<-watching
-	if err != nil || ctx.Err() != nil {
-		return err
-	}
-	v.mu.Lock()
-	last := v.folded
-	v.mu.Unlock()
-	return v.runShares(ctx, last)
 }
 
 // runWhole follows the whole schedules topic until ctx ends.
@@ -539,15 +545,28 @@ func (v *View) runWhole(ctx context.Context) error {
 		v.mu.Lock()
 		for _, fr := range batch {
 			r := fr.r
-			if bad := v.fold.applyDecoded(r, fr.d); bad != nil {
+			quiet := r.Offset <= v.folded // read again after the shares (shares.go): a change only if it changes
+			var before slot
+			var had bool
+			if quiet {
+				before, had = v.fold.entries[string(r.Key)]
+			}
+			bad := v.fold.applyDecoded(r, fr.d)
+			if bad != nil {
 				v.metrics.invalid.Inc()
 				// Every replica sees it; the leader repairs it and dead-letters it, once, and logs it at warn.
 				v.logger.Debug("invalid schedule record: keeping the last valid definition until the leader repairs it", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", bad)
 			}
+			if quiet && bad == nil {
+				after, has := v.fold.entries[string(r.Key)]
+				if had == has && before.version == after.version {
+					continue
+				}
+			}
 			if !v.loading {
 				v.changed[string(r.Key)] = struct{}{}
 			}
-			v.folded = r.Offset
+			v.folded = max(v.folded, r.Offset)
 			if r.Offset >= end-1 {
 				v.markLoaded()
 			}

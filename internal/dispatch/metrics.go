@@ -31,6 +31,8 @@ type metrics struct {
 	stateRefused      *prometheus.CounterVec
 	stateRecovered    prometheus.Counter
 	schedulesRepaired prometheus.Counter
+	// leaderSchedules is the number of schedules each leader term of this process leads.
+	leaderSchedules *prometheus.GaugeVec
 	// waitingCal counts the schedules that wait for a calendar, summed over this process's terms (waitingBy).
 	waitingCal        prometheus.Gauge
 	calendarExhausted prometheus.Counter
@@ -120,6 +122,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "tickgroup_invalid_state_records_total",
 			Help: "Records of the ticker topic that could not be decoded and were skipped.",
 		}),
+		leaderSchedules: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "tickgroup_leader_schedules",
+			Help: "Schedules a leader term of this replica leads, by leader (ticker-topic partition); summed over the leaders (the max of each), the namespace's schedules.",
+		}, []string{"leader"}),
 		waitingCal: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tickgroup_schedules_waiting_calendar",
 			Help: "Schedules that exclude a calendar this leader has not read (not yet, or deleted by a race with a writer): nothing of theirs is emitted until it is, and then their catch-up policy applies.",
@@ -150,7 +156,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.emitted, m.emitLag, m.emittedLate, m.cancels, m.missed, m.fenced, m.stalled, m.transactions, m.txnDuration, m.invalidState, m.lastSlot, m.nextDue, m.period,
-			m.stateBlocked, m.hanging, m.stateRefused, m.stateRecovered, m.schedulesRepaired, m.parked, m.poolDown, m.waitingCal, m.calendarExhausted)
+			m.stateBlocked, m.hanging, m.stateRefused, m.stateRecovered, m.schedulesRepaired, m.parked, m.poolDown, m.waitingCal, m.calendarExhausted, m.leaderSchedules)
 		reg.MustRegister(m.backfill.Collectors()...)
 	}
 	m.stateRefused.WithLabelValues("future")

@@ -252,7 +252,11 @@ func (t *leaderTerm) recover(ctx context.Context) error {
 	schedules, n := d.view.All(), d.view.Len()
 	if t.leaders > 1 {
 		schedules = ownedOnly(schedules, t.owned)
-		n = n/t.leaders + n/(16*t.leaders) // about this leader's share: the planner's slab
+		parts := t.leaders // about this leader's share of the View: the planner's slab
+		if d.view.Sharded() {
+			parts = max(d.view.Held(), 1) // the View holds the shares of the leaders this replica runs
+		}
+		n = n/parts + n/(16*parts)
 	}
 	d.refuseFuture(state, d.cfg.Now(), t.logger)
 	var cals func(string) (*calendar.Calendar, bool)
@@ -261,6 +265,8 @@ func (t *leaderTerm) recover(ctx context.Context) error {
 	}
 	t.pl = newPlannerFrom(n, schedules, state, d.cfg.Lead, cals)
 	t.planned = time.Now()
+	t.closers = append(t.closers, func() { d.metrics.leaderSchedules.DeleteLabelValues(t.leaderLabel()) })
+	t.countSchedules()
 	t.closers = append(t.closers, func() { d.metrics.setWaitingCalendar(k, 0) })
 	t.reportCalendars()
 	t.adm = adm
@@ -440,6 +446,7 @@ func (t *leaderTerm) run(ctx context.Context) error {
 			if err := t.applyChanges(ctx); err != nil {
 				return err
 			}
+			t.countSchedules()
 			if t.changes.takeWatched() && t.ch != nil {
 				t.ch.dirty = true // an upstream of a chain or gate changed (perhaps another leader's)
 			}
@@ -745,4 +752,12 @@ func (t *leaderTerm) reportPool(pool string) {
 		t.statused[pool] = true
 	}
 	t.d.metrics.setPool(t.k, pool, st)
+}
+
+// leaderLabel is the term's leader as a metric label.
+func (t *leaderTerm) leaderLabel() string { return strconv.Itoa(int(t.k)) }
+
+// countSchedules exports how many schedules the term leads.
+func (t *leaderTerm) countSchedules() {
+	t.d.metrics.leaderSchedules.WithLabelValues(t.leaderLabel()).Set(float64(len(t.pl.items)))
 }

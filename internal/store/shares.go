@@ -226,6 +226,13 @@ func (v *View) awaitShares(ctx context.Context, adm *kgo.Client, stop context.Ca
 	}
 }
 
+// Held returns the number of leaders whose shares v holds (0 unless Sharded).
+func (v *View) Held() int {
+	v.shareMu.Lock()
+	defer v.shareMu.Unlock()
+	return len(v.shares)
+}
+
 // Acquire makes v hold leader k's schedules, and returns once they are loaded (on the whole topic: once v is
 // loaded). Every Acquire is followed by a Release.
 func (v *View) Acquire(ctx context.Context, k int32) error {
@@ -339,10 +346,7 @@ func (v *View) followShare(ctx context.Context, s *share) {
 	var next int64
 	for {
 		var err error
-		next, err = kafka.ReadStable(ctx, v.sharesOpts, v.sharesTopic, s.k, func(r *kgo.Record) error {
-			v.foldShare(s, r, false)
-			return nil
-		})
+		next, err = v.loadShare(ctx, s)
 		if err == nil {
 			break
 		}
@@ -414,21 +418,34 @@ func (v *View) followFrom(ctx context.Context, s *share, next int64) {
 // foldShare folds one share record into s.fold, as the schedules record it copies; changed: note its name in
 // v.changed. It reports whether it noted one.
 func (v *View) foldShare(s *share, r *kgo.Record, changed bool) bool {
-	if shares.Internal(r.Key) || (s.keep != nil && !s.keep[string(r.Key)]) {
+	src, d, ok := v.prepareShare(s, r)
+	if !ok {
 		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.applyShare(s, src, d, changed)
+}
+
+// prepareShare is the part of foldShare that needs no lock: the schedules record r copies, decoded, and whether
+// it is to be folded.
+func (v *View) prepareShare(s *share, r *kgo.Record) (*kgo.Record, decoded, bool) {
+	if shares.Internal(r.Key) || (s.keep != nil && !s.keep[string(r.Key)]) {
+		return nil, decoded{}, false
 	}
 	src, ok := shares.Source(r, v.topic)
 	if !ok || kafka.LeaderOf(string(r.Key), v.leaders) != s.k {
 		v.logger.Debug("a record of the schedule shares that the copier did not write: skipped", "leader", s.k, "offset", r.Offset)
-		return false
+		return nil, decoded{}, false
 	}
-	r = src
-	if r.Offset <= s.skip {
-		return false
+	if src.Offset <= s.skip {
+		return nil, decoded{}, false
 	}
-	d := decode(r)
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	return src, decode(src), true
+}
+
+// applyShare is the rest of foldShare, with v.mu held.
+func (v *View) applyShare(s *share, r *kgo.Record, d decoded, changed bool) bool {
 	if s.keep == nil {
 		v.folded = max(v.folded, r.Offset) // what a read of the whole topic after a stall need not report again
 	}
@@ -445,6 +462,50 @@ func (v *View) foldShare(s *share, r *kgo.Record, changed bool) bool {
 		v.metrics.broken.Set(float64(len(v.fold.broken)))
 	}
 	return true
+}
+
+// loadShare reads partition s.k of the shares topic to its end into s.fold, and returns the offset to follow it
+// from. The reading goroutine hands batches of records to another that decodes and folds them: a takeover
+// waits for the load, and decoding costs as much as fetching.
+func (v *View) loadShare(ctx context.Context, s *share) (int64, error) {
+	const batchSize = 2048
+	batches := make(chan []*kgo.Record, 2)
+	folded := make(chan struct{})
+	go func() {
+		defer close(folded)
+		type prepared struct {
+			r *kgo.Record
+			d decoded
+		}
+		out := make([]prepared, 0, batchSize)
+		for batch := range batches {
+			out = out[:0]
+			for _, r := range batch {
+				if src, d, ok := v.prepareShare(s, r); ok {
+					out = append(out, prepared{src, d})
+				}
+			}
+			v.mu.Lock()
+			for _, p := range out {
+				v.applyShare(s, p.r, p.d, false)
+			}
+			v.mu.Unlock()
+		}
+	}()
+	batch := make([]*kgo.Record, 0, batchSize)
+	next, err := kafka.ReadStable(ctx, v.sharesOpts, v.sharesTopic, s.k, func(r *kgo.Record) error {
+		if batch = append(batch, r); len(batch) == batchSize {
+			batches <- batch
+			batch = make([]*kgo.Record, 0, batchSize)
+		}
+		return nil
+	})
+	if len(batch) > 0 {
+		batches <- batch
+	}
+	close(batches)
+	<-folded
+	return next, err
 }
 
 // signal tells the View's reader that schedules changed.

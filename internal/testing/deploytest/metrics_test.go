@@ -29,6 +29,7 @@ var (
 		"tickgroup_transactions_total":           "counter",
 		"tickgroup_transaction_duration_seconds": "histogram",
 		"tickgroup_schedules":                    "gauge",
+		"tickgroup_leader_schedules":             "gauge",
 		"tickgroup_build_info":                   "gauge",
 		// Per opted-in schedule (metrics: true); the next due time and the period from the leader only.
 		"tickgroup_schedule_last_slot_timestamp_seconds": "gauge",

@@ -15,13 +15,14 @@ import (
 // dead-lettered); load runs after third-a when a slot succeeds. Two tickers and two workers; midway the leader
 // and then a worker are killed (kill -9). By the handlers' own log and the work topic: load ran exactly once for
 // each of third-a's slots that succeeded after load was written (as load@<that slot>; at most once for an earlier
-// one) and never for one that failed, across both kills; a cycle is refused when written.
+// one) and never for one that failed, across both kills; a cycle is refused when written. The namespace has three
+// leaders, and third-a's (2) is not load's (0): each replica follows the other's schedule on the schedule shares.
 func TestE2EChainsUnderKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
 	countOnly(t)
-	e := setup(t)
+	e := setupLeaders(t, 3)
 	f := e.f
 	f.cli("schedule", "put", "third-a", "--every", "2s", "--max-attempts", "1")
 	f.cli("schedule", "put", "load", "--after", "third-a", "--when", "success")
@@ -34,7 +35,7 @@ func TestE2EChainsUnderKills(t *testing.T) {
 	ticks := f.collect()
 	tickers := []*proc{f.ticker("a"), f.ticker("b")}
 	workers := []*proc{e.start(nil, "--exec", handlerBin), e.start(nil, "--exec", handlerBin)}
-	lead := leaderOf(t, 30*time.Second, tickers...)
+	lead := waitLeaders(t, 60*time.Second, 3, tickers)["0"] // leader 0 also copies the schedule shares
 
 	// ran returns the slots of third-a that finished ok and failed, by the handlers' log, and load's runs. A
 	// marked re-run (TICK_INTERRUPTED=1) of a run on the killed worker is the worker's documented window (its
@@ -71,7 +72,7 @@ func TestE2EChainsUnderKills(t *testing.T) {
 	}
 	kafkatest.Eventually(t, 60*time.Second, "third-a's first 3 successes", runs(3))
 	lead.signal(syscall.SIGKILL)
-	t.Logf("leader %s killed", lead.name)
+	t.Logf("%s, leading partition 0, killed", lead.name)
 	kafkatest.Eventually(t, 60*time.Second, "third-a's 6 successes", runs(6))
 	e.kill9(workers[0])
 	t.Logf("worker %s killed", workers[0].name)
@@ -138,13 +139,14 @@ func TestE2EChainsUnderKills(t *testing.T) {
 // TestE2EGateSkipsWithReason: third-g runs every 2 s and fails every third slot; gated runs every 2 s, 1 s
 // after each of third-g's slots, and requires third-g within 2 s. Each of gated's slots runs when third-g's slot
 // before it succeeded, and is recorded skipped_gate, with the reason, when it failed: by the handlers' own log
-// and ticker history. A gate requiring a schedule that does not exist is refused.
+// and ticker history. A gate requiring a schedule that does not exist is refused. The namespace has three leaders,
+// and third-g's (2) is not gated's (1): the gate's leader follows third-g on the schedule shares.
 func TestE2EGateSkipsWithReason(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
 	countOnly(t)
-	e := setup(t)
+	e := setupLeaders(t, 3)
 	f := e.f
 	if out, err := f.cliErr("schedule", "put", "gated", "--every", "2s", "--requires", "nope", "--requires-within", "2s"); err == nil ||
 		!strings.Contains(out+err.Error(), `requires "nope": no such schedule`) {

@@ -48,6 +48,12 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
+	return setupLeaders(t, 0)
+}
+
+// setupLeaders is setup for a namespace of leaders leaders (ticker init --leaders; 0: one).
+func setupLeaders(t *testing.T, leaders int32) *env {
+	t.Helper()
 	f := newFleet(t)
 	built(t, "handler") // at handlerBin
 	brokers := strings.Split(f.brokers, ",")
@@ -60,7 +66,7 @@ func setup(t *testing.T) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	adm := kafkatest.Admin(t)
-	if err := kafka.EnsureTopics(ctx, adm, e.names, kafka.TopicOptions{}); err != nil {
+	if err := kafka.EnsureTopics(ctx, adm, e.names, kafka.TopicOptions{Leaders: leaders}); err != nil {
 		t.Fatal(err)
 	}
 	td, err := kafka.WaitTopic(ctx, adm, e.names.Work)

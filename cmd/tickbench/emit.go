@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -116,19 +117,21 @@ func runEmitBench(ctx context.Context, args []string, getenv func(string) string
 
 // emitOptions are tickbench emit's flags.
 type emitOptions struct {
-	brokers    string
-	n          int
-	every      time.Duration
-	spread     bool
-	rounds     int
-	parts      int
-	tickerBin  string
-	takeover   bool
-	lead       time.Duration
-	leaders    int
-	replicas   int
-	killOne    bool
-	profileDir string
+	brokers   string
+	n         int
+	every     time.Duration
+	spread    bool
+	rounds    int
+	parts     int
+	tickerBin string
+	takeover  bool
+	lead      time.Duration
+	leaders   int
+	// memoryLimit is the tickers' GOMEMLIMIT ("": none).
+	memoryLimit string
+	replicas    int
+	killOne     bool
+	profileDir  string
 }
 
 // parseEmitOptions parses and checks tickbench emit's flags.
@@ -147,6 +150,7 @@ func parseEmitOptions(args []string, getenv func(string) string, stderr io.Write
 	fs.DurationVar(&o.lead, "lead", -1, "the tickers' --lead (default: theirs)")
 	fs.IntVar(&o.leaders, "leaders", 1, "leaders of the namespace (ticker init --leaders): the one ticker process leads them all; the lag is also reported per leader")
 	fs.IntVar(&o.replicas, "replicas", 1, "ticker processes started at once, sharing the --leaders: each one's peak RSS is reported")
+	fs.StringVar(&o.memoryLimit, "memory-limit", "", "GOMEMLIMIT of the ticker processes (e.g. 1200MiB): the Go runtime's soft memory limit, which makes it collect garbage harder as the heap nears it; empty: none")
 	fs.BoolVar(&o.killOne, "kill-one", false, "with --replicas 2 or more: SIGKILL the replica leading the most leaders halfway through the run, and report the ticks its takeover made late and every slot missing or doubled")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "write the leader's heap profiles to this directory: heap-peak.pb.gz whenever its RSS reaches a new peak (at most every 2s), heap-end.pb.gz at the end")
 	fs.Usage = cli.Usage(fs, emitUsage)
@@ -158,6 +162,9 @@ func parseEmitOptions(args []string, getenv func(string) string, stderr io.Write
 	}
 	if o.leaders < 1 || o.leaders > kafka.MaxLeaders {
 		return o, cli.Usagef("--leaders %d: want 1 to %d", o.leaders, kafka.MaxLeaders)
+	}
+	if o.memoryLimit != "" && !memoryLimitRE.MatchString(o.memoryLimit) {
+		return o, cli.Usagef("--memory-limit %q: want a number of bytes with an optional unit, B, KiB, MiB, GiB or TiB (as GOMEMLIMIT)", o.memoryLimit)
 	}
 	switch {
 	case o.replicas < 1 || o.replicas > 16:
@@ -400,7 +407,7 @@ func (r *emitRun) watch(ctx context.Context) error {
 func (r *emitRun) takeover(got, want int) error {
 	if r.o.takeover && r.standby == nil && got > 0 {
 		// The first leader emits: start the standby beside it.
-		standby, err := startTicker(r.bin, r.o.brokers, r.ns.cfg.Namespace, "standby", r.extra, r.stderr)
+		standby, err := startTicker(r.bin, r.o.brokers, r.ns.cfg.Namespace, "standby", r.extra, r.o.tickerEnv(), r.stderr)
 		if err != nil {
 			return err
 		}
@@ -939,3 +946,14 @@ func copyShares(ctx context.Context, ns *benchNamespace, leaders int, stdout io.
 	fmt.Fprintf(stdout, "schedule shares: copied in %v (leader 0's copier, at a namespace's move to the shares)\n", time.Since(start).Round(time.Millisecond))
 	return nil
 }
+
+// tickerEnv is the environment of the ticker processes: this process's, with --memory-limit as GOMEMLIMIT.
+func (o emitOptions) tickerEnv() []string {
+	if o.memoryLimit == "" {
+		return nil
+	}
+	return append(os.Environ(), "GOMEMLIMIT="+o.memoryLimit)
+}
+
+// memoryLimitRE is what the Go runtime takes as GOMEMLIMIT, less "off".
+var memoryLimitRE = regexp.MustCompile(`^[0-9]+(B|KiB|MiB|GiB|TiB)?$`)

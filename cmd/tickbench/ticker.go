@@ -33,8 +33,8 @@ type tickerProc struct {
 }
 
 // startTicker starts `ticker run` in namespace ns with JSON logs at info: its warnings and errors go to stderr,
-// and its "leader term ready" line is kept.
-func startTicker(bin, brokers, ns, name string, extra []string, stderr io.Writer) (*tickerProc, error) {
+// and its "leader term ready" line is kept. env is its environment (nil: this process's).
+func startTicker(bin, brokers, ns, name string, extra, env []string, stderr io.Writer) (*tickerProc, error) {
 	addr, err := child.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func startTicker(bin, brokers, ns, name string, extra []string, stderr io.Writer
 	t := &tickerProc{name: name, addr: addr}
 	out, logs := io.Pipe()
 	t.started = time.Now()
-	if t.ps, err = child.Start("the "+name+" ticker", argv, child.Options{Output: logs, Exited: func(error) { logs.Close() }}); err != nil {
+	if t.ps, err = child.Start("the "+name+" ticker", argv, child.Options{Env: env, Output: logs, Exited: func(error) { logs.Close() }}); err != nil {
 		return nil, err
 	}
 	t.logs.Add(1)

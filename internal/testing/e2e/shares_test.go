@@ -11,21 +11,18 @@ import (
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
 )
 
-// beforeShares is the last build before the schedule shares (package shares): its replicas read the whole
-// schedules topic, and it makes no shares topic.
-const beforeShares = "fea9783"
-
-// TestE2EMigrateToShares: a namespace of three leaders made and run by the build before the schedule shares (each
-// replica holds every schedule) moves to them while it ticks. Each replica in turn is stopped (SIGTERM) and started
-// on this build; the first of them to lead partition 0 copies the schedules into their shares, and every replica
-// of this build then reads only the shares of the leaders it runs (tickgroup_schedules_sharded). A replica killed
-// (-9) afterwards hands its leaders over on the shares. Every slot of every schedule is emitted exactly once
-// throughout, and a schedule written after the move runs.
+// TestE2EMigrateToShares: a namespace of three leaders made and run by the previous release, before the
+// schedule shares (each replica holds every schedule), moves to them while it ticks. Each replica in turn is
+// stopped (SIGTERM) and started on this build; the first of them to lead partition 0 copies the schedules into
+// their shares, and every replica of this build then reads only the shares of the leaders it runs
+// (tickgroup_schedules_sharded). A replica killed (-9) afterwards hands its leaders over on the shares. Every slot
+// of every schedule is emitted exactly once throughout, and a schedule written after the move runs.
 func TestE2EMigrateToShares(t *testing.T) {
+	countOnly(t)
 	f := newFleet(t)
-	oldTicker, _ := previousBuild(t, beforeShares)
+	oldTicker, _ := previousBuild(t, previousRelease) // the upgrade test's build
 	if out, err := exec.Command(oldTicker, "init", "--leaders", "3", "--brokers", f.brokers, "--namespace", f.ns).CombinedOutput(); err != nil {
-		t.Fatalf("ticker init of %s: %v\n%s", beforeShares, err, out)
+		t.Fatalf("ticker init of %s: %v\n%s", previousRelease, err, out)
 	}
 	names := spreadNames(9, 3)
 	for _, n := range names {
@@ -52,7 +49,7 @@ func TestE2EMigrateToShares(t *testing.T) {
 		replicas[i] = f.start(name, oldTicker, "run", "--session-timeout", "3s", "--heartbeat-interval", "250ms", "--instance", name)
 	}
 	waitLeaders(t, 60*time.Second, 3, replicas)
-	more("ticks of every schedule on the build before the shares", 3)
+	more("ticks of every schedule on the previous release", 3)
 
 	for i, p := range replicas {
 		p.signal(syscall.SIGTERM)

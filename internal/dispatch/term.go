@@ -234,11 +234,11 @@ func (t *leaderTerm) recover(ctx context.Context) error {
 	t.states, t.stateRead = len(state), time.Now()
 	// The schedules this term leads: the View's (loaded before the replica joined the election), or on the
 	// shares, this leader's share, read now.
-	err = d.view.Acquire(ctx, k)
-	t.closers = append(t.closers, func() { d.view.Release(k) })
+	releaseShare, err := d.view.Acquire(ctx, k)
 	if err != nil {
 		return err
 	}
+	t.closers = append(t.closers, releaseShare)
 	// The calendars the planner applies: every one written before the fencing (calendars.go, Failover).
 	if err := t.syncCalendars(ctx); err != nil {
 		return err
@@ -363,13 +363,9 @@ func (t *leaderTerm) settle(ctx context.Context) error {
 // repair restates the schedule records whose newest record is invalid. The schedules topic is shared: leader 0
 // alone repairs it.
 func (t *leaderTerm) repair(ctx context.Context) error {
-	if !t.d.view.Sharded() {
-		if t.k != 0 {
-			return nil // leader 0 repairs every key: its View holds them all
-		}
-		return t.d.repairSchedules(ctx, t.p, t.logger, t.repaired, nil)
-	}
-	return t.d.repairSchedules(ctx, t.p, t.logger, t.repaired, t.owned) // on the shares, each leader its own
+	// Each leader its own keys: on the shares its View holds only those (and a replica on the whole topic
+	// beside replicas on the shares repairs the same ones).
+	return t.d.repairSchedules(ctx, t.p, t.logger, t.repaired, t.owned)
 }
 
 // run is the term's loop: one timer, woken early by schedule changes. It emits what is due, tombstones the

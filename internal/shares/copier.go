@@ -55,9 +55,8 @@ func New(cfg Config, opts []kgo.Opt, logger *slog.Logger, reg prometheus.Registe
 	return &Copier{cfg: cfg, opts: opts, logger: logger.With("component", "shares"), metrics: newMetrics(reg)}, nil
 }
 
-// Run copies until ctx ends, or until another copier fences this one (a newer leader 0: Run returns nil). Any
-// other failure is logged and the copy starts again after a pause: a stopped copy holds back no tick, only the
-// schedule changes of the replicas reading the shares.
+// Run copies until ctx ends. A failure, or a fencing by another copier, is logged and the copy starts again after
+// a pause: a stopped copy holds back no tick, only the schedule changes of the replicas reading the shares.
 func (c *Copier) Run(ctx context.Context) error {
 	backoff := time.Second
 	for {
@@ -66,8 +65,11 @@ func (c *Copier) Run(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch):
-			c.logger.Info("schedule shares: a newer copier took over", "err", err)
-			return nil
+			// Another copier started: a leader 0 that lost its term, or the next one. This one's term goes on
+			// (a fenced leader's ends by itself), so it starts again, and fences in turn: the progress read
+			// after each fencing keeps every record copied once.
+			c.metrics.fenced.Inc()
+			c.logger.Info("schedule shares: another copier fenced this one; starting again", "err", err)
 		case kafka.IsACLError(err):
 			c.metrics.failures.Inc()
 			c.logger.Error("schedule shares: the copy is refused; the replicas read the whole schedules topic until it is allowed", "err", err)
@@ -88,8 +90,8 @@ func (c *Copier) Run(ctx context.Context) error {
 	}
 }
 
-// CatchUp copies until the shares hold every schedules record written before it started, then returns: the
-// one-off copy of a namespace moving to the shares (ticker init), and of a benchmark's fresh schedules.
+// CatchUp copies until the shares hold every schedules record written before it started, then returns: a
+// one-off copy, such as tickbench's of the schedules it wrote before the replicas start.
 func (c *Copier) CatchUp(ctx context.Context) error {
 	_, err := c.session(ctx, true)
 	return err

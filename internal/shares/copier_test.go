@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
@@ -101,7 +103,7 @@ func (f *fixture) copies(t *testing.T) map[int64]int {
 }
 
 // TestCopierFencedByNext: a copier holding an open copy transaction (frozen, say) is fenced by the next copier;
-// its commit fails and it stops, and its records are never read. The next one copies every record once, and a
+// its commit is refused, and its records are never read. The next one copies every record once, and a
 // copier after it goes on from the progress, copying only what is new.
 func TestCopierFencedByNext(t *testing.T) {
 	f := newFixture(t)
@@ -109,12 +111,17 @@ func TestCopierFencedByNext(t *testing.T) {
 
 	zombie := f.copier(t)
 	inTxn, release := make(chan struct{}), make(chan struct{})
+	var hold sync.Once
 	zombie.testHold = func() {
-		close(inTxn)
-		<-release
+		hold.Do(func() {
+			close(inTxn)
+			<-release
+		})
 	}
+	zctx, stop := context.WithCancel(f.ctx)
+	defer stop()
 	done := make(chan error, 1)
-	go func() { done <- zombie.Run(f.ctx) }()
+	go func() { done <- zombie.Run(zctx) }()
 	select {
 	case <-inTxn:
 	case <-time.After(30 * time.Second):
@@ -125,13 +132,18 @@ func TestCopierFencedByNext(t *testing.T) {
 		t.Fatalf("the next copier: %v", err)
 	}
 	close(release)
+	kafkatest.Eventually(t, 30*time.Second, "the first copier's commit refused", func() bool {
+		var m dto.Metric
+		return zombie.metrics.fenced.Write(&m) == nil && m.GetCounter().GetValue() >= 1
+	})
+	stop() // it would start again, and fence the next copier in turn
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("the fenced copier returned %v, want nil", err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatal("the fenced copier did not stop")
+		t.Fatal("the fenced copier did not stop with its context")
 	}
 	check := func(n int) {
 		t.Helper()

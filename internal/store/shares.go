@@ -5,6 +5,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -103,11 +104,11 @@ func (v *View) sharesComplete(ctx context.Context, cl *kgo.Client) bool {
 }
 
 // runShares is Run on the shares: the followers are started by Acquire and Watch. A View that read the whole
-// topic up to offset last (-1: none) switches to the shares: the leaders acquired so far keep their schedules,
-// and their shares are read for the records after last; the others' are dropped. It returns when ctx ends
-// (false), or when the shares stall (true): behind the schedules topic and not moving for sharesStale, as when
-// no copier runs (leader 0 of a build before the shares, or a copy refused). The View then reads the whole topic
-// again, keeping what it holds.
+// topic up to offset last (-1: none) switches to the shares: the leaders acquired so far, and the schedules
+// watched, keep what they hold and their shares are read for the records after last; the others' are dropped. It
+// returns when ctx ends (false), or when the shares stall (true): behind the schedules topic and not moving for
+// sharesStale, as when no copier runs (leader 0 of a build before the shares, or a copy refused). The View then
+// reads the whole topic again, keeping what it holds (fold.stale keeps a schedule from going back).
 func (v *View) runShares(ctx context.Context, adm *kgo.Client, last int64) (stalled bool) {
 	v.shareMu.Lock()
 	v.mu.Lock()
@@ -123,15 +124,18 @@ func (v *View) runShares(ctx context.Context, adm *kgo.Client, last int64) (stal
 				v.shares[k] = s
 			}
 		}
+		for k, keep := range v.wanted() {
+			f := v.fold.subset(keep) // what Get answers until the follower has read the rest
+			v.foreign[k] = f
+			v.watched[k] = v.startShare(ctx, k, keep, f, last)
+		}
 		dropped = v.fold.drop(func(name string) bool { return v.held[kafka.LeaderOf(name, v.leaders)] == 0 })
 		v.metrics.schedules.Set(float64(len(v.fold.entries)))
 	}
 	clear(v.held)
-	watch := v.watchNames
 	v.mu.Unlock()
 	v.shareMu.Unlock()
 	if last >= 0 {
-		v.Watch(watch)
 		v.logger.Info("schedules: the shares are complete; this replica now reads only those of the leaders it runs",
 			"leaders", v.leaders, "dropped", dropped)
 	} else {
@@ -153,15 +157,18 @@ func (v *View) runShares(ctx context.Context, adm *kgo.Client, last int64) (stal
 		return false
 	}
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	for k, s := range v.shares {
 		v.held[k] = s.refs
+	}
+	for _, f := range v.foreign {
+		v.fold.merge(f) // the upstreams watched stay known while the whole topic is read again
 	}
 	clear(v.shares)
 	clear(v.watched)
 	clear(v.foreign)
 	v.sharded = false
 	v.metrics.sharded.Set(0)
-	v.mu.Unlock()
 	return true
 }
 
@@ -195,13 +202,16 @@ func (v *View) watchStall(ctx context.Context, adm *kgo.Client) bool {
 	}
 }
 
-// awaitShares checks now and then, while v reads the whole topic, whether the shares hold everything v folded;
-// then it calls stop, and Run goes on with the shares.
+// awaitShares checks now and then, once v's read of the whole topic has reached its end, whether the shares
+// hold everything v folded; then it calls stop, and Run goes on with the shares.
 func (v *View) awaitShares(ctx context.Context, adm *kgo.Client, stop context.CancelFunc) {
+	v.mu.Lock()
+	pass := v.pass
+	v.mu.Unlock()
 	select {
 	case <-ctx.Done():
 		return
-	case <-v.loaded:
+	case <-pass: // this read has reached the end it listed: what it folded is the whole topic's then
 	}
 	for {
 		select {
@@ -233,42 +243,57 @@ func (v *View) Held() int {
 	return len(v.shares)
 }
 
-// Acquire makes v hold leader k's schedules, and returns once they are loaded (on the whole topic: once v is
-// loaded). Every Acquire is followed by a Release.
-func (v *View) Acquire(ctx context.Context, k int32) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-v.loaded:
-	}
-	v.shareMu.Lock()
-	v.mu.Lock()
-	sharded, runCtx := v.sharded, v.runCtx
-	v.mu.Unlock()
-	if !sharded {
-		v.held[k]++
+// Acquire makes v hold leader k's schedules, and returns once they are loaded (on the whole topic: once the
+// current read of it has reached the end it listed), with the function that gives them back (once the term
+// ends; nil with an error).
+func (v *View) Acquire(ctx context.Context, k int32) (release func(), err error) {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-v.loaded:
+		}
+		v.shareMu.Lock()
+		v.mu.Lock()
+		sharded, runCtx, pass := v.sharded, v.runCtx, v.pass
+		v.mu.Unlock()
+		var once sync.Once
+		release = func() { once.Do(func() { v.release(k) }) }
+		if !sharded {
+			v.held[k]++
+			v.shareMu.Unlock()
+			select {
+			case <-ctx.Done():
+				release()
+				return nil, ctx.Err()
+			case <-pass:
+				return release, nil
+			}
+		}
+		s := v.shares[k]
+		if s == nil {
+			s = v.startShare(runCtx, k, nil, v.fold, -1)
+			v.shares[k] = s
+		}
+		s.refs++
 		v.shareMu.Unlock()
-		return nil
-	}
-	s := v.shares[k]
-	if s == nil {
-		s = v.startShare(runCtx, k, nil, v.fold, -1)
-		v.shares[k] = s
-	}
-	s.refs++
-	v.shareMu.Unlock()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.loaded:
-		return nil
-	case <-s.done:
-		return runCtx.Err()
+		select {
+		case <-ctx.Done():
+			release()
+			return nil, ctx.Err()
+		case <-s.loaded:
+			return release, nil
+		case <-s.done: // the shares stalled (runShares), or v stops
+			release()
+			if err := runCtx.Err(); err != nil {
+				return nil, err
+			}
+		}
 	}
 }
 
-// Release undoes an Acquire: once no term holds leader k, its schedules are dropped.
-func (v *View) Release(k int32) {
+// release undoes an Acquire: once no term holds leader k, its schedules are dropped.
+func (v *View) release(k int32) {
 	v.shareMu.Lock()
 	defer v.shareMu.Unlock()
 	s := v.shares[k]
@@ -291,9 +316,10 @@ func (v *View) Release(k int32) {
 	v.logger.Info("schedule share dropped", "leader", k, "schedules", dropped)
 }
 
-// Watch makes v follow the schedules named (of any leader; those of leaders acquired are held already), for Get.
-// A name newly watched is read from its share's start: the names of a partition whose set changed are listed
-// as changed once read (TakeChanged). No-op unless Sharded.
+// Watch makes v follow the schedules named (of any leader), for Get. A name newly watched is read from its
+// share's start, and listed as changed once read (TakeChanged); until then the names of its share already
+// watched are answered as before. On the whole topic, v holds every schedule: the names are kept for a switch
+// to the shares.
 func (v *View) Watch(names []string) {
 	v.shareMu.Lock()
 	defer v.shareMu.Unlock()
@@ -304,22 +330,17 @@ func (v *View) Watch(names []string) {
 	if !sharded || runCtx.Err() != nil {
 		return
 	}
-	want := map[int32]map[string]bool{}
-	for _, n := range names {
-		k := kafka.LeaderOf(n, v.leaders)
-		if want[k] == nil {
-			want[k] = map[string]bool{}
-		}
-		want[k][n] = true
-	}
+	want := v.wanted()
 	for k, s := range v.watched {
 		if !maps.Equal(s.keep, want[k]) {
 			s.cancel()
 			<-s.done
 			delete(v.watched, k)
-			v.mu.Lock()
-			delete(v.foreign, k)
-			v.mu.Unlock()
+			if want[k] == nil {
+				v.mu.Lock()
+				delete(v.foreign, k)
+				v.mu.Unlock()
+			} // else the fold read so far answers until the new follower's replaces it
 		}
 	}
 	for k, keep := range want {
@@ -327,6 +348,19 @@ func (v *View) Watch(names []string) {
 			v.watched[k] = v.startShare(runCtx, k, keep, newFold(), -1)
 		}
 	}
+}
+
+// wanted is v.watchNames by leader. Called with shareMu held.
+func (v *View) wanted() map[int32]map[string]bool {
+	want := map[int32]map[string]bool{}
+	for _, n := range v.watchNames {
+		k := kafka.LeaderOf(n, v.leaders)
+		if want[k] == nil {
+			want[k] = map[string]bool{}
+		}
+		want[k][n] = true
+	}
+	return want
 }
 
 // startShare starts the follower of partition k into f (keep: only those names; skip: the records of offsets
@@ -446,8 +480,11 @@ func (v *View) prepareShare(s *share, r *kgo.Record) (*kgo.Record, decoded, bool
 
 // applyShare is the rest of foldShare, with v.mu held.
 func (v *View) applyShare(s *share, r *kgo.Record, d decoded, changed bool) bool {
+	if s.fold.stale(string(r.Key), r.Offset) {
+		return false // folded already (the whole topic's read before a switch)
+	}
 	if s.keep == nil {
-		v.folded = max(v.folded, r.Offset) // what a read of the whole topic after a stall need not report again
+		v.folded = max(v.folded, r.Offset)
 	}
 	if bad := s.fold.applyDecoded(r, d); bad != nil && s.keep == nil {
 		v.metrics.invalid.Inc()
@@ -485,11 +522,16 @@ func (v *View) loadShare(ctx context.Context, s *share) (int64, error) {
 					out = append(out, prepared{src, d})
 				}
 			}
+			// After a switch from the whole topic, what the share adds to the fold is a change for the terms.
+			changed := false
 			v.mu.Lock()
 			for _, p := range out {
-				v.applyShare(s, p.r, p.d, false)
+				changed = v.applyShare(s, p.r, p.d, s.skip >= 0) || changed
 			}
 			v.mu.Unlock()
+			if changed {
+				v.signal()
+			}
 		}
 	}()
 	batch := make([]*kgo.Record, 0, batchSize)
@@ -553,4 +595,43 @@ func (v *View) watchedNames() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// subset returns a fold of names' keys of f (copied).
+func (f *fold) subset(names map[string]bool) *fold {
+	out := newFold()
+	for n := range names {
+		if e, ok := f.entries[n]; ok {
+			out.entries[n] = e
+		}
+		if g, ok := f.gone[n]; ok {
+			out.gone[n] = g
+		}
+		if b, ok := f.broken[n]; ok {
+			out.broken[n] = b
+		}
+	}
+	return out
+}
+
+// merge adds o's keys that f knows nothing of.
+func (f *fold) merge(o *fold) {
+	for n, e := range o.entries {
+		if !f.known(n) {
+			f.entries[n] = e
+		}
+	}
+	for n, g := range o.gone {
+		if !f.known(n) {
+			f.gone[n] = g
+		}
+	}
+}
+
+// known reports whether f has any record of name.
+func (f *fold) known(name string) bool {
+	_, live := f.entries[name]
+	_, gone := f.gone[name]
+	_, broken := f.broken[name]
+	return live || gone || broken
 }

@@ -91,7 +91,8 @@ func TestViewOnShares(t *testing.T) {
 	if v.Len() != 0 {
 		t.Fatalf("before any Acquire the View holds %d schedules, want 0", v.Len())
 	}
-	if err := v.Acquire(b.ctx, 1); err != nil {
+	release, err := v.Acquire(b.ctx, 1)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range own[:2] {
@@ -128,7 +129,7 @@ func TestViewOnShares(t *testing.T) {
 		t.Errorf("%s is still found once no longer watched", other)
 	}
 
-	v.Release(1)
+	release()
 	if v.Len() != 0 {
 		t.Errorf("after Release the View holds %d schedules, want 0", v.Len())
 	}
@@ -152,10 +153,11 @@ func TestViewWithoutCompleteShares(t *testing.T) {
 	// Once the copy is complete, the View switches to the shares: it keeps the schedules of the leader it runs
 	// and drops the others', then follows that leader's share.
 	k := kafka.LeaderOf("b", sharedLeaders)
-	if err := v.Acquire(b.ctx, k); err != nil {
+	release, err := v.Acquire(b.ctx, k)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer v.Release(k)
+	defer release()
 	v.TakeChanged()
 	b.catchUp(t)
 	kafkatest.Eventually(t, waitFor, "the switch to the shares", v.Sharded)
@@ -190,13 +192,14 @@ func TestSharesHoldEverySchedule(t *testing.T) {
 	v := b.runShares(t)
 	got := map[string]int64{}
 	for k := range int32(sharedLeaders) {
-		if err := v.Acquire(b.ctx, k); err != nil {
+		release, err := v.Acquire(b.ctx, k)
+		if err != nil {
 			t.Fatal(err)
 		}
 		for name, version := range versions(v) {
 			got[name] = version
 		}
-		v.Release(k)
+		release()
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("the shares hold %v\nthe whole topic %v", got, want)
@@ -210,12 +213,14 @@ func TestViewLeavesStalledShares(t *testing.T) {
 	b := setup(t)
 	own, other := namesOf(2, 2)
 	b.put(t, every(own[0], time.Minute))
+	b.put(t, every(own[0], 2*time.Minute)) // read again after the stall, the first must not come back
 	b.catchUp(t)
 	v := b.runSharesStale(t, 500*time.Millisecond)
-	if err := v.Acquire(b.ctx, 2); err != nil {
+	release, err := v.Acquire(b.ctx, 2)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer v.Release(2)
+	defer release()
 	v.TakeChanged()
 
 	b.put(t, every(own[1], time.Minute)) // not copied
@@ -226,6 +231,9 @@ func TestViewLeavesStalledShares(t *testing.T) {
 		if _, ok := v.Get(n); !ok {
 			t.Errorf("%s is not found on the whole topic", n)
 		}
+	}
+	if e, _ := v.Get(own[0]); time.Duration(e.Spec().Every) != 2*time.Minute {
+		t.Errorf("%s after the whole topic was read again: every %v, want its newest definition's 2m", own[0], e.Spec().Every)
 	}
 
 	b.catchUp(t)

@@ -107,6 +107,7 @@ type slot struct {
 	version int64
 	updated int64 // the record's timestamp, Unix nanoseconds
 	valid   int64 // the offset of the key's newest valid (non-repair) record
+	seen    int64 // the offset of the key's newest record folded
 }
 
 func (s slot) entry() Entry {
@@ -132,6 +133,31 @@ func (f *fold) valid(name string) int64 {
 		return s.valid
 	}
 	return f.gone[name]
+}
+
+// stale reports whether a record of name at offset was folded already, or one after it: a fold takes a key's
+// records in offset order only, so that a record read twice (from the shares and the whole topic, or a share
+// read again) never brings an older definition back.
+func (f *fold) stale(name string, offset int64) bool {
+	if s, ok := f.entries[name]; ok && offset <= s.seen {
+		return true
+	}
+	return f.staleGone(name, offset)
+}
+
+// staleGone is stale for the deleted and broken keys (no lookup while f has none).
+func (f *fold) staleGone(name string, offset int64) bool {
+	if len(f.gone) > 0 {
+		if g, ok := f.gone[name]; ok && offset <= g {
+			return true
+		}
+	}
+	if len(f.broken) > 0 {
+		if b, ok := f.broken[name]; ok && offset <= b.Record.Offset {
+			return true
+		}
+	}
+	return false
 }
 
 // last returns the last valid definition of name, nil when it has none.
@@ -181,6 +207,12 @@ func (f *fold) applyDecoded(r *kgo.Record, d decoded) error {
 	} else {
 		name = string(r.Key)
 	}
+	// One lookup of name on the common path (a new or changed definition): a leader's cold start folds a
+	// million records into a map that does not fit the caches.
+	old, had := f.entries[name]
+	if had && r.Offset <= old.seen || f.staleGone(name, r.Offset) {
+		return nil // folded already (stale)
+	}
 	repairOf, isRepair := repairTarget(r)
 	if isRepair && repairOf < f.valid(name) {
 		// A repair written before the leader saw a newer valid definition: not applied, and the key needs a
@@ -206,12 +238,9 @@ func (f *fold) applyDecoded(r *kgo.Record, d decoded) error {
 		f.broken[name] = Broken{Name: name, Record: r, Invalid: err, Last: f.last(name)}
 		return err
 	}
-	// One lookup of name on the common path (a new or changed definition): a leader's cold start folds a
-	// million records into a map that does not fit the caches.
 	if len(f.broken) > 0 {
 		delete(f.broken, name)
 	}
-	old, had := f.entries[name]
 	valid := old.valid
 	if !had && len(f.gone) > 0 {
 		valid = f.gone[name]
@@ -221,11 +250,11 @@ func (f *fold) applyDecoded(r *kgo.Record, d decoded) error {
 		valid = r.Offset
 	}
 	if had && SameSpec(old.sched.Spec(), sched.Spec()) {
-		old.valid = valid
+		old.valid, old.seen = valid, r.Offset
 		f.entries[name] = old
 		return nil // a restatement (a repair, or a put of the same definition): not a change
 	}
-	f.entries[name] = slot{sched: sched, version: r.Offset, updated: r.Timestamp.UnixNano(), valid: valid}
+	f.entries[name] = slot{sched: sched, version: r.Offset, updated: r.Timestamp.UnixNano(), valid: valid, seen: r.Offset}
 	return nil
 }
 
@@ -337,8 +366,11 @@ type View struct {
 	// held counts the Acquires of each leader while v reads the whole topic; watchNames is the last Watch.
 	held       map[int32]int
 	watchNames []string
-	// folded is the offset of the last schedules record folded from the whole topic (under mu).
+	// folded is the offset of the last schedules record folded (under mu).
 	folded int64
+	// pass is closed when the current read of the whole topic has reached the end it listed (passOver then).
+	pass     chan struct{}
+	passOver bool
 }
 
 // NewView returns a View of topic. Undecodable records are logged, counted and skipped; those written while
@@ -360,6 +392,7 @@ func NewView(opts []kgo.Opt, topic, dlq string, logger *slog.Logger, reg prometh
 		watched: map[int32]*share{},
 		held:    map[int32]int{},
 		folded:  -1,
+		pass:    make(chan struct{}),
 	}
 }
 
@@ -471,6 +504,9 @@ func (v *View) Run(ctx context.Context) error {
 				return nil
 			}
 			sharded = false // the shares stalled: the whole topic again, until they are complete
+			v.mu.Lock()
+			v.pass, v.passOver = make(chan struct{}), false
+			v.mu.Unlock()
 		}
 		// The whole topic until the shares are complete (shares.go), then the shares.
 		wholeCtx, stop := context.WithCancel(ctx)
@@ -511,6 +547,7 @@ func (v *View) runWhole(ctx context.Context) error {
 	if end == 0 {
 		v.mu.Lock()
 		v.markLoaded()
+		v.passDone()
 		v.mu.Unlock()
 	} else if hint := v.sizeHint(ctx, cl, end); hint > 0 {
 		v.mu.Lock()
@@ -545,30 +582,21 @@ func (v *View) runWhole(ctx context.Context) error {
 		v.mu.Lock()
 		for _, fr := range batch {
 			r := fr.r
-			quiet := r.Offset <= v.folded // read again after the shares (shares.go): a change only if it changes
-			var before slot
-			var had bool
-			if quiet {
-				before, had = v.fold.entries[string(r.Key)]
-			}
-			bad := v.fold.applyDecoded(r, fr.d)
-			if bad != nil {
-				v.metrics.invalid.Inc()
-				// Every replica sees it; the leader repairs it and dead-letters it, once, and logs it at warn.
-				v.logger.Debug("invalid schedule record: keeping the last valid definition until the leader repairs it", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", bad)
-			}
-			if quiet && bad == nil {
-				after, has := v.fold.entries[string(r.Key)]
-				if had == has && before.version == after.version {
-					continue
+			// A record folded already (read again after the shares stalled, shares.go) changes nothing.
+			if !v.fold.stale(string(r.Key), r.Offset) {
+				if bad := v.fold.applyDecoded(r, fr.d); bad != nil {
+					v.metrics.invalid.Inc()
+					// Every replica sees it; the leader repairs it and dead-letters it, once, and logs it at warn.
+					v.logger.Debug("invalid schedule record: keeping the last valid definition until the leader repairs it", "schedule", errlimit.Text(string(r.Key)), "offset", r.Offset, "err", bad)
 				}
-			}
-			if !v.loading {
-				v.changed[string(r.Key)] = struct{}{}
+				if !v.loading {
+					v.changed[string(r.Key)] = struct{}{}
+				}
 			}
 			v.folded = max(v.folded, r.Offset)
 			if r.Offset >= end-1 {
 				v.markLoaded()
+				v.passDone()
 			}
 		}
 		v.metrics.schedules.Set(float64(len(v.fold.entries)))
@@ -605,6 +633,14 @@ func (v *View) Broken() []Broken {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// passDone marks the current read of the whole topic at its end. Called with v.mu held.
+func (v *View) passDone() {
+	if !v.passOver {
+		v.passOver = true
+		close(v.pass)
+	}
 }
 
 // markLoaded is called with v.mu held, or before Run reads.

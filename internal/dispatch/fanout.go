@@ -175,7 +175,7 @@ func (d *Dispatcher) distribute(skip int32) {
 			continue
 		}
 		if ns := by[k]; len(ns) > 0 || k == 0 {
-			c.add(ns) // leader 0 is told of every change: it repairs broken schedule records
+			c.add(ns) // leader 0 is woken by every change (it once repaired every key; each leader repairs its own now)
 		}
 	}
 }

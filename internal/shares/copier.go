@@ -124,14 +124,11 @@ func (c *Copier) session(ctx context.Context, once bool) (caughtUp bool, err err
 	if err := commit(ctx, p, []*kgo.Record{{Topic: n.Shares, Partition: 0, Key: []byte(FenceKey)}}, nil); err != nil {
 		return false, fmt.Errorf("fencing the previous copier: %w", err)
 	}
-	last, _, err := Progress(ctx, c.opts, n.Shares)
+	st, err := readStatus(ctx, c.opts, adm, n.Shares, n.Schedules)
 	if err != nil {
 		return false, err
 	}
-	end, err := SourceEnd(ctx, adm, n.Schedules)
-	if err != nil {
-		return false, err
-	}
+	last, end := st.Progress, st.End
 	c.metrics.progress.Set(float64(last))
 	c.metrics.end.Set(float64(end))
 	if last >= end-1 {

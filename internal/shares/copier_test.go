@@ -156,9 +156,9 @@ func TestCopierFencedByNext(t *testing.T) {
 		if len(got) != n {
 			t.Errorf("%d source offsets copied, want %d", len(got), n)
 		}
-		last, ok, err := Progress(f.ctx, f.opts, f.names.Shares)
-		if err != nil || !ok || last != int64(n-1) {
-			t.Errorf("progress = %d (%v, %v), want %d", last, ok, err, n-1)
+		st, err := ReadStatus(f.ctx, f.opts, f.names.Shares, f.names.Schedules)
+		if err != nil || !st.Complete() || st.Progress != int64(n-1) {
+			t.Errorf("copy status = %+v (%v), want progress %d, complete", st, err, n-1)
 		}
 	}
 	check(10)

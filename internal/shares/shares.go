@@ -88,53 +88,71 @@ func progressRecord(topic string, last int64) *kgo.Record {
 	return &kgo.Record{Topic: topic, Partition: 0, Key: []byte(ProgressKey), Value: strconv.AppendInt(nil, last, 10)}
 }
 
-// Progress returns the offset of the last schedules record copied to topic (-1: none), and false when topic
-// does not exist. It reads the tail of partition 0, where every copy transaction ends with its progress.
-func Progress(ctx context.Context, opts []kgo.Opt, topic string) (int64, bool, error) {
+// Status is how far the copy has gone.
+type Status struct {
+	// Exists is false when the namespace has no shares topic.
+	Exists bool
+	// Progress is the offset of the last schedules record copied (-1: none); End the schedules topic's end (its
+	// last stable offset), 0 when the shares topic does not exist.
+	Progress, End int64
+}
+
+// Complete reports whether the shares hold every schedules record.
+func (s Status) Complete() bool { return s.Exists && s.Progress >= s.End-1 }
+
+// ReadStatus returns how far the copy of source into topic has gone.
+func ReadStatus(ctx context.Context, opts []kgo.Opt, topic, source string) (Status, error) {
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return 0, false, fmt.Errorf("kafka client: %w", err)
+		return Status{}, fmt.Errorf("kafka client: %w", err)
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	return readStatus(ctx, opts, kadm.NewClient(cl), topic, source)
+}
+
+// readStatus is ReadStatus with a client at hand (opts: for the read of the progress).
+func readStatus(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, topic, source string) (Status, error) {
+	st := Status{Progress: -1}
 	ends, err := adm.ListCommittedOffsets(ctx, topic)
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return st, nil
+	}
 	if err != nil {
-		if errors.Is(err, kerr.UnknownTopicOrPartition) {
-			return -1, false, nil
-		}
-		return 0, false, fmt.Errorf("listing the end of %s: %w", topic, err)
+		return st, fmt.Errorf("listing the end of %s: %w", topic, err)
 	}
 	end, ok := ends.Lookup(topic, 0)
 	if !ok || errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
-		return -1, false, nil
+		return st, nil
 	}
 	if end.Err != nil {
-		return 0, false, fmt.Errorf("listing the end of %s: %w", topic, end.Err)
+		return st, fmt.Errorf("listing the end of %s: %w", topic, end.Err)
 	}
+	st.Exists = true
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
-		return 0, false, fmt.Errorf("listing the start of %s: %w", topic, err)
+		return st, fmt.Errorf("listing the start of %s: %w", topic, err)
 	}
 	start, _ := starts.Lookup(topic, 0)
 	// The last committed records of partition 0 are a transaction's progress, unless aborted transactions of a
 	// fenced copier follow them: read a growing tail until a progress record is in it.
 	for window := int64(64); ; window *= 8 {
 		from := max(start.Offset, end.Offset-window)
-		last := int64(-1)
 		if _, err := kafka.ReadStableFrom(ctx, opts, topic, 0, from, func(r *kgo.Record) error {
 			if string(r.Key) == ProgressKey {
 				if o, err := strconv.ParseInt(string(r.Value), 10, 64); err == nil {
-					last = o
+					st.Progress = o
 				}
 			}
 			return nil
 		}); err != nil {
-			return 0, true, err
+			return st, err
 		}
-		if last >= 0 || from <= start.Offset {
-			return last, true, nil
+		if st.Progress >= 0 || from <= start.Offset {
+			break
 		}
 	}
+	st.End, err = SourceEnd(ctx, adm, source)
+	return st, err
 }
 
 // SourceEnd returns the end (last stable offset) of the schedules topic: the shares are complete when the

@@ -73,26 +73,33 @@ type share struct {
 	done   chan struct{}
 }
 
+// stop stops the follower and waits for it.
+func (s *share) stop() {
+	s.cancel()
+	<-s.done
+}
+
+// copyStatus is how far leader 0's copy has gone.
+func (v *View) copyStatus(ctx context.Context) (shares.Status, error) {
+	return shares.ReadStatus(ctx, v.sharesOpts, v.sharesTopic, v.topic)
+}
+
 // sharesComplete reports whether the shares hold the whole schedules topic, waiting up to sharesWait for
 // leader 0's copy to get there.
-func (v *View) sharesComplete(ctx context.Context, cl *kgo.Client) bool {
+func (v *View) sharesComplete(ctx context.Context) bool {
 	deadline := time.Now().Add(cmp.Or(v.sharesWait, sharesWait))
 	for {
-		progress, exists, err := shares.Progress(ctx, v.sharesOpts, v.sharesTopic)
-		if err == nil && !exists {
+		st, err := v.copyStatus(ctx)
+		if err == nil && !st.Exists {
 			v.logger.Info("no schedule shares in this namespace: this replica reads the whole schedules topic")
 			return false
 		}
-		var end int64
-		if err == nil {
-			end, err = shares.SourceEnd(ctx, kadm.NewClient(cl), v.topic)
-		}
-		if err == nil && progress >= end-1 {
+		if err == nil && st.Complete() {
 			return true
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			v.logger.Info("the schedule shares are not complete: this replica reads the whole schedules topic until they are",
-				"progress", progress, "end", end, "err", err)
+				"progress", st.Progress, "end", st.End, "err", err)
 			return false
 		}
 		select {
@@ -109,7 +116,7 @@ func (v *View) sharesComplete(ctx context.Context, cl *kgo.Client) bool {
 // returns when ctx ends (false), or when the shares stall (true): behind the schedules topic and not moving for
 // sharesStale, as when no copier runs (leader 0 of a build before the shares, or a copy refused). The View then
 // reads the whole topic again, keeping what it holds (fold.stale keeps a schedule from going back).
-func (v *View) runShares(ctx context.Context, adm *kgo.Client, last int64) (stalled bool) {
+func (v *View) runShares(ctx context.Context, last int64) (stalled bool) {
 	v.shareMu.Lock()
 	v.mu.Lock()
 	v.sharded, v.runCtx = true, ctx
@@ -141,16 +148,14 @@ func (v *View) runShares(ctx context.Context, adm *kgo.Client, last int64) (stal
 	} else {
 		v.logger.Info("schedules: this replica reads the shares of the leaders it runs", "leaders", v.leaders)
 	}
-	stalled = v.watchStall(ctx, adm)
+	stalled = v.watchStall(ctx)
 	v.shareMu.Lock()
 	defer v.shareMu.Unlock()
 	for _, s := range v.shares {
-		s.cancel()
-		<-s.done
+		s.stop()
 	}
 	for _, s := range v.watched {
-		s.cancel()
-		<-s.done
+		s.stop()
 	}
 	if !stalled {
 		v.logger.Info("schedules view stopped")
@@ -174,7 +179,7 @@ func (v *View) runShares(ctx context.Context, adm *kgo.Client, last int64) (stal
 
 // watchStall returns true once the shares are behind the schedules topic and have not moved for sharesStale,
 // false when ctx ends.
-func (v *View) watchStall(ctx context.Context, adm *kgo.Client) bool {
+func (v *View) watchStall(ctx context.Context) bool {
 	last, since := int64(-2), time.Now()
 	for {
 		select {
@@ -182,15 +187,12 @@ func (v *View) watchStall(ctx context.Context, adm *kgo.Client) bool {
 			return false
 		case <-time.After(cmp.Or(v.sharesPoll, sharesPoll)):
 		}
-		progress, _, err := shares.Progress(ctx, v.sharesOpts, v.sharesTopic)
+		st, err := v.copyStatus(ctx)
 		if err != nil {
 			continue
 		}
-		end, err := shares.SourceEnd(ctx, kadm.NewClient(adm), v.topic)
-		if err != nil {
-			continue
-		}
-		if progress >= end-1 || progress != last {
+		progress, end := st.Progress, st.End
+		if st.Complete() || progress != last {
 			last, since = progress, time.Now()
 			continue
 		}
@@ -219,8 +221,8 @@ func (v *View) awaitShares(ctx context.Context, adm *kgo.Client, stop context.Ca
 			return
 		case <-time.After(cmp.Or(v.sharesPoll, sharesPoll)):
 		}
-		progress, exists, err := shares.Progress(ctx, v.sharesOpts, v.sharesTopic)
-		if err != nil || !exists {
+		st, err := v.copyStatus(ctx)
+		if err != nil || !st.Exists {
 			continue
 		}
 		if n, err := shares.Partitions(ctx, kadm.NewClient(adm), v.sharesTopic); err != nil || n != v.leaders {
@@ -229,7 +231,7 @@ func (v *View) awaitShares(ctx context.Context, adm *kgo.Client, stop context.Ca
 		v.mu.Lock()
 		folded := v.folded
 		v.mu.Unlock()
-		if progress >= folded {
+		if st.Progress >= folded {
 			stop()
 			return
 		}
@@ -307,8 +309,7 @@ func (v *View) release(k int32) {
 		return
 	}
 	delete(v.shares, k)
-	s.cancel()
-	<-s.done
+	s.stop()
 	v.mu.Lock()
 	dropped := v.fold.drop(func(name string) bool { return kafka.LeaderOf(name, v.leaders) == k })
 	v.metrics.schedules.Set(float64(len(v.fold.entries)))
@@ -333,8 +334,7 @@ func (v *View) Watch(names []string) {
 	want := v.wanted()
 	for k, s := range v.watched {
 		if !maps.Equal(s.keep, want[k]) {
-			s.cancel()
-			<-s.done
+			s.stop()
 			delete(v.watched, k)
 			if want[k] == nil {
 				v.mu.Lock()

@@ -497,10 +497,10 @@ func (v *View) Run(ctx context.Context) error {
 		return fmt.Errorf("schedules: client: %w", err)
 	}
 	defer adm.Close()
-	sharded, last := v.sharesComplete(ctx, adm), int64(-1)
+	sharded, last := v.sharesComplete(ctx), int64(-1)
 	for {
 		if sharded {
-			if !v.runShares(ctx, adm, last) {
+			if !v.runShares(ctx, last) {
 				return nil
 			}
 			sharded = false // the shares stalled: the whole topic again, until they are complete

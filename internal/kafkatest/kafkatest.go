@@ -145,7 +145,29 @@ func NewTopic(t testing.TB, partitions int32, configs map[string]*string) string
 		defer cancel()
 		_, _ = adm.DeleteTopics(ctx, name)
 	})
+	awaitLogs(t, ctx, adm, name)
 	return name
+}
+
+// awaitLogs waits until every partition of topic has its log on its leader. A broker lists a new topic in its
+// metadata a moment before it creates the partitions' logs, and a request in between is answered
+// UNKNOWN_TOPIC_OR_PARTITION, which a test would read as a missing topic.
+func awaitLogs(t testing.TB, ctx context.Context, adm *kadm.Client, topic string) {
+	t.Helper()
+	for {
+		offsets, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = offsets.Error()
+		}
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("topic %s: its partitions never became readable: %v", topic, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // NewGroup returns a unique consumer group name and deletes the group at the end of the test.

@@ -132,6 +132,7 @@ type emitOptions struct {
 	replicas    int
 	killOne     bool
 	profileDir  string
+	logDir      string
 }
 
 // parseEmitOptions parses and checks tickbench emit's flags.
@@ -153,6 +154,7 @@ func parseEmitOptions(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "GOMEMLIMIT of the ticker processes (e.g. 1200MiB): the Go runtime's soft memory limit, which makes it collect garbage harder as the heap nears it; empty: none")
 	fs.BoolVar(&o.killOne, "kill-one", false, "with --replicas 2 or more: SIGKILL the replica leading the most leaders halfway through the run, and report the ticks its takeover made late and every slot missing or doubled")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "write the leader's heap profiles to this directory: heap-peak.pb.gz whenever its RSS reaches a new peak (at most every 2s), heap-end.pb.gz at the end")
+	fs.StringVar(&o.logDir, "log-dir", "", "write every ticker's log (JSON, info and above) to <name>.log in this directory")
 	fs.Usage = cli.Usage(fs, emitUsage)
 	if err := cli.Parse(fs, args, getenv); err != nil {
 		return o, err
@@ -407,7 +409,7 @@ func (r *emitRun) watch(ctx context.Context) error {
 func (r *emitRun) takeover(got, want int) error {
 	if r.o.takeover && r.standby == nil && got > 0 {
 		// The first leader emits: start the standby beside it.
-		standby, err := startTicker(r.bin, r.o.brokers, r.ns.cfg.Namespace, "standby", r.extra, r.o.tickerEnv(), r.stderr)
+		standby, err := startTicker(r.bin, r.o.brokers, r.ns.cfg.Namespace, "standby", r.extra, r.o.tickerEnv(), r.o.logDir, r.stderr)
 		if err != nil {
 			return err
 		}

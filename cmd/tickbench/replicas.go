@@ -21,7 +21,7 @@ func startReplicas(bin string, o emitOptions, ns string, extra []string, stderr 
 		if n == 1 {
 			name = "leader"
 		}
-		p, err := startTicker(bin, o.brokers, ns, name, extra, o.tickerEnv(), stderr)
+		p, err := startTicker(bin, o.brokers, ns, name, extra, o.tickerEnv(), o.logDir, stderr)
 		if err != nil {
 			return ps, err
 		}

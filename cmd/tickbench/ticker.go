@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,8 +34,9 @@ type tickerProc struct {
 }
 
 // startTicker starts `ticker run` in namespace ns with JSON logs at info: its warnings and errors go to stderr,
-// and its "leader term ready" line is kept. env is its environment (nil: this process's).
-func startTicker(bin, brokers, ns, name string, extra, env []string, stderr io.Writer) (*tickerProc, error) {
+// and its "leader term ready" line is kept. env is its environment (nil: this process's). With logDir, every
+// line also goes to <logDir>/<name>.log.
+func startTicker(bin, brokers, ns, name string, extra, env []string, logDir string, stderr io.Writer) (*tickerProc, error) {
 	addr, err := child.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -42,17 +44,26 @@ func startTicker(bin, brokers, ns, name string, extra, env []string, stderr io.W
 	argv := append([]string{bin, "run", "--brokers", brokers, "--namespace", ns, "--metrics-addr", addr,
 		"--log-level", "info", "--log-format", "json", "--instance", name}, extra...)
 	t := &tickerProc{name: name, addr: addr}
+	var keep io.WriteCloser = nopCloser{io.Discard}
+	if logDir != "" {
+		if keep, err = os.Create(filepath.Join(logDir, name+".log")); err != nil {
+			return nil, err
+		}
+	}
 	out, logs := io.Pipe()
 	t.started = time.Now()
 	if t.ps, err = child.Start("the "+name+" ticker", argv, child.Options{Env: env, Output: logs, Exited: func(error) { logs.Close() }}); err != nil {
+		keep.Close()
 		return nil, err
 	}
 	t.logs.Add(1)
 	go func() {
 		defer t.logs.Done()
+		defer keep.Close()
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
+			_, _ = keep.Write(append(sc.Bytes(), '\n'))
 			var line map[string]any
 			if json.Unmarshal(sc.Bytes(), &line) != nil {
 				fmt.Fprintf(stderr, "%s: %s\n", name, sc.Bytes())
@@ -139,3 +150,7 @@ func (t *tickerProc) stop() {
 	t.logs.Wait()
 	t.killed = true
 }
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

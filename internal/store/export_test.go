@@ -7,3 +7,6 @@ import "time"
 func SetSharesTiming(v *View, wait, poll, stale time.Duration) {
 	v.sharesWait, v.sharesPoll, v.sharesStale = wait, poll, stale
 }
+
+// SetFoldHold makes fn run before a share's load folds each batch of records (before Run).
+func SetFoldHold(v *View, fn func(k int32)) { v.testFoldHold = fn }

@@ -71,6 +71,8 @@ type share struct {
 	cancel context.CancelFunc
 	loaded chan struct{}
 	done   chan struct{}
+	// dropped: released; what the follower still reads is not folded (set and read with View.mu held).
+	dropped bool
 }
 
 // stop stops the follower and waits for it.
@@ -122,6 +124,12 @@ func (v *View) runShares(ctx context.Context, last int64) (stalled bool) {
 	v.sharded, v.runCtx = true, ctx
 	v.metrics.sharded.Set(1)
 	v.markLoaded()
+	if last < 0 {
+		// Nothing read before: the shares loaded from now on are no change for the terms, each of which starts
+		// from the View as it is. Listed as changed, every schedule of a share loaded before another term's
+		// first TakeChanged would be planned again by its own term (a cold start's million names).
+		v.loadChanged = false
+	}
 	dropped := 0
 	if last >= 0 {
 		for k, refs := range v.held {
@@ -308,9 +316,13 @@ func (v *View) release(k int32) {
 	if s.refs--; s.refs > 0 {
 		return
 	}
+	// The follower is not waited for: a share released while it loads (a term revoked at once, as a lone
+	// replica's are when the others join) would hold up the release, and the rebalance, until its load ends.
+	// Marked dropped with the fold's lock held, it folds nothing more.
 	delete(v.shares, k)
-	s.stop()
+	s.cancel()
 	v.mu.Lock()
+	s.dropped = true
 	dropped := v.fold.drop(func(name string) bool { return kafka.LeaderOf(name, v.leaders) == k })
 	v.metrics.schedules.Set(float64(len(v.fold.entries)))
 	v.mu.Unlock()
@@ -395,6 +407,10 @@ func (v *View) followShare(ctx context.Context, s *share) {
 		}
 	}
 	v.mu.Lock()
+	if s.dropped {
+		v.mu.Unlock()
+		return
+	}
 	n := 0
 	if s.keep == nil {
 		for name := range s.fold.entries {
@@ -480,7 +496,7 @@ func (v *View) prepareShare(s *share, r *kgo.Record) (*kgo.Record, decoded, bool
 
 // applyShare is the rest of foldShare, with v.mu held.
 func (v *View) applyShare(s *share, r *kgo.Record, d decoded, changed bool) bool {
-	if s.fold.stale(string(r.Key), r.Offset) {
+	if s.dropped || s.fold.stale(string(r.Key), r.Offset) {
 		return false // folded already (the whole topic's read before a switch)
 	}
 	if s.keep == nil {
@@ -516,6 +532,12 @@ func (v *View) loadShare(ctx context.Context, s *share) (int64, error) {
 		}
 		out := make([]prepared, 0, batchSize)
 		for batch := range batches {
+			if v.testFoldHold != nil {
+				v.testFoldHold(s.k)
+			}
+			if ctx.Err() != nil {
+				continue // released: the rest is not folded
+			}
 			out = out[:0]
 			for _, r := range batch {
 				if src, d, ok := v.prepareShare(s, r); ok {
@@ -537,12 +559,16 @@ func (v *View) loadShare(ctx context.Context, s *share) (int64, error) {
 	batch := make([]*kgo.Record, 0, batchSize)
 	next, err := kafka.ReadStable(ctx, v.sharesOpts, v.sharesTopic, s.k, func(r *kgo.Record) error {
 		if batch = append(batch, r); len(batch) == batchSize {
-			batches <- batch
+			select {
+			case batches <- batch:
+			case <-ctx.Done(): // released: the folding goroutine may be far behind
+				return ctx.Err()
+			}
 			batch = make([]*kgo.Record, 0, batchSize)
 		}
 		return nil
 	})
-	if len(batch) > 0 {
+	if len(batch) > 0 && err == nil {
 		batches <- batch
 	}
 	close(batches)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,9 +41,18 @@ func (b *testBundle) runShares(t *testing.T) *store.View { return b.runSharesSta
 // runSharesStale is runShares with shares stalled for stale read again whole.
 func (b *testBundle) runSharesStale(t *testing.T, stale time.Duration) *store.View {
 	t.Helper()
+	return b.runSharesHeld(t, stale, nil)
+}
+
+// runSharesHeld is runSharesStale with hold run before a share's load folds each batch (nil: none).
+func (b *testBundle) runSharesHeld(t *testing.T, stale time.Duration, hold func(k int32)) *store.View {
+	t.Helper()
 	v := store.NewView(b.opts, schedulesTopic, dlqTopic, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
 	v.UseShares(sharesNames.Shares, sharedLeaders, b.opts)
 	store.SetSharesTiming(v, time.Second, 100*time.Millisecond, stale)
+	if hold != nil {
+		store.SetFoldHold(v, hold)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- v.Run(ctx) }()
@@ -243,5 +253,88 @@ func TestViewLeavesStalledShares(t *testing.T) {
 	}
 	if _, ok := v.Get(other); ok {
 		t.Errorf("%s, of another leader, is still held", other)
+	}
+}
+
+// TestReleaseWhileLoading: a term that ends while its share loads (a lone replica's terms, revoked as the
+// others join) gets its Acquire back at once, not once the load ends, and nothing of the share is held after.
+func TestReleaseWhileLoading(t *testing.T) {
+	b := setup(t)
+	own, _ := namesOf(2, 3)
+	for _, n := range own {
+		b.put(t, every(n, time.Minute))
+	}
+	b.catchUp(t)
+	folding, unblock := make(chan struct{}, 1), make(chan struct{})
+	var once sync.Once
+	unblockOnce := func() { once.Do(func() { close(unblock) }) }
+	t.Cleanup(unblockOnce)
+	v := b.runSharesHeld(t, time.Minute, func(int32) {
+		select {
+		case folding <- struct{}{}:
+		default:
+		}
+		<-unblock
+	})
+	ctx, cancel := context.WithCancel(b.ctx)
+	acquired := make(chan error, 1)
+	go func() {
+		release, err := v.Acquire(ctx, 2)
+		if release != nil {
+			release()
+		}
+		acquired <- err
+	}()
+	<-folding // the load has read the share and waits to fold it
+	cancel()
+	select {
+	case err := <-acquired:
+		if err == nil {
+			t.Error("Acquire of a share released while it loaded: no error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Acquire did not return within 10 s of its context's end: the release waited for the load")
+	}
+	unblockOnce()
+	// Unblocked, the released load folds nothing: after another share's load, none of its schedules is held.
+	release, err := v.Acquire(b.ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for _, n := range own {
+		if _, ok := v.Get(n); ok {
+			t.Errorf("%s of the share released while it loaded is held", n)
+		}
+	}
+	if v.Held() != 1 {
+		t.Errorf("%d shares held, want 1", v.Held())
+	}
+}
+
+// TestShareLoadIsNoChange: a share's load lists no schedule as changed. Each term starts from the View as it
+// is, so a name listed would be planned a second time by a term already running (at a cold start, every
+// schedule of the shares loaded before that term's first TakeChanged).
+func TestShareLoadIsNoChange(t *testing.T) {
+	b := setup(t)
+	one, _ := namesOf(1, 2)
+	two, _ := namesOf(2, 2)
+	for _, n := range append(one, two...) {
+		b.put(t, every(n, time.Minute))
+	}
+	b.catchUp(t)
+	v := b.runShares(t)
+	for k := int32(1); k <= 2; k++ {
+		release, err := v.Acquire(b.ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer release()
+	}
+	if v.Len() != 4 {
+		t.Fatalf("the View holds %d schedules, want 4", v.Len())
+	}
+	if got := v.TakeChanged(); len(got) != 0 {
+		t.Errorf("changed after two shares' loads: %v, want none", got)
 	}
 }

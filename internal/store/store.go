@@ -354,6 +354,8 @@ type View struct {
 	leaders     int
 	// sharesWait, sharesPoll and sharesStale are the package's constants unless a test sets them.
 	sharesWait, sharesPoll, sharesStale time.Duration
+	// testFoldHold, set by this package's tests only, runs before a share's load folds each batch.
+	testFoldHold func(k int32)
 	// sharded and runCtx are set (under mu) when Run takes the shares.
 	sharded bool
 	runCtx  context.Context

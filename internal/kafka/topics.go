@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -87,7 +88,9 @@ func LeaderOf(schedule string, leaders int) int32 {
 	if leaders <= 1 {
 		return 0
 	}
-	return int32(crc32.ChecksumIEEE([]byte(schedule)) % uint32(leaders))
+	// The name's bytes are read in place (crc32 does not write them): a conversion would allocate a copy of
+	// every name each time, and a share's load asks for each of its records.
+	return int32(crc32.ChecksumIEEE(unsafe.Slice(unsafe.StringData(schedule), len(schedule))) % uint32(leaders))
 }
 
 // SharesTransactionalID is the transactional ID of leader 0's copy of the schedules into the shares topic

@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"context"
+	"hash/crc32"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +58,22 @@ func TestTopicOptionsValidate(t *testing.T) {
 		if err := o.Validate(); err == nil {
 			t.Errorf("%+v: accepted", o)
 		}
+	}
+}
+
+// TestLeaderOf: crc32 of the name modulo the leaders, with no copy of the name (a share's load asks for each
+// of its records).
+func TestLeaderOf(t *testing.T) {
+	for _, name := range []string{"", "a", "nightly-report", strings.Repeat("long-", 40)} {
+		if got, want := LeaderOf(name, 12), int32(crc32.ChecksumIEEE([]byte(name))%12); got != want {
+			t.Errorf("LeaderOf(%q, 12) = %d, want %d", name, got, want)
+		}
+	}
+	if got := LeaderOf("nightly-report", 1); got != 0 {
+		t.Errorf("one leader: %d, want 0", got)
+	}
+	name := strings.Repeat("s", 100)
+	if n := testing.AllocsPerRun(100, func() { LeaderOf(name, 12) }); n != 0 {
+		t.Errorf("LeaderOf allocates %v times per call, want 0", n)
 	}
 }

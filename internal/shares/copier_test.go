@@ -88,8 +88,8 @@ func (f *fixture) copies(t *testing.T) map[int64]int {
 			if want := kafka.LeaderOf(string(r.Key), leaders); want != k {
 				t.Errorf("%s in partition %d, want %d", r.Key, k, want)
 			}
-			src, ok := Source(r, f.names.Schedules)
-			if !ok {
+			var src kgo.Record
+			if !Source(&src, r, f.names.Schedules) {
 				t.Errorf("a share record without its source offset: %v", r.Headers)
 				return nil
 			}

@@ -47,25 +47,26 @@ const (
 // Internal reports whether key is one of the copier's own records rather than a schedule's.
 func Internal(key []byte) bool { return len(key) > 0 && key[0] == '~' }
 
-// Source returns the schedules record that r, a record read from the shares topic, copies: a new record with
-// r's key, value, timestamp and headers (less HeaderSource), of topic source, partition 0 and the offset
-// HeaderSource holds. It returns false for a record without a valid HeaderSource (not the copier's): the
-// caller skips it. r itself is not changed: a reader goes on from its offset in the shares.
-func Source(r *kgo.Record, source string) (*kgo.Record, bool) {
+// Source sets dst to the schedules record that r, a record read from the shares topic, copies: r's key, value,
+// timestamp and headers (less HeaderSource), of topic source, partition 0 and the offset HeaderSource holds. It
+// returns false for a record without a valid HeaderSource (not the copier's): the caller skips it. r itself is
+// not changed: a reader goes on from its offset in the shares. dst is the caller's, so that a share's load
+// needs no new record for each it reads.
+func Source(dst, r *kgo.Record, source string) bool {
 	for i, h := range r.Headers {
 		if h.Key != HeaderSource {
 			continue
 		}
 		o, err := strconv.ParseInt(string(h.Value), 10, 64)
 		if err != nil || o < 0 {
-			return nil, false
+			return false
 		}
-		c := *r
-		c.Topic, c.Partition, c.Offset = source, 0, o
-		c.Headers = append(r.Headers[:i:i], r.Headers[i+1:]...) // the schedules record's own headers
-		return &c, true
+		*dst = *r
+		dst.Topic, dst.Partition, dst.Offset = source, 0, o
+		dst.Headers = append(r.Headers[:i:i], r.Headers[i+1:]...) // the schedules record's own headers
+		return true
 	}
-	return nil, false
+	return false
 }
 
 // Copy is the share record of r, a record of the schedules topic, for a namespace of leaders leaders.

@@ -468,30 +468,30 @@ func (v *View) followFrom(ctx context.Context, s *share, next int64) {
 // foldShare folds one share record into s.fold, as the schedules record it copies; changed: note its name in
 // v.changed. It reports whether it noted one.
 func (v *View) foldShare(s *share, r *kgo.Record, changed bool) bool {
-	src, d, ok := v.prepareShare(s, r)
+	var src kgo.Record
+	d, ok := v.prepareShare(s, r, &src)
 	if !ok {
 		return false
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.applyShare(s, src, d, changed)
+	return v.applyShare(s, &src, d, changed)
 }
 
-// prepareShare is the part of foldShare that needs no lock: the schedules record r copies, decoded, and whether
-// it is to be folded.
-func (v *View) prepareShare(s *share, r *kgo.Record) (*kgo.Record, decoded, bool) {
+// prepareShare is the part of foldShare that needs no lock: it sets src to the schedules record r copies, and
+// returns it decoded, and whether it is to be folded.
+func (v *View) prepareShare(s *share, r, src *kgo.Record) (decoded, bool) {
 	if shares.Internal(r.Key) || (s.keep != nil && !s.keep[string(r.Key)]) {
-		return nil, decoded{}, false
+		return decoded{}, false
 	}
-	src, ok := shares.Source(r, v.topic)
-	if !ok || kafka.LeaderOf(string(r.Key), v.leaders) != s.k {
+	if !shares.Source(src, r, v.topic) || kafka.LeaderOf(string(r.Key), v.leaders) != s.k {
 		v.logger.Debug("a record of the schedule shares that the copier did not write: skipped", "leader", s.k, "offset", r.Offset)
-		return nil, decoded{}, false
+		return decoded{}, false
 	}
 	if src.Offset <= s.skip {
-		return nil, decoded{}, false
+		return decoded{}, false
 	}
-	return src, decode(src), true
+	return decode(src), true
 }
 
 // applyShare is the rest of foldShare, with v.mu held.
@@ -526,11 +526,13 @@ func (v *View) loadShare(ctx context.Context, s *share) (int64, error) {
 	folded := make(chan struct{})
 	go func() {
 		defer close(folded)
+		// The schedules records are made in place, in a slice reused for every batch (the fold copies what it
+		// keeps of them): a share's load makes no record of its own for each it reads.
 		type prepared struct {
-			r *kgo.Record
+			r kgo.Record
 			d decoded
 		}
-		out := make([]prepared, 0, batchSize)
+		out := make([]prepared, batchSize)
 		for batch := range batches {
 			if v.testFoldHold != nil {
 				v.testFoldHold(s.k)
@@ -538,17 +540,18 @@ func (v *View) loadShare(ctx context.Context, s *share) (int64, error) {
 			if ctx.Err() != nil {
 				continue // released: the rest is not folded
 			}
-			out = out[:0]
+			n := 0
 			for _, r := range batch {
-				if src, d, ok := v.prepareShare(s, r); ok {
-					out = append(out, prepared{src, d})
+				if d, ok := v.prepareShare(s, r, &out[n].r); ok {
+					out[n].d = d
+					n++
 				}
 			}
 			// After a switch from the whole topic, what the share adds to the fold is a change for the terms.
 			changed := false
 			v.mu.Lock()
-			for _, p := range out {
-				changed = v.applyShare(s, p.r, p.d, s.skip >= 0) || changed
+			for i := range out[:n] {
+				changed = v.applyShare(s, &out[i].r, out[i].d, s.skip >= 0) || changed
 			}
 			v.mu.Unlock()
 			if changed {

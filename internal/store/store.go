@@ -217,7 +217,7 @@ func (f *fold) applyDecoded(r *kgo.Record, d decoded) error {
 	if isRepair && repairOf < f.valid(name) {
 		// A repair written before the leader saw a newer valid definition: not applied, and the key needs a
 		// fresh restatement of that newer definition (compaction keeps only the newest record).
-		f.broken[name] = Broken{Name: name, Record: r, Last: f.last(name)}
+		f.broken[name] = Broken{Name: name, Record: kept(r), Last: f.last(name)}
 		return nil
 	}
 	if r.Value == nil {
@@ -235,7 +235,7 @@ func (f *fold) applyDecoded(r *kgo.Record, d decoded) error {
 	sched, err := d.sched, d.err
 	if err != nil {
 		err = fmt.Errorf("schedule record %s at offset %d: %w", errlimit.Quote(name), r.Offset, err)
-		f.broken[name] = Broken{Name: name, Record: r, Invalid: err, Last: f.last(name)}
+		f.broken[name] = Broken{Name: name, Record: kept(r), Invalid: err, Last: f.last(name)}
 		return err
 	}
 	if len(f.broken) > 0 {
@@ -256,6 +256,12 @@ func (f *fold) applyDecoded(r *kgo.Record, d decoded) error {
 	}
 	f.entries[name] = slot{sched: sched, version: r.Offset, updated: r.Timestamp.UnixNano(), valid: valid, seen: r.Offset}
 	return nil
+}
+
+// kept is a copy of r for the fold to keep: the caller may reuse r (a share's load does).
+func kept(r *kgo.Record) *kgo.Record {
+	c := *r
+	return &c
 }
 
 func repairTarget(r *kgo.Record) (int64, bool) {

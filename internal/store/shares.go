@@ -165,6 +165,10 @@ func (v *View) runShares(ctx context.Context, last int64) (stalled bool) {
 	for _, s := range v.watched {
 		s.stop()
 	}
+	for _, s := range v.released {
+		<-s.done
+	}
+	v.released = nil
 	if !stalled {
 		v.logger.Info("schedules view stopped")
 		return false
@@ -321,6 +325,8 @@ func (v *View) release(k int32) {
 	// Marked dropped with the fold's lock held, it folds nothing more.
 	delete(v.shares, k)
 	s.cancel()
+	v.released = slices.DeleteFunc(v.released, func(s *share) bool { return isClosed(s.done) })
+	v.released = append(v.released, s)
 	v.mu.Lock()
 	s.dropped = true
 	dropped := v.fold.drop(func(name string) bool { return kafka.LeaderOf(name, v.leaders) == k })
@@ -663,4 +669,14 @@ func (f *fold) known(name string) bool {
 	_, gone := f.gone[name]
 	_, broken := f.broken[name]
 	return live || gone || broken
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

@@ -371,6 +371,8 @@ type View struct {
 	shareMu sync.Mutex
 	shares  map[int32]*share
 	watched map[int32]*share
+	// released are the followers of shares released and not waited for (release); Run waits for them.
+	released []*share
 	// held counts the Acquires of each leader while v reads the whole topic; watchNames is the last Watch.
 	held       map[int32]int
 	watchNames []string

@@ -190,14 +190,20 @@ func (v *View) runShares(ctx context.Context, last int64) (stalled bool) {
 }
 
 // watchStall returns true once the shares are behind the schedules topic and have not moved for sharesStale,
-// false when ctx ends.
+// or a share held here has failed to load for as long (its partition unreadable: the replica's ACLs lack the
+// shares topic, say, and its terms would wait for ever); false when ctx ends.
 func (v *View) watchStall(ctx context.Context) bool {
 	last, since := int64(-2), time.Now()
+	stale := cmp.Or(v.sharesStale, sharesStale)
 	for {
 		select {
 		case <-ctx.Done():
 			return false
 		case <-time.After(cmp.Or(v.sharesPoll, sharesPoll)):
+		}
+		if k, failed := v.failingFor(stale); failed {
+			v.logger.Error("a schedule share cannot be read: this replica reads the whole schedules topic again", "leader", k, "for", stale)
+			return true
 		}
 		st, err := v.copyStatus(ctx)
 		if err != nil {
@@ -208,12 +214,35 @@ func (v *View) watchStall(ctx context.Context) bool {
 			last, since = progress, time.Now()
 			continue
 		}
-		if time.Since(since) >= cmp.Or(v.sharesStale, sharesStale) {
+		if time.Since(since) >= stale {
 			v.logger.Warn("the schedule shares are behind the schedules topic and not moving (no copier: leader 0 of an earlier build, or its copy refused): this replica reads the whole schedules topic again until they catch up",
 				"progress", progress, "end", end, "for", time.Since(since).Round(time.Second))
 			return true
 		}
 	}
+}
+
+// loadFailed notes that the load of s failed (since its first failure), or that it no longer does.
+func (v *View) loadFailed(s *share, failed bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, ok := v.failing[s]; failed && !ok {
+		v.failing[s] = time.Now()
+	} else if !failed {
+		delete(v.failing, s)
+	}
+}
+
+// failingFor returns the leader of a share whose load has failed for stale or longer.
+func (v *View) failingFor(stale time.Duration) (int32, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for s, since := range v.failing {
+		if time.Since(since) >= stale {
+			return s.k, true
+		}
+	}
+	return 0, false
 }
 
 // awaitShares checks now and then, once v's read of the whole topic has reached its end, whether the shares
@@ -394,6 +423,7 @@ func (v *View) startShare(ctx context.Context, k int32, keep map[string]bool, f 
 // s.loaded is closed), then as it grows.
 func (v *View) followShare(ctx context.Context, s *share) {
 	defer close(s.done)
+	defer v.loadFailed(s, false)
 	start := time.Now()
 	var next int64
 	for {
@@ -405,6 +435,7 @@ func (v *View) followShare(ctx context.Context, s *share) {
 		if ctx.Err() != nil {
 			return
 		}
+		v.loadFailed(s, true) // watchStall reads the whole topic again if it lasts
 		v.logger.Warn("reading a schedule share; retrying", "leader", s.k, "err", err)
 		select {
 		case <-ctx.Done():
@@ -412,6 +443,7 @@ func (v *View) followShare(ctx context.Context, s *share) {
 		case <-time.After(time.Second):
 		}
 	}
+	v.loadFailed(s, false)
 	v.mu.Lock()
 	if s.dropped {
 		v.mu.Unlock()

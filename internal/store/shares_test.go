@@ -338,3 +338,47 @@ func TestShareLoadIsNoChange(t *testing.T) {
 		t.Errorf("changed after two shares' loads: %v, want none", got)
 	}
 }
+
+// TestUnreadableShareReadsWhole: a share that cannot be read while the copy's progress can (in a fleet, a
+// partition offline; here a View told of a fourth leader that the shares topic has no partition for) makes the
+// View read the whole topic again once the load has failed for the stale bound, and the term waiting for it goes
+// on, rather than waiting for ever.
+func TestUnreadableShareReadsWhole(t *testing.T) {
+	b := setup(t)
+	own, _ := namesOf(1, 2)
+	for _, n := range own {
+		b.put(t, every(n, time.Minute))
+	}
+	b.catchUp(t)
+	v := store.NewView(b.opts, schedulesTopic, dlqTopic, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	v.UseShares(sharesNames.Shares, sharedLeaders+1, b.opts)
+	store.SetSharesTiming(v, time.Second, 100*time.Millisecond, time.Second)
+	ctx, cancel := context.WithCancel(b.ctx)
+	done := make(chan error, 1)
+	go func() { done <- v.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("View.Run: %v", err)
+		}
+	}()
+	kafkatest.Eventually(t, 20*time.Second, "the View to start", kafkatest.Signalled(v.Loaded()))
+	if !v.Sharded() {
+		t.Fatal("the View does not read the complete shares")
+	}
+	actx, acancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer acancel()
+	release, err := v.Acquire(actx, sharedLeaders) // no such partition
+	if err != nil {
+		t.Fatalf("Acquire of an unreadable share: %v, want the whole topic read instead", err)
+	}
+	defer release()
+	if v.Sharded() {
+		t.Error("the View still reads the shares")
+	}
+	for _, n := range own {
+		if _, ok := v.Get(n); !ok {
+			t.Errorf("%s is not held", n)
+		}
+	}
+}

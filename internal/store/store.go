@@ -367,6 +367,8 @@ type View struct {
 	runCtx  context.Context
 	// foreign holds the watched schedules of each leader not acquired here (under mu).
 	foreign map[int32]*fold
+	// failing holds, for each follower whose load fails, when its first failure was (under mu).
+	failing map[*share]time.Time
 	// shareMu orders Acquire, Release and Watch, which start and stop the followers.
 	shareMu sync.Mutex
 	shares  map[int32]*share
@@ -398,6 +400,7 @@ func NewView(opts []kgo.Opt, topic, dlq string, logger *slog.Logger, reg prometh
 		notify:  make(chan struct{}, 1),
 		loaded:  make(chan struct{}),
 		foreign: map[int32]*fold{},
+		failing: map[*share]time.Time{},
 		shares:  map[int32]*share{},
 		watched: map[int32]*share{},
 		held:    map[int32]int{},

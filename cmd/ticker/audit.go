@@ -41,6 +41,13 @@ A tick that ran more than once (re-run) is, by its later runs in the execution l
   retried        every later run a retry after a failed attempt (a release marked retry before it, or the
                  same worker's next attempt)
 
+A namespace too large to hold at once is read in passes (--passes; by default one per million records of the
+schedules topic): a pass holds the schedules whose names hash to it and their ticks, and reads the work and
+results topics whole, so the memory is a pass's and the time grows with the passes. The rows come pass by pass,
+each pass's sorted by name. A pass keeps of the other schedules' ticks only each leader term's first and last
+emission, which tells a slot passed over by catch-up from a missing one: exactly with one leader, closely with
+several (their terms overlap).
+
 Exit status 1 when a tick is missing, doubled (emitted twice) or ran twice; with --strict also when any tick
 re-ran (marked re-runs and retries included); 0 otherwise.`
 
@@ -49,6 +56,7 @@ type auditCommand struct {
 	common     cli.Common
 	from, to   instantFlag
 	name       string
+	passes     int
 	grace      time.Duration
 	leadWindow time.Duration
 	timeout    time.Duration
@@ -64,7 +72,9 @@ func (c *auditCommand) flags(fs *flag.FlagSet) string {
 	fs.StringVar(&c.name, "schedule", "", "audit only this schedule")
 	fs.DurationVar(&c.grace, "grace", 5*time.Minute, "a tick not emitted or without an outcome this long after its due time is missing (before: pending)")
 	fs.DurationVar(&c.leadWindow, "lead", audit.DefaultLead, "the tickers' --lead: slots due this long after a change may run under the version before it (0: emitted when due)")
-	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "give up reading the topics after this long")
+	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "give up reading the topics after this long (with several passes: each pass)")
+	fs.IntVar(&c.passes, "passes", 0, "read the namespace in this many passes, each holding the schedules whose names hash to it and their ticks (0: one per "+
+		"million records of the schedules topic; 1: one read, rows sorted by name); rows come pass by pass")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON (for scripts)")
 	fs.BoolVar(&c.strict, "strict", false, "also fail (exit 1) on any tick that ran more than once: marked re-runs and retries after failures too")
 	return auditUsage
@@ -73,6 +83,9 @@ func (c *auditCommand) flags(fs *flag.FlagSet) string {
 func (c *auditCommand) check(positional []string) error {
 	if len(positional) > 0 {
 		return cli.Usagef("ticker audit: unexpected argument %q", positional[0])
+	}
+	if c.passes < 0 {
+		return cli.Usagef("ticker audit: --passes %d: want 0 (as many as the namespace needs) or more", c.passes)
 	}
 	if err := c.common.Finish(); err != nil {
 		return err
@@ -86,16 +99,38 @@ func (c *auditCommand) check(positional []string) error {
 }
 
 func (c *auditCommand) run(ctx context.Context, stdout, _ io.Writer) error {
-	rep, err := readReport(ctx, c.common, c.timeout, c.options)
+	opts, err := c.common.Kafka.Opts(nil)
+	if err != nil {
+		return cli.UsageError{Err: err}
+	}
+	names := c.common.Kafka.Names()
+	passes := c.passes
+	if c.name != "" {
+		passes = 1
+	}
+	if passes == 0 {
+		pctx, cancel := context.WithTimeout(ctx, c.timeout)
+		passes, err = audit.Passes(pctx, opts, names)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout*time.Duration(passes))
+	defer cancel()
+	var out auditWriter = &auditText{w: stdout, namespace: c.common.Kafka.Namespace}
+	switch {
+	case c.asJSON && passes == 1:
+		out = &auditWholeJSON{w: stdout}
+	case c.asJSON:
+		out = &auditJSON{w: stdout}
+	}
+	rep, err := audit.Stream(ctx, opts, names, c.options, passes, out.pass)
 	if err != nil {
 		return err
 	}
-	if c.asJSON {
-		if err := printJSON(stdout, rep); err != nil {
-			return err
-		}
-	} else {
-		printAudit(stdout, c.common.Kafka.Namespace, rep)
+	if err := out.end(rep); err != nil {
+		return err
 	}
 	if !rep.OK {
 		return fmt.Errorf("%w: %s", errAuditFailed, auditSummary(rep))
@@ -129,47 +164,9 @@ func readReport(ctx context.Context, common cli.Common, timeout time.Duration, o
 const maxProblemRows = 20
 
 func printAudit(w io.Writer, namespace string, rep *audit.Report) {
-	fmt.Fprintf(w, "namespace  %s\n", namespace)
-	fmt.Fprintf(w, "range      %s .. %s (grace %s; counts are ticks: slot x shard)\n\n",
-		fmtAuditTime(rep.From), rep.To.Format(time.RFC3339), time.Duration(rep.GraceSeconds*float64(time.Second)))
-	printAuditCounts(w, rep)
-	notes := append([]string(nil), rep.Notes...)
-	for _, s := range rep.Schedules {
-		notes = append(notes, scheduleNotes(s)...)
-	}
-	printProblemTicks(w, rep.Schedules)
-	printTriggers(w, rep.Triggers)
-	if b := rep.BackfillTotals; len(rep.Backfills) > 0 {
-		fmt.Fprintf(w, "\nBACKFILLS (past slots run again on request, apart from the schedules' slots): %d ticks, %d executed, %d doubled, %d ran twice, %d marked re-runs, %d retried\n",
-			len(rep.Backfills), b.Executed, b.Doubled, b.RanTwice, b.MarkedReRun, b.Retried)
-	}
-	if len(notes) > 0 {
-		fmt.Fprintln(w, "\nNOTES")
-		for _, n := range notes {
-			fmt.Fprintf(w, "  %s\n", n)
-		}
-	}
-	fmt.Fprintln(w)
-	result := "OK"
-	if !rep.OK {
-		result = "FAIL"
-	}
-	fmt.Fprintf(w, "result: %s (%s)\n", result, auditSummary(rep))
-}
-
-// printAuditCounts prints the table of counts, a row per schedule and their total.
-func printAuditCounts(w io.Writer, rep *audit.Report) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCHEDULE\tEXPECTED\tEMITTED\tEXECUTED\tMISSING\tDOUBLED\tRAN TWICE\tMARKED RE-RUN\tRE-RUN\tINTERRUPTED\tPASSED OVER\tPENDING\tUNEXPECTED\tEXCLUDED")
-	row := func(name string, c audit.Counts) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", name, c.Expected, c.Emitted, c.Executed, c.Missing,
-			c.Doubled, c.RanTwice, c.MarkedReRun, c.ReRun, c.Interrupted, c.PassedOver, c.Pending, c.Unexpected, c.Excluded)
-	}
-	for _, s := range rep.Schedules {
-		row(s.Name, s.Counts)
-	}
-	row("TOTAL", rep.Totals)
-	_ = tw.Flush()
+	a := &auditText{w: w, namespace: namespace}
+	_ = a.pass(rep)
+	_ = a.end(rep)
 }
 
 // scheduleNotes are the notes of one schedule: the report's, its re-runs and its outcomes other than ok.

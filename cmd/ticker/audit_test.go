@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,6 +142,32 @@ func TestAuditStrict(t *testing.T) {
 		}
 		if !strings.Contains(out, tc.result) {
 			t.Errorf("ticker audit %s: no %q in\n%s", name, tc.result, out)
+		}
+	}
+
+	// In passes, the same audit: one JSON value with every schedule, the same totals and result, and the
+	// table's rows and result line.
+	reports := map[string]audit.Report{}
+	for _, passes := range []string{"1", "3"} {
+		out, err := ticker("audit", "--json", "--passes", passes)
+		if !errors.Is(err, errAuditFailed) {
+			t.Errorf("ticker audit --json --passes %s: %v, want failed (twice ran twice)", passes, err)
+		}
+		var rep audit.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("ticker audit --json --passes %s: %v\n%s", passes, err, out)
+		}
+		slices.SortFunc(rep.Schedules, func(a, b audit.ScheduleReport) int { return strings.Compare(a.Name, b.Name) })
+		rep.To, rep.At = time.Time{}, time.Time{} // each run's now
+		reports[passes] = rep
+	}
+	if one, three := reports["1"], reports["3"]; !reflect.DeepEqual(one, three) {
+		t.Errorf("ticker audit --json: in 3 passes\n%+v\nin 1\n%+v", three, one)
+	}
+	out, _ := ticker("audit", "--passes", "3")
+	for _, want := range []string{"\ncutoff ", "\ntwice ", "\nTOTAL ", "result: FAIL (0 ticks missing, 0 doubled, 1 ran twice; 1 marked re-runs and 0 retried pass without --strict)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ticker audit --passes 3: no %q in\n%s", want, out)
 		}
 	}
 }

@@ -131,16 +131,10 @@ func Compare(l *Log, o Options) *Report {
 	}
 	sort.Slice(rep.Triggers, func(i, j int) bool { return lessTick(rep.Triggers[i], rep.Triggers[j]) })
 	sort.Slice(rep.Backfills, func(i, j int) bool { return lessTick(rep.Backfills[i], rep.Backfills[j]) })
-	if unnamed > 0 && o.Schedule == "" {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d results keys are not tick IDs and were skipped", unnamed))
+	if o.Schedule != "" {
+		unnamed = 0
 	}
-	if l.ForgedCancels > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d cancel records on the work topic were not written in a transaction "+
-			"(not the leader's): workers refuse and dead-letter them; who wrote them?", l.ForgedCancels))
-	}
-	if l.Undecodable > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d records could not be decoded and were skipped", l.Undecodable))
-	}
+	rep.Notes = logNotes(unnamed, l.ForgedCancels, l.Undecodable)
 	rep.TriggerTotals = triggers.Counts
 	rep.BackfillTotals = backfills.Counts
 	normalize(rep)
@@ -151,6 +145,23 @@ func Compare(l *Log, o Options) *Report {
 		rep.OK = rep.OK && rep.Totals.ReRun == 0 && triggers.ReRun == 0 && backfills.ReRun == 0
 	}
 	return rep
+}
+
+// logNotes are a report's notes on what the records read held: results keys that name no tick, forged cancels
+// and undecodable records.
+func logNotes(unnamed, forged, undecodable int) []string {
+	var notes []string
+	if unnamed > 0 {
+		notes = append(notes, fmt.Sprintf("%d results keys are not tick IDs and were skipped", unnamed))
+	}
+	if forged > 0 {
+		notes = append(notes, fmt.Sprintf("%d cancel records on the work topic were not written in a transaction "+
+			"(not the leader's): workers refuse and dead-letter them; who wrote them?", forged))
+	}
+	if undecodable > 0 {
+		notes = append(notes, fmt.Sprintf("%d records could not be decoded and were skipped", undecodable))
+	}
+	return notes
 }
 
 func lessTick(a, b TickReport) bool {

@@ -44,8 +44,22 @@ func ReadRecent(ctx context.Context, opts []kgo.Opt, names kafka.Names, since ti
 	if maxPerPartition < 0 {
 		return nil, fmt.Errorf("reading the work and results topics: a bound of %d records", maxPerPartition)
 	}
-	r := newReader()
-	parts, err := readTopic(ctx, opts, names.Schedules, r.schedule, span{})
+	return readRecent(ctx, opts, names, since, maxPerPartition, newReader())
+}
+
+// readRecent is ReadRecent folding into r: with r.only set, only the records of the schedules it keeps (a pass
+// of Stream).
+func readRecent(ctx context.Context, opts []kgo.Opt, names kafka.Names, since time.Time, maxPerPartition int64, r *reader) (*Log, error) {
+	schedules, work, results := r.schedule, r.work, r.result
+	if r.only != nil {
+		schedules = func(rec *kgo.Record) {
+			if r.only(string(rec.Key)) {
+				r.schedule(rec)
+			}
+		}
+		work, results = r.scopedWork, r.scopedResult
+	}
+	parts, err := readTopic(ctx, opts, names.Schedules, schedules, span{})
 	if err != nil {
 		return nil, err
 	}
@@ -63,11 +77,11 @@ func ReadRecent(ctx context.Context, opts []kgo.Opt, names kafka.Names, since ti
 		n := names.Pool(pool)
 		r.pool = n.PoolName
 		c := &Coverage{}
-		if parts, err = readTopic(ctx, opts, n.Work, r.work, span{since: since, max: maxPerPartition}); err != nil {
+		if parts, err = readTopic(ctx, opts, n.Work, work, span{since: since, max: maxPerPartition}); err != nil {
 			return nil, err
 		}
 		c.WorkPartitions, c.WorkFrom = len(parts), r.workCoverage(parts)
-		if parts, err = readTopic(ctx, opts, n.Results, r.result, span{since: resultsSince(parts, since), max: maxPerPartition}); err != nil {
+		if parts, err = readTopic(ctx, opts, n.Results, results, span{since: resultsSince(parts, since), max: maxPerPartition}); err != nil {
 			return nil, err
 		}
 		c.ResultsPartitions, c.ResultsFrom = len(parts), coverage(parts)
@@ -125,9 +139,13 @@ type reader struct {
 	folds map[string]map[int32]*ledger.Fold // by pool and work partition: which started entries are valid
 	pool  string                            // the pool being read
 	src   map[*Tick][]string                // the results topic and partition of each ledger entry ("": from a batch record), to apply tombstones
-	// prefix, when set, is "<schedule>@", the start of every tick ID of the one schedule whose ledger entries
-	// are kept (ReadSchedule); entries of other ticks are dropped before the fold.
-	prefix string
+	// only, when set, says which schedules' records are kept (ReadSchedule's one, a pass of Stream's); of the
+	// others' ticks, only each leader term's first and last emission (Log.term). An ID that names no
+	// schedule is kept with unnamed. prefix, with ReadSchedule, is "<schedule>@", the start of every tick ID
+	// of its schedule: a results record that does not hold it is skipped undecoded.
+	only    func(schedule string) bool
+	unnamed bool
+	prefix  string
 	// onRecord, when set, is called with every record a scoped read is given (tests).
 	onRecord func(*kgo.Record)
 }
@@ -246,6 +264,9 @@ func (r *reader) result(rec *kgo.Record) {
 			r.l.Undecodable++
 			return
 		}
+		if r.only != nil && !r.onlyID(b.ID) {
+			return
+		}
 		t := r.l.tick(b.ID)
 		if t.Schedule == "" {
 			t.Schedule, t.Slot = b.Schedule, b.Slot.UTC()
@@ -285,6 +306,15 @@ func (r *reader) result(rec *kgo.Record) {
 	}
 }
 
+// onlyID reports whether r keeps the tick of ID id (r.only set): a tick ID is <schedule>@<slot>...
+func (r *reader) onlyID(id string) bool {
+	name, _, ok := strings.Cut(id, "@")
+	if !ok {
+		return r.unnamed
+	}
+	return r.only(name)
+}
+
 // where names the topic and partition of rec, for tombstones.
 func where(rec *kgo.Record) string { return rec.Topic + "/" + strconv.Itoa(int(rec.Partition)) }
 
@@ -294,7 +324,7 @@ func (r *reader) entry(rec *kgo.Record, e ledger.Entry, src string) {
 	if id == "" {
 		id = string(rec.Key)
 	}
-	if r.prefix != "" && e.Kind != ledger.KindClaim && !strings.HasPrefix(id, r.prefix) {
+	if r.only != nil && e.Kind != ledger.KindClaim && !r.onlyID(id) {
 		// Another schedule's tick. Whether a start is valid depends on the claims alone (the fold keeps no
 		// tick state between starts here), so dropping the other ticks' entries changes no kept one.
 		return

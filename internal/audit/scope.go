@@ -74,7 +74,7 @@ func readSchedule(ctx context.Context, opts []kgo.Opt, names kafka.Names, s Scop
 		return nil, fmt.Errorf("reading schedule %s: MaxPerPartition %d: want 0 (no bound) or more", s.Schedule, s.MaxPerPartition)
 	}
 	name := s.Schedule
-	r.prefix = name + "@"
+	r.only, r.prefix = func(s string) bool { return s == name }, name+"@"
 	parts, err := readTopic(ctx, opts, names.Schedules, func(rec *kgo.Record) {
 		r.seen(rec)
 		if string(rec.Key) == name {
@@ -172,16 +172,15 @@ func (r *reader) seen(rec *kgo.Record) {
 	}
 }
 
-// scopedWork applies a work-topic record of the schedule (r.prefix); of another schedule's tick it keeps the
-// leader term's first and last emission only.
+// scopedWork applies a work-topic record of the schedules r keeps (r.only); of another schedule's tick it keeps
+// the leader term's first and last emission only.
 func (r *reader) scopedWork(rec *kgo.Record) {
 	r.seen(rec)
 	if rec.Value == nil {
 		return
 	}
-	name := r.prefix[:len(r.prefix)-1]
 	if cancel.Is(rec) {
-		if string(rec.Key) == tick.CancelKeyPrefix+name {
+		if name, ok := bytes.CutPrefix(rec.Key, []byte(tick.CancelKeyPrefix)); ok && r.only(string(name)) {
 			r.work(rec) // counted when forged
 		}
 		return
@@ -189,10 +188,10 @@ func (r *reader) scopedWork(rec *kgo.Record) {
 	tk, err := tick.Decode(rec.Value)
 	switch {
 	case err != nil:
-		if bytes.HasPrefix(rec.Key, []byte(r.prefix)) {
+		if r.onlyID(string(rec.Key)) {
 			r.l.Undecodable++
 		}
-	case tk.Schedule == name: // whatever its key (a tick's key is its ID, but a worker reads the value)
+	case r.only(tk.Schedule): // whatever its key (a tick's key is its ID, but a worker reads the value)
 		r.emission(rec, tk)
 	case !tk.Trigger && tk.Backfill == "" && !IsTrigger(tk.ID) && !IsBackfill(tk.ID): // a leader's
 		at := tk.EmittedAt
@@ -203,13 +202,24 @@ func (r *reader) scopedWork(rec *kgo.Record) {
 	}
 }
 
-// scopedResult applies a results-topic record that may hold an entry of the schedule's ticks (r.prefix), or a
-// claim; others are skipped undecoded. A tick's entry is keyed by its ID; a batch record holds the IDs of its
-// entries in its value, as does an outcome keyed otherwise (the coordinates of a work record without a key).
+// scopedResult applies a results-topic record that may hold an entry of the ticks r keeps, or a claim; others
+// are skipped undecoded. A tick's entry is keyed by its ID; a batch record holds the IDs of its entries in its
+// value, as does an outcome keyed otherwise (the coordinates of a work record without a key): with r.prefix
+// (one schedule), a value without it is skipped; otherwise it is decoded, and entry keeps the entries of the
+// ticks r keeps.
 func (r *reader) scopedResult(rec *kgo.Record) {
 	r.seen(rec)
-	if bytes.HasPrefix(rec.Key, []byte(r.prefix)) || (rec.Value != nil && bytes.Contains(rec.Value, []byte(r.prefix))) || ledger.IsClaimKey(rec.Key) {
-		r.result(rec) // entry drops the entries of other ticks
+	switch {
+	case ledger.IsClaimKey(rec.Key):
+		r.result(rec)
+	case r.prefix != "":
+		if bytes.HasPrefix(rec.Key, []byte(r.prefix)) || (rec.Value != nil && bytes.Contains(rec.Value, []byte(r.prefix))) {
+			r.result(rec) // entry drops the entries of other ticks
+		}
+	case ledger.IsBatchKey(rec.Key) || ledger.IsBreachKey(rec.Key) || !bytes.Contains(rec.Key, []byte("@")):
+		r.result(rec)
+	case r.onlyID(string(rec.Key)):
+		r.result(rec)
 	}
 }
 

@@ -44,7 +44,7 @@ func runEmitBench(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return err
 	}
-	ns, err := newBenchNamespaceLeaders(ctx, o.brokers, "tickbench-emit", o.parts, o.leaders, false)
+	ns, err := newBenchNamespaceLeaders(ctx, o.brokers, "tickbench-emit", o.parts, o.leaders, o.keep)
 	if err != nil {
 		return err
 	}
@@ -133,6 +133,7 @@ type emitOptions struct {
 	killOne     bool
 	profileDir  string
 	logDir      string
+	keep        bool
 }
 
 // parseEmitOptions parses and checks tickbench emit's flags.
@@ -154,6 +155,7 @@ func parseEmitOptions(args []string, getenv func(string) string, stderr io.Write
 	fs.StringVar(&o.memoryLimit, "memory-limit", "", "GOMEMLIMIT of the ticker processes (e.g. 1200MiB): the Go runtime's soft memory limit, which makes it collect garbage harder as the heap nears it; empty: none")
 	fs.BoolVar(&o.killOne, "kill-one", false, "with --replicas 2 or more: SIGKILL the replica leading the most leaders halfway through the run, and report the ticks its takeover made late and every slot missing or doubled")
 	fs.StringVar(&o.profileDir, "profile-dir", "", "write the leader's heap profiles to this directory: heap-peak.pb.gz whenever its RSS reaches a new peak (at most every 2s), heap-end.pb.gz at the end")
+	fs.BoolVar(&o.keep, "keep", false, "keep the namespace (topics and groups) afterwards, for ticker audit or status on it")
 	fs.StringVar(&o.logDir, "log-dir", "", "write every ticker's log (JSON, info and above) to <name>.log in this directory")
 	fs.Usage = cli.Usage(fs, emitUsage)
 	if err := cli.Parse(fs, args, getenv); err != nil {

@@ -63,14 +63,16 @@ func (v *View) Sharded() bool {
 // share is the follower of one partition of the shares topic: a leader's share, or the watched schedules of a
 // leader this replica does not run (keep non-nil, into a fold of its own).
 type share struct {
-	k      int32
-	keep   map[string]bool
-	fold   *fold // the View's fold for a leader's share
-	skip   int64 // the offset up to which the fold has the schedules records (a switch from the whole topic)
-	refs   int
-	cancel context.CancelFunc
-	loaded chan struct{}
-	done   chan struct{}
+	k    int32
+	keep map[string]bool
+	fold *fold // the View's fold for a leader's share
+	skip int64 // the offset up to which the fold has the schedules records (a switch from the whole topic)
+	// changes: what the load folds is a change for the terms (a switch from the whole topic)
+	changes bool
+	refs    int
+	cancel  context.CancelFunc
+	loaded  chan struct{}
+	done    chan struct{}
 	// dropped: released; what the follower still reads is not folded (set and read with View.mu held).
 	dropped bool
 }
@@ -113,28 +115,29 @@ func (v *View) sharesComplete(ctx context.Context) bool {
 }
 
 // runShares is Run on the shares: the followers are started by Acquire and Watch. A View that read the whole
-// topic up to offset last (-1: none) switches to the shares: the leaders acquired so far, and the schedules
-// watched, keep what they hold and their shares are read for the records after last; the others' are dropped. It
+// topic (switched) up to offset last (-1: none) switches to the shares: the leaders acquired so far, and the
+// schedules watched, keep what they hold and their shares are read for the records after last, each a change for
+// the terms; the others' are dropped. It
 // returns when ctx ends (false), or when the shares stall (true): behind the schedules topic and not moving for
 // sharesStale, as when no copier runs (leader 0 of a build before the shares, or a copy refused). The View then
 // reads the whole topic again, keeping what it holds (fold.stale keeps a schedule from going back).
-func (v *View) runShares(ctx context.Context, last int64) (stalled bool) {
+func (v *View) runShares(ctx context.Context, switched bool, last int64) (stalled bool) {
 	v.shareMu.Lock()
 	v.mu.Lock()
 	v.sharded, v.runCtx = true, ctx
 	v.metrics.sharded.Set(1)
 	v.markLoaded()
-	if last < 0 {
+	if !switched {
 		// Nothing read before: the shares loaded from now on are no change for the terms, each of which starts
 		// from the View as it is. Listed as changed, every schedule of a share loaded before another term's
 		// first TakeChanged would be planned again by its own term (a cold start's million names).
 		v.loadChanged = false
 	}
 	dropped := 0
-	if last >= 0 {
+	if switched {
 		for k, refs := range v.held {
 			if refs > 0 {
-				s := v.startShare(ctx, k, nil, v.fold, last)
+				s := v.startShare(ctx, k, nil, v.fold, last, true)
 				s.refs = refs
 				v.shares[k] = s
 			}
@@ -142,7 +145,7 @@ func (v *View) runShares(ctx context.Context, last int64) (stalled bool) {
 		for k, keep := range v.wanted() {
 			f := v.fold.subset(keep) // what Get answers until the follower has read the rest
 			v.foreign[k] = f
-			v.watched[k] = v.startShare(ctx, k, keep, f, last)
+			v.watched[k] = v.startShare(ctx, k, keep, f, last, true)
 		}
 		dropped = v.fold.drop(func(name string) bool { return v.held[kafka.LeaderOf(name, v.leaders)] == 0 })
 		v.metrics.schedules.Set(float64(len(v.fold.entries)))
@@ -150,7 +153,7 @@ func (v *View) runShares(ctx context.Context, last int64) (stalled bool) {
 	clear(v.held)
 	v.mu.Unlock()
 	v.shareMu.Unlock()
-	if last >= 0 {
+	if switched {
 		v.logger.Info("schedules: the shares are complete; this replica now reads only those of the leaders it runs",
 			"leaders", v.leaders, "dropped", dropped)
 	} else {
@@ -189,11 +192,17 @@ func (v *View) runShares(ctx context.Context, last int64) (stalled bool) {
 	return true
 }
 
+// maxFailBackoff bounds how long a View that left the shares for a share it could not read waits before it
+// takes them again.
+const maxFailBackoff = 30 * time.Minute
+
 // watchStall returns true once the shares are behind the schedules topic and have not moved for sharesStale,
-// or a share held here has failed to load for as long (its partition unreadable: the replica's ACLs lack the
-// shares topic, say, and its terms would wait for ever); false when ctx ends.
+// or a share followed here has failed to load for as long (its partition offline, say, when its terms would
+// wait for ever); false when ctx ends. After such a failure the View takes the shares again no sooner than a
+// backoff (sharesStale, doubled at each failure up to maxFailBackoff): a partition that stays unreadable is not
+// tried every minute.
 func (v *View) watchStall(ctx context.Context) bool {
-	last, since := int64(-2), time.Now()
+	last, since, start := int64(-2), time.Now(), time.Now()
 	stale := cmp.Or(v.sharesStale, sharesStale)
 	for {
 		select {
@@ -201,8 +210,18 @@ func (v *View) watchStall(ctx context.Context) bool {
 			return false
 		case <-time.After(cmp.Or(v.sharesPoll, sharesPoll)):
 		}
+		if time.Since(start) >= maxFailBackoff {
+			v.mu.Lock()
+			v.failBackoff = 0 // the shares have been read long enough: a new failure starts the backoff again
+			v.mu.Unlock()
+		}
 		if k, failed := v.failingFor(stale); failed {
-			v.logger.Error("a schedule share cannot be read: this replica reads the whole schedules topic again", "leader", k, "for", stale)
+			v.mu.Lock()
+			v.failBackoff = min(max(2*v.failBackoff, stale), maxFailBackoff)
+			v.sharesAfter = time.Now().Add(v.failBackoff)
+			backoff := v.failBackoff
+			v.mu.Unlock()
+			v.logger.Error("a schedule share cannot be read: this replica reads the whole schedules topic again", "leader", k, "for", stale, "shares_again_in", backoff)
 			return true
 		}
 		st, err := v.copyStatus(ctx)
@@ -270,9 +289,9 @@ func (v *View) awaitShares(ctx context.Context, adm *kgo.Client, stop context.Ca
 			continue
 		}
 		v.mu.Lock()
-		folded := v.folded
+		folded, after := v.folded, v.sharesAfter
 		v.mu.Unlock()
-		if st.Progress >= folded {
+		if st.Progress >= folded && time.Now().After(after) {
 			stop()
 			return
 		}
@@ -315,7 +334,7 @@ func (v *View) Acquire(ctx context.Context, k int32) (release func(), err error)
 		}
 		s := v.shares[k]
 		if s == nil {
-			s = v.startShare(runCtx, k, nil, v.fold, -1)
+			s = v.startShare(runCtx, k, nil, v.fold, -1, false)
 			v.shares[k] = s
 		}
 		s.refs++
@@ -392,7 +411,7 @@ func (v *View) Watch(names []string) {
 	}
 	for k, keep := range want {
 		if v.watched[k] == nil {
-			v.watched[k] = v.startShare(runCtx, k, keep, newFold(), -1)
+			v.watched[k] = v.startShare(runCtx, k, keep, newFold(), -1, false)
 		}
 	}
 }
@@ -411,10 +430,11 @@ func (v *View) wanted() map[int32]map[string]bool {
 }
 
 // startShare starts the follower of partition k into f (keep: only those names; skip: the records of offsets
-// up to skip are in f already). Called with shareMu held.
-func (v *View) startShare(ctx context.Context, k int32, keep map[string]bool, f *fold, skip int64) *share {
+// up to skip are in f already; changes: what its load folds is a change for the terms, as after a switch from
+// the whole topic). Called with shareMu held.
+func (v *View) startShare(ctx context.Context, k int32, keep map[string]bool, f *fold, skip int64, changes bool) *share {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &share{k: k, keep: keep, fold: f, skip: skip, cancel: cancel, loaded: make(chan struct{}), done: make(chan struct{})}
+	s := &share{k: k, keep: keep, fold: f, skip: skip, changes: changes, cancel: cancel, loaded: make(chan struct{}), done: make(chan struct{})}
 	go v.followShare(ctx, s)
 	return s
 }
@@ -589,7 +609,7 @@ func (v *View) loadShare(ctx context.Context, s *share) (int64, error) {
 			changed := false
 			v.mu.Lock()
 			for i := range out[:n] {
-				changed = v.applyShare(s, &out[i].r, out[i].d, s.skip >= 0) || changed
+				changed = v.applyShare(s, &out[i].r, out[i].d, s.changes) || changed
 			}
 			v.mu.Unlock()
 			if changed {

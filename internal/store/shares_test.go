@@ -7,10 +7,14 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/kafkatest"
@@ -339,10 +343,11 @@ func TestShareLoadIsNoChange(t *testing.T) {
 	}
 }
 
-// TestUnreadableShareReadsWhole: a share that cannot be read while the copy's progress can (in a fleet, a
-// partition offline; here a View told of a fourth leader that the shares topic has no partition for) makes the
-// View read the whole topic again once the load has failed for the stale bound, and the term waiting for it goes
-// on, rather than waiting for ever.
+// TestUnreadableShareReadsWhole: a share that cannot be read while the copy's progress can (here the broker
+// refuses every fetch of its partition; in a fleet, a partition offline) makes the View read the whole topic
+// again once the load has failed for the stale bound, and the term waiting for it goes on, rather than waiting
+// for ever. The View then stays on the whole topic for a backoff, not taking the shares again at once to fail
+// for another stale bound.
 func TestUnreadableShareReadsWhole(t *testing.T) {
 	b := setup(t)
 	own, _ := namesOf(1, 2)
@@ -350,29 +355,52 @@ func TestUnreadableShareReadsWhole(t *testing.T) {
 		b.put(t, every(n, time.Minute))
 	}
 	b.catchUp(t)
-	v := store.NewView(b.opts, schedulesTopic, dlqTopic, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
-	v.UseShares(sharesNames.Shares, sharedLeaders+1, b.opts)
-	store.SetSharesTiming(v, time.Second, 100*time.Millisecond, time.Second)
-	ctx, cancel := context.WithCancel(b.ctx)
-	done := make(chan error, 1)
-	go func() { done <- v.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("View.Run: %v", err)
+	tds, err := kadm.NewClient(b.cl).ListTopics(b.ctx, sharesNames.Shares)
+	if err != nil || tds[sharesNames.Shares].Err != nil {
+		t.Fatalf("describing %s: %v %v", sharesNames.Shares, err, tds[sharesNames.Shares].Err)
+	}
+	id := tds[sharesNames.Shares].ID
+	var refused atomic.Int64
+	b.cluster.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		b.cluster.KeepControl()
+		req := kr.(*kmsg.FetchRequest)
+		hit := false
+		for _, tp := range req.Topics {
+			for _, pp := range tp.Partitions {
+				hit = hit || (tp.Topic == sharesNames.Shares || tp.TopicID == id) && pp.Partition == 1
+			}
 		}
-	}()
-	kafkatest.Eventually(t, 20*time.Second, "the View to start", kafkatest.Signalled(v.Loaded()))
+		if !hit {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, tp := range req.Topics {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
+			for _, pp := range tp.Partitions {
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = pp.Partition, kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	v := b.runSharesStale(t, time.Second)
 	if !v.Sharded() {
 		t.Fatal("the View does not read the complete shares")
 	}
 	actx, acancel := context.WithTimeout(b.ctx, 20*time.Second)
 	defer acancel()
-	release, err := v.Acquire(actx, sharedLeaders) // no such partition
+	release, err := v.Acquire(actx, 1)
 	if err != nil {
 		t.Fatalf("Acquire of an unreadable share: %v, want the whole topic read instead", err)
 	}
 	defer release()
+	if refused.Load() == 0 {
+		t.Fatal("no fetch of the share was refused")
+	}
 	if v.Sharded() {
 		t.Error("the View still reads the shares")
 	}
@@ -380,5 +408,39 @@ func TestUnreadableShareReadsWhole(t *testing.T) {
 		if _, ok := v.Get(n); !ok {
 			t.Errorf("%s is not held", n)
 		}
+	}
+	// The backoff (the stale bound, 1 s, at the first failure): the shares are complete and their partitions
+	// all there, so without it the View would take them again within a poll (100 ms).
+	deadline := time.Now().Add(700 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if v.Sharded() {
+			t.Fatal("the View took the unreadable shares again at once")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a state that must not change
+	}
+}
+
+// TestSwitchFromAnEmptyTopic: a View that read the whole topic while it was empty, and switches to the shares
+// once they are complete, goes on following the leaders acquired meanwhile: a schedule written later reaches
+// their terms, as a change.
+func TestSwitchFromAnEmptyTopic(t *testing.T) {
+	b := setup(t)
+	v := b.runShares(t) // no shares topic yet: the whole (empty) topic
+	if v.Sharded() {
+		t.Fatal("the View reads shares that do not exist")
+	}
+	release, err := v.Acquire(b.ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	b.catchUp(t)
+	kafkatest.Eventually(t, 20*time.Second, "the switch to the shares", v.Sharded)
+	own, _ := namesOf(1, 1)
+	b.put(t, every(own[0], time.Minute))
+	b.catchUp(t)
+	waitChanged(t, v, own[0])
+	if _, ok := v.Get(own[0]); !ok {
+		t.Errorf("%s, written after the switch, is not held", own[0])
 	}
 }

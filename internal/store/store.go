@@ -367,8 +367,12 @@ type View struct {
 	runCtx  context.Context
 	// foreign holds the watched schedules of each leader not acquired here (under mu).
 	foreign map[int32]*fold
-	// failing holds, for each follower whose load fails, when its first failure was (under mu).
-	failing map[*share]time.Time
+	// failing holds, for each follower whose load fails, when its first failure was (under mu). After a share
+	// failed for sharesStale, the View reads the whole topic and takes the shares again no sooner than
+	// sharesAfter, failBackoff later (doubled at each such failure, up to maxFailBackoff).
+	failing     map[*share]time.Time
+	sharesAfter time.Time
+	failBackoff time.Duration
 	// shareMu orders Acquire, Release and Watch, which start and stop the followers.
 	shareMu sync.Mutex
 	shares  map[int32]*share
@@ -510,10 +514,10 @@ func (v *View) Run(ctx context.Context) error {
 		return fmt.Errorf("schedules: client: %w", err)
 	}
 	defer adm.Close()
-	sharded, last := v.sharesComplete(ctx), int64(-1)
+	sharded, switched, last := v.sharesComplete(ctx), false, int64(-1)
 	for {
 		if sharded {
-			if !v.runShares(ctx, last) {
+			if !v.runShares(ctx, switched, last) {
 				return nil
 			}
 			sharded = false // the shares stalled: the whole topic again, until they are complete
@@ -537,7 +541,7 @@ func (v *View) Run(ctx context.Context) error {
 		v.mu.Lock()
 		last = v.folded
 		v.mu.Unlock()
-		sharded = true
+		sharded, switched = true, true
 	}
 }
 

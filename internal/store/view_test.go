@@ -33,10 +33,11 @@ const (
 // testBundle is what every test gets from setup: a fresh kfake cluster with the schedules and dead-letter
 // topics, and a producing client on it.
 type testBundle struct {
-	opts []kgo.Opt
-	cl   *kgo.Client
-	reg  *prometheus.Registry
-	ctx  context.Context // ends with the test
+	cluster *kfake.Cluster
+	opts    []kgo.Opt
+	cl      *kgo.Client
+	reg     *prometheus.Registry
+	ctx     context.Context // ends with the test
 }
 
 func setup(t *testing.T) *testBundle {
@@ -54,7 +55,7 @@ func setup(t *testing.T) *testBundle {
 	t.Cleanup(cl.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	t.Cleanup(cancel)
-	return &testBundle{opts: opts, cl: cl, reg: prometheus.NewRegistry(), ctx: ctx}
+	return &testBundle{cluster: c, opts: opts, cl: cl, reg: prometheus.NewRegistry(), ctx: ctx}
 }
 
 func every(name string, d time.Duration) schedule.Spec {

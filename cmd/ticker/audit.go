@@ -72,7 +72,7 @@ func (c *auditCommand) flags(fs *flag.FlagSet) string {
 	fs.StringVar(&c.name, "schedule", "", "audit only this schedule")
 	fs.DurationVar(&c.grace, "grace", 5*time.Minute, "a tick not emitted or without an outcome this long after its due time is missing (before: pending)")
 	fs.DurationVar(&c.leadWindow, "lead", audit.DefaultLead, "the tickers' --lead: slots due this long after a change may run under the version before it (0: emitted when due)")
-	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "give up reading the topics after this long (with several passes: each pass)")
+	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "give up reading the topics after this long (with several passes: this long times the passes)")
 	fs.IntVar(&c.passes, "passes", 0, "read the namespace in this many passes, each holding the schedules whose names hash to it and their ticks (0: one per "+
 		"million records of the schedules topic; 1: one read, rows sorted by name); rows come pass by pass")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON (for scripts)")
@@ -84,8 +84,8 @@ func (c *auditCommand) check(positional []string) error {
 	if len(positional) > 0 {
 		return cli.Usagef("ticker audit: unexpected argument %q", positional[0])
 	}
-	if c.passes < 0 {
-		return cli.Usagef("ticker audit: --passes %d: want 0 (as many as the namespace needs) or more", c.passes)
+	if c.passes < 0 || c.passes > maxAuditPasses {
+		return cli.Usagef("ticker audit: --passes %d: want 0 (as many as the namespace needs) to %d", c.passes, maxAuditPasses)
 	}
 	if err := c.common.Finish(); err != nil {
 		return err
@@ -115,6 +115,7 @@ func (c *auditCommand) run(ctx context.Context, stdout, _ io.Writer) error {
 		if err != nil {
 			return err
 		}
+		passes = min(passes, maxAuditPasses)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout*time.Duration(passes))
 	defer cancel()
@@ -137,6 +138,9 @@ func (c *auditCommand) run(ctx context.Context, stdout, _ io.Writer) error {
 	}
 	return nil
 }
+
+// maxAuditPasses bounds --passes: a pass reads the work and results topics whole.
+const maxAuditPasses = 1000
 
 // auditSummary counts what decides the audit's result, triggers included: the failures first, then the re-runs
 // that fail only with --strict.

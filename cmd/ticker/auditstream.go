@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -69,9 +68,8 @@ func (a *auditText) end(sum *audit.Report) error {
 		return err
 	}
 	if a.passes > 1 { // one pass lists them in order already
-		byTime := func(x, y audit.TickReport) int { return cmpTick(x, y) }
-		slices.SortFunc(a.triggers, byTime)
-		slices.SortFunc(a.backfills, byTime)
+		slices.SortFunc(a.triggers, audit.CompareTicks)
+		slices.SortFunc(a.backfills, audit.CompareTicks)
 	}
 	w := a.w
 	printProblemTicks(w, a.problems)
@@ -94,14 +92,6 @@ func (a *auditText) end(sum *audit.Report) error {
 	}
 	_, err := fmt.Fprintf(w, "result: %s (%s)\n", result, auditSummary(sum))
 	return err
-}
-
-// cmpTick orders ticks by slot, then ID.
-func cmpTick(x, y audit.TickReport) int {
-	if c := x.Slot.Compare(y.Slot); c != 0 {
-		return c
-	}
-	return strings.Compare(x.ID, y.ID)
 }
 
 // problemsOf is s with only the ticks printProblemTicks lists (one more than it shows, so that it says there are
@@ -177,8 +167,8 @@ func (a *auditJSON) pass(rep *audit.Report) error {
 }
 
 func (a *auditJSON) end(sum *audit.Report) error {
-	slices.SortFunc(a.triggers, cmpTick)
-	slices.SortFunc(a.backfills, cmpTick)
+	slices.SortFunc(a.triggers, audit.CompareTicks)
+	slices.SortFunc(a.backfills, audit.CompareTicks)
 	rest := *sum
 	rest.Triggers, rest.Backfills = orEmptyTicks(a.triggers), orEmptyTicks(a.backfills)
 	// The summary's other fields, less its (empty) schedules: shadowed by a field of the same name, omitted.

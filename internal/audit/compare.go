@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tickgroup/tickgroup/internal/kafka"
@@ -164,14 +165,17 @@ func logNotes(unnamed, forged, undecodable int) []string {
 	return notes
 }
 
-func lessTick(a, b TickReport) bool {
-	if !a.Slot.Equal(b.Slot) {
-		return a.Slot.Before(b.Slot)
+func lessTick(a, b TickReport) bool { return CompareTicks(a, b) < 0 }
+
+// CompareTicks orders ticks as a Report lists them: by slot, shard, then ID.
+func CompareTicks(a, b TickReport) int {
+	if c := a.Slot.Compare(b.Slot); c != 0 {
+		return c
 	}
-	if a.Shard != b.Shard {
-		return a.Shard < b.Shard
+	if c := cmp.Compare(a.Shard, b.Shard); c != 0 {
+		return c
 	}
-	return a.ID < b.ID
+	return strings.Compare(a.ID, b.ID)
 }
 
 // compareSchedule compares one schedule; ticks are its scheduled (not triggered) ticks in the range.

@@ -205,7 +205,9 @@ func (r *reader) calendar(rec *kgo.Record) {
 	}
 	c, err := calendarstore.Decode(name, rec.Value)
 	if err != nil {
-		r.l.Undecodable++
+		if r.only == nil || r.unnamed { // a pass of Stream: the first counts it
+			r.l.Undecodable++
+		}
 		return
 	}
 	r.l.AddCalendarVersion(name, rec.Timestamp, c)
@@ -261,7 +263,7 @@ func (r *reader) result(rec *kgo.Record) {
 		}
 		b, err := ledger.DecodeBreach(rec.Value)
 		if err != nil {
-			r.l.Undecodable++
+			r.undecodable(rec.Key)
 			return
 		}
 		if r.only != nil && !r.onlyID(b.ID) {
@@ -294,7 +296,7 @@ func (r *reader) result(rec *kgo.Record) {
 	}
 	es, err := ledger.Entries(rec.Value)
 	if err != nil {
-		r.l.Undecodable++
+		r.undecodable(rec.Key)
 		return
 	}
 	src := where(rec)
@@ -303,6 +305,15 @@ func (r *reader) result(rec *kgo.Record) {
 	}
 	for _, e := range es {
 		r.entry(rec, e, src)
+	}
+}
+
+// undecodable counts an undecodable record keyed key. Reading the records of some schedules only (r.only), it
+// counts it when its key names one of them, as a tick ID would: so in exactly one of Stream's passes, whatever
+// the key.
+func (r *reader) undecodable(key []byte) {
+	if r.only == nil || r.onlyID(string(key)) {
+		r.l.Undecodable++
 	}
 }
 

@@ -180,17 +180,16 @@ func (r *reader) scopedWork(rec *kgo.Record) {
 		return
 	}
 	if cancel.Is(rec) {
-		if name, ok := bytes.CutPrefix(rec.Key, []byte(tick.CancelKeyPrefix)); ok && r.only(string(name)) {
-			r.work(rec) // counted when forged
+		name, named := bytes.CutPrefix(rec.Key, []byte(tick.CancelKeyPrefix))
+		if named && r.only(string(name)) || !named && r.onlyID(string(rec.Key)) {
+			r.work(rec) // counted when forged (a key that names no schedule: in one of Stream's passes)
 		}
 		return
 	}
 	tk, err := tick.Decode(rec.Value)
 	switch {
 	case err != nil:
-		if r.onlyID(string(rec.Key)) {
-			r.l.Undecodable++
-		}
+		r.undecodable(rec.Key)
 	case r.only(tk.Schedule): // whatever its key (a tick's key is its ID, but a worker reads the value)
 		r.emission(rec, tk)
 	case !tk.Trigger && tk.Backfill == "" && !IsTrigger(tk.ID) && !IsBackfill(tk.ID): // a leader's

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -57,6 +58,7 @@ func Stream(ctx context.Context, opts []kgo.Opt, names kafka.Names, o Options, p
 	if passes < 1 || o.Schedule != "" {
 		passes = 1
 	}
+	o.Now = cmp.Or(o.Now, time.Now()) // one instant for every pass's comparison
 	var (
 		sum                         *Report
 		unnamed, forged, undecoding int

@@ -8,15 +8,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/tickgroup/tickgroup/internal/kafka"
+	"github.com/tickgroup/tickgroup/internal/ledger"
+	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
 // TestStreamIsRun: an audit in passes finds what one read finds: the same schedule reports (each in the pass
-// its name hashes to), triggers, backfills, totals, notes and result, the slots an outage passed over
-// included, which a pass tells from the other schedules' ticks it does not keep.
+// its name hashes to), triggers, backfills, totals, notes (each undecodable record counted once) and result, the
+// slots an outage passed over included, which a pass tells from the other schedules' ticks it does not keep
+// (with 5 and 8 passes, alpha has a pass of its own).
 func TestStreamIsRun(t *testing.T) {
 	t.Parallel()
-	b, base, _, _, _ := manySchedules(t)
+	b, base, alpha, beta, _ := manySchedules(t)
+	// Records no pass keeps whole: undecodable results under keys of no schedule (a batch's, a breach's, a
+	// coordinate key), of a tick, and undecodable work records: each counted once, whatever the passes.
+	at := base.Add(time.Minute)
+	for _, key := range []string{string(ledger.BatchKey(0, "w1", "n9")), string(ledger.BreachKey(tick.ID(alpha, base, 0, 2), "start_by")), "3-17",
+		tick.ID(beta, base, 0, 1)} {
+		b.produce(&kgo.Record{Topic: b.names.Results, Partition: 0, Key: []byte(key), Value: []byte("{not json"), Timestamp: at})
+	}
+	b.produce(&kgo.Record{Topic: b.names.Work, Partition: 1, Key: []byte(tick.ID(beta, base, 0, 1)), Value: []byte("{not json"), Timestamp: at},
+		&kgo.Record{Topic: b.names.Work, Partition: 2, Key: []byte("no-schedule"), Value: []byte("{not json"), Timestamp: at})
 	o := Options{From: base, To: base.Add(125 * time.Second), Now: base.Add(20 * time.Minute), Lead: -1}
 	want, err := Run(b.ctx, b.opts, b.names, o)
 	if err != nil {
@@ -24,6 +38,9 @@ func TestStreamIsRun(t *testing.T) {
 	}
 	if want.Totals.PassedOver == 0 || want.Totals.Missing == 0 || len(want.Triggers) == 0 || len(want.Backfills) == 0 {
 		t.Fatalf("the fixture's audit has nothing to compare: %+v", want.Totals)
+	}
+	if !slices.Contains(want.Notes, "6 records could not be decoded and were skipped") {
+		t.Fatalf("notes of one read: %q, want 6 undecodable records", want.Notes)
 	}
 	for _, passes := range []int{1, 2, 3, 5, 8} {
 		var got Report

@@ -31,8 +31,9 @@ import (
 //     state after, so it emits those slots again, once.
 //   - While a term runs, every hangingSweep: the transactions of its own producer that it saw commit (commits)
 //     are committed; leader 0 aborts those of a producer that no leader of the namespace holds (a foreign
-//     writer's, which would hold the workers back for ever). Any other is left, and logged: another leader's, or
-//     one whose decision nobody knows, which the next term of its leader settles.
+//     writer's, which would hold the workers back for ever). Any other is left, and logged once two sweeps in a
+//     row have seen it: another leader's, or one whose decision nobody knows, which the next term of its leader
+//     settles.
 const (
 	hangingRetry = 2 * time.Second
 	hangingSweep = 5 * time.Second
@@ -133,6 +134,7 @@ func (t *leaderTerm) sweep(ctx context.Context) {
 		return
 	}
 	var settle []kafka.Hanging
+	left := map[hangingKey]bool{}
 	for _, h := range hs {
 		switch {
 		case t.producer().committed.has(h.ProducerID, h.ProducerEpoch):
@@ -141,14 +143,29 @@ func (t *leaderTerm) sweep(ctx context.Context) {
 		case t.k == 0 && h.TxnID != "" && !t.d.leaderTxnID(h.TxnID):
 			h.Commit = false // a foreign writer's
 		default:
-			t.logger.Warn("a transaction no coordinator holds open hangs on a partition this leader writes, and it is not this term's to decide: left to the next term of its leader",
-				"partition", fmt.Sprintf("%s[%d]", h.Topic, h.Partition), "hanging_producer_id", h.ProducerID,
-				"hanging_epoch", h.ProducerEpoch, "transactional_id", h.TxnID, "from_offset", h.StartOffset)
+			// Left, and said only when the last sweep saw it too: under load a coordinator may have ended a
+			// transaction some seconds before its markers reach every partition, which looks the same for a
+			// moment.
+			k := hangingKey{h.Topic, h.Partition, h.ProducerID, h.StartOffset}
+			if left[k] = true; t.left[k] {
+				t.logger.Warn("a transaction no coordinator holds open hangs on a partition this leader writes, and it is not this term's to decide: left to the next term of its leader",
+					"partition", fmt.Sprintf("%s[%d]", h.Topic, h.Partition), "hanging_producer_id", h.ProducerID,
+					"hanging_epoch", h.ProducerEpoch, "transactional_id", h.TxnID, "from_offset", h.StartOffset)
+			}
 			continue
 		}
 		settle = append(settle, h)
 	}
+	t.left = left
 	t.settleHanging(ctx, t.adm, settle)
+}
+
+// hangingKey is one transaction hanging on one partition.
+type hangingKey struct {
+	topic     string
+	partition int32
+	pid       int64
+	start     int64
 }
 
 // leaderTxnID reports whether id is the transactional ID of a leader of the namespace.

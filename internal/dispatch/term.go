@@ -64,6 +64,8 @@ type leaderTerm struct {
 	// before is the term's transactional ID as its coordinator described it before the fencing: the decision on
 	// the previous term's last transaction, should it hang (hanging.go).
 	before kadm.DescribedTransactions
+	// left are the hanging transactions the last sweep left to another term (hanging.go), read by the sweep only.
+	left map[hangingKey]bool
 	// dog watches the producer's transactions (watch); pMu guards p for it, the one reader off Lead's goroutine.
 	dog *watchdog
 	pMu sync.Mutex

@@ -17,9 +17,9 @@ type auditWriter interface {
 	end(sum *audit.Report) error
 }
 
-// auditText prints the table of counts a pass at a time, and keeps for the end what follows it: the problem
-// ticks (at most maxProblemRows a schedule, and whether there were more), the triggers, the backfills and the
-// schedules' notes. With one pass the output is that of a single read.
+// auditText prints the table of counts a pass at a time, each under its header, and keeps for the end what
+// follows it: the problem ticks (at most maxProblemRows a schedule, and whether there were more), the triggers,
+// the backfills and the schedules' notes. With one pass the output is that of a single read.
 type auditText struct {
 	w         io.Writer
 	namespace string
@@ -35,7 +35,8 @@ func (a *auditText) pass(rep *audit.Report) error {
 	if a.tw == nil {
 		a.header(rep)
 	} else {
-		_ = a.tw.Flush() // each pass's rows are aligned on their own
+		_ = a.tw.Flush() // each pass's rows are aligned on their own, under a header of their own
+		a.columns()
 	}
 	a.passes++
 	for _, s := range rep.Schedules {
@@ -56,6 +57,11 @@ func (a *auditText) header(rep *audit.Report) {
 	fmt.Fprintf(a.w, "range      %s .. %s (grace %s; counts are ticks: slot x shard)\n\n",
 		fmtAuditTime(rep.From), rep.To.Format(time.RFC3339), time.Duration(rep.GraceSeconds*float64(time.Second)))
 	a.tw = tabwriter.NewWriter(a.w, 0, 4, 2, ' ', 0)
+	a.columns()
+}
+
+// columns prints the table's header.
+func (a *auditText) columns() {
 	fmt.Fprintln(a.tw, "SCHEDULE\tEXPECTED\tEMITTED\tEXECUTED\tMISSING\tDOUBLED\tRAN TWICE\tMARKED RE-RUN\tRE-RUN\tINTERRUPTED\tPASSED OVER\tPENDING\tUNEXPECTED\tEXCLUDED")
 }
 

@@ -39,6 +39,15 @@ func (b *testBundle) catchUp(t *testing.T) {
 	}
 }
 
+// putCopied writes an every-minute schedule of each name and copies them into their shares.
+func (b *testBundle) putCopied(t *testing.T, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		b.put(t, every(n, time.Minute))
+	}
+	b.catchUp(t)
+}
+
 // runShares starts a View given the shares, as `ticker run` of a namespace of sharedLeaders leaders does.
 func (b *testBundle) runShares(t *testing.T) *store.View { return b.runSharesStale(t, time.Minute) }
 
@@ -265,10 +274,7 @@ func TestViewLeavesStalledShares(t *testing.T) {
 func TestReleaseWhileLoading(t *testing.T) {
 	b := setup(t)
 	own, _ := namesOf(2, 3)
-	for _, n := range own {
-		b.put(t, every(n, time.Minute))
-	}
-	b.catchUp(t)
+	b.putCopied(t, own...)
 	folding, unblock := make(chan struct{}, 1), make(chan struct{})
 	var once sync.Once
 	unblockOnce := func() { once.Do(func() { close(unblock) }) }
@@ -323,10 +329,7 @@ func TestShareLoadIsNoChange(t *testing.T) {
 	b := setup(t)
 	one, _ := namesOf(1, 2)
 	two, _ := namesOf(2, 2)
-	for _, n := range append(one, two...) {
-		b.put(t, every(n, time.Minute))
-	}
-	b.catchUp(t)
+	b.putCopied(t, append(one, two...)...)
 	v := b.runShares(t)
 	for k := int32(1); k <= 2; k++ {
 		release, err := v.Acquire(b.ctx, k)
@@ -351,10 +354,7 @@ func TestShareLoadIsNoChange(t *testing.T) {
 func TestUnreadableShareReadsWhole(t *testing.T) {
 	b := setup(t)
 	own, _ := namesOf(1, 2)
-	for _, n := range own {
-		b.put(t, every(n, time.Minute))
-	}
-	b.catchUp(t)
+	b.putCopied(t, own...)
 	tds, err := kadm.NewClient(b.cl).ListTopics(b.ctx, sharesNames.Shares)
 	if err != nil || tds[sharesNames.Shares].Err != nil {
 		t.Fatalf("describing %s: %v %v", sharesNames.Shares, err, tds[sharesNames.Shares].Err)

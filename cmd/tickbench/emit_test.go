@@ -2,11 +2,14 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tickgroup/tickgroup/internal/kafkatest"
 	"github.com/tickgroup/tickgroup/internal/tick"
 )
 
@@ -95,5 +98,29 @@ func TestEmitReplicaFlags(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("%v: %+v, %v; want ok %v", c.args, o, err, c.ok)
 		}
+	}
+}
+
+// TestTickerLogDir: with --log-dir, a ticker's every log line is kept in <name>.log, as it wrote it.
+func TestTickerLogDir(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "fake-ticker")
+	line := `{"level":"INFO","msg":"leading","leader":3}`
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho '"+line+"'\necho 'not json'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stderr kafkatest.SyncBuffer
+	p, err := startTicker(script, "127.0.0.1:1", "ns", "replica-1", nil, nil, dir, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.ps.Done()
+	p.logs.Wait()
+	got, err := os.ReadFile(filepath.Join(dir, "replica-1.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := line + "\nnot json\n"; string(got) != want {
+		t.Errorf("replica-1.log = %q, want %q", got, want)
 	}
 }

@@ -453,23 +453,25 @@ func (o *Owner) RunningUntil(off int64, id string) time.Time {
 	return o.InterruptedAt(&c)
 }
 
-// CommitMeta is the metadata of a commit of work offset next ("" before the owner's claim stands): where the
-// next owner must read the ledger from (ResumeFrom) and the owner's token.
+// CommitMeta is the metadata of a commit of work offset next: where the next owner must read the ledger from
+// (resumeFromLocked) and the owner's token. It is "" (commit nothing) before the owner's claim stands and once
+// a claim of another worker followed it: a fenced owner's fold is no longer the partition's (it refuses the new
+// owner's entries about records it never fetched), so a position taken from it could skip the new owner's
+// claim and starts. Such a commit can still land: kgo sends a commit that waited for a rejoin under the new
+// generation.
 func (o *Owner) CommitMeta(next int64) string {
 	o.mu.Lock()
-	fence := o.fence
-	o.mu.Unlock()
-	if fence == 0 {
+	defer o.mu.Unlock()
+	if o.fence == 0 || o.fenced {
 		return ""
 	}
-	return EncodeMeta(o.resumeFrom(next), fence)
+	return EncodeMeta(o.resumeFromLocked(next), o.fence)
 }
 
-// resumeFrom is the ledger offset a next owner must read from to learn everything about work offsets >= next:
-// the first entry of any tick at or above next that the fold knows, or else the first entry not read yet.
-func (o *Owner) resumeFrom(next int64) int64 {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+// resumeFromLocked is the ledger offset a next owner must read from to learn everything about work offsets >=
+// next: the first entry of any tick at or above next that the fold knows, or else the first entry not read yet.
+// Called with o.mu held.
+func (o *Owner) resumeFromLocked(next int64) int64 {
 	from := o.readTo
 	for off, s := range o.fold.Ticks {
 		if off >= next {

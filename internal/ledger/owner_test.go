@@ -184,6 +184,51 @@ func TestOwnerTakeoverGivesWayToANewerClaim(t *testing.T) {
 	}
 }
 
+// TestFencedOwnerCommitsNothing: an owner that wakes to find another worker's claim after its own, and that
+// other's start of a record it never fetched, gives no commit metadata: a position taken from its fold (which
+// refused that start as beyond its end) would let the next owner read from past the claim and the start, and
+// count the run as nobody's. kgo can still send such a commit, under the generation of the worker's rejoin.
+func TestFencedOwnerCommitsNothing(t *testing.T) {
+	c := testCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := testLog(t, c, "a", time.Second).NewOwner(0, nil)
+	if err := a.Takeover(ctx, Position{Base: MaxFence}, func(context.Context) (int64, error) { return 10, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := ParseMeta(a.CommitMeta(3)); !ok {
+		t.Fatal("a standing owner gives no commit metadata")
+	}
+	b := testLog(t, c, "b", time.Second).NewOwner(0, nil)
+	if err := b.Takeover(ctx, Position{Base: MaxFence}, func(context.Context) (int64, error) { return 20, nil }); err != nil {
+		t.Fatal(err)
+	}
+	e := Entry{Kind: KindStarted, ID: "scan@1", Schedule: "scan", Partition: 0, Offset: 15, Worker: "b",
+		Attempt: 1, Fence: b.Fence(), At: time.Now().UTC(), LeaseMS: time.Second.Milliseconds(), Limit: "api"}
+	if _, err := b.Start(ctx, e); err != nil {
+		t.Fatalf("b's start: %v", err)
+	}
+	readTo := func(o *Owner) int64 {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.readTo
+	}
+	for changed := a.Changed(); readTo(a) < readTo(b); changed = a.Changed() {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatal("a never read b's start")
+		}
+	}
+	if !a.Fenced() {
+		t.Fatal("a is not fenced by b's claim")
+	}
+	if m := a.CommitMeta(3); m != "" {
+		from, fence, _ := ParseMeta(m)
+		t.Fatalf("the fenced owner's commit metadata: from %d fence %d, want none", from, fence)
+	}
+}
+
 // TestOwnerAddedAgainWhileThePollWaits: a partition's Owner is closed and a new one added while the shared
 // reader's poll waits for records (as after a broker restart: every partition lost and assigned again). What that
 // poll returns for the partition may be the new Owner's records, from where it reads: the new Owner must still

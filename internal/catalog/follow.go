@@ -1,0 +1,143 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/schedule"
+)
+
+// Follower keeps an Index up to date with a schedules topic: it reads the topic from its start (or from after
+// the last record the index took), and then every record written to it.
+type Follower struct {
+	idx    *Index
+	opts   []kgo.Opt
+	topic  string
+	logger *slog.Logger
+
+	loaded     chan struct{}
+	loadedOnce sync.Once
+}
+
+// NewFollower returns a Follower of topic (partition 0, read committed) into idx; opts reach the brokers.
+func NewFollower(idx *Index, opts []kgo.Opt, topic string, logger *slog.Logger) *Follower {
+	return &Follower{idx: idx, opts: opts, topic: topic, logger: logger.With("component", "catalog"), loaded: make(chan struct{})}
+}
+
+// Loaded is closed once the index holds what the topic held when Run started, sorted (Index.Settle).
+func (f *Follower) Loaded() <-chan struct{} { return f.loaded }
+
+// Run follows the topic until ctx ends; a failed read is retried after a pause.
+func (f *Follower) Run(ctx context.Context) error {
+	for {
+		err := f.follow(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		f.logger.Warn("following the schedules topic; retrying", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// follow reads from after the index's last record until ctx ends or the read fails.
+func (f *Follower) follow(ctx context.Context) error {
+	from := f.idx.Counts().Offset + 1
+	cl, err := kgo.NewClient(append(f.opts[:len(f.opts):len(f.opts)],
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{f.topic: {0: kgo.NewOffset().At(from)}}),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(500*time.Millisecond),
+	)...)
+	if err != nil {
+		return fmt.Errorf("catalog: client: %w", err)
+	}
+	defer cl.Close()
+	end := int64(-1)
+	select {
+	case <-f.loaded:
+	default:
+		ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, f.topic)
+		if err != nil {
+			return fmt.Errorf("listing the end of %s: %w", f.topic, err)
+		}
+		lo, ok := ends.Lookup(f.topic, 0)
+		if !ok || lo.Err != nil {
+			return fmt.Errorf("listing the end of %s: %w", f.topic, errors.Join(lo.Err, errors.New("partition 0 not listed")))
+		}
+		end = lo.Offset
+		if from >= end {
+			f.markLoaded(0)
+		}
+	}
+	begin := time.Now()
+	var recs []Record
+	for {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			return ctx.Err()
+		}
+		var ferr error
+		fetches.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			return ferr
+		}
+		recs = recs[:0]
+		last := int64(-1)
+		fetches.EachRecord(func(r *kgo.Record) {
+			last = r.Offset
+			if !r.Attrs.IsControl() {
+				recs = append(recs, decode(r))
+			}
+		})
+		f.idx.Apply(recs)
+		if end >= 0 && last >= end-1 {
+			end = -1
+			f.markLoaded(time.Since(begin))
+		}
+	}
+}
+
+// markLoaded settles the index and closes Loaded.
+func (f *Follower) markLoaded(took time.Duration) {
+	f.loadedOnce.Do(func() {
+		f.idx.Settle()
+		c := f.idx.Counts()
+		f.logger.Info("schedules catalogued", "schedules", c.Schedules, "broken", c.Broken, "took", took.Round(time.Millisecond))
+		close(f.loaded)
+	})
+}
+
+// decode takes from r what the index keeps. A record whose definition does not decode, does not compile, or
+// names another schedule than its key is invalid, as the leader and the replicas judge it (internal/store).
+func decode(r *kgo.Record) Record {
+	out := Record{Name: string(r.Key), Offset: r.Offset}
+	if r.Value == nil {
+		out.Gone = true
+		return out
+	}
+	spec, err := schedule.Decode(r.Value)
+	if err == nil && spec.Name == out.Name {
+		_, err = spec.Compile()
+	}
+	if err != nil || spec.Name != out.Name {
+		out.Invalid = true
+		return out
+	}
+	out.Pool, out.Paused = spec.Pool, spec.Paused
+	if spec.PausedUntil != nil {
+		out.Until = *spec.PausedUntil
+	}
+	return out
+}

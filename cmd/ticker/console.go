@@ -37,7 +37,12 @@ acts) or admin; a prefix scopes the user to the schedules whose names start with
 token bound to its user and the hour; every action is logged, and goes to the change log as console:USER.
 --auth-read puts every page behind the same authentication; without it the pages, payloads and pause reasons
 included, are open to whoever reaches --listen. The console answers only requests for localhost, the --listen
-host and the --allowed-host names (421 otherwise), and refuses forms posted from another site.`
+host and the --allowed-host names (421 otherwise), and refuses forms posted from another site.
+
+A namespace of more than --catalog-above schedules is not read whole every --refresh: the console keeps a
+compact catalog of its names (about 60 bytes each), the list pages through them by name (search, active,
+paused) with each row's definition read from the topic, without each schedule's last run and missed slots, and
+each schedule's page reads its own definition and runs as before.`
 
 // consoleCommand is ticker console: the web pages, until a signal.
 type consoleCommand struct {
@@ -49,6 +54,7 @@ type consoleCommand struct {
 	tokenFile  string
 	authFile   string
 	maxRecords int64
+	catalog    int
 	grace      time.Duration
 	allowed    stringList
 	showOutput bool
@@ -71,6 +77,7 @@ func (c *consoleCommand) flags(fs *flag.FlagSet) string {
 	fs.StringVar(&c.prefix, "prefix", "", "serve the pages under this path (e.g. /console, behind a proxy that keeps it)")
 	fs.DurationVar(&c.grace, "grace", 30*time.Second, "a tick not emitted, or without an outcome, this long after its instant counts as missed")
 	fs.Int64Var(&c.maxRecords, "max-records", console.DefaultMaxRecords, "the runs of every schedule are read from at most this many records, the newest of each partition (memory grows with it)")
+	fs.IntVar(&c.catalog, "catalog-above", console.DefaultCatalogAbove, "list a namespace of more schedules than this from the catalog, without every schedule's runs (-1: never)")
 	return consoleUsage
 }
 
@@ -80,6 +87,9 @@ func (c *consoleCommand) check(positional []string) error {
 	}
 	if c.refresh < time.Second || c.grace <= 0 || c.detail < 1 {
 		return cli.Usagef("ticker console: --refresh must be at least 1s, and --grace and --detail-records positive")
+	}
+	if c.catalog == 0 || c.catalog < -1 {
+		return cli.Usagef("ticker console: --catalog-above must be positive, or -1 for never")
 	}
 	if err := c.common.Finish(); err != nil {
 		return err
@@ -135,7 +145,7 @@ func (c *consoleCommand) run(ctx context.Context, stdout, stderr io.Writer) erro
 	reg := admin.NewRegistry("ticker-console")
 	con, err := console.New(console.Config{Prefix: c.prefix, AllowedHosts: c.allowed, Names: c.common.Kafka.Names(), Namespace: c.common.Kafka.Namespace,
 		Refresh: c.refresh, MaxRecords: c.maxRecords, Grace: c.grace, Actions: c.actions, Auth: c.auth, AuthRead: c.authRead, ShowOutput: c.showOutput,
-		DetailRecords: c.detail, Schedules: client, Logger: logger, Registerer: reg}, opts)
+		DetailRecords: c.detail, CatalogAbove: c.catalog, Schedules: client, Logger: logger, Registerer: reg}, opts)
 	if err != nil {
 		return cli.UsageError{Err: err}
 	}

@@ -120,6 +120,17 @@ func TestIndexAgreesWithItsModel(t *testing.T) {
 				}
 			}
 		}
+		for _, prefix := range []string{"", "s-01", "s-1", "t"} {
+			want := 0
+			for n := range m {
+				if strings.HasPrefix(n, prefix) {
+					want++
+				}
+			}
+			if got := x.Count(prefix); got != want {
+				t.Fatalf("%s: Count(%q) = %d, want %d", stage, prefix, got, want)
+			}
+		}
 		c := x.Counts()
 		live, paused, broken := len(m), 0, 0
 		for _, it := range m {

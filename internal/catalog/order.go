@@ -179,3 +179,30 @@ func (x *Index) matcher(q Query) func(uint32) bool {
 		return len(contains) == 0 || bytes.Contains(x.nameOf(i), contains)
 	}
 }
+
+// Count returns how many schedules have names starting with prefix: a walk of their names, so it costs in
+// proportion to them (the whole index for "": use Counts then).
+func (x *Index) Count(prefix string) int {
+	x.mu.RLock()
+	if !x.order.settled {
+		x.mu.RUnlock()
+		x.Settle()
+		x.mu.RLock()
+	}
+	defer x.mu.RUnlock()
+	if prefix == "" {
+		return x.live
+	}
+	n, p := 0, []byte(prefix)
+	for _, run := range [][]uint32{x.order.sorted, x.order.fresh} {
+		for _, i := range x.from(run, prefix, false) {
+			if !bytes.HasPrefix(x.nameOf(i), p) {
+				break
+			}
+			if x.entries[i].flags&flagLive != 0 {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -174,12 +174,20 @@ func (c *Console) checkNames(req *bulkRequest, s *snapshot, p Principal) error {
 		if !slices.ContainsFunc(listStates, func(o stateOption) bool { return o.Value == req.state }) {
 			return badInput{fmt.Sprintf("State %q: want active, paused, missed or late.", truncate(req.state, 64))}
 		}
-		match, _ := matching(s.rep, p, req.query, req.state)
+		var match []status.Schedule
+		if s.large {
+			if !catalogState(req.state) {
+				return badInput{fmt.Sprintf("State %q: a namespace this large is searched by name, active or paused.", req.state)}
+			}
+			match = c.catalogMatching(p, req.query, req.state, maxBulk)
+		} else {
+			match, _ = matching(s.rep, p, req.query, req.state)
+		}
 		switch {
 		case len(match) == 0:
 			return badInput{fmt.Sprintf("The search (%s) matches no schedule: nothing to do.", searchText(req.query, req.state))}
 		case len(match) > maxBulk:
-			return badInput{fmt.Sprintf("The search (%s) matches %d schedules; a bulk action takes at most %d: narrow the search.", searchText(req.query, req.state), len(match), maxBulk)}
+			return badInput{fmt.Sprintf("The search (%s) matches %s schedules; a bulk action takes at most %d: narrow the search.", searchText(req.query, req.state), matchedText(match, s.large), maxBulk)}
 		}
 		req.names = nil
 		for _, sc := range match {
@@ -195,13 +203,21 @@ func (c *Console) checkNames(req *bulkRequest, s *snapshot, p Principal) error {
 		return badInput{fmt.Sprintf("%d schedules are selected; a bulk action takes at most %d.", len(names), maxBulk)}
 	}
 	for _, n := range names {
-		_, _, ok := lookup(s.rep, n)
+		_, _, ok, _ := c.find(context.Background(), s, n, false)
 		if !p.Sees(n) || !schedule.ValidName(n) || !ok && !req.confirm {
 			return badInput{fmt.Sprintf("Schedule %q: not a schedule of yours (as of the last read): nothing was written.", truncate(n, schedule.MaxNameLen))}
 		}
 	}
 	req.names = names
 	return nil
+}
+
+// matchedText is how many schedules match a search: more than a bulk action takes, in catalog mode.
+func matchedText(match []status.Schedule, large bool) string {
+	if large {
+		return fmt.Sprintf("more than %d", maxBulk)
+	}
+	return fmt.Sprint(len(match))
 }
 
 // searchText is a search in words.
@@ -234,7 +250,7 @@ func changes(action string, paused bool, pausedUntil *time.Time, now time.Time) 
 func (c *Console) bulkPreview(w http.ResponseWriter, r *http.Request, p Principal, req bulkRequest, s *snapshot) {
 	v := c.bulkView(p, req, s.at)
 	for _, n := range req.names {
-		_, sc, _ := lookup(s.rep, n)
+		_, sc, _, _ := c.find(r.Context(), s, n, false)
 		state, _, _ := stateText(sc, s.at)
 		change, note := changes(req.action, sc.Paused, sc.PausedUntil, s.at)
 		if change {

@@ -3,9 +3,11 @@
 //
 // The console reads; it never leads or runs ticks. A refresher reads the namespace as `ticker status` does (who
 // leads, each pool's workers and lag, each schedule's last run and missed slots over the last day, the backfills
-// under way, the named limits and their ticks running and waiting) every Config.Refresh, and the pages show the newest read: a page costs no read of its own, whatever
-// the number of schedules, except a schedule's own page, which reads that schedule's runs and change log (kept
-// for Config.Refresh). Several consoles may run; each reads on its own.
+// under way, the named limits and their ticks running and waiting) every Config.Refresh, and the pages show the
+// newest read: a page costs no read of its own, whatever the number of schedules, except a schedule's own page,
+// which reads that schedule's runs and change log (kept for Config.Refresh). Several consoles may run; each reads
+// on its own. A namespace of more than Config.CatalogAbove schedules is listed from a catalog of its names instead
+// (catalogmode.go): what the console holds and a page costs then grow with the page, not with the namespace.
 //
 // Every page works without a script. Times are in UTC and in the schedule's zone; a small optional script also
 // shows them in the browser's zone. Every value shown is escaped by html/template: a schedule's payload, a reason
@@ -31,6 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tickgroup/tickgroup"
+	"github.com/tickgroup/tickgroup/internal/catalog"
 	"github.com/tickgroup/tickgroup/internal/kafka"
 	"github.com/tickgroup/tickgroup/internal/status"
 	"github.com/tickgroup/tickgroup/internal/store"
@@ -56,6 +59,11 @@ type Config struct {
 	// DetailRecords bounds a schedule page's read of its runs: at most this many of the newest records of each
 	// work and results partition its ticks use (default 50,000).
 	DetailRecords int64
+	// CatalogAbove is the most schedules the refresher reads with their runs (default DefaultCatalogAbove;
+	// negative: no bound). A larger namespace is shown from the catalog (internal/catalog): the list pages
+	// through names and shows each row's definition, read by offset, without its runs; each schedule's page still
+	// shows its runs. Memory and a page's time then grow with the page, not with the namespace.
+	CatalogAbove int
 	// Grace is how long after its instant a tick may still be unemitted or without an outcome before it counts
 	// as missed (default 30s).
 	Grace time.Duration
@@ -74,6 +82,10 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// DefaultCatalogAbove is Config.CatalogAbove's default: at about 6 KB a schedule with its runs, 100,000
+// schedules hold about 600 MB.
+const DefaultCatalogAbove = 100_000
+
 // DefaultMaxRecords is Config.MaxRecords's default: about 0.9 GB of memory at 100,000 every-minute schedules,
 // whatever the topics retain.
 const DefaultMaxRecords = 100_000
@@ -87,6 +99,8 @@ type Console struct {
 	cfg     Config
 	opts    []kgo.Opt
 	snap    atomic.Pointer[snapshot]
+	cat     *catalog.Index    // every schedule's name, pool, state and record offset
+	follow  *catalog.Follower // keeps cat up to date
 	ready   atomic.Bool
 	pages   *pages
 	metrics *metrics
@@ -111,6 +125,9 @@ type snapshot struct {
 	at   time.Time
 	took time.Duration
 	err  error
+	// large: the namespace had more than CatalogAbove schedules: rep is status.Options.FleetOnly, and the
+	// schedules are the catalog's.
+	large bool
 }
 
 // New checks cfg and returns the console; Run reads the namespace, and Serve (or a server of the caller's)
@@ -129,6 +146,7 @@ func New(cfg Config, opts []kgo.Opt) (*Console, error) {
 	cfg.Grace = cmp.Or(cfg.Grace, 30*time.Second)
 	cfg.DetailRecords = cmp.Or(cfg.DetailRecords, 50_000)
 	cfg.MaxRecords = cmp.Or(cfg.MaxRecords, DefaultMaxRecords)
+	cfg.CatalogAbove = cmp.Or(cfg.CatalogAbove, DefaultCatalogAbove)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -149,6 +167,8 @@ func New(cfg Config, opts []kgo.Opt) (*Console, error) {
 	bg := context.Background()
 	c.runCtx.Store(&bg)
 	c.readOne = c.readDetail
+	c.cat = catalog.NewIndex(0)
+	c.follow = catalog.NewFollower(c.cat, opts, cfg.Names.Schedules, cfg.Logger)
 	c.handler = c.routes()
 	return c, nil
 }
@@ -175,7 +195,14 @@ func (c *Console) Run(ctx context.Context) error {
 	}
 	c.runCtx.Store(&ctx)
 	c.cfg.Logger.Info("console reading", "namespace", c.cfg.Namespace, "refresh", c.cfg.Refresh, "actions", c.cfg.Actions, "auth_read", c.cfg.AuthRead)
-	c.refresh(ctx)
+	var following sync.WaitGroup
+	following.Go(func() { _ = c.follow.Run(ctx) })
+	defer following.Wait()
+	select { // the namespace's size decides how it is read
+	case <-c.follow.Loaded():
+		c.refresh(ctx)
+	case <-ctx.Done():
+	}
 	c.wg.Wait()
 	return nil
 }
@@ -234,8 +261,9 @@ func (c *Console) read(ctx context.Context) {
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, max(2*c.cfg.Refresh, time.Minute))
 	defer cancel()
+	large := c.cfg.CatalogAbove >= 0 && c.cat.Counts().Schedules > c.cfg.CatalogAbove
 	rep, err := status.Collect(rctx, c.opts, c.cfg.Names, c.cfg.Namespace, status.Options{Window: 24 * time.Hour, Grace: c.cfg.Grace, MaxRecords: c.cfg.MaxRecords,
-		Timeline: chartSpan})
+		Timeline: chartSpan, FleetOnly: large})
 	took := time.Since(start)
 	c.metrics.reads.WithLabelValues(result(err)).Inc()
 	c.metrics.readSeconds.Observe(took.Seconds())
@@ -245,17 +273,21 @@ func (c *Console) read(ctx context.Context) {
 		}
 		c.cfg.Logger.Warn("reading the namespace (the pages show the last good read)", "error", err, "took", took.Round(time.Millisecond))
 		if old := c.snap.Load(); old != nil {
-			c.snap.Store(&snapshot{rep: old.rep, at: old.at, took: old.took, err: err})
+			c.snap.Store(&snapshot{rep: old.rep, at: old.at, took: old.took, err: err, large: old.large})
 		} else {
 			c.snap.Store(&snapshot{err: err, at: time.Now()})
 		}
 		return
 	}
-	c.snap.Store(&snapshot{rep: rep, at: rep.At, took: took})
-	c.metrics.schedules.Set(float64(len(rep.Schedules)))
+	c.snap.Store(&snapshot{rep: rep, at: rep.At, took: took, large: large})
+	n := len(rep.Schedules)
+	if large {
+		n = c.cat.Counts().Schedules
+	}
+	c.metrics.schedules.Set(float64(n))
 	c.metrics.lastRead.SetToCurrentTime()
 	if !c.ready.Swap(true) {
-		c.cfg.Logger.Info("namespace read", "schedules", len(rep.Schedules), "took", took.Round(time.Millisecond))
+		c.cfg.Logger.Info("namespace read", "schedules", n, "catalog_mode", large, "took", took.Round(time.Millisecond))
 	}
 }
 

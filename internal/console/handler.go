@@ -128,7 +128,7 @@ func (c *Console) action(name string, take actionFunc) http.Handler {
 			c.notReady(w, r)
 			return
 		}
-		if _, _, ok := lookup(s.rep, sched); !ok || !p.Sees(sched) {
+		if _, _, ok, _ := c.find(r.Context(), s, sched, false); !ok || !p.Sees(sched) {
 			c.fail(w, r, http.StatusNotFound, "There is no such schedule (as of the last read).")
 			return
 		}
@@ -220,6 +220,10 @@ type schedulePage struct {
 	Next                                 []nextSlot
 	// MissingCalendars are the calendars the schedule excludes that the namespace does not have: no next run.
 	MissingCalendars string
+	// CatalogNote says what the page leaves out for a namespace listed from the catalog (catalogmode.go), and
+	// CalendarsUnread that its next runs are not shown for the calendars it excludes.
+	CatalogNote     string
+	CalendarsUnread bool
 	// After is the schedule a chain runs after (with AfterURL, its page, and When); Followers are the chains
 	// that run after this one.
 	After, AfterURL, When string
@@ -251,8 +255,19 @@ func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, pr Princi
 		return
 	}
 	name := r.PathValue("name")
-	e, sc, ok := lookup(s.rep, name)
-	if !ok || !pr.Sees(name) {
+	e, sc, ok := store.Entry{}, status.Schedule{}, false
+	if pr.Sees(name) {
+		var err error
+		if e, sc, ok, err = c.find(r.Context(), s, name, true); err != nil {
+			if r.Context().Err() != nil {
+				return // the client has gone
+			}
+			w.Header().Set("Retry-After", "2")
+			c.fail(w, r, http.StatusServiceUnavailable, "The schedule's definition could not be read: "+err.Error())
+			return
+		}
+	}
+	if !ok {
 		c.fail(w, r, http.StatusNotFound, "There is no such schedule in namespace "+c.cfg.Namespace+" (as of the last read).")
 		return
 	}
@@ -277,13 +292,17 @@ func (c *Console) schedulePage(w http.ResponseWriter, r *http.Request, pr Princi
 	if up, when := e.Schedule.After(); up != "" {
 		p.After, p.AfterURL, p.When = up, c.cfg.Prefix+schedulePath(up), when
 	}
+	if s.large {
+		p.CatalogNote = "This namespace is too large to read whole: the schedules that run after this one, and the days calendars exclude from the next runs below, are not shown."
+	}
 	for n, o := range s.rep.Entries {
 		if up, when := o.Schedule.After(); up == name && pr.Sees(n) {
 			p.Followers = append(p.Followers, follower{Name: n, URL: c.cfg.Prefix + schedulePath(n), When: when})
 		}
 	}
 	slices.SortFunc(p.Followers, func(a, b follower) int { return strings.Compare(a.Name, b.Name) })
-	if !e.Schedule.Paused() && p.MissingCalendars == "" { // without its calendars, e.Schedule would show their days
+	p.CalendarsUnread = s.large && len(e.Schedule.Exclude()) > 0
+	if !e.Schedule.Paused() && p.MissingCalendars == "" && !p.CalendarsUnread { // without its calendars, e.Schedule would show their days
 		for _, t := range e.Schedule.Upcoming(now, detailNext) {
 			p.Next = append(p.Next, nextSlot{UTC: t, Local: t.In(loc).Format(time.RFC3339)})
 		}

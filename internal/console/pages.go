@@ -109,6 +109,7 @@ type fleet struct {
 	Schedules, Paused, Missing, Late int
 	Errors                           []string
 	Scope                            string      // the viewer's schedule-name prefix: the counts are of its schedules
+	Catalog                          bool        // the namespace is listed from the catalog: no paused, missed or late counts
 	Charts                           []poolChart // each pool's last hours
 }
 
@@ -188,6 +189,9 @@ func (c *Console) fleetPage(w http.ResponseWriter, r *http.Request, pr Principal
 		}
 		f.Clocks = append(f.Clocks, row)
 	}
+	if s.large {
+		f.Catalog, f.Schedules = true, c.cat.Count(pr.Prefix)
+	}
 	for _, sc := range rep.Schedules {
 		if !pr.Sees(sc.Name) {
 			continue
@@ -242,6 +246,10 @@ type scheduleList struct {
 	PrevURL, NextURL            string
 	Acting                      bool   // the bulk form: an operator's, with actions on
 	CSRF                        string // its token
+	// Catalog: the namespace is listed from the catalog (catalogmode.go): Matched and Pages are unknown, PrevURL
+	// is the first page, and the rows have no runs.
+	Catalog bool
+	Note    string // what the page could not read
 }
 
 var listStates = []stateOption{{"", "all", false}, {"active", "active", false}, {"paused", "paused", false},
@@ -268,6 +276,10 @@ func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request, pr Princ
 	}
 	if !known {
 		c.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown state %q: want active, paused, missed or late.", state))
+		return
+	}
+	if s.large {
+		c.catalogList(w, r, pr, s, l, state)
 		return
 	}
 	page := 1

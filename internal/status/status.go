@@ -203,6 +203,10 @@ type Options struct {
 	// Timeline, when positive, adds Report.Timeline over the last Timeline (at most Window and MaxTimeline),
 	// from the records read for the runs. Defaults to none.
 	Timeline time.Duration
+	// FleetOnly reads no schedule: the report has the leaders, pools, limits (without the count of schedules
+	// naming each), backfills, clocks and timeline, and no Schedules, Entries or Broken. Its cost does not grow
+	// with the namespace: for one too large to hold (the console's catalog mode). Schedule must be empty.
+	FleetOnly bool
 }
 
 // Defaults of Options.
@@ -242,13 +246,22 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	adm := kadm.NewClient(cl)
 
 	// The schedules first: a report on a schedule the namespace does not have ends here.
-	entries, broken, u, err := loadSchedules(ctx, opts, names, namespace, o)
-	if err != nil {
-		return nil, err
+	var (
+		entries map[string]store.Entry
+		broken  []store.Broken
+		u       uses
+		waiting map[string][]string
+	)
+	if o.FleetOnly && o.Schedule != "" {
+		return nil, errors.New("status: a report on one schedule reads the schedules (FleetOnly with Schedule)")
 	}
-	waiting, err := withCalendars(ctx, opts, adm, names, entries)
-	if err != nil {
-		return nil, err
+	if !o.FleetOnly {
+		if entries, broken, u, err = loadSchedules(ctx, opts, names, namespace, o); err != nil {
+			return nil, err
+		}
+		if waiting, err = withCalendars(ctx, opts, adm, names, entries); err != nil {
+			return nil, err
+		}
 	}
 	// The runs (audit.Read) take the longest: they are read while the rest is.
 	runs := startRuns(ctx, opts, names, adm, o)

@@ -234,6 +234,18 @@ func TestCollectRuns(t *testing.T) {
 		}
 	}
 
+	// FleetOnly: the same read without the schedules: no rows, the timeline from the same runs.
+	fleet, err := Collect(b.ctx, b.opts, b.names, "st", Options{Now: now, Window: time.Hour, Grace: time.Minute, FleetOnly: true, Timeline: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fleet.Schedules) != 0 || fleet.Entries != nil || len(fleet.Pools) != len(rep.Pools) || len(fleet.Timeline) == 0 {
+		t.Errorf("fleet-only report: %d schedules, entries %v, %d pools (want %d), %d timelines", len(fleet.Schedules), fleet.Entries != nil, len(fleet.Pools), len(rep.Pools), len(fleet.Timeline))
+	}
+	if _, err := Collect(b.ctx, b.opts, b.names, "st", Options{FleetOnly: true, Schedule: "scan"}); err == nil {
+		t.Error("a fleet-only report on one schedule was made")
+	}
+
 	// --late 5s: scan (missed slots) alone; fine started on time and daily is paused.
 	o1.Late = 5 * time.Second
 	if rep, err = Collect(b.ctx, b.opts, b.names, "st", o1); err != nil {

@@ -50,7 +50,7 @@ func TestCatalogMode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	con, err := New(Config{Namespace: "big", Names: names, CatalogAbove: 100, Auth: testAuth(t), AuthRead: true}, opts)
+	con, err := New(Config{Namespace: "big", Names: names, CatalogAbove: 100, Auth: testAuth(t), AuthRead: true, Actions: true}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +99,19 @@ func TestCatalogMode(t *testing.T) {
 	}
 	if code, _ = get(t, srv, "/schedules/team-b-001", ann...); code != 404 {
 		t.Fatalf("another team's schedule for ann: %d", code)
+	}
+	// A bulk pause of a search previews its schedules from the catalog (team-b-007 is paused already); a search
+	// of more schedules than a bulk action takes is refused.
+	code, body = postBulk(t, con, srv, "alice", url.Values{"action": {"pause"}, "reason": {"r"}, "scope": {"search"}, "q": {"team-b-00"}})
+	if code != 200 || !strings.Contains(body, `<tr class="change" data-schedule="team-b-001">`) || !strings.Contains(body, `<tr class="unchanged" data-schedule="team-b-007">`) {
+		t.Fatalf("bulk preview: %d\n%s", code, body)
+	}
+	if code, body = postBulk(t, con, srv, "alice", url.Values{"action": {"pause"}, "reason": {"r"}, "scope": {"search"}, "q": {"team"}}); code != 400 || !strings.Contains(body, "more than 100") {
+		t.Fatalf("a bulk search of 150: %d\n%s", code, body)
+	}
+	code, body = postBulk(t, con, srv, "ann", url.Values{"action": {"resume"}, "scope": {"selected"}, "name": {"team-b-007"}})
+	if code != 400 {
+		t.Fatalf("ann's bulk resume of another team's schedule: %d\n%s", code, body)
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -70,7 +70,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 	for _, args := range [][]string{nil, {"serve"}, {"schedule"}, {"schedule", "frobnicate"}, {"schedule", "put"}, {"run", "--no-such-flag"},
 		{"run", "--work-partitions", "0"}, {"run", "--replication-factor", "0"}, {"run", "--session-timeout", "0"},
 		{"run", "--transaction-timeout", "-1s"}, {"run", "--group-protocol", "streams"}, {"init", "--work-partitions", "-2"}, {"status", "a", "b"}, {"status", "--window", "0"},
-		{"status", "--late", "-1s"}, {"status", "--max-records", "0"}} {
+		{"status", "--late", "-1s"}, {"status", "--max-records", "0"}, {"status", "--fleet", "x"}} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr)
 		if code := cli.ExitCode(err); code != 2 {

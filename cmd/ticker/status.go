@@ -12,7 +12,7 @@ import (
 	"github.com/tickgroup/tickgroup/internal/status"
 )
 
-const statusUsage = `Usage: ticker status [NAME] [--window D] [--late D] [--grace D] [--max-records N] [--json]
+const statusUsage = `Usage: ticker status [NAME | --fleet] [--window D] [--late D] [--grace D] [--max-records N] [--json]
 
 Show the replica that leads each partition of <ns>.ticker (the partition's owner) and its producer epoch, each
 schedule's last emitted and next slot, paused schedules, and the workers' lag on each partition of <ns>.work.
@@ -25,7 +25,12 @@ the --window: slots its definitions should have made that were neither emitted n
 policy, or emitted without an outcome, --grace after their instant (counted as ticker audit counts them).
 
 With NAME: that schedule in detail, with its next 5 slots in UTC and in its zone (TZ for a cron schedule), its
-leader, its last run and the slots it missed. An unknown NAME is an error (exit status 1).
+leader, its last run and the slots it missed. An unknown NAME is an error (exit status 1). It reads that
+schedule's records only, so its memory does not grow with the namespace (the schedules naming its limit are not
+counted then).
+
+With --fleet: the leaders, pools, limits, backfills and clocks, and no schedule: for a namespace of millions of
+schedules, where the table of every one would take gigabytes (about 6 KB a schedule with its runs).
 
 The runs are read as ticker audit reads them: everything <ns>.work and <ns>.results retain, so the time and
 memory grow with what they retain (docs/benchmarks.md). Beyond --max-records retained records only their
@@ -41,6 +46,7 @@ type statusCommand struct {
 	grace   time.Duration
 	timeout time.Duration
 	maxRecs int64
+	fleet   bool
 	name    string    // NAME, or "" for every schedule
 	opts    []kgo.Opt // the connection's, checked
 }
@@ -48,6 +54,7 @@ type statusCommand struct {
 func (c *statusCommand) flags(fs *flag.FlagSet) string {
 	c.common.Register(fs, "")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON (for scripts)")
+	fs.BoolVar(&c.fleet, "fleet", false, "show the fleet only, reading no schedule (for a namespace of millions)")
 	fs.DurationVar(&c.window, "window", status.DefaultWindow, "count each schedule's missed slots over this long before now")
 	fs.DurationVar(&c.late, "late", 0, "list only the schedules that started their last run more than this after its instant (or still wait to), or missed a slot in the window (0: every schedule)")
 	fs.DurationVar(&c.grace, "grace", status.DefaultGrace, "a tick not emitted, or without an outcome, this long after its instant counts as missed (before: pending)")
@@ -59,6 +66,9 @@ func (c *statusCommand) flags(fs *flag.FlagSet) string {
 func (c *statusCommand) check(positional []string) error {
 	if len(positional) > 1 {
 		return cli.Usagef("ticker status: at most one schedule NAME, got %d arguments", len(positional))
+	}
+	if c.fleet && (len(positional) == 1 || c.late > 0) {
+		return cli.Usagef("ticker status: --fleet reads no schedule: not with a NAME or --late")
 	}
 	if c.window <= 0 || c.grace <= 0 || c.timeout <= 0 {
 		return cli.Usagef("ticker status: --window, --grace and --timeout must be positive")
@@ -86,7 +96,7 @@ func (c *statusCommand) check(positional []string) error {
 func (c *statusCommand) run(ctx context.Context, stdout, _ io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	o := status.Options{Window: c.window, Grace: c.grace, Late: c.late, MaxRecords: c.maxRecs, Schedule: c.name}
+	o := status.Options{Window: c.window, Grace: c.grace, Late: c.late, MaxRecords: c.maxRecs, Schedule: c.name, FleetOnly: c.fleet}
 	rep, err := status.Collect(ctx, c.opts, c.common.Kafka.Names(), c.common.Kafka.Namespace, o)
 	if err != nil {
 		return err

@@ -22,7 +22,9 @@ type limitRow struct {
 	// Defined is false for a name schedules give that no limit defines.
 	Defined bool
 	// Schedules name it (those the viewer sees); OtherPools of them are of another pool than the limit's.
+	// Uncounted: the namespace is listed from the catalog, and neither is known.
 	Schedules, OtherPools int
+	Uncounted             bool
 	// Running, Waiting and OldestWait are what the ledger shows ("?" when the runs could not be read).
 	Running, Waiting, OldestWait string
 	WaitsLong                    bool
@@ -59,7 +61,7 @@ func limitRows(rep *status.Report, pr Principal) ([]limitRow, []condition) {
 			continue
 		}
 		row := limitRow{Name: l.Name, Anchor: limitAnchor(l.Name), Pool: cmp.Or(l.Pool, "-"), Concurrency: "-", Rate: cmp.Or(l.Rate, "-"), Defined: l.Defined,
-			Running: "?", Waiting: "?", OldestWait: "-"}
+			Running: "?", Waiting: "?", OldestWait: "-", Uncounted: rep.FleetOnly}
 		if l.Concurrency > 0 {
 			row.Concurrency = strconv.Itoa(l.Concurrency)
 		}

@@ -37,8 +37,8 @@ func limitsConsole(t *testing.T) *httptestServer {
 	}
 	two, one, wait := 2, 1, 360.0
 	rep.Limits = []status.Limit{
-		{Name: "mail", Schedules: 1},
-		{Name: "stripe", Pool: "default", Concurrency: 10, Rate: "100/1m", Defined: true, Schedules: 2, Running: &two, Waiting: &one, OldestWaitSeconds: &wait},
+		{Name: "mail", Schedules: &one},
+		{Name: "stripe", Pool: "default", Concurrency: 10, Rate: "100/1m", Defined: true, Schedules: &two, Running: &two, Waiting: &one, OldestWaitSeconds: &wait},
 		{Name: "unused", Pool: "batch", Rate: "5/10s", Defined: true},
 	}
 	c.snap.Store(&snapshot{rep: rep, at: now})

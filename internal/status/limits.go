@@ -43,10 +43,11 @@ type Limit struct {
 	// Defined is false for a name that schedules give but the limits topic does not hold (deleted, or named by
 	// two writers at once): the workers run those ticks without a limit (tickgroup_worker_limit_unknown_total).
 	Defined bool `json:"defined"`
-	// Schedules is how many schedules name the limit; OtherPools how many of them are of another pool than the
-	// limit's (their pool's workers do not know it and run their ticks without it).
-	Schedules  int `json:"schedules"`
-	OtherPools int `json:"schedules_of_other_pools,omitempty"`
+	// Schedules is how many schedules name the limit (nil: not counted, when the report did not read every
+	// schedule: Options.FleetOnly, or a report on one schedule); OtherPools how many of them are of another pool
+	// than the limit's (their pool's workers do not know it and run their ticks without it).
+	Schedules  *int `json:"schedules,omitempty"`
+	OtherPools int  `json:"schedules_of_other_pools,omitempty"`
 	// Running and Waiting are the limit's ticks started and not ended, and emitted, due and not started (nil: the
 	// runs could not be read); OldestWaitSeconds is how long the oldest waiting one has waited since its instant.
 	Running           *int     `json:"running"`
@@ -57,6 +58,7 @@ type Limit struct {
 // uses is what the schedules topic says of the limits: by schedule, the limit it names and its definition (only
 // the schedules naming one), and by limit, the schedules naming it and the pools they are of.
 type uses struct {
+	all     bool // of every schedule of the namespace
 	limitOf map[string]string
 	sched   map[string]*schedule.Schedule
 	by      map[string]*use
@@ -118,8 +120,13 @@ func readLimits(ctx context.Context, opts []kgo.Opt, adm *kadm.Client, names kaf
 	slices.SortFunc(rep.Limits, func(a, b Limit) int { return cmp.Compare(a.Name, b.Name) })
 	for i := range rep.Limits {
 		l := &rep.Limits[i]
+		if !u.all {
+			continue
+		}
+		n := 0
+		l.Schedules = &n
 		if x := u.by[l.Name]; x != nil {
-			l.Schedules = x.schedules
+			n = x.schedules
 			if l.Defined {
 				l.OtherPools = x.schedules - x.pools[l.Pool]
 			}
@@ -214,15 +221,19 @@ func printLimits(w io.Writer, rep *Report) {
 	var notes []string
 	for _, l := range rep.Limits {
 		if !l.Defined {
-			fmt.Fprintf(tw, "%s\t-\tNOT DEFINED\t-\t%d\t%s\t%s\t%s\n", l.Name, l.Schedules, count(l.Running), count(l.Waiting), oldestWait(l))
-			notes = append(notes, fmt.Sprintf("limit %s: named by %d schedule(s) but not defined: their ticks run without it (ticker limit put %s ...)", l.Name, l.Schedules, l.Name))
+			fmt.Fprintf(tw, "%s\t-\tNOT DEFINED\t-\t%s\t%s\t%s\t%s\n", l.Name, count(l.Schedules), count(l.Running), count(l.Waiting), oldestWait(l))
+			by := "schedules"
+			if l.Schedules != nil {
+				by = fmt.Sprintf("%d schedule(s)", *l.Schedules)
+			}
+			notes = append(notes, fmt.Sprintf("limit %s: named by %s but not defined: their ticks run without it (ticker limit put %s ...)", l.Name, by, l.Name))
 			continue
 		}
 		conc := "-"
 		if l.Concurrency > 0 {
 			conc = fmt.Sprint(l.Concurrency)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", l.Name, l.Pool, conc, cmp.Or(l.Rate, "-"), l.Schedules, count(l.Running), count(l.Waiting), oldestWait(l))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, l.Pool, conc, cmp.Or(l.Rate, "-"), count(l.Schedules), count(l.Running), count(l.Waiting), oldestWait(l))
 		if l.OtherPools > 0 {
 			notes = append(notes, fmt.Sprintf("limit %s: named by %d schedule(s) of another pool than %s: their workers run them without it", l.Name, l.OtherPools, l.Pool))
 		}
@@ -275,7 +286,9 @@ func describeLimit(name string, limits []Limit) string {
 	default:
 		fmt.Fprintf(&b, "at most %s", l.Rate)
 	}
-	fmt.Fprintf(&b, ", named by %d schedule(s)", l.Schedules)
+	if l.Schedules != nil {
+		fmt.Fprintf(&b, ", named by %d schedule(s)", *l.Schedules)
+	}
 	if l.Running != nil {
 		fmt.Fprintf(&b, "; %d running, %d waiting", *l.Running, *l.Waiting)
 		if l.OldestWaitSeconds != nil {

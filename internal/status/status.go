@@ -86,6 +86,8 @@ type Report struct {
 	// Entries are the schedules as the schedules topic holds them (for a program that shows more of them; not
 	// in the JSON).
 	Entries map[string]store.Entry `json:"-"`
+	// FleetOnly: no schedule was read (Options.FleetOnly), and Schedules is empty for that reason.
+	FleetOnly bool `json:"fleet_only,omitempty"`
 }
 
 // Backfill is the progress of one backfill.
@@ -268,7 +270,7 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	defer runs.stop() // an early return: the read is not needed any more
 
 	rep := &Report{Namespace: namespace, At: o.Now, WindowSeconds: o.Window.Seconds(), GraceSeconds: o.Grace.Seconds(), LateSeconds: o.Late.Seconds(),
-		Entries: entries}
+		Entries: entries, FleetOnly: o.FleetOnly}
 	if err := tickerLeaders(ctx, adm, names, rep); err != nil {
 		return nil, err
 	}
@@ -300,21 +302,31 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 }
 
 // loadSchedules reads the schedules topic: every schedule and broken key, or only o.Schedule's (an error wrapping
-// ErrUnknownSchedule when the namespace does not have it), and the uses of the limits by every schedule.
+// ErrUnknownSchedule when the namespace does not have it), and the uses of the limits by those schedules.
 func loadSchedules(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace string, o Options) (map[string]store.Entry, []store.Broken, uses, error) {
+	if o.Schedule != "" {
+		// One schedule: its records only, whatever the namespace holds (the limits' counts of schedules are
+		// not known then).
+		e, b, ok, err := store.LoadOne(ctx, opts, names.Schedules, o.Schedule)
+		if err != nil {
+			return nil, nil, uses{}, err
+		}
+		if !ok {
+			return nil, nil, uses{}, fmt.Errorf("schedule %q: %w in namespace %s (ticker schedule list lists them)", o.Schedule, ErrUnknownSchedule, namespace)
+		}
+		entries := map[string]store.Entry{o.Schedule: e}
+		var broken []store.Broken
+		if b != nil {
+			broken = append(broken, *b)
+		}
+		return entries, broken, limitUses(entries), nil
+	}
 	entries, broken, err := store.Load(ctx, opts, names.Schedules)
 	if err != nil {
 		return nil, nil, uses{}, err
 	}
 	u := limitUses(entries)
-	if o.Schedule != "" {
-		e, ok := entries[o.Schedule]
-		if !ok {
-			return nil, nil, uses{}, fmt.Errorf("schedule %q: %w in namespace %s (ticker schedule list lists them)", o.Schedule, ErrUnknownSchedule, namespace)
-		}
-		entries = map[string]store.Entry{o.Schedule: e}
-		broken = slices.DeleteFunc(broken, func(b store.Broken) bool { return b.Name != o.Schedule })
-	}
+	u.all = true
 	return entries, broken, u, nil
 }
 
@@ -634,6 +646,37 @@ func late(ctx context.Context, opts []kgo.Opt, names kafka.Names, pl *Pool, rep 
 	rep.Errors = append(rep.Errors, fmt.Sprintf("reading the oldest pending ticks of pool %s: %v", pl.Name, err))
 }
 
+// printSchedules writes rep's table of schedules and their pauses.
+func printSchedules(w io.Writer, rep *Report) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	// LIMIT and PRIORITY only when a schedule sets one: a namespace without limits reads as it did before them.
+	limited := slices.ContainsFunc(rep.Schedules, func(s Schedule) bool { return s.Limit != "" || s.Priority != 0 })
+	fmt.Fprintf(tw, "SCHEDULE\tDEFINITION\tLAST SLOT\tNEXT SLOT\tSTATE\tLEADER\tPOOL\tLAST RUN\tDELAY\tATTEMPTS\tMISSED/%s", window(rep))
+	if limited {
+		fmt.Fprint(tw, "\tLIMIT\tPRIORITY")
+	}
+	fmt.Fprintln(tw)
+	for _, s := range rep.Schedules {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s", s.Name, s.Schedule, fmtTime(s.LastSlot), fmtTime(s.NextSlot),
+			state(s, rep.At), s.Leader, s.Pool, runStatus(s.LastRun), fmtDelay(s.LastRun), attemptsText(s.LastRun), missedText(s.Missed))
+		if limited {
+			fmt.Fprintf(tw, "\t%s\t%s", cmp.Or(s.Limit, "-"), priorityText(s.Priority))
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+	first := true
+	for _, s := range rep.Schedules {
+		if p := pause(s); s.Paused && p != "" {
+			if first {
+				fmt.Fprintln(w, "\nPAUSED")
+				first = false
+			}
+			fmt.Fprintf(w, "  %s: %s\n", s.Name, p)
+		}
+	}
+}
+
 // Print writes rep for a person.
 func Print(w io.Writer, rep *Report) {
 	bw := bufio.NewWriter(w) // a row a write would be 100,000 writes for as many schedules
@@ -662,32 +705,10 @@ func Print(w io.Writer, rep *Report) {
 		}
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	// LIMIT and PRIORITY only when a schedule sets one: a namespace without limits reads as it did before them.
-	limited := slices.ContainsFunc(rep.Schedules, func(s Schedule) bool { return s.Limit != "" || s.Priority != 0 })
-	fmt.Fprintf(tw, "SCHEDULE\tDEFINITION\tLAST SLOT\tNEXT SLOT\tSTATE\tLEADER\tPOOL\tLAST RUN\tDELAY\tATTEMPTS\tMISSED/%s", window(rep))
-	if limited {
-		fmt.Fprint(tw, "\tLIMIT\tPRIORITY")
-	}
-	fmt.Fprintln(tw)
-	for _, s := range rep.Schedules {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s", s.Name, s.Schedule, fmtTime(s.LastSlot), fmtTime(s.NextSlot),
-			state(s, rep.At), s.Leader, s.Pool, runStatus(s.LastRun), fmtDelay(s.LastRun), attemptsText(s.LastRun), missedText(s.Missed))
-		if limited {
-			fmt.Fprintf(tw, "\t%s\t%s", cmp.Or(s.Limit, "-"), priorityText(s.Priority))
-		}
-		fmt.Fprintln(tw)
-	}
-	_ = tw.Flush()
-	first := true
-	for _, s := range rep.Schedules {
-		if p := pause(s); s.Paused && p != "" {
-			if first {
-				fmt.Fprintln(w, "\nPAUSED")
-				first = false
-			}
-			fmt.Fprintf(w, "  %s: %s\n", s.Name, p)
-		}
+	if rep.FleetOnly {
+		fmt.Fprintln(w, "schedules  not read (--fleet): ticker status NAME shows one")
+	} else {
+		printSchedules(w, rep)
 	}
 	if rep.LateSeconds > 0 {
 		fmt.Fprintf(w, "(only the schedules that started their last run more than %s after its instant, or missed a slot in the last %s)\n",
@@ -698,7 +719,7 @@ func Print(w io.Writer, rep *Report) {
 		if len(rep.Pools) > 1 {
 			fmt.Fprintf(w, "pool %s (%s): %d workers\n", pl.Name, pl.Work, pl.Workers)
 		}
-		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "WORK PARTITION\tCOMMITTED\tEND\tLAG\tLATE\tWORKER")
 		for _, l := range pl.Lag {
 			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%s\n", l.Partition, l.Committed, l.End, l.Lag,

@@ -242,6 +242,11 @@ func TestCollectRuns(t *testing.T) {
 	if len(fleet.Schedules) != 0 || fleet.Entries != nil || len(fleet.Pools) != len(rep.Pools) || len(fleet.Timeline) == 0 {
 		t.Errorf("fleet-only report: %d schedules, entries %v, %d pools (want %d), %d timelines", len(fleet.Schedules), fleet.Entries != nil, len(fleet.Pools), len(rep.Pools), len(fleet.Timeline))
 	}
+	out.Reset()
+	Print(&out, fleet)
+	if !strings.Contains(out.String(), "schedules  not read (--fleet)") || strings.Contains(out.String(), "SCHEDULE\t") || strings.Contains(out.String(), "scan") {
+		t.Errorf("printed fleet-only report:\n%s", out.String())
+	}
 	if _, err := Collect(b.ctx, b.opts, b.names, "st", Options{FleetOnly: true, Schedule: "scan"}); err == nil {
 		t.Error("a fleet-only report on one schedule was made")
 	}

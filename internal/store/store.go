@@ -10,6 +10,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -294,6 +295,25 @@ func Load(ctx context.Context, opts []kgo.Opt, topic string) (map[string]Entry, 
 		entries[k] = s.entry()
 	}
 	return entries, broken, err
+}
+
+// LoadOne reads the whole schedules topic once, as Load does, and keeps name's records only: the memory of one
+// schedule whatever the topic holds (a record of another key is not decoded). It returns name's live schedule
+// (ok false when the topic has none) and, when its newest record is broken, that.
+func LoadOne(ctx context.Context, opts []kgo.Opt, topic, name string) (e Entry, broken *Broken, ok bool, err error) {
+	f := newFold()
+	key := []byte(name)
+	_, err = kafka.ReadStable(ctx, opts, topic, 0, func(r *kgo.Record) error {
+		if bytes.Equal(r.Key, key) {
+			_ = f.apply(r) // an invalid record is kept in f.broken and returned below
+		}
+		return nil
+	})
+	if b, bad := f.broken[name]; bad {
+		broken = &b
+	}
+	e, ok = f.get(name)
+	return e, broken, ok, err
 }
 
 // Sorted returns the entries ordered by name.

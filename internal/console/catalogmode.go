@@ -3,6 +3,7 @@ package console
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -22,8 +23,16 @@ import (
 // other mode). What the list cannot show at that size: each row's last run and missed slots (the "missed" and
 // "late" states), and a schedule's followers.
 
-// defsTimeout bounds a page's read of its rows' definitions.
-const defsTimeout = 10 * time.Second
+// defsTimeout bounds a page's read of its rows' definitions; maxDefReads are under way at once, and a page waits
+// at most defsWait for its turn (then 503).
+const (
+	defsTimeout = 10 * time.Second
+	maxDefReads = 4
+	defsWait    = 5 * time.Second
+)
+
+// errDefsBusy is definitions' refusal when maxDefReads are under way for longer than defsWait.
+var errDefsBusy = errors.New("too many pages are reading their schedules' definitions: try again in a moment")
 
 // find returns schedule name as s knows it: from its report, or in catalog mode from the catalog, with its
 // definition read from the topic when def is set (without it, the Entry is empty and the row has the catalog's
@@ -52,7 +61,17 @@ func (c *Console) find(ctx context.Context, s *snapshot, name string, def bool) 
 
 // definitions reads the definitions of items from the schedules topic.
 func (c *Console) definitions(ctx context.Context, items []catalog.Item) (map[string]store.Entry, error) {
-	ctx, cancel := context.WithTimeout(ctx, defsTimeout)
+	wctx, cancel := context.WithTimeout(ctx, c.defsWait)
+	err := c.defReads.Acquire(wctx, 1)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, errDefsBusy
+	}
+	defer c.defReads.Release(1)
+	ctx, cancel = context.WithTimeout(ctx, defsTimeout)
 	defer cancel()
 	return catalog.Definitions(ctx, c.opts, c.cfg.Names.Schedules, items)
 }
@@ -107,10 +126,15 @@ func (c *Console) catalogList(w http.ResponseWriter, r *http.Request, pr Princip
 	now := time.Now()
 	page := c.cat.Page(catalogQuery(pr, l.Query, state, after, pageSize, now))
 	defs, err := c.definitions(r.Context(), page.Items)
-	if err != nil {
-		if r.Context().Err() != nil {
-			return // the client has gone
-		}
+	code := http.StatusOK
+	switch {
+	case r.Context().Err() != nil:
+		return // the client has gone
+	case errors.Is(err, errDefsBusy):
+		code = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "2")
+		l.Note = err.Error()
+	case err != nil:
 		l.Note = "The definitions could not be read: " + err.Error()
 	}
 	l.Catalog, l.Total, l.Matched = true, c.cat.Count(pr.Prefix), -1
@@ -145,7 +169,7 @@ func (c *Console) catalogList(w http.ResponseWriter, r *http.Request, pr Princip
 		l.Acting, l.CSRF = true, c.csrfToken(pr.Name)
 		refresh = 0
 	}
-	c.render(w, r, http.StatusOK, "schedules", view{Title: "Schedules", Page: "schedules", User: userOf(r), Refresh: refresh, Data: l})
+	c.render(w, r, code, "schedules", view{Title: "Schedules", Page: "schedules", User: userOf(r), Refresh: refresh, Data: l})
 }
 
 // catalogMatching is matching in catalog mode: at most limit+1 schedules (a bulk action needs to know only

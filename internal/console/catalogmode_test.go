@@ -100,6 +100,17 @@ func TestCatalogMode(t *testing.T) {
 	if code, _ = get(t, srv, "/schedules/team-b-001", ann...); code != 404 {
 		t.Fatalf("another team's schedule for ann: %d", code)
 	}
+	// Every read of definitions taken: a list page waits its turn, then answers 503 with Retry-After.
+	con.defsWait = 50 * time.Millisecond
+	if err := con.defReads.Acquire(ctx, maxDefReads); err != nil {
+		t.Fatal(err)
+	}
+	code, hdr, body := do(t, srv.URL, "GET", "/schedules", nil, alice...)
+	con.defReads.Release(maxDefReads)
+	if code != 503 || hdr.Get("Retry-After") == "" || !strings.Contains(body, "too many pages") {
+		t.Fatalf("a list page with every read taken: %d %v\n%s", code, hdr, body)
+	}
+
 	// A bulk pause of a search previews its schedules from the catalog (team-b-007 is paused already); a search
 	// of more schedules than a bulk action takes is refused.
 	code, body = postBulk(t, con, srv, "alice", url.Values{"action": {"pause"}, "reason": {"r"}, "scope": {"search"}, "q": {"team-b-00"}})

@@ -96,17 +96,19 @@ var ErrActionsWithoutAuth = errors.New("console: --actions needs authentication 
 // Console is the console: an http.Handler of its pages (mount it under Config.Prefix, or let Serve serve it),
 // and Run, which reads the namespace for them. Its pages answer 503 until Run's first read.
 type Console struct {
-	cfg     Config
-	opts    []kgo.Opt
-	snap    atomic.Pointer[snapshot]
-	cat     *catalog.Index    // every schedule's name, pool, state and record offset
-	follow  *catalog.Follower // keeps cat up to date
-	ready   atomic.Bool
-	pages   *pages
-	metrics *metrics
-	csrfKey []byte
-	hosts   *hostCheck
-	handler http.Handler
+	cfg      Config
+	opts     []kgo.Opt
+	snap     atomic.Pointer[snapshot]
+	cat      *catalog.Index      // every schedule's name, pool, state and record offset
+	follow   *catalog.Follower   // keeps cat up to date
+	defReads *semaphore.Weighted // catalog mode's reads of definitions under way
+	defsWait time.Duration       // how long a page waits for its turn to read (defsWait; a test's own)
+	ready    atomic.Bool
+	pages    *pages
+	metrics  *metrics
+	csrfKey  []byte
+	hosts    *hostCheck
+	handler  http.Handler
 
 	detailMu  sync.Mutex
 	details   map[string]*detail // a schedule's runs and change log, by name, kept for detailKeep
@@ -167,7 +169,7 @@ func New(cfg Config, opts []kgo.Opt) (*Console, error) {
 	bg := context.Background()
 	c.runCtx.Store(&bg)
 	c.readOne = c.readDetail
-	c.cat = catalog.NewIndex(0)
+	c.cat, c.defReads, c.defsWait = catalog.NewIndex(0), semaphore.NewWeighted(maxDefReads), defsWait
 	c.follow = catalog.NewFollower(c.cat, opts, cfg.Names.Schedules, cfg.Logger)
 	c.handler = c.routes()
 	return c, nil

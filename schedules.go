@@ -174,6 +174,12 @@ func (s *Schedules) write(ctx context.Context, op string, o changeOpts, current 
 	if err := checkChains(current, ws); err != nil {
 		return err
 	}
+	return s.writeChecked(ctx, op, o, current, ws)
+}
+
+// writeChecked is write of changes whose chains and gates are checked (or that change none): current needs to
+// hold only the schedules ws change.
+func (s *Schedules) writeChecked(ctx context.Context, op string, o changeOpts, current map[string]store.Entry, ws []store.Change) error {
 	bulk := op == changelog.OpApply && len(ws) >= BulkApply
 	var cs []changelog.Change
 	var err error
@@ -300,13 +306,9 @@ func (s *Schedules) setPaused(ctx context.Context, name string, paused bool, unt
 	if err := s.ensureTopic(ctx); err != nil {
 		return err
 	}
-	current, err := s.load(ctx)
+	e, err := s.get(ctx, name)
 	if err != nil {
 		return err
-	}
-	e, ok := current[name]
-	if !ok {
-		return s.notFound(name)
 	}
 	spec := e.Spec()
 	spec.Paused, spec.PausedUntil, spec.PauseReason = paused, nil, ""
@@ -320,7 +322,8 @@ func (s *Schedules) setPaused(ctx context.Context, name string, paused bool, unt
 	if err := spec.Validate(); err != nil {
 		return invalid(err)
 	}
-	return s.write(ctx, op, o, current, []store.Change{{Op: store.OpReplace, Name: name, Spec: spec}})
+	// A pause changes no chain or gate: nothing of the other schedules is needed to check it.
+	return s.writeChecked(ctx, op, o, map[string]store.Entry{name: e}, []store.Change{{Op: store.OpReplace, Name: name, Spec: spec}})
 }
 
 // Delete removes name: no slot of it is emitted any more.
@@ -504,12 +507,17 @@ func (s *Schedules) load(ctx context.Context) (map[string]store.Entry, error) {
 	return current, err
 }
 
+// get reads name's schedule: the schedules topic's records of that key only, so that a change of one schedule
+// costs the memory of one, whatever the namespace holds.
 func (s *Schedules) get(ctx context.Context, name string) (store.Entry, error) {
-	current, err := s.load(ctx)
+	opts, err := s.k.internal().Opts(nil)
 	if err != nil {
 		return store.Entry{}, err
 	}
-	e, ok := current[name]
+	e, _, ok, err := store.LoadOne(ctx, opts, s.names.Schedules, name)
+	if err != nil {
+		return store.Entry{}, err
+	}
 	if !ok {
 		return store.Entry{}, s.notFound(name)
 	}

@@ -106,6 +106,9 @@ type Tick struct {
 	Trigger   bool
 	// Backfill is set for a backfill's tick (ID with "~backfill-"); it is also a Trigger in its work record.
 	Backfill bool
+	// Limit is the limit its work record names (tick.Tick.Limit; "" for none, and for a record of a build before
+	// limits).
+	Limit string
 	// Emissions are its work records, in the order read.
 	Emissions []Emission
 	// Ledger holds its valid started, released and outcome entries, in log order.

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -242,6 +243,7 @@ func (r *reader) emission(rec *kgo.Record, tk tick.Tick) {
 	if tk.NotBefore != nil && t.NotBefore.IsZero() {
 		t.NotBefore = tk.NotBefore.UTC()
 	}
+	t.Limit = cmp.Or(t.Limit, tk.Limit)
 	at := tk.EmittedAt
 	if at.IsZero() {
 		at = rec.Timestamp

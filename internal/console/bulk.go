@@ -289,16 +289,12 @@ func (c *Console) bulkView(p Principal, req bulkRequest, at time.Time) bulkPage 
 // the action changes it. A failed write is reported and the others go on; the answer is 502 when one failed.
 func (c *Console) bulkConfirm(w http.ResponseWriter, r *http.Request, p Principal, req bulkRequest, log *slog.Logger) {
 	label := "bulk_" + req.action
-	list, err := c.cfg.Schedules.List(r.Context())
+	now, err := c.currentOf(r.Context(), req.names)
 	if err != nil {
 		c.metrics.actions.WithLabelValues(label, "failed").Inc()
 		log.Warn("console action failed", "error", err)
 		c.fail(w, r, http.StatusBadGateway, "Reading the schedules failed, nothing was written: "+err.Error())
 		return
-	}
-	now := map[string]tickgroup.Schedule{}
-	for _, st := range list {
-		now[st.Schedule.Name] = st.Schedule
 	}
 	opts := []tickgroup.ChangeOption{tickgroup.Reason(req.reason), tickgroup.By("console:" + p.Name)}
 	v := c.bulkView(p, req, time.Now())
@@ -316,6 +312,33 @@ func (c *Console) bulkConfirm(w http.ResponseWriter, r *http.Request, p Principa
 	}
 	log.Info("console bulk action", "schedules", len(v.Items), "changed", v.Changes, "failed", v.Failed, "reason", req.reason)
 	c.render(w, r, code, "bulk-result", view{Title: "Bulk " + req.action, Page: "schedules", User: p.Name, Data: v})
+}
+
+// currentOf returns the schedules of names as they are now: from the schedules topic, or in catalog mode from
+// the catalog, which follows it (reading every definition of a namespace that large would hold gigabytes).
+func (c *Console) currentOf(ctx context.Context, names []string) (map[string]tickgroup.Schedule, error) {
+	now := map[string]tickgroup.Schedule{}
+	if s := c.snap.Load(); s != nil && s.large {
+		for _, n := range names {
+			if it, ok := c.cat.Get(n); ok && it.Valid {
+				sc := tickgroup.Schedule{Name: n, Paused: it.Paused}
+				if !it.PausedUntil.IsZero() {
+					u := it.PausedUntil
+					sc.PausedUntil = &u
+				}
+				now[n] = sc
+			}
+		}
+		return now, nil
+	}
+	list, err := c.cfg.Schedules.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, st := range list {
+		now[st.Schedule.Name] = st.Schedule
+	}
+	return now, nil
 }
 
 // bulkWrite takes action on schedule name, whose state now is in current, and logs and counts it; a pause ends

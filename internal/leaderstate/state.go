@@ -5,8 +5,10 @@
 package leaderstate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -110,6 +112,74 @@ func ReadPartition(ctx context.Context, opts []kgo.Opt, topic string, partition 
 		return nil, err
 	}
 	return state, nil
+}
+
+// newestTail is how many of a partition's last records Newest reads.
+const newestTail = 512
+
+// Newest returns, for each partition of the ticker topic (each leader), its newest state among its last
+// records: which producer and epoch last emitted. It reads the tail of each partition only, so it costs the same
+// at any number of schedules. A partition with no state is left out.
+func Newest(ctx context.Context, opts []kgo.Opt, topic string) (map[int32]State, error) {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	cl.Close()
+	if err != nil {
+		return nil, fmt.Errorf("listing the ends of %s: %w", topic, err)
+	}
+	newest := map[int32]State{}
+	var errs []error
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			errs = append(errs, o.Err)
+			return
+		}
+		if o.Offset == 0 {
+			return
+		}
+		_, err := kafka.ReadStableFrom(ctx, opts, topic, o.Partition, max(o.Offset-newestTail, 0), func(r *kgo.Record) error {
+			if r.Value == nil {
+				return nil
+			}
+			if s, err := DecodeState(r.Value); err == nil && s.EmittedAt.After(newest[o.Partition].EmittedAt) {
+				newest[o.Partition] = s
+			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	})
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("reading the newest leader state of %s: %w", topic, errors.Join(errs...))
+	}
+	return newest, nil
+}
+
+// ReadKey reads partition of the ticker topic for schedule name's state only: the memory of one state, whatever
+// the partition holds. ok is false when it has none.
+func ReadKey(ctx context.Context, opts []kgo.Opt, topic string, partition int32, name string) (s State, ok bool, err error) {
+	key := []byte(name)
+	_, err = kafka.ReadStable(ctx, opts, topic, partition, func(r *kgo.Record) error {
+		if !bytes.Equal(r.Key, key) {
+			return nil
+		}
+		if r.Value == nil {
+			s, ok = State{}, false
+			return nil
+		}
+		if d, derr := DecodeState(r.Value); derr == nil {
+			s, ok = d, true
+		}
+		return nil
+	})
+	if err != nil {
+		return State{}, false, fmt.Errorf("reading the leader state of %s from %s[%d]: %w", errlimit.Quote(name), topic, partition, err)
+	}
+	return s, ok, nil
 }
 
 func readState(ctx context.Context, opts []kgo.Opt, topic string, partition int32, state map[string]State, invalid func(*kgo.Record, error)) error {

@@ -184,7 +184,7 @@ const (
 // limitState returns the limit t counts against, what it is doing at now, and, when it waits, since when: its
 // instant (slot plus jitter), or for a trigger's or backfill's tick its emission.
 func limitState(t *audit.Tick, u uses, now time.Time) (string, int, time.Time) {
-	name := u.limitOf[t.Schedule]
+	name := cmp.Or(t.Limit, u.limitOf[t.Schedule]) // the tick's own record names it, since limits
 	state := limitIdle
 	for _, e := range t.Ledger {
 		switch {

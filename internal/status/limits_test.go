@@ -3,6 +3,7 @@ package status
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -155,6 +156,16 @@ func TestCollectLimits(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printed report lacks %q:\n%s", want, out.String())
 		}
+	}
+
+	// The fleet only: the same running and waiting, from the ticks' own records; the schedules not counted.
+	fleet, err := Collect(b.ctx, b.opts, b.names, "st", Options{Now: now, FleetOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(fleet.Limits, func(l Limit) bool { return l.Name == "stripe" })
+	if l := fleet.Limits[max(i, 0)]; i < 0 || l.Schedules != nil || deref(l.Running) != 1 || deref(l.Waiting) != 1 {
+		t.Errorf("stripe in the fleet-only report (%d): %+v, want its schedules not counted, 1 running, 1 waiting", i, fleet.Limits)
 	}
 
 	// One schedule: its limit alone, not counted (only that schedule's records are read).

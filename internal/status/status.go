@@ -274,11 +274,10 @@ func Collect(ctx context.Context, opts []kgo.Opt, names kafka.Names, namespace s
 	if err := tickerLeaders(ctx, adm, names, rep); err != nil {
 		return nil, err
 	}
-	state, err := leaderstate.Read(ctx, opts, names.Ticker, nil)
+	state, err := readState(ctx, opts, names, rep, o)
 	if err != nil {
 		return nil, err
 	}
-	leaderEpochs(rep, state)
 	brokenKeys(rep, broken)
 	scheduleInfos(rep, entries, state, waiting, o)
 	if err := poolsLag(ctx, opts, adm, names, rep); err != nil {
@@ -450,7 +449,33 @@ func tickerLeaders(ctx context.Context, adm *kadm.Client, names kafka.Names, rep
 }
 
 // leaderEpochs sets each leader's producer and epoch, from the newest state it wrote, and rep.Leader (leader 0).
-func leaderEpochs(rep *Report, state map[string]leaderstate.State) {
+// readState reads the leaders' state on the ticker topic: every schedule's (its last slot), or o.Schedule's
+// only, or none with o.FleetOnly; and each leader's producer and epoch into rep.
+func readState(ctx context.Context, opts []kgo.Opt, names kafka.Names, rep *Report, o Options) (map[string]leaderstate.State, error) {
+	if o.FleetOnly || o.Schedule != "" {
+		// Each leader's newest state from the tail of its partition, and one schedule's from its leader's
+		// partition: what a large namespace's report reads of a topic with a record per schedule.
+		newest, err := leaderstate.Newest(ctx, opts, names.Ticker)
+		if err != nil {
+			return nil, err
+		}
+		leaderEpochs(rep, newest)
+		state := map[string]leaderstate.State{}
+		if o.Schedule != "" {
+			s, ok, err := leaderstate.ReadKey(ctx, opts, names.Ticker, kafka.LeaderOf(o.Schedule, max(rep.LeaderCount, 1)), o.Schedule)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				state[o.Schedule] = s
+			}
+		}
+		return state, nil
+	}
+	state, err := leaderstate.Read(ctx, opts, names.Ticker, nil)
+	if err != nil {
+		return nil, err
+	}
 	newest := map[int32]leaderstate.State{} // by leader: its newest state names its producer and epoch
 	for name, s := range state {
 		k := kafka.LeaderOf(name, rep.LeaderCount)
@@ -458,6 +483,12 @@ func leaderEpochs(rep *Report, state map[string]leaderstate.State) {
 			newest[k] = s
 		}
 	}
+	leaderEpochs(rep, newest)
+	return state, nil
+}
+
+// leaderEpochs sets each leader's producer and epoch in rep from its newest state.
+func leaderEpochs(rep *Report, newest map[int32]leaderstate.State) {
 	for i := range rep.Leaders {
 		if n, ok := newest[rep.Leaders[i].Partition]; ok && n.ProducerID != 0 {
 			rep.Leaders[i].ProducerID, rep.Leaders[i].Epoch = n.ProducerID, n.LeaderEpoch

@@ -11,6 +11,7 @@ package catalog
 import (
 	"bytes"
 	"hash/maphash"
+	"math"
 	"sync"
 	"time"
 )
@@ -155,6 +156,13 @@ func (x *Index) applyLocked(r *Record) {
 		if r.Gone {
 			return // a deletion of a name never seen
 		}
+		if len(x.arena)+len(name) > maxArena {
+			x.compactLocked() // the names of deleted schedules make room
+			if len(x.arena)+len(name) > maxArena {
+				return // four gigabytes of live names: none more is listed
+			}
+			_, slot, _ = x.find(name)
+		}
 		i = uint32(len(x.entries))
 		x.entries = append(x.entries, entry{offset: -1, name: uint32(len(x.arena)), nlen: uint8(len(name))})
 		x.arena = append(x.arena, name...)
@@ -176,11 +184,40 @@ func (x *Index) applyLocked(r *Record) {
 		if r.Paused {
 			e.flags |= flagPaused
 			if !r.Until.IsZero() {
-				e.until = uint32(max(r.Until.Unix(), 1))
+				e.until = uint32(min(max(r.Until.Unix(), 1), math.MaxUint32)) // 2106 and later: as far as it goes
 			}
 		}
 	}
 	x.count(e, 1)
+}
+
+// maxArena bounds the arena: an entry finds its name by a 32-bit offset.
+var maxArena = math.MaxUint32
+
+// compactLocked rebuilds the index from its live entries: the names of deleted schedules, kept so far in case
+// they came back, are dropped.
+func (x *Index) compactLocked() {
+	old, oldArena := x.entries, x.arena
+	x.entries, x.arena = make([]entry, 0, x.live), make([]byte, 0, len(oldArena)/2)
+	x.slots = make([]uint32, len(x.slots))
+	settled := x.order.settled
+	x.order = order{}
+	for _, e := range old {
+		if e.flags&flagLive == 0 {
+			continue
+		}
+		name := oldArena[e.name : e.name+uint32(e.nlen)]
+		_, slot, _ := x.find(name)
+		i := uint32(len(x.entries))
+		e.name = uint32(len(x.arena))
+		x.entries = append(x.entries, e)
+		x.arena = append(x.arena, name...)
+		x.slots[slot] = i + 1
+		x.order.fresh = append(x.order.fresh, i)
+	}
+	if settled {
+		x.settleLocked()
+	}
 }
 
 // count adds d to the counters e is part of.

@@ -216,3 +216,78 @@ func TestIndexMergesFreshNames(t *testing.T) {
 		t.Fatalf("listed %d names, want %d in order", len(got), len(names))
 	}
 }
+
+// TestIndexDropsDeletedNamesWhenFull: an arena full of names makes the index drop the names of deleted
+// schedules, and it lists and finds the live ones as before.
+func TestIndexDropsDeletedNamesWhenFull(t *testing.T) {
+	defer func(n int) { maxArena = n }(maxArena)
+	maxArena = 64 * 8 // room for 64 names of 8 bytes
+	x := NewIndex(0)
+	x.Settle()
+	off := int64(0)
+	apply := func(r Record) {
+		r.Offset = off
+		off++
+		x.Apply([]Record{r})
+	}
+	for i := range 64 {
+		apply(Record{Name: fmt.Sprintf("old-%04d", i), Paused: i%2 == 0})
+	}
+	for i := range 60 {
+		apply(Record{Name: fmt.Sprintf("old-%04d", i), Gone: true})
+	}
+	for i := range 40 {
+		apply(Record{Name: fmt.Sprintf("new-%04d", i)})
+	}
+	if c := x.Counts(); c.Schedules != 44 || c.Paused != 2 {
+		t.Fatalf("counts %+v, want 44 schedules, 2 paused", c)
+	}
+	if len(x.arena) > maxArena || len(x.entries) != 44 {
+		t.Fatalf("arena %d bytes, %d entries: the deleted names were not dropped", len(x.arena), len(x.entries))
+	}
+	p := x.Page(Query{Limit: 1000})
+	if len(p.Items) != 44 || p.Items[0].Name != "new-0000" || p.Items[43].Name != "old-0063" {
+		t.Fatalf("listed %d: %v ... ", len(p.Items), names(p.Items[:min(3, len(p.Items))]))
+	}
+	if it, ok := x.Get("old-0062"); !ok || !it.Paused {
+		t.Fatalf("old-0062: %+v %v", it, ok)
+	}
+	if _, ok := x.Get("old-0001"); ok {
+		t.Fatal("a deleted name is found")
+	}
+}
+
+// TestPageStopsAtMaxScan: a search that matches few names stops after MaxScan of them, and its Next goes on
+// from there: paging through finds every match once.
+func TestPageStopsAtMaxScan(t *testing.T) {
+	defer func(n int) { MaxScan = n }(MaxScan)
+	MaxScan = 100
+	x := NewIndex(0)
+	var recs []Record
+	for i := range 1000 {
+		recs = append(recs, Record{Name: fmt.Sprintf("s-%04d", i), Offset: int64(i)})
+	}
+	x.Apply(recs)
+	var found []string
+	pages := 0
+	for q := (Query{Contains: "7", Limit: 1000}); ; pages++ {
+		p := x.Page(q)
+		if p.Scanned > MaxScan || (p.Cut && p.Scanned != MaxScan) {
+			t.Fatalf("page %d scanned %d (cut %v), bound %d", pages, p.Scanned, p.Cut, MaxScan)
+		}
+		found = append(found, names(p.Items)...)
+		if p.Next == "" {
+			break
+		}
+		q.After = p.Next
+	}
+	want := 0
+	for i := range 1000 {
+		if strings.Contains(fmt.Sprintf("s-%04d", i), "7") {
+			want++
+		}
+	}
+	if len(found) != want || pages != 9 || !slices.IsSorted(found) || len(slices.Compact(slices.Clone(found))) != want {
+		t.Fatalf("found %d over %d pages, want %d over 10", len(found), pages+1, want)
+	}
+}

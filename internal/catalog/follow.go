@@ -26,6 +26,10 @@ type Follower struct {
 	loadedOnce sync.Once
 }
 
+// loadIdle is how long a first read waits for a record before it takes the records up to the end as
+// compacted away: a broker answers a fetch at once when it holds records at the fetch's position.
+const loadIdle = 5 * time.Second
+
 // NewFollower returns a Follower of topic (partition 0, read committed) into idx; opts reach the brokers.
 func NewFollower(idx *Index, opts []kgo.Opt, topic string, logger *slog.Logger) *Follower {
 	return &Follower{idx: idx, opts: opts, topic: topic, logger: logger.With("component", "catalog"), loaded: make(chan struct{})}
@@ -84,12 +88,31 @@ func (f *Follower) follow(ctx context.Context) error {
 	begin := time.Now()
 	var recs []Record
 	for {
-		fetches := cl.PollFetches(ctx)
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if end >= 0 {
+			pctx, cancel = context.WithTimeout(ctx, loadIdle)
+		}
+		fetches := cl.PollFetches(pctx)
+		idle := pctx.Err() != nil
+		cancel()
 		if ctx.Err() != nil || fetches.IsClientClosed() {
 			return ctx.Err()
 		}
+		if idle && fetches.NumRecords() == 0 {
+			// Nothing at the read position, yet the end is not reached: the records before the end were
+			// removed by compaction since it was listed (a tombstone past its retention, a transaction's
+			// marker). The topic holds nothing more to load.
+			f.logger.Info("the schedules topic's last records were compacted away: loaded", "end", end)
+			end = -1
+			f.markLoaded(time.Since(begin))
+			continue
+		}
 		var ferr error
-		fetches.EachError(func(_ string, _ int32, err error) { ferr = err })
+		fetches.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				ferr = err
+			}
+		})
 		if ferr != nil {
 			return ferr
 		}

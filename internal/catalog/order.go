@@ -89,9 +89,15 @@ type Page struct {
 	Items []Item
 	// Next is the After of the next page, "" when this page is the last.
 	Next string
-	// Scanned is how many names the page looked at: a query that matches few names scans many.
+	// Scanned is how many names the page looked at: a query that matches few names scans many. Cut is set
+	// when it stopped at MaxScan names before the page was full: Next then goes on from the last name looked at.
 	Scanned int
+	Cut     bool
 }
+
+// MaxScan bounds the names one page looks at (about 100 ms, while the index is locked for reading): a search
+// that matches few of ten million names goes on page by page.
+var MaxScan = 1_000_000
 
 // Page returns the schedules q selects, at most q.Limit of them.
 func (x *Index) Page(q Query) Page {
@@ -114,6 +120,7 @@ func (x *Index) Page(q Query) Page {
 	m := x.matcher(q)
 	a, b := x.from(x.order.sorted, from, q.After != "" && from == q.After), x.from(x.order.fresh, from, q.After != "" && from == q.After)
 	var p Page
+	var prev uint32
 	prefix := []byte(q.Prefix)
 	for len(a) > 0 || len(b) > 0 {
 		var i uint32
@@ -125,7 +132,12 @@ func (x *Index) Page(q Query) Page {
 		if !bytes.HasPrefix(x.nameOf(i), prefix) {
 			break // past the prefix's names
 		}
+		if p.Scanned == MaxScan {
+			p.Next, p.Cut = string(x.nameOf(prev)), true // the next page starts after the last name looked at
+			break
+		}
 		p.Scanned++
+		prev = i
 		if !m(i) {
 			continue
 		}

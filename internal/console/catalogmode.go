@@ -89,7 +89,7 @@ func catalogRow(it catalog.Item, e store.Entry, s *snapshot, now time.Time) stat
 	}
 	spec := e.Spec()
 	sc.Schedule, sc.Version, sc.PauseReason, sc.Limit, sc.Priority = spec.Describe(), e.Version, spec.PauseReason, spec.Limit, spec.Priority
-	sc.Paused = spec.Paused
+	sc.Paused, sc.PausedUntil = spec.Paused, spec.PausedUntil // the record's, to the nanosecond
 	// The next slot, unless calendars move it: this mode does not read them (the schedule's page says so).
 	if len(e.Schedule.Exclude()) == 0 && !(spec.Paused && spec.PausedUntil == nil) {
 		from := now
@@ -137,7 +137,10 @@ func (c *Console) catalogList(w http.ResponseWriter, r *http.Request, pr Princip
 	case err != nil:
 		l.Note = "The definitions could not be read: " + err.Error()
 	}
-	l.Catalog, l.Total, l.Matched = true, c.cat.Count(pr.Prefix), -1
+	l.Catalog, l.Total, l.Matched = true, c.countOf(pr.Prefix), -1
+	if page.Cut {
+		l.Cut = fmt.Sprintf("This page looked at %d names, up to %s, without filling up: next goes on with the search from there.", page.Scanned, page.Next)
+	}
 	for _, it := range page.Items {
 		row := rowOf(catalogRow(it, defs[it.Name], s, now), s.rep, now)
 		if it.Broken {
@@ -184,3 +187,31 @@ func (c *Console) catalogMatching(pr Principal, query, state string, limit int) 
 	}
 	return out
 }
+
+// countOf is the catalog's count of the schedules whose names start with prefix, kept for a refresh: a viewer
+// scoped to a prefix of millions of names does not walk them on every page.
+func (c *Console) countOf(prefix string) int {
+	if prefix == "" {
+		return c.cat.Counts().Schedules
+	}
+	c.countMu.Lock()
+	defer c.countMu.Unlock()
+	if n, ok := c.counts[prefix]; ok && time.Since(n.at) < c.cfg.Refresh {
+		return n.n
+	}
+	if len(c.counts) >= maxCounts {
+		clear(c.counts)
+	}
+	n := c.cat.Count(prefix)
+	c.counts[prefix] = prefixCount{n: n, at: time.Now()}
+	return n
+}
+
+// prefixCount is a count countOf keeps, and when it was made.
+type prefixCount struct {
+	n  int
+	at time.Time
+}
+
+// maxCounts bounds the prefixes countOf keeps (those of the auth file's users).
+const maxCounts = 1024

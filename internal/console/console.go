@@ -103,6 +103,8 @@ type Console struct {
 	follow   *catalog.Follower   // keeps cat up to date
 	defReads *semaphore.Weighted // catalog mode's reads of definitions under way
 	defsWait time.Duration       // how long a page waits for its turn to read (defsWait; a test's own)
+	countMu  sync.Mutex
+	counts   map[string]prefixCount // countOf's
 	ready    atomic.Bool
 	pages    *pages
 	metrics  *metrics
@@ -169,7 +171,7 @@ func New(cfg Config, opts []kgo.Opt) (*Console, error) {
 	bg := context.Background()
 	c.runCtx.Store(&bg)
 	c.readOne = c.readDetail
-	c.cat, c.defReads, c.defsWait = catalog.NewIndex(0), semaphore.NewWeighted(maxDefReads), defsWait
+	c.cat, c.defReads, c.defsWait, c.counts = catalog.NewIndex(0), semaphore.NewWeighted(maxDefReads), defsWait, map[string]prefixCount{}
 	c.follow = catalog.NewFollower(c.cat, opts, cfg.Names.Schedules, cfg.Logger)
 	c.handler = c.routes()
 	return c, nil
@@ -197,14 +199,16 @@ func (c *Console) Run(ctx context.Context) error {
 	}
 	c.runCtx.Store(&ctx)
 	c.cfg.Logger.Info("console reading", "namespace", c.cfg.Namespace, "refresh", c.cfg.Refresh, "actions", c.cfg.Actions, "auth_read", c.cfg.AuthRead)
-	var following sync.WaitGroup
-	following.Go(func() { _ = c.follow.Run(ctx) })
-	defer following.Wait()
-	select { // the namespace's size decides how it is read
-	case <-c.follow.Loaded():
-		c.refresh(ctx)
-	case <-ctx.Done():
+	if c.cfg.CatalogAbove >= 0 {
+		var following sync.WaitGroup
+		following.Go(func() { _ = c.follow.Run(ctx) })
+		defer following.Wait()
+		select { // the namespace's size decides how it is read
+		case <-c.follow.Loaded():
+		case <-ctx.Done():
+		}
 	}
+	c.refresh(ctx)
 	c.wg.Wait()
 	return nil
 }

@@ -190,7 +190,7 @@ func (c *Console) fleetPage(w http.ResponseWriter, r *http.Request, pr Principal
 		f.Clocks = append(f.Clocks, row)
 	}
 	if s.large {
-		f.Catalog, f.Schedules = true, c.cat.Count(pr.Prefix)
+		f.Catalog, f.Schedules = true, c.countOf(pr.Prefix)
 	}
 	for _, sc := range rep.Schedules {
 		if !pr.Sees(sc.Name) {
@@ -250,6 +250,7 @@ type scheduleList struct {
 	// is the first page, and the rows have no runs.
 	Catalog bool
 	Note    string // what the page could not read
+	Cut     string // the search stopped before the page was full (catalog.Page.Cut)
 }
 
 var listStates = []stateOption{{"", "all", false}, {"active", "active", false}, {"paused", "paused", false},

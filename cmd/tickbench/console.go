@@ -22,7 +22,7 @@ import (
 
 func init() {
 	register("console", command{
-		summary: "load N schedules into a fresh namespace, then time ticker console's start, memory and pages, and ticker status --fleet and NAME",
+		summary: "load N schedules into a fresh namespace, then time ticker console's start, memory and pages, ticker status --fleet and NAME, and a pause and a trigger",
 		run:     runConsoleBench,
 	})
 }
@@ -103,12 +103,13 @@ func runConsoleBench(ctx context.Context, args []string, _ func(string) string, 
 	fmt.Fprintf(stdout, "page %-20s %s\n", "a schedule (uncached)", times)
 	fmt.Fprintf(stdout, "console: peak RSS %s\n", peakRSS(con.Pid()))
 
-	for _, args := range [][]string{{"status", "--fleet"}, {"status", name(o.n / 3)}} {
+	for _, args := range [][]string{{"status", "--fleet"}, {"status", name(o.n / 3)}, {"schedule", "pause", name(o.n / 4), "--reason", "tickbench"},
+		{"schedule", "trigger", name(o.n / 4)}} {
 		took, rss, err := timeCommand(ctx, env, bin, args...)
 		if err != nil {
 			return fmt.Errorf("ticker %s: %w", strings.Join(args, " "), err)
 		}
-		fmt.Fprintf(stdout, "ticker %-20s %.1fs, peak RSS %d MiB\n", strings.Join(args, " "), took.Seconds(), rss>>20)
+		fmt.Fprintf(stdout, "ticker %-36s %.1fs, peak RSS %d MiB\n", strings.Join(args, " "), took.Seconds(), rss>>20)
 	}
 	return nil
 }

@@ -67,6 +67,16 @@ func (x *Index) settleLocked() {
 	o.merge(x)
 }
 
+// rlockSettled locks the index for reading, settled (Settle) first if it was not.
+func (x *Index) rlockSettled() {
+	x.mu.RLock()
+	if !x.order.settled {
+		x.mu.RUnlock()
+		x.Settle()
+		x.mu.RLock()
+	}
+}
+
 // Query selects a page of schedules, in name order.
 type Query struct {
 	// After: the page starts after this name ("" from the first). Next of the previous page.
@@ -101,12 +111,7 @@ var MaxScan = 1_000_000
 
 // Page returns the schedules q selects, at most q.Limit of them.
 func (x *Index) Page(q Query) Page {
-	x.mu.RLock()
-	if !x.order.settled {
-		x.mu.RUnlock()
-		x.Settle()
-		x.mu.RLock()
-	}
+	x.rlockSettled()
 	defer x.mu.RUnlock()
 	limit := q.Limit
 	if limit <= 0 {
@@ -195,12 +200,7 @@ func (x *Index) matcher(q Query) func(uint32) bool {
 // Count returns how many schedules have names starting with prefix: a walk of their names, so it costs in
 // proportion to them (the whole index for "": use Counts then).
 func (x *Index) Count(prefix string) int {
-	x.mu.RLock()
-	if !x.order.settled {
-		x.mu.RUnlock()
-		x.Settle()
-		x.mu.RLock()
-	}
+	x.rlockSettled()
 	defer x.mu.RUnlock()
 	if prefix == "" {
 		return x.live

@@ -8,6 +8,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/tickgroup/tickgroup/internal/schedule"
 )
 
 // benchIndex is the index of BenchmarkCatalog: TICKGROUP_CATALOG_SCHEDULES schedules (default 1,000,000), named
@@ -77,5 +81,20 @@ func BenchmarkCatalog(b *testing.B) {
 			b.ReportMetric(float64(p.Scanned), "scanned/page")
 			b.ReportMetric(built.bytes, "heap-bytes/schedule")
 		})
+	}
+}
+
+// BenchmarkDecode is a Follower's cost per record of the schedules topic, as tickbench writes them.
+func BenchmarkDecode(b *testing.B) {
+	v, err := schedule.Encode(schedule.Spec{Name: "load-0000042", Every: schedule.Duration(10 * time.Minute), Offset: schedule.Duration(42 * time.Second), Payload: "x"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &kgo.Record{Key: []byte("load-0000042"), Value: v}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d := decode(r); d.Invalid {
+			b.Fatal("invalid")
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,7 +88,10 @@ func (f *Follower) follow(ctx context.Context) error {
 		}
 	}
 	begin := time.Now()
-	var recs []Record
+	var (
+		raw  []*kgo.Record
+		recs []Record
+	)
 	for {
 		pctx, cancel := ctx, context.CancelFunc(func() {})
 		if end >= 0 {
@@ -116,14 +121,15 @@ func (f *Follower) follow(ctx context.Context) error {
 		if ferr != nil {
 			return ferr
 		}
-		recs = recs[:0]
+		raw = raw[:0]
 		last := int64(-1)
 		fetches.EachRecord(func(r *kgo.Record) {
 			last = r.Offset
 			if !r.Attrs.IsControl() {
-				recs = append(recs, decode(r))
+				raw = append(raw, r)
 			}
 		})
+		recs = decodeAll(raw, recs)
 		f.idx.Apply(recs)
 		if end >= 0 && last >= end-1 {
 			end = -1
@@ -140,6 +146,24 @@ func (f *Follower) markLoaded(took time.Duration) {
 		f.logger.Info("schedules catalogued", "schedules", c.Schedules, "broken", c.Broken, "took", took.Round(time.Millisecond))
 		close(f.loaded)
 	})
+}
+
+// decodeAll decodes raw into out (reused), on every core for a large fetch: decoding is most of a first read's
+// time (about 1.4 µs a record, 14 s at ten million on one core).
+func decodeAll(raw []*kgo.Record, out []Record) []Record {
+	out = slices.Grow(out[:0], len(raw))[:len(raw)]
+	workers := min(runtime.GOMAXPROCS(0), len(raw)/1024+1)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := len(raw)*w/workers, len(raw)*(w+1)/workers
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				out[i] = decode(raw[i])
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // decode takes from r what the index keeps. A record whose definition does not decode, does not compile, or

@@ -256,7 +256,7 @@ func EnsureTopic(ctx context.Context, adm *kadm.Client, spec TopicSpec, rf int16
 	}
 	switch {
 	case err == nil:
-		return true, nil
+		return true, awaitLogs(ctx, adm, spec.Name)
 	case errors.Is(err, kerr.TopicAlreadyExists):
 		return false, nil
 	case errors.Is(err, kerr.TopicAuthorizationFailed):
@@ -294,6 +294,32 @@ func checkExists(ctx context.Context, adm *kadm.Client, topic string) error {
 		}
 	}
 }
+
+// awaitLogs waits until every partition of topic, created a moment ago, answers on its leader: a broker lists
+// a new topic a moment before it has made its partitions' logs, and a produce in between fails with
+// UNKNOWN_TOPIC_OR_PARTITION once the client's retries of it run out (seen in CI: a `ticker schedule put` right
+// after `ticker init` wrote its schedule, and then not its change-log record). It gives up after logsWait,
+// with no error: the topic exists, and the clients' own retries go on.
+func awaitLogs(ctx context.Context, adm *kadm.Client, topic string) error {
+	deadline := time.Now().Add(logsWait)
+	for {
+		offsets, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = offsets.Error()
+		}
+		if err == nil || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// logsWait bounds awaitLogs.
+const logsWait = 30 * time.Second
 
 // existsWait is how long checkExists looks for a topic the broker does not show yet.
 const existsWait = 3 * time.Second

@@ -48,6 +48,18 @@ func ReadRecent(ctx context.Context, opts []kgo.Opt, names kafka.Names, since ti
 	return readRecent(ctx, opts, names, since, maxPerPartition, newReader())
 }
 
+// ReadRecentOf is ReadRecent with the definitions of the schedules keep accepts only (nil: none, and the
+// schedules topic is not read), and every tick: a report of the fleet, or of one schedule, whose memory does not
+// grow with the namespace's schedules (its ticks are bounded by maxPerPartition).
+func ReadRecentOf(ctx context.Context, opts []kgo.Opt, names kafka.Names, since time.Time, maxPerPartition int64, keep func(schedule string) bool) (*Log, error) {
+	if maxPerPartition < 0 {
+		return nil, fmt.Errorf("reading the work and results topics: a bound of %d records", maxPerPartition)
+	}
+	r := newReader()
+	r.defs, r.defsOnly = keep, true
+	return readRecent(ctx, opts, names, since, maxPerPartition, r)
+}
+
 // readRecent is ReadRecent folding into r: with r.only set, only the records of the schedules it keeps (a pass
 // of Stream).
 func readRecent(ctx context.Context, opts []kgo.Opt, names kafka.Names, since time.Time, maxPerPartition int64, r *reader) (*Log, error) {
@@ -60,12 +72,21 @@ func readRecent(ctx context.Context, opts []kgo.Opt, names kafka.Names, since ti
 		}
 		work, results = r.scopedWork, r.scopedResult
 	}
-	parts, err := readTopic(ctx, opts, names.Schedules, schedules, span{})
-	if err != nil {
-		return nil, err
+	if r.defsOnly {
+		schedules = func(rec *kgo.Record) {
+			if r.defs(string(rec.Key)) {
+				r.schedule(rec)
+			}
+		}
 	}
-	if p := parts[0]; p != nil {
-		r.l.scheduleGaps = p.gaps
+	if !r.defsOnly || r.defs != nil {
+		parts, err := readTopic(ctx, opts, names.Schedules, schedules, span{})
+		if err != nil {
+			return nil, err
+		}
+		if p := parts[0]; p != nil {
+			r.l.scheduleGaps = p.gaps
+		}
 	}
 	if err := r.readCalendars(ctx, opts, names); err != nil {
 		return nil, err
@@ -78,7 +99,8 @@ func readRecent(ctx context.Context, opts []kgo.Opt, names kafka.Names, since ti
 		n := names.Pool(pool)
 		r.pool = n.PoolName
 		c := &Coverage{}
-		if parts, err = readTopic(ctx, opts, n.Work, work, span{since: since, max: maxPerPartition}); err != nil {
+		parts, err := readTopic(ctx, opts, n.Work, work, span{since: since, max: maxPerPartition})
+		if err != nil {
 			return nil, err
 		}
 		c.WorkPartitions, c.WorkFrom = len(parts), r.workCoverage(parts)
@@ -147,6 +169,10 @@ type reader struct {
 	only    func(schedule string) bool
 	unnamed bool
 	prefix  string
+	// defs, with defsOnly, says which schedules' definitions are kept, every tick being kept (ReadRecentOf);
+	// nil: none, and the schedules topic is not read.
+	defs     func(schedule string) bool
+	defsOnly bool
 	// onRecord, when set, is called with every record a scoped read is given (tests).
 	onRecord func(*kgo.Record)
 }

@@ -60,10 +60,12 @@ const (
 // readLead is how far before the window the ticks of its slots may have been written (the longest lead).
 const readLead = 6 * time.Minute
 
-// readRuns reads the namespace's topics as the audit does (audit.Read). When the work and results topics of its
-// pools retain more than limit records (negative: no bound), it reads them only from since (audit.ReadSince),
-// and returns since: the cost is then that of the window.
-func readRuns(ctx context.Context, opts []kgo.Opt, names kafka.Names, adm *kadm.Client, limit int64, since time.Time) (*audit.Log, time.Time, error) {
+// readRuns reads the namespace's topics as the audit does (audit.Read): with o.FleetOnly no definition, with
+// o.Schedule that schedule's only (audit.ReadRecentOf). When the work and results topics of its pools retain
+// more than o.MaxRecords records (negative: no bound), it reads them only from since (audit.ReadSince), and
+// returns since: the cost is then that of the window.
+func readRuns(ctx context.Context, opts []kgo.Opt, names kafka.Names, adm *kadm.Client, o Options, since time.Time) (*audit.Log, time.Time, error) {
+	limit := o.MaxRecords
 	from, perPartition := time.Time{}, int64(0)
 	if limit >= 0 {
 		n, partitions, err := retained(ctx, adm, names)
@@ -75,7 +77,16 @@ func readRuns(ctx context.Context, opts []kgo.Opt, names kafka.Names, adm *kadm.
 			from, perPartition = since, max(limit/int64(max(partitions, 1)), 1)
 		}
 	}
-	l, err := audit.ReadRecent(ctx, opts, names, from, perPartition)
+	var l *audit.Log
+	var err error
+	switch {
+	case o.FleetOnly:
+		l, err = audit.ReadRecentOf(ctx, opts, names, from, perPartition, nil) // every tick, no definition
+	case o.Schedule != "":
+		l, err = audit.ReadRecentOf(ctx, opts, names, from, perPartition, func(s string) bool { return s == o.Schedule })
+	default:
+		l, err = audit.ReadRecent(ctx, opts, names, from, perPartition)
+	}
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("%w (ticker status reads <ns>.work and <ns>.results as ticker audit does)", err)
 	}

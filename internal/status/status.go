@@ -376,7 +376,7 @@ func startRuns(ctx context.Context, opts []kgo.Opt, names kafka.Names, adm *kadm
 	r := &runsRead{}
 	ctx, r.cancel = context.WithCancel(ctx)
 	r.wg.Go(func() {
-		r.log, r.since, r.err = readRuns(ctx, opts, names, adm, o.MaxRecords, o.Now.Add(-o.Window-readLead))
+		r.log, r.since, r.err = readRuns(ctx, opts, names, adm, o, o.Now.Add(-o.Window-readLead))
 	})
 	return r
 }

@@ -33,6 +33,11 @@ type Scope struct {
 	// the read whatever the window holds. A partition it cuts short of Since is covered only from its first
 	// record read, and Log.Truncated is set.
 	MaxPerPartition int64
+	// SchedulesFrom, when positive, starts the schedules topic there rather than at its start: the offset of
+	// the schedule's newest record, known by whoever asks (a catalog), makes the read of a topic of ten million
+	// records one of its tail. The versions before it are then unknown, as compacted ones are: the slots before
+	// it are not derived (Definition.Partial).
+	SchedulesFrom int64
 }
 
 // maxLead is the longest lead a ticker takes (--lead, dispatch.MaxLead): a tick is emitted at most this long
@@ -42,8 +47,8 @@ const maxLead = 5 * time.Minute
 // ReadSchedule is ReadSince of one schedule: what a page about it shows, at a cost bounded by that schedule's
 // records, not by the namespace's.
 //
-//   - The schedules topic is read whole (it holds one live record per schedule), and only the records keyed by
-//     s.Schedule are folded.
+//   - The schedules topic is read whole (it holds one live record per schedule), or from s.SchedulesFrom, and
+//     only the records keyed by s.Schedule are folded.
 //   - Of each pool's work topic (see Scope.Pool), only the partitions that can hold the schedule's ticks are
 //     fetched: tick.Partition of each shard, as the leader, a trigger and a backfill all place them; of its
 //     results topic, the same partitions modulo its partition count, where the workers write their ledger. The
@@ -80,7 +85,7 @@ func readSchedule(ctx context.Context, opts []kgo.Opt, names kafka.Names, s Scop
 		if string(rec.Key) == name {
 			r.schedule(rec)
 		}
-	}, span{})
+	}, span{from: s.SchedulesFrom})
 	if err != nil {
 		return nil, err
 	}

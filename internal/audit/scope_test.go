@@ -269,6 +269,23 @@ func TestReadScheduleIsReadSince(t *testing.T) {
 	if len(scoped.Definitions) != 1 || scoped.Definitions[alpha] == nil {
 		t.Errorf("scoped log keeps the definitions of %v, want %s's only", slices.Collect(maps.Keys(scoped.Definitions)), alpha)
 	}
+
+	// From alpha's newest version on (a catalog's offset): that version alone, marked partial (the slots before
+	// it are not derived, as after a compaction).
+	var later *Definition // a schedule whose newest version is not the topic's first record
+	for _, d := range full.Definitions {
+		if n := len(d.Versions); n > 0 && d.Versions[n-1].Offset > 0 && (later == nil || d.Name < later.Name) {
+			later = d
+		}
+	}
+	newest := later.Versions[len(later.Versions)-1].Offset
+	tail, err := ReadSchedule(b.ctx, b.opts, b.names, Scope{Schedule: later.Name, Since: since, SchedulesFrom: newest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if td := tail.Definitions[later.Name]; td == nil || len(td.Versions) != 1 || td.Versions[0].Offset != newest || !td.Partial {
+		t.Errorf("%s read from offset %d: %+v, want its version alone, partial", later.Name, newest, td)
+	}
 }
 
 // TestReadScheduleFetchesItsPartitions: ReadSchedule fetches no record of a work or results partition the

@@ -194,6 +194,11 @@ func (c *Console) readDetail(ctx context.Context, e store.Entry, name string) *d
 	from := now.Add(-detailHistory)
 	scope := audit.Scope{Schedule: name, Pool: e.Schedule.Pool(), Shards: e.Schedule.Shards(), Since: from.Add(-10 * time.Minute),
 		MaxPerPartition: c.cfg.DetailRecords}
+	if s := c.snap.Load(); s != nil && s.large {
+		// The schedules topic from the schedule's newest record (its offset from the catalog), not its ten
+		// million others: its slots before that record's time are not derived, as after a compaction.
+		scope.SchedulesFrom = e.Version
+	}
 	l, err := audit.ReadSchedule(ctx, c.opts, c.cfg.Names, scope)
 	if err != nil {
 		d.err = err

@@ -530,8 +530,6 @@ type span struct {
 	// read it starts later than since (or than its start) is marked cut, and covers only from its first
 	// record read.
 	max int64
-	// from, when positive, starts each partition there at the earliest: what lies before is a gap.
-	from int64
 }
 
 // readTopic reads every partition of topic (those sp allows) from its start (or as sp says) to its last stable
@@ -653,9 +651,6 @@ func planPartition(topic string, o kadm.ListedOffset, offs topicOffsets, sp span
 		// The window holds more than max records: the newest max are read, and the partition covers only
 		// from the first of them (coverage).
 		r.start, r.from, r.cut = r.end-sp.max, time.Time{}, true
-	}
-	if sp.from > r.start {
-		r.start = min(sp.from, r.end)
 	}
 	if r.start > 0 {
 		r.gaps = append(r.gaps, gap{0, r.start})

@@ -33,11 +33,11 @@ type Scope struct {
 	// the read whatever the window holds. A partition it cuts short of Since is covered only from its first
 	// record read, and Log.Truncated is set.
 	MaxPerPartition int64
-	// SchedulesFrom, when positive, starts the schedules topic there rather than at its start: the offset of
-	// the schedule's newest record, known by whoever asks (a catalog), makes the read of a topic of ten million
-	// records one of its tail. The versions before it are then unknown, as compacted ones are: the slots before
-	// it are not derived (Definition.Partial).
-	SchedulesFrom int64
+	// Latest, when set, is the schedule's newest record, known by whoever asks (a catalog that follows the
+	// schedules topic): the topic is then not read, which at ten million records is most of the cost. The
+	// versions before it are unknown, as compacted ones are: the slots before it are not derived
+	// (Definition.Partial).
+	Latest *Version
 }
 
 // maxLead is the longest lead a ticker takes (--lead, dispatch.MaxLead): a tick is emitted at most this long
@@ -47,8 +47,8 @@ const maxLead = 5 * time.Minute
 // ReadSchedule is ReadSince of one schedule: what a page about it shows, at a cost bounded by that schedule's
 // records, not by the namespace's.
 //
-//   - The schedules topic is read whole (it holds one live record per schedule), or from s.SchedulesFrom, and
-//     only the records keyed by s.Schedule are folded.
+//   - The schedules topic is read whole (it holds one live record per schedule), and only the records keyed by
+//     s.Schedule are folded; or, with s.Latest, not at all.
 //   - Of each pool's work topic (see Scope.Pool), only the partitions that can hold the schedule's ticks are
 //     fetched: tick.Partition of each shard, as the leader, a trigger and a backfill all place them; of its
 //     results topic, the same partitions modulo its partition count, where the workers write their ledger. The
@@ -80,17 +80,22 @@ func readSchedule(ctx context.Context, opts []kgo.Opt, names kafka.Names, s Scop
 	}
 	name := s.Schedule
 	r.only, r.prefix = func(s string) bool { return s == name }, name+"@"
-	parts, err := readTopic(ctx, opts, names.Schedules, func(rec *kgo.Record) {
-		r.seen(rec)
-		if string(rec.Key) == name {
-			r.schedule(rec)
+	if v := s.Latest; v != nil {
+		r.l.AddVersion(name, v.Offset, v.At, v.Schedule)
+		r.l.scheduleGaps = []gap{{0, v.Offset}} // the versions before it are not read
+	} else {
+		parts, err := readTopic(ctx, opts, names.Schedules, func(rec *kgo.Record) {
+			r.seen(rec)
+			if string(rec.Key) == name {
+				r.schedule(rec)
+			}
+		}, span{})
+		if err != nil {
+			return nil, err
 		}
-	}, span{from: s.SchedulesFrom})
-	if err != nil {
-		return nil, err
-	}
-	if p := parts[0]; p != nil {
-		r.l.scheduleGaps = p.gaps // of every key: a version of this one may be in any gap
+		if p := parts[0]; p != nil {
+			r.l.scheduleGaps = p.gaps // of every key: a version of this one may be in any gap
+		}
 	}
 	if err := r.readCalendars(ctx, opts, names); err != nil {
 		return nil, err

@@ -270,8 +270,8 @@ func TestReadScheduleIsReadSince(t *testing.T) {
 		t.Errorf("scoped log keeps the definitions of %v, want %s's only", slices.Collect(maps.Keys(scoped.Definitions)), alpha)
 	}
 
-	// From alpha's newest version on (a catalog's offset): that version alone, marked partial (the slots before
-	// it are not derived, as after a compaction).
+	// Given a schedule's newest version (a catalog's): that version alone, marked partial (the slots before it
+	// are not derived, as after a compaction), and the same ticks.
 	var later *Definition // a schedule whose newest version is not the topic's first record
 	for _, d := range full.Definitions {
 		if n := len(d.Versions); n > 0 && d.Versions[n-1].Offset > 0 && (later == nil || d.Name < later.Name) {
@@ -279,12 +279,20 @@ func TestReadScheduleIsReadSince(t *testing.T) {
 		}
 	}
 	newest := later.Versions[len(later.Versions)-1].Offset
-	tail, err := ReadSchedule(b.ctx, b.opts, b.names, Scope{Schedule: later.Name, Since: since, SchedulesFrom: newest})
+	v := later.Versions[len(later.Versions)-1]
+	tail, err := ReadSchedule(b.ctx, b.opts, b.names, Scope{Schedule: later.Name, Since: since, Latest: &v})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if td := tail.Definitions[later.Name]; td == nil || len(td.Versions) != 1 || td.Versions[0].Offset != newest || !td.Partial {
-		t.Errorf("%s read from offset %d: %+v, want its version alone, partial", later.Name, newest, td)
+		t.Errorf("%s given its version at offset %d: %+v, want it alone, partial", later.Name, newest, td)
+	}
+	whole, err := ReadSchedule(b.ctx, b.opts, b.names, Scope{Schedule: later.Name, Since: since})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tail.Ticks) != len(whole.Ticks) {
+		t.Errorf("%s: %d ticks given its version, %d read whole", later.Name, len(tail.Ticks), len(whole.Ticks))
 	}
 }
 

@@ -195,9 +195,9 @@ func (c *Console) readDetail(ctx context.Context, e store.Entry, name string) *d
 	scope := audit.Scope{Schedule: name, Pool: e.Schedule.Pool(), Shards: e.Schedule.Shards(), Since: from.Add(-10 * time.Minute),
 		MaxPerPartition: c.cfg.DetailRecords}
 	if s := c.snap.Load(); s != nil && s.large {
-		// The schedules topic from the schedule's newest record (its offset from the catalog), not its ten
-		// million others: its slots before that record's time are not derived, as after a compaction.
-		scope.SchedulesFrom = e.Version
+		// The schedule's newest record, read by its offset from the catalog, rather than the schedules topic's
+		// ten million records: its slots before that record's time are not derived, as after a compaction.
+		scope.Latest = &audit.Version{Offset: e.Version, At: e.UpdatedAt, Schedule: e.Schedule}
 	}
 	l, err := audit.ReadSchedule(ctx, c.opts, c.cfg.Names, scope)
 	if err != nil {

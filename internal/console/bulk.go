@@ -25,8 +25,21 @@ import (
 // deleted since the preview is reported as gone, one already in the wanted state as unchanged, and a failed
 // write does not stop the others.
 
-// maxBulk is the most schedules one bulk action takes (a page of the list).
-const maxBulk = 100
+// maxBulk is the most schedules one bulk action takes (a page of the list); maxBulkLarge in catalog mode, where
+// each write reads the schedules topic through (about 3 s at ten million), so that the writes end within the
+// server's write timeout.
+const (
+	maxBulk      = 100
+	maxBulkLarge = 20
+)
+
+// bulkLimit is the most schedules a bulk action takes on snapshot s.
+func bulkLimit(s *snapshot) int {
+	if s != nil && s.large {
+		return maxBulkLarge
+	}
+	return maxBulk
+}
 
 // maxBulkForm bounds a bulk form's body: maxBulk names of the longest, and the rest of the form.
 const maxBulkForm = maxForm + maxBulk*(len("&name=")+schedule.MaxNameLen)
@@ -179,15 +192,15 @@ func (c *Console) checkNames(req *bulkRequest, s *snapshot, p Principal) error {
 			if !catalogState(req.state) {
 				return badInput{fmt.Sprintf("State %q: a namespace this large is searched by name, active or paused.", req.state)}
 			}
-			match = c.catalogMatching(p, req.query, req.state, maxBulk)
+			match = c.catalogMatching(p, req.query, req.state, bulkLimit(s))
 		} else {
 			match, _ = matching(s.rep, p, req.query, req.state)
 		}
 		switch {
 		case len(match) == 0:
 			return badInput{fmt.Sprintf("The search (%s) matches no schedule: nothing to do.", searchText(req.query, req.state))}
-		case len(match) > maxBulk:
-			return badInput{fmt.Sprintf("The search (%s) matches %s schedules; a bulk action takes at most %d: narrow the search.", searchText(req.query, req.state), matchedText(match, s.large), maxBulk)}
+		case len(match) > bulkLimit(s):
+			return badInput{fmt.Sprintf("The search (%s) matches %s schedules; a bulk action takes at most %d: narrow the search.", searchText(req.query, req.state), matchedText(match, s), bulkLimit(s))}
 		}
 		req.names = nil
 		for _, sc := range match {
@@ -199,8 +212,8 @@ func (c *Console) checkNames(req *bulkRequest, s *snapshot, p Principal) error {
 	switch {
 	case len(names) == 0:
 		return badInput{"The selection matches no schedule: select one or more, or choose every schedule matching the search."}
-	case len(names) > maxBulk:
-		return badInput{fmt.Sprintf("%d schedules are selected; a bulk action takes at most %d.", len(names), maxBulk)}
+	case len(names) > bulkLimit(s):
+		return badInput{fmt.Sprintf("%d schedules are selected; a bulk action takes at most %d.", len(names), bulkLimit(s))}
 	}
 	for _, n := range names {
 		_, _, ok, _ := c.find(context.Background(), s, n, false)
@@ -213,9 +226,9 @@ func (c *Console) checkNames(req *bulkRequest, s *snapshot, p Principal) error {
 }
 
 // matchedText is how many schedules match a search: more than a bulk action takes, in catalog mode.
-func matchedText(match []status.Schedule, large bool) string {
-	if large {
-		return fmt.Sprintf("more than %d", maxBulk)
+func matchedText(match []status.Schedule, s *snapshot) string {
+	if s.large {
+		return fmt.Sprintf("more than %d", bulkLimit(s))
 	}
 	return fmt.Sprint(len(match))
 }

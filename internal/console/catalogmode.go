@@ -169,7 +169,7 @@ func (c *Console) catalogList(w http.ResponseWriter, r *http.Request, pr Princip
 	}
 	refresh := c.refreshSeconds()
 	if c.cfg.Actions && info(r).authed && pr.Role >= Operator {
-		l.Acting, l.CSRF = true, c.csrfToken(pr.Name)
+		l.Acting, l.CSRF, l.BulkMax = true, c.csrfToken(pr.Name), bulkLimit(s)
 		refresh = 0
 	}
 	c.render(w, r, code, "schedules", view{Title: "Schedules", Page: "schedules", User: userOf(r), Refresh: refresh, Data: l})

@@ -117,7 +117,7 @@ func TestCatalogMode(t *testing.T) {
 	if code != 200 || !strings.Contains(body, `<tr class="change" data-schedule="team-b-001">`) || !strings.Contains(body, `<tr class="unchanged" data-schedule="team-b-007">`) {
 		t.Fatalf("bulk preview: %d\n%s", code, body)
 	}
-	if code, body = postBulk(t, con, srv, "alice", url.Values{"action": {"pause"}, "reason": {"r"}, "scope": {"search"}, "q": {"team"}}); code != 400 || !strings.Contains(body, "more than 100") {
+	if code, body = postBulk(t, con, srv, "alice", url.Values{"action": {"pause"}, "reason": {"r"}, "scope": {"search"}, "q": {"team"}}); code != 400 || !strings.Contains(body, "more than 20") {
 		t.Fatalf("a bulk search of 150: %d\n%s", code, body)
 	}
 	code, body = postBulk(t, con, srv, "ann", url.Values{"action": {"resume"}, "scope": {"selected"}, "name": {"team-b-007"}})

@@ -251,6 +251,7 @@ type scheduleList struct {
 	Catalog bool
 	Note    string // what the page could not read
 	Cut     string // the search stopped before the page was full (catalog.Page.Cut)
+	BulkMax int    // the most schedules a bulk action takes
 }
 
 var listStates = []stateOption{{"", "all", false}, {"active", "active", false}, {"paused", "paused", false},
@@ -323,7 +324,7 @@ func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request, pr Princ
 	}
 	refresh := c.refreshSeconds()
 	if c.cfg.Actions && info(r).authed && pr.Role >= Operator {
-		l.Acting, l.CSRF = true, c.csrfToken(pr.Name)
+		l.Acting, l.CSRF, l.BulkMax = true, c.csrfToken(pr.Name), bulkLimit(s)
 		refresh = 0 // a refresh would wipe a selection being made
 	}
 	c.render(w, r, http.StatusOK, "schedules", view{Title: "Schedules", Page: "schedules", User: userOf(r), Refresh: refresh, Data: l})

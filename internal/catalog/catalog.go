@@ -46,7 +46,7 @@ type Record struct {
 // entry is an Item in 24 bytes. Its name lives in the index's arena.
 type entry struct {
 	offset int64  // the newest valid record's offset, -1 when the name never had one
-	name   uint32 // where the name starts in the arena
+	name   uint32 // the name's reference in the arena (nameArena.add)
 	until  uint32 // the pause's end in Unix seconds (0: none)
 	nlen   uint8  // the name's length (at most schedule.MaxNameLen)
 	flags  uint8
@@ -63,10 +63,10 @@ const (
 type Index struct {
 	mu      sync.RWMutex
 	seed    maphash.Seed
-	arena   []byte   // every name ever added, back to back
-	entries []entry  // by entry number; deleted names keep theirs (flagLive off) and get it back if added again
-	slots   []uint32 // open addressing: entry number + 1, 0 empty; len a power of two
-	pools   []string // pool names by index; pools[0] is ""
+	arena   nameArena // every name ever added (blocks.go)
+	entries entries   // by entry number; deleted names keep theirs (flagLive off) and get it back if added again
+	slots   []uint32  // open addressing: entry number + 1, 0 empty; len a power of two
+	pools   []string  // pool names by index; pools[0] is ""
 	poolIdx map[string]uint16
 	order   order // the entries sorted by name (order.go)
 	live    int   // names with a schedule
@@ -82,13 +82,13 @@ func NewIndex(n int) *Index {
 		size *= 2
 	}
 	return &Index{seed: maphash.MakeSeed(), slots: make([]uint32, size), pools: []string{""},
-		poolIdx: map[string]uint16{"": 0}, entries: make([]entry, 0, n), last: -1}
+		poolIdx: map[string]uint16{"": 0}, last: -1}
 }
 
 // nameOf returns entry i's name, in place (it must not be kept past the lock).
 func (x *Index) nameOf(i uint32) []byte {
-	e := &x.entries[i]
-	return x.arena[e.name : e.name+uint32(e.nlen)]
+	e := x.entries.at(i)
+	return x.arena.get(e.name, e.nlen)
 }
 
 // find returns the entry number of name and the slot it sits in, or ok false and the empty slot where it would.
@@ -156,23 +156,21 @@ func (x *Index) applyLocked(r *Record) {
 		if r.Gone {
 			return // a deletion of a name never seen
 		}
-		if len(x.arena)+len(name) > maxArena {
+		if !x.arena.room(len(name)) || x.arena.size+len(name) > maxArena {
 			x.compactLocked() // the names of deleted schedules make room
-			if len(x.arena)+len(name) > maxArena {
+			if !x.arena.room(len(name)) || x.arena.size+len(name) > maxArena {
 				return // four gigabytes of live names: none more is listed
 			}
 			_, slot, _ = x.find(name)
 		}
-		i = uint32(len(x.entries))
-		x.entries = append(x.entries, entry{offset: -1, name: uint32(len(x.arena)), nlen: uint8(len(name))})
-		x.arena = append(x.arena, name...)
+		i = x.entries.add(entry{offset: -1, name: x.arena.add(name), nlen: uint8(len(name))})
 		x.slots[slot] = i + 1
-		if len(x.entries)*4 > len(x.slots)*3 {
+		if x.entries.n*4 > len(x.slots)*3 {
 			x.grow()
 		}
 		x.order.added(x, i)
 	}
-	e := &x.entries[i]
+	e := x.entries.at(i)
 	x.count(e, -1)
 	switch {
 	case r.Gone:
@@ -191,29 +189,30 @@ func (x *Index) applyLocked(r *Record) {
 	x.count(e, 1)
 }
 
-// maxArena bounds the arena: an entry finds its name by a 32-bit offset.
-var maxArena = math.MaxUint32
+// maxArena bounds the bytes of names the arena holds (a test's own: nameArena.room is the real bound).
+var maxArena = math.MaxInt
 
 // compactLocked rebuilds the index from its live entries: the names of deleted schedules, kept so far in case
 // they came back, are dropped.
 func (x *Index) compactLocked() {
 	old, oldArena := x.entries, x.arena
-	x.entries, x.arena = make([]entry, 0, x.live), make([]byte, 0, len(oldArena)/2)
+	x.entries, x.arena = entries{}, nameArena{}
 	x.slots = make([]uint32, len(x.slots))
 	settled := x.order.settled
 	x.order = order{}
-	for _, e := range old {
-		if e.flags&flagLive == 0 {
-			continue
+	for b, block := range old.blocks {
+		for j := range block[:min(entryBlock, old.n-b*entryBlock)] {
+			e := block[j]
+			if e.flags&flagLive == 0 {
+				continue
+			}
+			name := oldArena.get(e.name, e.nlen)
+			_, slot, _ := x.find(name)
+			e.name = x.arena.add(name)
+			i := x.entries.add(e)
+			x.slots[slot] = i + 1
+			x.order.fresh = append(x.order.fresh, i)
 		}
-		name := oldArena[e.name : e.name+uint32(e.nlen)]
-		_, slot, _ := x.find(name)
-		i := uint32(len(x.entries))
-		e.name = uint32(len(x.arena))
-		x.entries = append(x.entries, e)
-		x.arena = append(x.arena, name...)
-		x.slots[slot] = i + 1
-		x.order.fresh = append(x.order.fresh, i)
 	}
 	if settled {
 		x.settleLocked()
@@ -236,7 +235,7 @@ func (x *Index) count(e *entry, d int) {
 
 // item returns entry i as an Item.
 func (x *Index) item(i uint32) Item {
-	e := &x.entries[i]
+	e := x.entries.at(i)
 	it := Item{Name: string(x.nameOf(i)), Pool: x.pools[e.pool], Paused: e.flags&flagPaused != 0,
 		Broken: e.flags&flagBroken != 0, Valid: e.offset >= 0, Offset: e.offset}
 	if e.until != 0 {
@@ -250,7 +249,7 @@ func (x *Index) Get(name string) (Item, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	i, _, ok := x.find([]byte(name))
-	if !ok || x.entries[i].flags&flagLive == 0 {
+	if !ok || x.entries.at(i).flags&flagLive == 0 {
 		return Item{}, false
 	}
 	return x.item(i), true

@@ -242,8 +242,8 @@ func TestIndexDropsDeletedNamesWhenFull(t *testing.T) {
 	if c := x.Counts(); c.Schedules != 44 || c.Paused != 2 {
 		t.Fatalf("counts %+v, want 44 schedules, 2 paused", c)
 	}
-	if len(x.arena) > maxArena || len(x.entries) != 44 {
-		t.Fatalf("arena %d bytes, %d entries: the deleted names were not dropped", len(x.arena), len(x.entries))
+	if x.arena.size > maxArena || x.entries.n != 44 {
+		t.Fatalf("arena %d bytes, %d entries: the deleted names were not dropped", x.arena.size, x.entries.n)
 	}
 	p := x.Page(Query{Limit: 1000})
 	if len(p.Items) != 44 || p.Items[0].Name != "new-0000" || p.Items[43].Name != "old-0063" {

@@ -171,7 +171,7 @@ func (x *Index) matcher(q Query) func(uint32) bool {
 	pool, poolKnown := x.poolIdx[q.Pool]
 	now := uint32(max(q.Now.Unix(), 0))
 	return func(i uint32) bool {
-		e := &x.entries[i]
+		e := x.entries.at(i)
 		if e.flags&flagLive == 0 {
 			return false
 		}
@@ -211,7 +211,7 @@ func (x *Index) Count(prefix string) int {
 			if !bytes.HasPrefix(x.nameOf(i), p) {
 				break
 			}
-			if x.entries[i].flags&flagLive != 0 {
+			if x.entries.at(i).flags&flagLive != 0 {
 				n++
 			}
 		}

@@ -109,7 +109,7 @@ func runConsoleBench(ctx context.Context, args []string, _ func(string) string, 
 		if err != nil {
 			return fmt.Errorf("ticker %s: %w", strings.Join(args, " "), err)
 		}
-		fmt.Fprintf(stdout, "ticker %-36s %.1fs, peak RSS %d MiB\n", strings.Join(args, " "), took.Seconds(), rss>>20)
+		fmt.Fprintf(stdout, "ticker %-36s %.2fs, peak RSS %d MiB\n", strings.Join(args, " "), took.Seconds(), rss>>20)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ included, are open to whoever reaches --listen. The console answers only request
 host and the --allowed-host names (421 otherwise), and refuses forms posted from another site.
 
 A namespace of more than --catalog-above schedules is not read whole every --refresh: the console keeps a
-compact catalog of its names (about 60 bytes each), the list pages through them by name (search, active,
+compact catalog of its names (about 52 bytes each), the list pages through them by name (search, active,
 paused) with each row's definition read from the topic, without each schedule's last run and missed slots, and
 each schedule's page reads its own definition and runs as before.`
 

@@ -1,9 +1,9 @@
 // Package catalog keeps a compact index of a namespace's schedules: for each name, its pool, whether it is
 // paused, whether its newest record is broken, and where that record lies in the schedules topic. It is what a
-// page of a list needs to find its rows among ten million schedules, in about 60 bytes a schedule (the names
+// page of a list needs to find its rows among ten million schedules, in about 52 bytes a schedule (the names
 // themselves, an entry of 24 bytes, a slot of the hash table and of the sorted order), where a decoded
 // definition costs about 650 (internal/store) and a console's row several kilobytes. A page reads its rows'
-// definitions from the topic by offset (Reader), so what it costs grows with the page, not with the namespace.
+// definitions from the topic by offset (Definitions), so what it costs grows with the page, not with the namespace.
 //
 // Index is the data structure, safe for concurrent use; Follower keeps one up to date from the topic.
 package catalog

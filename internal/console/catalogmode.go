@@ -18,7 +18,7 @@ import (
 
 // Catalog mode: a namespace of more than Config.CatalogAbove schedules is not read whole every refresh. The
 // refresher reads the fleet only (status.Options.FleetOnly), the schedules are the catalog's (a Follower keeps it,
-// about 56 bytes a schedule), the list pages through names and reads its rows' definitions from the schedules
+// about 52 bytes a schedule), the list pages through names and reads its rows' definitions from the schedules
 // topic by offset, and a schedule's page reads its own definition the same way before its runs (as in the
 // other mode). What the list cannot show at that size: each row's last run and missed slots (the "missed" and
 // "late" states), and a schedule's followers.

@@ -158,15 +158,7 @@ func TestCollectLimits(t *testing.T) {
 		}
 	}
 
-	// The fleet only: the same running and waiting, from the ticks' own records; the schedules not counted.
-	fleet, err := Collect(b.ctx, b.opts, b.names, "st", Options{Now: now, FleetOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(fleet.Limits, func(l Limit) bool { return l.Name == "stripe" })
-	if l := fleet.Limits[max(i, 0)]; i < 0 || l.Schedules != nil || deref(l.Running) != 1 || deref(l.Waiting) != 1 {
-		t.Errorf("stripe in the fleet-only report (%d): %+v, want its schedules not counted, 1 running, 1 waiting", i, fleet.Limits)
-	}
+	checkFleetLimits(t, b, now)
 
 	// One schedule: its limit alone, not counted (only that schedule's records are read).
 	rep, err = Collect(b.ctx, b.opts, b.names, "st", Options{Schedule: "pay-b", Now: now})
@@ -200,5 +192,19 @@ func TestCollectWithoutLimits(t *testing.T) {
 	Print(&out, rep)
 	if strings.Contains(out.String(), "LIMIT") {
 		t.Errorf("a namespace without limits prints them:\n%s", out.String())
+	}
+}
+
+// checkFleetLimits checks the limits of TestCollectLimits's fleet-only report: the same running and waiting,
+// from the ticks' own records, and the schedules naming stripe not counted.
+func checkFleetLimits(t *testing.T, b *bundle, now time.Time) {
+	t.Helper()
+	fleet, err := Collect(b.ctx, b.opts, b.names, "st", Options{Now: now, FleetOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(fleet.Limits, func(l Limit) bool { return l.Name == "stripe" })
+	if l := fleet.Limits[max(i, 0)]; i < 0 || l.Schedules != nil || deref(l.Running) != 1 || deref(l.Waiting) != 1 {
+		t.Errorf("stripe in the fleet-only report (%d): %+v, want its schedules not counted, 1 running, 1 waiting", i, fleet.Limits)
 	}
 }

@@ -234,22 +234,7 @@ func TestCollectRuns(t *testing.T) {
 		}
 	}
 
-	// FleetOnly: the same read without the schedules: no rows, the timeline from the same runs.
-	fleet, err := Collect(b.ctx, b.opts, b.names, "st", Options{Now: now, Window: time.Hour, Grace: time.Minute, FleetOnly: true, Timeline: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(fleet.Schedules) != 0 || fleet.Entries != nil || len(fleet.Pools) != len(rep.Pools) || len(fleet.Timeline) == 0 {
-		t.Errorf("fleet-only report: %d schedules, entries %v, %d pools (want %d), %d timelines", len(fleet.Schedules), fleet.Entries != nil, len(fleet.Pools), len(rep.Pools), len(fleet.Timeline))
-	}
-	out.Reset()
-	Print(&out, fleet)
-	if !strings.Contains(out.String(), "schedules  not read (--fleet)") || strings.Contains(out.String(), "SCHEDULE\t") || strings.Contains(out.String(), "scan") {
-		t.Errorf("printed fleet-only report:\n%s", out.String())
-	}
-	if _, err := Collect(b.ctx, b.opts, b.names, "st", Options{FleetOnly: true, Schedule: "scan"}); err == nil {
-		t.Error("a fleet-only report on one schedule was made")
-	}
+	checkFleetOnly(t, b, now, rep)
 
 	// --late 5s: scan (missed slots) alone; fine started on time and daily is paused.
 	o1.Late = 5 * time.Second
@@ -290,6 +275,27 @@ func TestCollectRuns(t *testing.T) {
 	}
 	if _, err := Collect(b.ctx, b.opts, b.names, "st", Options{Schedule: "nope"}); !errors.Is(err, ErrUnknownSchedule) {
 		t.Errorf("an unknown schedule: err = %v, want ErrUnknownSchedule", err)
+	}
+}
+
+// checkFleetOnly checks the fleet-only report of TestCollectRuns's namespace against rep, the full one: no rows,
+// the same pools, the timeline from the same runs, printed without the table of schedules.
+func checkFleetOnly(t *testing.T, b *bundle, now time.Time, rep *Report) {
+	t.Helper()
+	fleet, err := Collect(b.ctx, b.opts, b.names, "st", Options{Now: now, Window: time.Hour, Grace: time.Minute, FleetOnly: true, Timeline: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fleet.Schedules) != 0 || fleet.Entries != nil || len(fleet.Pools) != len(rep.Pools) || len(fleet.Timeline) == 0 {
+		t.Errorf("fleet-only report: %d schedules, entries %v, %d pools (want %d), %d timelines", len(fleet.Schedules), fleet.Entries != nil, len(fleet.Pools), len(rep.Pools), len(fleet.Timeline))
+	}
+	var out bytes.Buffer
+	Print(&out, fleet)
+	if !strings.Contains(out.String(), "schedules  not read (--fleet)") || strings.Contains(out.String(), "SCHEDULE\t") || strings.Contains(out.String(), "scan") {
+		t.Errorf("printed fleet-only report:\n%s", out.String())
+	}
+	if _, err := Collect(b.ctx, b.opts, b.names, "st", Options{FleetOnly: true, Schedule: "scan"}); err == nil {
+		t.Error("a fleet-only report on one schedule was made")
 	}
 }
 

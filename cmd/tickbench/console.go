@@ -85,7 +85,7 @@ func runConsoleBench(ctx context.Context, args []string, _ func(string) string, 
 	for _, pg := range []struct{ what, path string }{
 		{"list, first page", "/schedules"},
 		{"list, the middle", "/schedules?after=" + name(o.n/2) + "&page=" + strconv.Itoa(o.n/200)},
-		{"search, 10 matches", "/schedules?q=" + url.QueryEscape(name(o.n/10)[:11])},
+		{"search, 10 matches", "/schedules?q=" + url.QueryEscape(name(o.n / 10)[:11])},
 		{"search, none", "/schedules?q=nosuch"},
 		{"paused (none)", "/schedules?state=paused"},
 		{"fleet", "/"},

@@ -108,7 +108,7 @@ func catalogQuery(pr Principal, query, state, after string, limit int, now time.
 	return catalog.Query{Prefix: pr.Prefix, Contains: strings.ToLower(query), State: state, After: after, Limit: limit, Now: now}
 }
 
-// catalogStates are the states the list can show in catalog mode.
+// catalogState reports whether state is one the list can show in catalog mode.
 func catalogState(state string) bool { return state == "" || state == "active" || state == "paused" }
 
 // catalogList is the schedules list in catalog mode: a page of names after the after parameter, each row with

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tickgroup/tickgroup/internal/schedule"
+	"github.com/tickgroup/tickgroup/internal/store"
 )
 
 // Follower keeps an Index up to date with a schedules topic: it reads the topic from its start (or from after
@@ -84,6 +84,7 @@ func (f *Follower) follow(ctx context.Context) error {
 		}
 		end = lo.Offset
 		if from >= end {
+			end = -1
 			f.markLoaded(0)
 		}
 	}
@@ -166,25 +167,22 @@ func decodeAll(raw []*kgo.Record, out []Record) []Record {
 	return out
 }
 
-// decode takes from r what the index keeps. A record whose definition does not decode, does not compile, or
-// names another schedule than its key is invalid, as the leader and the replicas judge it (internal/store).
+// decode takes from r what the index keeps. A record whose definition the leader and the replicas would refuse
+// (store.Decode) is invalid.
 func decode(r *kgo.Record) Record {
 	out := Record{Name: string(r.Key), Offset: r.Offset}
 	if r.Value == nil {
 		out.Gone = true
 		return out
 	}
-	spec, err := schedule.Decode(r.Value)
-	if err == nil && spec.Name == out.Name {
-		_, err = spec.Compile()
-	}
-	if err != nil || spec.Name != out.Name {
+	sched, err := store.Decode(r)
+	if err != nil {
 		out.Invalid = true
 		return out
 	}
-	out.Pool, out.Paused = spec.Pool, spec.Paused
-	if spec.PausedUntil != nil {
-		out.Until = *spec.PausedUntil
+	out.Pool, out.Paused = sched.Pool(), sched.Pausing()
+	if u := sched.PausedUntil(); u != nil {
+		out.Until = *u
 	}
 	return out
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tickgroup/tickgroup/internal/schedule"
 	"github.com/tickgroup/tickgroup/internal/store"
 )
 
@@ -35,18 +34,9 @@ func Definitions(ctx context.Context, opts []kgo.Opt, topic string, items []Item
 		return nil, err
 	}
 	for _, r := range recs {
-		if r.Value == nil {
-			continue
+		if sched, err := store.Decode(r); err == nil && sched != nil {
+			out[sched.Name()] = store.Entry{Schedule: sched, Version: r.Offset, UpdatedAt: r.Timestamp}
 		}
-		spec, err := schedule.Decode(r.Value)
-		if err != nil || spec.Name != string(r.Key) {
-			continue
-		}
-		sched, err := spec.Compile()
-		if err != nil {
-			continue
-		}
-		out[spec.Name] = store.Entry{Schedule: sched, Version: r.Offset, UpdatedAt: r.Timestamp}
 	}
 	return out, nil
 }

@@ -192,7 +192,7 @@ func (c *Console) checkNames(req *bulkRequest, s *snapshot, p Principal) error {
 			if !catalogState(req.state) {
 				return badInput{fmt.Sprintf("State %q: a namespace this large is searched by name, active or paused.", req.state)}
 			}
-			match = c.catalogMatching(p, req.query, req.state, bulkLimit(s))
+			match = c.catalogMatching(s, p, req.query, req.state, bulkLimit(s))
 		} else {
 			match, _ = matching(s.rep, p, req.query, req.state)
 		}

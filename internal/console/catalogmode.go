@@ -177,8 +177,7 @@ func (c *Console) catalogList(w http.ResponseWriter, r *http.Request, pr Princip
 
 // catalogMatching is matching in catalog mode: at most limit+1 schedules (a bulk action needs to know only
 // that there are more than it takes).
-func (c *Console) catalogMatching(pr Principal, query, state string, limit int) []status.Schedule {
-	s := c.snap.Load()
+func (c *Console) catalogMatching(s *snapshot, pr Principal, query, state string, limit int) []status.Schedule {
 	now := time.Now()
 	page := c.cat.Page(catalogQuery(pr, query, state, "", limit+1, now))
 	out := make([]status.Schedule, 0, len(page.Items))

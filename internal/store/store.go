@@ -196,6 +196,14 @@ func decode(r *kgo.Record) decoded {
 	return decoded{sched: sched, err: err}
 }
 
+// Decode returns the schedule r defines, decoded and compiled as the leader and the replicas judge it: an
+// error for a definition that does not decode, does not compile, or names another schedule than its key; nil
+// and no error for a tombstone.
+func Decode(r *kgo.Record) (*schedule.Schedule, error) {
+	d := decode(r)
+	return d.sched, d.err
+}
+
 // apply folds one record in. It returns the decoding error of an invalid record: the key keeps its last valid
 // definition and is marked broken until a valid record (or the leader's repair) follows.
 func (f *fold) apply(r *kgo.Record) error { return f.applyDecoded(r, decode(r)) }

@@ -60,11 +60,13 @@ type consoleCommand struct {
 	showOutput bool
 	prefix     string
 	detail     int64
+	gc         cli.GCPercent
 	auth       *console.Auth // from --token-file and --auth-file; nil without either
 }
 
 func (c *consoleCommand) flags(fs *flag.FlagSet) string {
 	c.common.Register(fs, "127.0.0.1:9103")
+	c.gc.Register(fs)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:8080", "address of the pages (host:port)")
 	fs.DurationVar(&c.refresh, "refresh", 15*time.Second, "read the namespace again this often (the pages refresh as often)")
 	fs.BoolVar(&c.actions, "actions", false, "allow trigger, pause, resume and backfill (needs --token-file or --auth-file)")
@@ -90,6 +92,9 @@ func (c *consoleCommand) check(positional []string) error {
 	}
 	if c.catalog == 0 || c.catalog < -1 {
 		return cli.Usagef("ticker console: --catalog-above must be positive, or -1 for never")
+	}
+	if err := c.gc.Check(); err != nil {
+		return err
 	}
 	if err := c.common.Finish(); err != nil {
 		return err
@@ -133,6 +138,7 @@ func readAuth(tokenFile, authFile string) (*console.Auth, error) {
 
 func (c *consoleCommand) run(ctx context.Context, stdout, stderr io.Writer) error {
 	logger := c.common.Logger(stderr)
+	c.gc.Apply()
 	opts, err := c.common.Kafka.Opts(nil)
 	if err != nil {
 		return cli.UsageError{Err: err}

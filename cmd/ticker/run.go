@@ -228,6 +228,7 @@ type runCommand struct {
 	instance           string
 	instanceID         string
 	profiles           bool
+	gc                 cli.GCPercent
 	maxClockSkew       time.Duration
 	poolRetry          time.Duration
 }
@@ -242,6 +243,7 @@ func (c *runCommand) flags(fs *flag.FlagSet) string {
 	fs.DurationVar(&c.lead, "lead", dispatch.DefaultLead, fmt.Sprintf("commit each slot's ticks this long before the slot is due; workers hold them and start each on its instant, so a leader failover shorter than this delays no slot (0: emit when due; at most %s)", dispatch.MaxLead))
 	fs.DurationVar(&c.lagInterval, "work-lag-interval", 15*time.Second, "while leading, how often to measure the workers' lag on the work topic (tickgroup_work_lag_*)")
 	fs.DurationVar(&c.poolRetry, "pool-retry", 30*time.Second, "while leading, how long to wait before trying again to make a worker pool's topics ready when that failed (its schedules wait meanwhile, then catch up)")
+	c.gc.Register(fs)
 	fs.BoolVar(&c.profiles, "pprof", false, "also serve the Go runtime profiles (net/http/pprof) under /debug/pprof/ on the admin address")
 	fs.DurationVar(&c.maxClockSkew, "max-clock-skew", clock.DefaultMaxSkew, "largest offset of this host's clock from the broker's (measured every 10s on <ns>.clock) at which this replica may lead; beyond it, it leaves the election until the clock is back")
 	fs.StringVar(&c.instance, "instance", kafka.InstanceName("ticker"), "name of this replica in logs and in the group (client ID)")
@@ -271,6 +273,9 @@ func (c *runCommand) check(positional []string) error {
 	if c.lead < 0 || c.lead > dispatch.MaxLead {
 		return cli.Usagef("--lead %s: want a duration between 0 and %s", c.lead, dispatch.MaxLead)
 	}
+	if err := c.gc.Check(); err != nil {
+		return err
+	}
 	return checkGroupProtocol(c.groupProtocol, c.instanceID)
 }
 
@@ -291,6 +296,7 @@ func checkGroupProtocol(protocol, instanceID string) error {
 func (c *runCommand) run(ctx context.Context, _, stderr io.Writer) error {
 	logger := c.common.Logger(stderr).With("instance", c.instance)
 	logger.Debug(cli.SignalsHandled) // main handles them since before run; this is the log's first line
+	c.gc.Apply()
 	flushTraces, err := tracing.Start(ctx, "ticker", logger)
 	if err != nil {
 		return cli.UsageError{Err: err}

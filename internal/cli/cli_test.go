@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime/debug"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -146,4 +147,48 @@ func TestPublicKafka(t *testing.T) {
 		}
 	}
 	check("PublicKafka()", reflect.ValueOf(c.Kafka), reflect.ValueOf(c.PublicKafka()))
+}
+
+// --gc-percent sets the collector's target: the flag's, else GOGC's, else DefaultGCPercent. Not parallel: the
+// target is the process's.
+func TestGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	apply := func(args ...string) int {
+		t.Helper()
+		var g GCPercent
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		g.Register(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Check(); err != nil {
+			t.Fatal(err)
+		}
+		g.Apply()
+		return debug.SetGCPercent(100)
+	}
+	t.Setenv("GOGC", "")
+	if got := apply(); got != DefaultGCPercent {
+		t.Errorf("no flag, no GOGC: %d, want %d", got, DefaultGCPercent)
+	}
+	if got := apply("--gc-percent", "80"); got != 80 {
+		t.Errorf("--gc-percent 80: %d", got)
+	}
+	t.Setenv("GOGC", "200")
+	debug.SetGCPercent(200) // as the runtime read it at start
+	if got := apply(); got != 200 {
+		t.Errorf("GOGC=200 and no flag: %d, want GOGC's", got)
+	}
+	if got := apply("--gc-percent", "-1"); got != -1 {
+		t.Errorf("--gc-percent -1: %d", got)
+	}
+	var g GCPercent
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	g.Register(fs)
+	if err := fs.Parse([]string{"--gc-percent", "-2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Check(); err == nil {
+		t.Error("--gc-percent -2 accepted")
+	}
 }

@@ -10,8 +10,8 @@ import (
 // DefaultGCPercent is the collector's target of the long-running commands that hold a namespace in memory
 // (ticker run, ticker console): their live heap is almost all of it the schedules they hold, kept for hours, so
 // the Go default of 100 (a heap that grows to twice the live one before a collection) doubles what they cost.
-// At 50 a replica of a 3,000,000-schedule fleet peaked at 1,251 MiB where it peaked at 1,510 MiB, with its
-// takeovers no slower (docs/benchmarks.md, "A fleet: 3,000,000 schedules").
+// At 50 the replicas of a 3,000,000-schedule fleet peaked at 1,243-1,292 MiB after a takeover where they peaked
+// at 1,477-1,510 MiB, their takeovers no slower (docs/benchmarks.md, "A fleet: 3,000,000 schedules").
 const DefaultGCPercent = 50
 
 // GCPercent is the --gc-percent flag: the Go collector's GOGC for this process.

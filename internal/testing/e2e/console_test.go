@@ -72,16 +72,33 @@ func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// value runs a, which returns a value, failing the test on an error (within 30 s).
+// value runs a, which returns a value, failing the test on an error (within 30 s). A read that a page's own
+// reload cut short (the console's pages refresh themselves every --refresh: the node read or the script's context
+// is gone) is run again on the reloaded page.
 func value[T any](b *browser, what string, a chromedp.Action[T]) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(ctx, a)
-	if err != nil {
-		b.t.Fatalf("browser, %s: %v", what, err)
+	for {
+		v, err := chromedp.Run(ctx, a)
+		if err == nil {
+			return v
+		}
+		if !reloaded(err) || ctx.Err() != nil {
+			b.t.Fatalf("browser, %s: %v", what, err)
+		}
 	}
-	return v
+}
+
+// reloaded reports whether err is Chromium's answer to a read of a page that reloaded meanwhile.
+func reloaded(err error) bool {
+	for _, s := range []string{"No node with given id", "Could not find node with given id", "Execution context was destroyed",
+		"Cannot find context with specified id", "Inspected target navigated or closed"} {
+		if strings.Contains(err.Error(), s) {
+			return true
+		}
+	}
+	return false
 }
 
 // tryValue runs a, which returns a value; an error (the page navigating away meanwhile) is returned, for a

@@ -62,13 +62,20 @@ func newBrowser(t *testing.T, path string) *browser {
 	return &browser{t: t, ctx: ctx}
 }
 
-// do runs steps, failing the test on an error (within 30 s).
+// do runs steps, failing the test on an error (within 30 s). Steps that a page's own reload cut short (see
+// value) run again on the reloaded page: Chromium answers so before it dispatches a click, never after.
 func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		b.t.Fatalf("browser, %s: %v", what, err)
+	for {
+		err := chromedp.Do(ctx, steps...)
+		if err == nil {
+			return
+		}
+		if !reloaded(err) || ctx.Err() != nil {
+			b.t.Fatalf("browser, %s: %v", what, err)
+		}
 	}
 }
 

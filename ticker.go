@@ -210,7 +210,7 @@ func (t *Ticker) run(ctx context.Context, reg prometheus.Registerer) error {
 		return err
 	}
 	lag, err := worklag.New(worklag.Config{Topic: names.Work, Group: names.WorkerGroup, Interval: cfg.WorkLagInterval,
-		Pools: func() []kafka.Names { return poolsOf(view, names, t.opts, t.logger) }}, t.opts, t.logger, reg)
+		Pools: poolLister(names, t.opts, t.logger)}, t.opts, t.logger, reg)
 	if err != nil {
 		return err
 	}
@@ -408,30 +408,26 @@ func EnsurePoolTopics(ctx context.Context, k KafkaConfig, pool string, o TopicOp
 	return err
 }
 
-// poolsOf returns the names of every pool other than the default: those a schedule of view names, and, when the
-// View holds only its leaders' shares, those whose work topic exists.
-func poolsOf(view *store.View, names kafka.Names, opts []kgo.Opt, logger *slog.Logger) []kafka.Names {
-	seen := map[string]bool{}
-	var out []kafka.Names
-	add := func(p string) {
-		if p != "" && !seen[p] {
-			seen[p] = true
-			out = append(out, names.Pool(p))
-		}
-	}
-	for _, e := range view.All() {
-		add(e.Schedule.Pool())
-	}
-	if view.Sharded() {
+// poolLister returns the work lag's Pools: the names of every pool other than the default whose work topic
+// exists, listed from the broker at each measurement. Not from the schedules: a scan of every definition held,
+// each interval, kept the View locked for about 0.2 s a million schedules, and a term starting meanwhile (or a
+// share's load, or the changes a term applies) waited for it. A pool a schedule names has its topic from its
+// leader's first term on (dispatch, ensurePools); before that it has no ticks to lag. A failed listing keeps
+// the last one, and is logged.
+func poolLister(names kafka.Names, opts []kgo.Opt, logger *slog.Logger) func() []kafka.Names {
+	var last []kafka.Names
+	return func() []kafka.Names {
 		pools, err := listPools(opts, names)
 		if err != nil {
-			logger.Warn("listing the pools' topics for the work lag", "err", err)
+			logger.Warn("listing the pools' topics for the work lag: measuring those listed before", "err", err)
+			return last
 		}
+		last = last[:0:0]
 		for _, p := range pools {
-			add(p)
+			last = append(last, names.Pool(p))
 		}
+		return last
 	}
-	return out
 }
 
 // listPools returns the pools other than the default whose work topic exists.

@@ -16,7 +16,8 @@
 // has committed nothing at all (a pool without workers, or whose workers never finished a tick): then every
 // partition counts from its log start, so a pool nobody serves shows its whole backlog.
 //
-// The series carry the pool (label pool: "default", or a pool that a schedule names, Config.Pools).
+// The series carry the pool (label pool: "default", or another pool of Config.Pools: the ticker gives those
+// whose work topic exists).
 package worklag
 
 import (
